@@ -1,0 +1,114 @@
+package models
+
+import (
+	"time"
+)
+
+// Contract is fixed before delegation: what the worker must leave behind (Completion),
+// how the work is verified (Verification), and whether a reviewer agent looks at the
+// artifact (Review). It is stored with the task and rendered in the worker's brief.
+type Contract struct {
+	Completion   Completion   `json:"completion" yaml:"completion"`
+	Verification Verification `json:"verification" yaml:"verification"`
+	Review       *Review      `json:"review,omitempty" yaml:"review,omitempty"`
+}
+
+// CompletionType is what the mechanical check looks for.
+type CompletionType string
+
+// The completion types.
+const (
+	CompletionFile   CompletionType = "file"   // a file at Path, non-empty, at least MinLength bytes
+	CompletionSignal CompletionType = "signal" // a JSON file at Path whose "signal" field equals Signal
+	CompletionNone   CompletionType = "none"   // a clean exit is enough
+)
+
+// Completion is the completion contract.
+type Completion struct {
+	Type          CompletionType `json:"type,omitempty" yaml:"type,omitempty"`
+	Path          string         `json:"path,omitempty" yaml:"path,omitempty"` // relative to the task workspace; may use {task_id}
+	MinLength     int            `json:"min_length,omitempty" yaml:"min_length,omitempty"`
+	Signal        string         `json:"signal,omitempty" yaml:"signal,omitempty"`
+	DoneToken     string         `json:"done_token,omitempty" yaml:"done_token,omitempty"` // must appear in the worker's output
+	Verify        []string       `json:"verify,omitempty" yaml:"verify,omitempty"`         // commands that must exit 0 in the workspace
+	VerifyTimeout Duration       `json:"verify_timeout,omitempty" yaml:"verify_timeout,omitempty"`
+	Evaluate      string         `json:"evaluate,omitempty" yaml:"evaluate,omitempty"` // semantic criteria for the evaluator
+	MaxAttempts   int            `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
+	Timeout       Duration       `json:"timeout,omitempty" yaml:"timeout,omitempty"`   // per worker attempt
+	Cooldown      Duration       `json:"cooldown,omitempty" yaml:"cooldown,omitempty"` // between attempts (Ralph mode)
+	Clean         bool           `json:"clean,omitempty" yaml:"clean,omitempty"`       // workspace must have no uncommitted changes
+	Checklist     *Checklist     `json:"checklist,omitempty" yaml:"checklist,omitempty"`
+}
+
+// Checklist asks that a Markdown file in the workspace has at least Count checked
+// boxes ("- [x]").
+type Checklist struct {
+	Path  string `json:"path" yaml:"path"`
+	Count int    `json:"count" yaml:"count"`
+}
+
+// Review asks for an artifact review by an agent with Role: REVIEW_PASS or REVIEW_FAIL
+// on the reviewer's last line, at most MaxRounds rounds. When lists the triggers:
+// "always", "phase" (first task of a new phase), "every" (every Every-th task),
+// "final" (last step of a run).
+type Review struct {
+	Role      string   `json:"role" yaml:"role"`
+	When      []string `json:"when,omitempty" yaml:"when,omitempty"`
+	Every     int      `json:"every,omitempty" yaml:"every,omitempty"`
+	MaxRounds int      `json:"max_rounds,omitempty" yaml:"max_rounds,omitempty"`
+}
+
+// VerificationType classifies a task before delegation.
+type VerificationType string
+
+// The verification types. Auto is resolved to one of the others by generation before
+// the task is delegated; a stored, delegated task never has type auto.
+const (
+	VerifyVerifiable VerificationType = "verifiable"
+	VerifyAdvisory   VerificationType = "advisory"
+	VerifySkip       VerificationType = "skip"
+	VerifyAuto       VerificationType = "auto"
+)
+
+// Verification is the verification contract.
+type Verification struct {
+	Type          VerificationType `json:"type,omitempty" yaml:"type,omitempty"`
+	Criteria      []Criterion      `json:"criteria,omitempty" yaml:"criteria,omitempty"`
+	GeneratedFrom string           `json:"generated_from,omitempty" yaml:"generated_from,omitempty"` // auto | user | template
+	GeneratedAt   *time.Time       `json:"generated_at,omitempty" yaml:"generated_at,omitempty"`
+}
+
+// Criterion is one verification criterion. Command, when set, is what the runner runs
+// for it; otherwise the project rules map Activity to a command.
+type Criterion struct {
+	Activity    string `json:"activity" yaml:"activity"`
+	Description string `json:"description" yaml:"description"`
+	Pattern     string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	Timing      string `json:"timing,omitempty" yaml:"timing,omitempty"` // immediate | deferred
+	Command     string `json:"command,omitempty" yaml:"command,omitempty"`
+}
+
+// ProjectRules are the editable rules contract generation uses.
+type ProjectRules struct {
+	// Activities maps an activity (unit-test, typecheck, lint, e2e, …) to the command
+	// that checks it in the workspace.
+	Activities map[string]string `json:"activities" yaml:"activities"`
+	// FilePatterns maps expected files to the activities they call for.
+	FilePatterns []FilePatternRule `json:"file_patterns" yaml:"file_patterns"`
+	// Always lists activities every verifiable task gets.
+	Always []string `json:"always" yaml:"always"`
+	// AdvisoryWords and SkipWords classify descriptions (whole words, case-insensitive).
+	AdvisoryWords []string  `json:"advisory_words" yaml:"advisory_words"`
+	SkipWords     []string  `json:"skip_words" yaml:"skip_words"`
+	UpdatedAt     time.Time `json:"updated_at" yaml:"-"`
+}
+
+// FilePatternRule maps a glob of expected files to activities.
+type FilePatternRule struct {
+	Pattern    string   `json:"pattern" yaml:"pattern"`
+	Activities []string `json:"activities" yaml:"activities"`
+	Timing     string   `json:"timing,omitempty" yaml:"timing,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as text ("30m", "90s").
+type Duration struct{ time.Duration }

@@ -1,0 +1,4 @@
+package models
+
+// Validate checks the contract. (Placeholder: the contract work replaces this file.)
+func (c *Contract) Validate() error { return nil }

@@ -1,0 +1,18 @@
+package models
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is a numbered state change, persisted in the same transaction as the change
+// and pushed live.
+type Event struct {
+	ID        int64           `json:"id"`
+	Type      string          `json:"type"` // task.assigned, task.verified, goal.verified, attempt.finished, …
+	TaskID    *int64          `json:"task_id,omitempty"`
+	GoalID    *int64          `json:"goal_id,omitempty"`
+	ActorID   *int64          `json:"actor_id,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+}

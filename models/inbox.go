@@ -1,0 +1,47 @@
+package models
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kinds of inbox items.
+const (
+	InboxBlocked    = "blocked"    // attempts exhausted; payload is the task.blocked payload
+	InboxEscalation = "escalation" // rejected by verifiers twice
+	InboxAdvisory   = "advisory"   // advisory output to look at
+)
+
+// InboxItem is something waiting for a person.
+type InboxItem struct {
+	ID         int64           `json:"id"`
+	Kind       string          `json:"kind"`
+	TaskID     int64           `json:"task_id"`
+	GoalID     *int64          `json:"goal_id,omitempty"`
+	Title      string          `json:"title"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Resolved   bool            `json:"resolved"`
+	ResolvedBy *int64          `json:"resolved_by,omitempty"`
+	Resolution string          `json:"resolution,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	ResolvedAt *time.Time      `json:"resolved_at,omitempty"`
+}
+
+// BlockedPayload is the task.blocked payload of completion-verification.md.
+type BlockedPayload struct {
+	Type               string           `json:"type"`
+	TaskID             int64            `json:"task_id"`
+	WorkflowInstanceID *int64           `json:"workflow_instance_id"`
+	StepNum            int              `json:"step_num"`
+	Agent              string           `json:"agent"`
+	CompletionSpec     Completion       `json:"completion_spec"`
+	Attempts           []BlockedAttempt `json:"attempts"`
+	TS                 time.Time        `json:"ts"`
+}
+
+// BlockedAttempt is one attempt's failure in a BlockedPayload.
+type BlockedAttempt struct {
+	Attempt int    `json:"attempt"`
+	Stage   string `json:"stage"`
+	Failure string `json:"failure"`
+}

@@ -1,0 +1,123 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists the domain. Every method takes a context. Reads and writes on Store
+// run on their own; InTx runs fn in one transaction, and every write the service makes
+// for one state change (the row, its event, its ledger entry, its inbox item) goes
+// through the Tx it is given, so that they commit or roll back together.
+type Store interface {
+	Tx
+	// InTx runs fn in a transaction; an error from fn (or a panic) rolls it back.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+	// Subscribe returns a channel that receives the newest event id whenever events
+	// are committed (by this process, or on PostgreSQL by any process). A slow reader
+	// misses intermediate values, never the latest. The channel closes with ctx.
+	Subscribe(ctx context.Context) <-chan int64
+	// Ping checks that the database is reachable and the migrations are applied.
+	Ping(ctx context.Context) error
+	// Dialect is "postgres" or "sqlite".
+	Dialect() string
+	Close() error
+}
+
+// Tx is the set of operations available inside and outside a transaction. Lock*
+// methods read a row for update (SELECT … FOR UPDATE on PostgreSQL; SQLite serialises
+// writers). Get* and Lock* return an ENOTFOUND *Error when the row does not exist.
+type Tx interface {
+	CreateAgent(ctx context.Context, a *Agent) error
+	UpdateAgent(ctx context.Context, a *Agent) error
+	GetAgent(ctx context.Context, id int64) (*Agent, error)
+	GetAgentByName(ctx context.Context, name string) (*Agent, error)
+	ListAgents(ctx context.Context) ([]Agent, error)
+
+	CreateToken(ctx context.Context, t *Token) error
+	// AgentByTokenHash returns the enabled agent owning the token with this hash and
+	// records its use.
+	AgentByTokenHash(ctx context.Context, hash string) (*Agent, error)
+
+	CreateSession(ctx context.Context, s *Session) error
+	GetSession(ctx context.Context, id string) (*Session, error)
+	DeleteSession(ctx context.Context, id string) error
+
+	CreateGoal(ctx context.Context, g *Goal) error
+	UpdateGoal(ctx context.Context, g *Goal) error
+	GetGoal(ctx context.Context, id int64) (*Goal, error)
+	LockGoal(ctx context.Context, id int64) (*Goal, error)
+	ListGoals(ctx context.Context, f GoalFilter) ([]Goal, error)
+
+	CreateTask(ctx context.Context, t *Task) error
+	// UpdateTask saves every field of t (including DependsOn).
+	UpdateTask(ctx context.Context, t *Task) error
+	GetTask(ctx context.Context, id int64) (*Task, error)
+	LockTask(ctx context.Context, id int64) (*Task, error)
+	GetTasks(ctx context.Context, ids []int64) ([]Task, error)
+	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	// Dependents lists the tasks that depend on task id.
+	Dependents(ctx context.Context, id int64) ([]Task, error)
+	// CountTasks counts tasks per state, of one goal when goalID > 0, else of all.
+	CountTasks(ctx context.Context, goalID int64) (map[TaskState]int, error)
+
+	// CreateTemplate saves t as the next version of its name and sets t.Version.
+	CreateTemplate(ctx context.Context, t *Template) error
+	// GetTemplate returns one version of a template; version 0 means the latest.
+	GetTemplate(ctx context.Context, name string, version int) (*Template, error)
+	// ListTemplates returns the latest version of every template, by name.
+	ListTemplates(ctx context.Context) ([]Template, error)
+	ListTemplateVersions(ctx context.Context, name string) ([]Template, error)
+
+	CreateRun(ctx context.Context, r *Run) error
+	GetRun(ctx context.Context, id int64) (*Run, error)
+
+	CreateAttempt(ctx context.Context, a *Attempt) error
+	UpdateAttempt(ctx context.Context, a *Attempt) error
+	ListAttempts(ctx context.Context, taskID int64) ([]Attempt, error)
+
+	CreateInboxItem(ctx context.Context, i *InboxItem) error
+	UpdateInboxItem(ctx context.Context, i *InboxItem) error
+	GetInboxItem(ctx context.Context, id int64) (*InboxItem, error)
+	ListInbox(ctx context.Context, f InboxFilter) ([]InboxItem, error)
+
+	// AppendEvent assigns e.ID (strictly increasing) and stores it.
+	AppendEvent(ctx context.Context, e *Event) error
+	// ListEvents returns up to limit events with ID > afterID, oldest first.
+	ListEvents(ctx context.Context, afterID int64, limit int) ([]Event, error)
+
+	// AppendLedgerEntry assigns e.ID (the posting order) and stores it as pending.
+	AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error
+	UpdateLedgerEntry(ctx context.Context, e *LedgerEntry) error
+	GetLedgerEntry(ctx context.Context, id int64) (*LedgerEntry, error)
+	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+
+	// GetRules returns the project rules; ENOTFOUND when none were saved yet.
+	GetRules(ctx context.Context) (*ProjectRules, error)
+	SaveRules(ctx context.Context, r *ProjectRules) error
+}
+
+// GoalFilter selects goals for listing.
+type GoalFilter struct {
+	State   GoalState
+	Project string
+	Limit   int
+}
+
+// InboxFilter selects inbox items. By default only open items are listed.
+type InboxFilter struct {
+	Kind            string
+	TaskID          int64
+	IncludeResolved bool
+	Limit           int
+}
+
+// LedgerFilter selects ledger entries, oldest first.
+type LedgerFilter struct {
+	Status  string
+	AfterID int64
+	Limit   int
+}
+
+// Clock returns the current time; tests replace it.
+type Clock func() time.Time

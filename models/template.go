@@ -1,0 +1,45 @@
+package models
+
+import "time"
+
+// Template is one version of a named workflow template. Versions are immutable: an
+// edit saves a new version; runs keep the version they were started from.
+type Template struct {
+	ID          int64     `json:"id"`
+	Name        string    `json:"name" yaml:"name"`
+	Version     int       `json:"version" yaml:"version,omitempty"`
+	Description string    `json:"description,omitempty" yaml:"description,omitempty"`
+	Steps       []Step    `json:"steps" yaml:"steps"`
+	CreatorID   int64     `json:"creator_id" yaml:"-"`
+	CreatedAt   time.Time `json:"created_at" yaml:"-"`
+}
+
+// Step is one step of a template: step N+1 is released only when step N is verified.
+// Completion and Verification are the step's contract; Review optionally asks for an
+// artifact review.
+type Step struct {
+	Name         string       `json:"name,omitempty" yaml:"name,omitempty"`
+	Role         string       `json:"role" yaml:"role"`
+	Brief        string       `json:"brief" yaml:"brief"`
+	Approve      Policy       `json:"approve,omitempty" yaml:"approve,omitempty"`
+	Verify       Policy       `json:"verify,omitempty" yaml:"verify,omitempty"`
+	Completion   Completion   `json:"completion" yaml:"completion,omitempty"`
+	Verification Verification `json:"verification" yaml:"verification,omitempty"`
+	Review       *Review      `json:"review,omitempty" yaml:"review,omitempty"`
+}
+
+// Contract returns the step's contract.
+func (s Step) Contract() Contract {
+	return Contract{Completion: s.Completion, Verification: s.Verification, Review: s.Review}
+}
+
+// Run is a template version instantiated for a goal.
+type Run struct {
+	ID              int64             `json:"id"`
+	GoalID          int64             `json:"goal_id"`
+	TemplateName    string            `json:"template"`
+	TemplateVersion int               `json:"template_version"`
+	Params          map[string]string `json:"params,omitempty"`
+	CreatorID       int64             `json:"creator_id"`
+	CreatedAt       time.Time         `json:"created_at"`
+}
