@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// agentRecord is a row of agents; roles is a JSON array.
+type agentRecord struct {
+	ID           int64 `gorm:"primaryKey"`
+	Name         string
+	Kind         string
+	Roles        string
+	Command      string
+	Workdir      string
+	Worktree     bool
+	Concurrency  int
+	Disabled     bool
+	PasswordHash string
+	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt    time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (agentRecord) TableName() string { return "agents" }
+
+func toAgentRecord(a *models.Agent) (*agentRecord, error) {
+	roles, err := toJSON(a.Roles, "[]")
+	if err != nil {
+		return nil, err
+	}
+	return &agentRecord{
+		ID:           a.ID,
+		Name:         a.Name,
+		Kind:         string(a.Kind),
+		Roles:        roles,
+		Command:      a.Command,
+		Workdir:      a.Workdir,
+		Worktree:     a.Worktree,
+		Concurrency:  a.Concurrency,
+		Disabled:     a.Disabled,
+		PasswordHash: a.PasswordHash,
+		CreatedAt:    normTime(a.CreatedAt),
+		UpdatedAt:    normTime(a.UpdatedAt),
+	}, nil
+}
+
+func fromAgentRecord(r *agentRecord) (*models.Agent, error) {
+	a := &models.Agent{
+		ID:           r.ID,
+		Name:         r.Name,
+		Kind:         models.AgentKind(r.Kind),
+		Command:      r.Command,
+		Workdir:      r.Workdir,
+		Worktree:     r.Worktree,
+		Concurrency:  r.Concurrency,
+		Disabled:     r.Disabled,
+		PasswordHash: r.PasswordHash,
+		CreatedAt:    normTime(r.CreatedAt),
+		UpdatedAt:    normTime(r.UpdatedAt),
+	}
+	if err := fromJSON(r.Roles, &a.Roles, "agents.roles"); err != nil {
+		return nil, err
+	}
+	if a.Roles == nil {
+		a.Roles = []string{}
+	}
+	return a, nil
+}
+
+// tokenRecord is a row of tokens.
+type tokenRecord struct {
+	ID         int64 `gorm:"primaryKey"`
+	AgentID    int64
+	Name       string
+	Hash       string
+	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
+	LastUsedAt *time.Time
+}
+
+func (tokenRecord) TableName() string { return "tokens" }
+
+// sessionRecord is a row of sessions.
+type sessionRecord struct {
+	ID        string `gorm:"primaryKey"`
+	AgentID   int64
+	CSRF      string
+	CreatedAt time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt time.Time
+}
+
+func (sessionRecord) TableName() string { return "sessions" }
+
+// CreateAgent stores a new agent and sets a.ID. A taken name is an ECONFLICT.
+func (o *ops) CreateAgent(ctx context.Context, a *models.Agent) error {
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = now()
+	}
+	if a.UpdatedAt.IsZero() {
+		a.UpdatedAt = a.CreatedAt
+	}
+	rec, err := toAgentRecord(a)
+	if err != nil {
+		return err
+	}
+	rec.ID = 0
+	if err := o.q(ctx).Create(rec).Error; err != nil {
+		return conflictOr(err, "agent", "an agent named %q already exists", a.Name)
+	}
+	out, err := fromAgentRecord(rec)
+	if err != nil {
+		return err
+	}
+	*a = *out
+	return nil
+}
+
+// UpdateAgent saves every field of a but CreatedAt and sets UpdatedAt.
+func (o *ops) UpdateAgent(ctx context.Context, a *models.Agent) error {
+	a.UpdatedAt = now()
+	rec, err := toAgentRecord(a)
+	if err != nil {
+		return err
+	}
+	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
+	if res.Error != nil {
+		return conflictOr(res.Error, "agent", "an agent named %q already exists", a.Name)
+	}
+	if res.RowsAffected == 0 {
+		return models.NotFound("agent", a.ID)
+	}
+	out, err := fromAgentRecord(rec)
+	if err != nil {
+		return err
+	}
+	*a = *out
+	return nil
+}
+
+// GetAgent returns the agent with this id.
+func (o *ops) GetAgent(ctx context.Context, id int64) (*models.Agent, error) {
+	var rec agentRecord
+	if err := o.q(ctx).Take(&rec, "id = ?", id).Error; err != nil {
+		return nil, readError(err, "agent", id)
+	}
+	return fromAgentRecord(&rec)
+}
+
+// GetAgentByName returns the agent with this name.
+func (o *ops) GetAgentByName(ctx context.Context, name string) (*models.Agent, error) {
+	var rec agentRecord
+	if err := o.q(ctx).Take(&rec, "name = ?", name).Error; err != nil {
+		return nil, readError(err, "agent", strconv.Quote(name))
+	}
+	return fromAgentRecord(&rec)
+}
+
+// ListAgents returns every agent, by name.
+func (o *ops) ListAgents(ctx context.Context) ([]models.Agent, error) {
+	var recs []agentRecord
+	if err := o.q(ctx).Order("name").Find(&recs).Error; err != nil {
+		return nil, mapError(err, "agents")
+	}
+	out := make([]models.Agent, 0, len(recs))
+	for i := range recs {
+		a, err := fromAgentRecord(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// CreateToken stores a token (its hash only) and sets t.ID.
+func (o *ops) CreateToken(ctx context.Context, t *models.Token) error {
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	rec := &tokenRecord{
+		AgentID:    t.AgentID,
+		Name:       t.Name,
+		Hash:       t.Hash,
+		CreatedAt:  normTime(t.CreatedAt),
+		LastUsedAt: normTimePtr(t.LastUsedAt),
+	}
+	if err := o.q(ctx).Create(rec).Error; err != nil {
+		return conflictOr(err, "token", "a token with this hash already exists")
+	}
+	t.ID, t.CreatedAt, t.LastUsedAt = rec.ID, rec.CreatedAt, rec.LastUsedAt
+	return nil
+}
+
+// AgentByTokenHash returns the enabled agent owning the token with this hash and
+// records the token's use. An unknown hash or a disabled agent is ENOTFOUND.
+func (o *ops) AgentByTokenHash(ctx context.Context, hash string) (*models.Agent, error) {
+	var rec agentRecord
+	err := o.q(ctx).Model(&agentRecord{}).Select("agents.*").
+		Joins("JOIN tokens ON tokens.agent_id = agents.id").
+		Where("tokens.hash = ? AND agents.disabled = ?", hash, false).
+		Take(&rec).Error
+	if err != nil {
+		if isNotFound(err) {
+			return nil, models.Errorf(models.ENOTFOUND, "no enabled agent holds this token")
+		}
+		return nil, mapError(err, "token")
+	}
+	if err := o.q(ctx).Model(&tokenRecord{}).Where("hash = ?", hash).Update("last_used_at", now()).Error; err != nil {
+		return nil, mapError(err, "token")
+	}
+	return fromAgentRecord(&rec)
+}
+
+// CreateSession stores a session, first deleting the expired ones.
+func (o *ops) CreateSession(ctx context.Context, s *models.Session) error {
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now()
+	}
+	if err := o.q(ctx).Where("expires_at < ?", now()).Delete(&sessionRecord{}).Error; err != nil {
+		return mapError(err, "session")
+	}
+	rec := &sessionRecord{
+		ID:        s.ID,
+		AgentID:   s.AgentID,
+		CSRF:      s.CSRF,
+		CreatedAt: normTime(s.CreatedAt),
+		ExpiresAt: normTime(s.ExpiresAt),
+	}
+	if err := o.q(ctx).Create(rec).Error; err != nil {
+		return conflictOr(err, "session", "a session with this id already exists")
+	}
+	s.CreatedAt, s.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
+	return nil
+}
+
+// GetSession returns the session with this id; an expired session is ENOTFOUND.
+func (o *ops) GetSession(ctx context.Context, id string) (*models.Session, error) {
+	var rec sessionRecord
+	err := o.q(ctx).Take(&rec, "id = ? AND expires_at > ?", id, now()).Error
+	if err != nil {
+		if isNotFound(err) {
+			// The id is a credential's hash: never echo it.
+			return nil, models.Errorf(models.ENOTFOUND, "session not found")
+		}
+		return nil, mapError(err, "session")
+	}
+	return &models.Session{
+		ID:        rec.ID,
+		AgentID:   rec.AgentID,
+		CSRF:      rec.CSRF,
+		CreatedAt: normTime(rec.CreatedAt),
+		ExpiresAt: normTime(rec.ExpiresAt),
+	}, nil
+}
+
+// DeleteSession deletes the session; deleting a missing one is not an error.
+func (o *ops) DeleteSession(ctx context.Context, id string) error {
+	return mapError(o.q(ctx).Delete(&sessionRecord{}, "id = ?", id).Error, "session")
+}

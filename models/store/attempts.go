@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// attemptRecord is a row of attempts; checks and criteria are JSON arrays.
+type attemptRecord struct {
+	ID         int64 `gorm:"primaryKey"`
+	TaskID     int64
+	Number     int
+	AgentID    int64
+	RunnerID   string
+	Outcome    string
+	Stage      string
+	Diagnosis  string
+	Checks     string
+	Criteria   string
+	ExitCode   int
+	OutputTail string
+	OutputHash string
+	LogPath    string
+	Brief      string
+	StartedAt  time.Time
+	FinishedAt *time.Time
+}
+
+func (attemptRecord) TableName() string { return "attempts" }
+
+func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
+	checks, err := toJSON(a.Checks, "[]")
+	if err != nil {
+		return nil, err
+	}
+	criteria, err := toJSON(a.Criteria, "[]")
+	if err != nil {
+		return nil, err
+	}
+	return &attemptRecord{
+		ID:         a.ID,
+		TaskID:     a.TaskID,
+		Number:     a.Number,
+		AgentID:    a.AgentID,
+		RunnerID:   a.RunnerID,
+		Outcome:    a.Outcome,
+		Stage:      a.Stage,
+		Diagnosis:  a.Diagnosis,
+		Checks:     checks,
+		Criteria:   criteria,
+		ExitCode:   a.ExitCode,
+		OutputTail: a.OutputTail,
+		OutputHash: a.OutputHash,
+		LogPath:    a.LogPath,
+		Brief:      a.Brief,
+		StartedAt:  normTime(a.StartedAt),
+		FinishedAt: normTimePtr(a.FinishedAt),
+	}, nil
+}
+
+func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
+	a := &models.Attempt{
+		ID:         r.ID,
+		TaskID:     r.TaskID,
+		Number:     r.Number,
+		AgentID:    r.AgentID,
+		RunnerID:   r.RunnerID,
+		Outcome:    r.Outcome,
+		Stage:      r.Stage,
+		Diagnosis:  r.Diagnosis,
+		ExitCode:   r.ExitCode,
+		OutputTail: r.OutputTail,
+		OutputHash: r.OutputHash,
+		LogPath:    r.LogPath,
+		Brief:      r.Brief,
+		StartedAt:  normTime(r.StartedAt),
+		FinishedAt: normTimePtr(r.FinishedAt),
+	}
+	if err := fromJSON(r.Checks, &a.Checks, "attempts.checks"); err != nil {
+		return nil, err
+	}
+	if a.Checks == nil {
+		a.Checks = []models.CheckResult{}
+	}
+	if err := fromJSON(r.Criteria, &a.Criteria, "attempts.criteria"); err != nil {
+		return nil, err
+	}
+	if len(a.Criteria) == 0 {
+		a.Criteria = nil
+	}
+	return a, nil
+}
+
+// CreateAttempt stores an attempt and sets a.ID; a zero StartedAt is set to now and
+// an empty outcome to running.
+func (o *ops) CreateAttempt(ctx context.Context, a *models.Attempt) error {
+	if a.StartedAt.IsZero() {
+		a.StartedAt = now()
+	}
+	if a.Outcome == "" {
+		a.Outcome = models.OutcomeRunning
+	}
+	rec, err := toAttemptRecord(a)
+	if err != nil {
+		return err
+	}
+	rec.ID = 0
+	if err := o.q(ctx).Create(rec).Error; err != nil {
+		return mapError(err, "attempt")
+	}
+	out, err := fromAttemptRecord(rec)
+	if err != nil {
+		return err
+	}
+	*a = *out
+	return nil
+}
+
+// UpdateAttempt saves every field of a.
+func (o *ops) UpdateAttempt(ctx context.Context, a *models.Attempt) error {
+	rec, err := toAttemptRecord(a)
+	if err != nil {
+		return err
+	}
+	res := o.q(ctx).Model(rec).Select("*").Omit("id").Updates(rec)
+	if res.Error != nil {
+		return mapError(res.Error, "attempt")
+	}
+	if res.RowsAffected == 0 {
+		return models.NotFound("attempt", a.ID)
+	}
+	out, err := fromAttemptRecord(rec)
+	if err != nil {
+		return err
+	}
+	*a = *out
+	return nil
+}
+
+// ListAttempts returns a task's attempts in the order they were made.
+func (o *ops) ListAttempts(ctx context.Context, taskID int64) ([]models.Attempt, error) {
+	var recs []attemptRecord
+	if err := o.q(ctx).Where("task_id = ?", taskID).Order("number, id").Find(&recs).Error; err != nil {
+		return nil, mapError(err, "attempts")
+	}
+	out := make([]models.Attempt, 0, len(recs))
+	for i := range recs {
+		a, err := fromAttemptRecord(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}

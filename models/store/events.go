@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// eventRecord is a row of events; data is JSON text.
+type eventRecord struct {
+	ID        int64 `gorm:"primaryKey"`
+	Type      string
+	TaskID    *int64
+	GoalID    *int64
+	ActorID   *int64
+	Data      string
+	CreatedAt time.Time `gorm:"autoCreateTime:false"`
+}
+
+func (eventRecord) TableName() string { return "events" }
+
+func fromEventRecord(r *eventRecord) *models.Event {
+	return &models.Event{
+		ID:        r.ID,
+		Type:      r.Type,
+		TaskID:    r.TaskID,
+		GoalID:    r.GoalID,
+		ActorID:   r.ActorID,
+		Data:      rawOrNil(r.Data),
+		CreatedAt: normTime(r.CreatedAt),
+	}
+}
+
+// appendLockKey is the PostgreSQL advisory lock every transaction that appends events
+// or ledger entries holds until it ends.
+const appendLockKey = 0x636f756e7466 // "countf"
+
+// appendLock makes appends commit in id order. Sequence values are handed out when a
+// row is inserted, not when it commits, so without it a reader could see id 11 before
+// id 10 commits and skip 10 forever. Holding one transaction-scoped lock from the
+// first append to the end of the transaction makes id order commit order. SQLite has
+// one writer at a time and needs nothing.
+//
+// Because the lock is held to the end of the transaction, lock the rows a transaction
+// needs (Lock*) before its first append, or two transactions may deadlock (PostgreSQL
+// then aborts one with an ECONFLICT "try again").
+func (o *ops) appendLock(ctx context.Context) error {
+	if o.db.dialect != DialectPostgres {
+		return nil
+	}
+	return mapError(o.q(ctx).Exec("SELECT pg_advisory_xact_lock(?)", int64(appendLockKey)).Error, "append lock")
+}
+
+// AppendEvent assigns e.ID (strictly increasing, committed in order) and stores the
+// event; a zero CreatedAt is set to now. Subscribers hear of it once its transaction
+// commits; outside InTx it runs in a transaction of its own.
+func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
+	if o.tx == nil {
+		return o.atomic(ctx, func(o *ops) error { return o.AppendEvent(ctx, e) })
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now()
+	}
+	if err := o.appendLock(ctx); err != nil {
+		return err
+	}
+	rec := &eventRecord{
+		Type:      e.Type,
+		TaskID:    e.TaskID,
+		GoalID:    e.GoalID,
+		ActorID:   e.ActorID,
+		Data:      string(e.Data),
+		CreatedAt: normTime(e.CreatedAt),
+	}
+	if err := o.q(ctx).Create(rec).Error; err != nil {
+		return mapError(err, "event")
+	}
+	if o.db.dialect == DialectPostgres {
+		// Delivered to listeners when (and only if) the transaction commits.
+		err := o.q(ctx).Exec("SELECT pg_notify(?, ?)", notifyChannel, strconv.FormatInt(rec.ID, 10)).Error
+		if err != nil {
+			return mapError(err, "event notification")
+		}
+	}
+	o.tx.maxEvent = max(o.tx.maxEvent, rec.ID)
+	*e = *fromEventRecord(rec)
+	return nil
+}
+
+// ListEvents returns up to limit (default 100, at most 1000) events with ID > afterID,
+// oldest first.
+func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]models.Event, error) {
+	var recs []eventRecord
+	err := o.q(ctx).Where("id > ?", afterID).Order("id").Limit(listLimit(limit)).Find(&recs).Error
+	if err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make([]models.Event, 0, len(recs))
+	for i := range recs {
+		out = append(out, *fromEventRecord(&recs[i]))
+	}
+	return out, nil
+}

@@ -1,0 +1,355 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/models"
+)
+
+// taskRecord is a row of tasks; contract is JSON, dependencies live in task_deps.
+type taskRecord struct {
+	ID           int64 `gorm:"primaryKey"`
+	GoalID       *int64
+	RunID        *int64
+	StepNum      int
+	Title        string
+	Brief        string
+	Role         string
+	State        string
+	Priority     int
+	Approve      string
+	Verify       string
+	Contract     string
+	CreatorID    int64
+	AssigneeID   *int64
+	BuilderID    *int64
+	ApproverID   *int64
+	VerifierID   *int64
+	Summary      string
+	FilesChanged string
+	Notes        string
+	Reason       string
+	Rejections   int
+	AttemptsUsed int
+	Override     bool
+	LeaseOwner   string
+	LeaseUntil   *time.Time
+	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt    time.Time `gorm:"autoUpdateTime:false"`
+	VerifiedAt   *time.Time
+}
+
+func (taskRecord) TableName() string { return "tasks" }
+
+// taskDepRecord is a row of task_deps: TaskID depends on DependsOnID.
+type taskDepRecord struct {
+	TaskID      int64 `gorm:"primaryKey;autoIncrement:false"`
+	DependsOnID int64 `gorm:"primaryKey;autoIncrement:false"`
+}
+
+func (taskDepRecord) TableName() string { return "task_deps" }
+
+func toTaskRecord(t *models.Task) (*taskRecord, error) {
+	contract, err := toJSON(t.Contract, "{}")
+	if err != nil {
+		return nil, err
+	}
+	return &taskRecord{
+		ID:           t.ID,
+		GoalID:       t.GoalID,
+		RunID:        t.RunID,
+		StepNum:      t.StepNum,
+		Title:        t.Title,
+		Brief:        t.Brief,
+		Role:         t.Role,
+		State:        string(t.State),
+		Priority:     t.Priority,
+		Approve:      t.Approve,
+		Verify:       t.Verify,
+		Contract:     contract,
+		CreatorID:    t.CreatorID,
+		AssigneeID:   t.AssigneeID,
+		BuilderID:    t.BuilderID,
+		ApproverID:   t.ApproverID,
+		VerifierID:   t.VerifierID,
+		Summary:      t.Summary,
+		FilesChanged: t.FilesChanged,
+		Notes:        t.Notes,
+		Reason:       t.Reason,
+		Rejections:   t.Rejections,
+		AttemptsUsed: t.AttemptsUsed,
+		Override:     t.Override,
+		LeaseOwner:   t.LeaseOwner,
+		LeaseUntil:   normTimePtr(t.LeaseUntil),
+		CreatedAt:    normTime(t.CreatedAt),
+		UpdatedAt:    normTime(t.UpdatedAt),
+		VerifiedAt:   normTimePtr(t.VerifiedAt),
+	}, nil
+}
+
+func fromTaskRecord(r *taskRecord, deps []int64) (*models.Task, error) {
+	t := &models.Task{
+		ID:           r.ID,
+		GoalID:       r.GoalID,
+		RunID:        r.RunID,
+		StepNum:      r.StepNum,
+		Title:        r.Title,
+		Brief:        r.Brief,
+		Role:         r.Role,
+		State:        models.TaskState(r.State),
+		Priority:     r.Priority,
+		Approve:      r.Approve,
+		Verify:       r.Verify,
+		DependsOn:    deps,
+		CreatorID:    r.CreatorID,
+		AssigneeID:   r.AssigneeID,
+		BuilderID:    r.BuilderID,
+		ApproverID:   r.ApproverID,
+		VerifierID:   r.VerifierID,
+		Summary:      r.Summary,
+		FilesChanged: r.FilesChanged,
+		Notes:        r.Notes,
+		Reason:       r.Reason,
+		Rejections:   r.Rejections,
+		AttemptsUsed: r.AttemptsUsed,
+		Override:     r.Override,
+		LeaseOwner:   r.LeaseOwner,
+		LeaseUntil:   normTimePtr(r.LeaseUntil),
+		CreatedAt:    normTime(r.CreatedAt),
+		UpdatedAt:    normTime(r.UpdatedAt),
+		VerifiedAt:   normTimePtr(r.VerifiedAt),
+	}
+	if err := fromJSON(r.Contract, &t.Contract, "tasks.contract"); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// normDeps sorts and de-duplicates dependency ids; nil when there are none.
+func normDeps(ids []int64) []int64 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// CreateTask stores a new task with its dependencies and sets t.ID; an empty state is
+// stored as pending. DependsOn is stored sorted and without duplicates; a dependency
+// on a missing task is EINVALID.
+func (o *ops) CreateTask(ctx context.Context, t *models.Task) error {
+	if t.State == "" {
+		t.State = models.TaskPending
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	rec, err := toTaskRecord(t)
+	if err != nil {
+		return err
+	}
+	rec.ID = 0
+	deps := normDeps(t.DependsOn)
+	err = o.atomic(ctx, func(o *ops) error {
+		if err := o.q(ctx).Create(rec).Error; err != nil {
+			return mapError(err, "task")
+		}
+		return o.saveDeps(ctx, rec.ID, deps)
+	})
+	if err != nil {
+		return err
+	}
+	out, err := fromTaskRecord(rec, deps)
+	if err != nil {
+		return err
+	}
+	*t = *out
+	return nil
+}
+
+// UpdateTask saves every field of t but CreatedAt, including DependsOn, and sets
+// UpdatedAt.
+func (o *ops) UpdateTask(ctx context.Context, t *models.Task) error {
+	t.UpdatedAt = now()
+	rec, err := toTaskRecord(t)
+	if err != nil {
+		return err
+	}
+	deps := normDeps(t.DependsOn)
+	err = o.atomic(ctx, func(o *ops) error {
+		res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
+		if res.Error != nil {
+			return mapError(res.Error, "task")
+		}
+		if res.RowsAffected == 0 {
+			return models.NotFound("task", t.ID)
+		}
+		if err := o.q(ctx).Delete(&taskDepRecord{}, "task_id = ?", t.ID).Error; err != nil {
+			return mapError(err, "task dependencies")
+		}
+		return o.saveDeps(ctx, t.ID, deps)
+	})
+	if err != nil {
+		return err
+	}
+	out, err := fromTaskRecord(rec, deps)
+	if err != nil {
+		return err
+	}
+	*t = *out
+	return nil
+}
+
+func (o *ops) saveDeps(ctx context.Context, taskID int64, deps []int64) error {
+	if len(deps) == 0 {
+		return nil
+	}
+	recs := make([]taskDepRecord, len(deps))
+	for i, d := range deps {
+		if d == taskID {
+			return models.Errorf(models.EINVALID, "task %d cannot depend on itself", taskID)
+		}
+		recs[i] = taskDepRecord{TaskID: taskID, DependsOnID: d}
+	}
+	if err := o.q(ctx).Create(&recs).Error; err != nil {
+		if constraintKind(err) == "foreign_key" {
+			return models.Errorf(models.EINVALID, "task %d depends on a task that does not exist", taskID)
+		}
+		return mapError(err, "task dependencies")
+	}
+	return nil
+}
+
+// GetTask returns the task with this id.
+func (o *ops) GetTask(ctx context.Context, id int64) (*models.Task, error) {
+	return o.getTask(ctx, o.q(ctx), id)
+}
+
+// LockTask returns the task with this id, locked for update until the transaction
+// ends.
+func (o *ops) LockTask(ctx context.Context, id int64) (*models.Task, error) {
+	return o.getTask(ctx, o.forUpdate(o.q(ctx)), id)
+}
+
+func (o *ops) getTask(ctx context.Context, q *gorm.DB, id int64) (*models.Task, error) {
+	var rec taskRecord
+	if err := q.Take(&rec, "id = ?", id).Error; err != nil {
+		return nil, readError(err, "task", id)
+	}
+	tasks, err := o.withDeps(ctx, []taskRecord{rec})
+	if err != nil {
+		return nil, err
+	}
+	return &tasks[0], nil
+}
+
+// GetTasks returns the tasks with these ids in ascending id order; ids that do not
+// exist are left out (compare the lengths to find them).
+func (o *ops) GetTasks(ctx context.Context, ids []int64) ([]models.Task, error) {
+	if len(ids) == 0 {
+		return []models.Task{}, nil
+	}
+	var recs []taskRecord
+	if err := o.q(ctx).Where("id IN ?", normDeps(ids)).Order("id").Find(&recs).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	return o.withDeps(ctx, recs)
+}
+
+// ListTasks returns tasks newest first, at most f.Limit (default 100, at most 1000),
+// with ids below f.AfterID when it is set.
+func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task, error) {
+	q := o.q(ctx).Order("id DESC").Limit(listLimit(f.Limit))
+	if f.State != "" {
+		q = q.Where("state = ?", string(f.State))
+	}
+	if f.GoalID > 0 {
+		q = q.Where("goal_id = ?", f.GoalID)
+	}
+	if f.AssigneeID > 0 {
+		q = q.Where("assignee_id = ?", f.AssigneeID)
+	}
+	if f.Role != "" {
+		q = q.Where("role = ?", f.Role)
+	}
+	if f.AfterID > 0 {
+		q = q.Where("id < ?", f.AfterID)
+	}
+	var recs []taskRecord
+	if err := q.Find(&recs).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	return o.withDeps(ctx, recs)
+}
+
+// Dependents lists the tasks that depend on task id, in ascending id order.
+func (o *ops) Dependents(ctx context.Context, id int64) ([]models.Task, error) {
+	var recs []taskRecord
+	err := o.q(ctx).
+		Where("id IN (?)", o.q(ctx).Model(&taskDepRecord{}).Select("task_id").Where("depends_on_id = ?", id)).
+		Order("id").Find(&recs).Error
+	if err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	return o.withDeps(ctx, recs)
+}
+
+// CountTasks counts tasks per state, of one goal when goalID > 0, else of all. Every
+// state of models.TaskStates is present, with 0 when no task is in it.
+func (o *ops) CountTasks(ctx context.Context, goalID int64) (map[models.TaskState]int, error) {
+	var rows []struct {
+		State string
+		N     int
+	}
+	q := o.q(ctx).Model(&taskRecord{}).Select("state, COUNT(*) AS n").Group("state")
+	if goalID > 0 {
+		q = q.Where("goal_id = ?", goalID)
+	}
+	if err := q.Scan(&rows).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	out := make(map[models.TaskState]int, len(models.TaskStates))
+	for _, s := range models.TaskStates {
+		out[s] = 0
+	}
+	for _, r := range rows {
+		out[models.TaskState(r.State)] = r.N
+	}
+	return out, nil
+}
+
+// withDeps maps task rows to tasks, loading their dependencies in one query.
+func (o *ops) withDeps(ctx context.Context, recs []taskRecord) ([]models.Task, error) {
+	out := make([]models.Task, 0, len(recs))
+	if len(recs) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(recs))
+	for i := range recs {
+		ids[i] = recs[i].ID
+	}
+	var deps []taskDepRecord
+	if err := o.q(ctx).Where("task_id IN ?", ids).Order("task_id, depends_on_id").Find(&deps).Error; err != nil {
+		return nil, mapError(err, "task dependencies")
+	}
+	byTask := map[int64][]int64{}
+	for _, d := range deps {
+		byTask[d.TaskID] = append(byTask[d.TaskID], d.DependsOnID)
+	}
+	for i := range recs {
+		t, err := fromTaskRecord(&recs[i], byTask[recs[i].ID])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}
