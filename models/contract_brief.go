@@ -1,0 +1,158 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// activityLabels name well-known activities in briefs.
+var activityLabels = map[string]string{
+	"unit-test":          "Unit tests",
+	"typecheck":          "Type check",
+	"lint":               "Lint",
+	"e2e":                "End-to-end tests",
+	"frontend-test":      "Front-end unit tests",
+	"frontend-typecheck": "TypeScript type check",
+	"docs":               "Documentation check",
+}
+
+// NoProtocolMessages is the instruction every worker brief ends with: the runner, not
+// the worker, records completions (completion-verification.md).
+const NoProtocolMessages = "Do not post any completion or protocol messages (task.complete, task.blocked, status updates): the runner checks your work against this contract and records the result."
+
+// RenderContract describes the contract in plain words for the worker's brief: where
+// to write the output (the path expanded for taskID, relative to the working
+// directory) and what it must contain, the done token to print, the commands that
+// must exit 0, the evaluation criteria, the verification criteria as a numbered list
+// with activity, description and timing, the review, the budget, and the instruction
+// not to post protocol messages. It is Markdown-flavoured text without raw JSON, except
+// the example of the signal file a signal contract asks for. Unset values are shown
+// with their defaults (see Contract.Normalize).
+func RenderContract(c Contract, taskID int64) string {
+	var b strings.Builder
+	cp := c.Completion
+	b.WriteString("## What done looks like\n\n")
+
+	typ := CompletionType(strings.ToLower(strings.TrimSpace(string(cp.Type))))
+	if typ == "" {
+		typ = CompletionNone
+		if strings.TrimSpace(cp.Path) != "" {
+			typ = CompletionFile
+		}
+	}
+	out := c.OutputPath(taskID)
+	switch typ {
+	case CompletionFile:
+		fmt.Fprintf(&b, "- Write your output to `%s` (relative to your working directory). ", out)
+		if cp.MinLength > 0 {
+			fmt.Fprintf(&b, "It must not be empty and must be at least %d bytes long.\n", cp.MinLength)
+		} else {
+			b.WriteString("It must not be empty.\n")
+		}
+	case CompletionSignal:
+		example, _ := json.Marshal(struct {
+			Signal    string `json:"signal"`
+			Reasoning string `json:"reasoning"`
+		}{cp.Signal, "why you decided so"})
+		fmt.Fprintf(&b, "- Write a JSON file to `%s` (relative to your working directory) whose \"signal\" field is exactly %q, for example:\n\n", out, cp.Signal)
+		fmt.Fprintf(&b, "      %s\n\n", example)
+	default:
+		b.WriteString("- No output file is checked: finishing cleanly (exit status 0) completes the mechanical check.\n")
+	}
+	if cp.DoneToken != "" {
+		fmt.Fprintf(&b, "- When, and only when, the work is complete, print `%s` on a line of its own.\n", cp.DoneToken)
+	}
+	if len(cp.Verify) > 0 {
+		vt := cp.VerifyTimeout.Duration
+		if vt <= 0 {
+			vt = DefaultVerifyTimeout
+		}
+		fmt.Fprintf(&b, "- These commands must exit with status 0 in your working directory (at most %s each):\n", formatDuration(vt))
+		for _, cmd := range cp.Verify {
+			fmt.Fprintf(&b, "    - `%s`\n", strings.TrimSpace(cmd))
+		}
+	}
+	if cl := cp.Checklist; cl != nil {
+		fmt.Fprintf(&b, "- The Markdown file `%s` must have at least %d checked boxes (`- [x]`).\n", expandTaskID(cl.Path, taskID), cl.Count)
+	}
+	if cp.Clean {
+		b.WriteString("- Commit your changes: the workspace must have no uncommitted changes when you finish.\n")
+	}
+	if ev := strings.TrimSpace(cp.Evaluate); ev != "" {
+		b.WriteString("- An evaluator will read your output against these criteria:\n")
+		for _, line := range strings.Split(ev, "\n") {
+			fmt.Fprintf(&b, "    > %s\n", strings.TrimRight(line, " \t"))
+		}
+	}
+
+	b.WriteString("\n## Verification contract\n\n")
+	v := c.Verification
+	switch {
+	case v.Type == VerifyAdvisory:
+		b.WriteString("This task is advisory: no automated checks; your output goes to a person for review. Make it clear, complete and easy to act on.\n")
+	case len(v.Criteria) == 0 && v.Type == VerifySkip:
+		b.WriteString("Only minimal checks apply to this task.\n")
+	case len(v.Criteria) == 0:
+		b.WriteString("No verification criteria beyond the checks above.\n")
+	default:
+		if v.Type == VerifySkip {
+			b.WriteString("Only minimal checks apply to this task. ")
+		}
+		b.WriteString("Your work will be verified by:\n\n")
+		for i, cr := range v.Criteria {
+			label := activityLabels[cr.Activity]
+			if label == "" {
+				label = cr.Activity
+			}
+			fmt.Fprintf(&b, "%d. **%s** (%s) — %s", i+1, label, cr.Activity, strings.TrimSpace(cr.Description))
+			var notes []string
+			if cr.Pattern != "" {
+				notes = append(notes, fmt.Sprintf("tests matching %q", cr.Pattern))
+			}
+			switch cr.Timing {
+			case TimingImmediate:
+				notes = append(notes, "runs immediately after your attempt")
+			case TimingDeferred:
+				notes = append(notes, "runs later, with the integrated result")
+			}
+			if cr.Command != "" {
+				notes = append(notes, fmt.Sprintf("checked with `%s`", cr.Command))
+			}
+			if len(notes) > 0 {
+				b.WriteString("; " + strings.Join(notes, "; "))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\nWrite your work knowing these criteria will be checked.\n")
+	}
+
+	if r := c.Review; r != nil {
+		rounds := r.MaxRounds
+		if rounds <= 0 {
+			rounds = MaxReviewRounds
+		}
+		fmt.Fprintf(&b, "\nA reviewer with the role %s will review your work (at most %d rounds).\n", r.Role, rounds)
+	}
+
+	attempts := cp.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	timeout := cp.Timeout.Duration
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	fmt.Fprintf(&b, "\nTime limit: %s per attempt. ", formatDuration(timeout))
+	if attempts > 1 {
+		fmt.Fprintf(&b, "If a check fails you will be told exactly why and get another attempt (%d attempts in all).\n", attempts)
+	} else {
+		b.WriteString("There is one attempt.\n")
+	}
+	b.WriteString("\n" + NoProtocolMessages + "\n")
+	return b.String()
+}
+
+func expandTaskID(p string, taskID int64) string {
+	return strings.ReplaceAll(p, TaskIDPlaceholder, fmt.Sprint(taskID))
+}
