@@ -1,0 +1,101 @@
+// Package layout holds the page frames of the dashboard: Page, for every signed-in
+// page (navigation, flash, live-update hooks, footer), and Bare, for the login page.
+package layout
+
+import (
+	"strconv"
+	"strings"
+)
+
+// PageMeta is everything the frame of a page needs; handlers fill it once per request.
+type PageMeta struct {
+	// Title is the page's own title; the document title is "<Title> · Countersign".
+	Title string
+	// Active is the key of the highlighted navigation item (see NavItems).
+	Active string
+	// Agent is the signed-in agent, nil on pages without a session.
+	Agent *NavAgent
+	// CSRF is the session's CSRF token, used by the logout form.
+	CSRF string
+	// InboxCount is the number of unresolved inbox items, shown as a badge on Inbox.
+	InboxCount int
+	// LastEventID is the id of the newest event the page reflects; live.js resumes
+	// the event stream after it (<body data-last-event>).
+	LastEventID int64
+	// Flash is a one-off message shown above the page; FlashKind is info, success,
+	// warning or error.
+	Flash     string
+	FlashKind string
+	// Version is the build version shown in the footer.
+	Version string
+	// LiveRefresh names what the page shows so that live.js re-fetches its
+	// [data-live-region] elements when a matching event arrives: "task:12",
+	// "goal:3", "any", or several separated by spaces. Empty: no refresh.
+	LiveRefresh string
+}
+
+// NavAgent is the signed-in agent as shown in the navigation bar.
+type NavAgent struct {
+	Name  string
+	Roles []string
+}
+
+// NavItem is one entry of the main navigation.
+type NavItem struct {
+	Key   string // the value of PageMeta.Active that highlights it
+	Label string
+	Href  string
+}
+
+// Navigation keys, the values of PageMeta.Active.
+const (
+	NavOverview  = "overview"
+	NavGoals     = "goals"
+	NavTasks     = "tasks"
+	NavInbox     = "inbox"
+	NavTemplates = "templates"
+	NavAgents    = "agents"
+	NavLedger    = "ledger"
+	NavRules     = "rules"
+)
+
+// NavItems is the main navigation in display order; handlers route these paths.
+var NavItems = []NavItem{
+	{NavOverview, "Overview", "/"},
+	{NavGoals, "Goals", "/goals"},
+	{NavTasks, "Tasks", "/tasks"},
+	{NavInbox, "Inbox", "/inbox"},
+	{NavTemplates, "Templates", "/templates"},
+	{NavAgents, "Agents", "/agents"},
+	{NavLedger, "Ledger", "/ledger"},
+	{NavRules, "Rules", "/rules"},
+}
+
+// LogoutPath is where the navigation's logout form posts.
+const LogoutPath = "/logout"
+
+// DocumentTitle returns the <title> text of a page titled title.
+func DocumentTitle(title string) string {
+	if title == "" {
+		return "Countersign"
+	}
+	return title + " · Countersign"
+}
+
+func roles(a *NavAgent) string { return strings.Join(a.Roles, ", ") }
+
+func lastEvent(id int64) string { return strconv.FormatInt(id, 10) }
+
+func inboxLabel(n int) string {
+	if n == 1 {
+		return "1 item waiting"
+	}
+	return strconv.Itoa(n) + " items waiting"
+}
+
+func countText(n int) string {
+	if n > 99 {
+		return "99+"
+	}
+	return strconv.Itoa(n)
+}
