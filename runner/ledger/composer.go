@@ -1,0 +1,96 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Composer implements models.LedgerComposer: the service calls it inside the
+// transaction of a state change to build the outbox row. The zero value is ready.
+type Composer struct{}
+
+var _ models.LedgerComposer = Composer{}
+
+// RunnerName is the name written for a party that is not an agent (a nil verifier
+// means the runner verified).
+const RunnerName = "runner"
+
+// ContractHash returns the SHA-384 hex of the JSON encoding of c: the "contract"
+// field of task.complete. The contract is fixed before delegation, so the hash names
+// exactly what the work was checked against.
+func ContractHash(c models.Contract) (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("ledger: encode contract: %w", err)
+	}
+	return SHA384Hex(b), nil
+}
+
+func agentName(a *models.Agent, def string) string {
+	if a == nil || a.Name == "" {
+		return def
+	}
+	return a.Name
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// TaskComplete builds the task.complete entry for t. A nil verifier is the runner.
+func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, outputHash string, at time.Time) (*models.LedgerEntry, error) {
+	ch, err := ContractHash(t.Contract)
+	if err != nil {
+		return nil, err
+	}
+	return TaskComplete{
+		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
+		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName),
+		Contract: ch, Output: outputHash, Override: t.Override, At: at,
+	}.Entry()
+}
+
+// TaskBlocked builds the task.blocked entry: p in full as the payload, a summary with
+// its hash as the message.
+func (Composer) TaskBlocked(t *models.Task, p models.BlockedPayload) (*models.LedgerEntry, error) {
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode blocked payload: %w", err)
+	}
+	stage := ""
+	if n := len(p.Attempts); n > 0 {
+		stage = p.Attempts[n-1].Stage
+	}
+	at := p.TS
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return TaskBlocked{
+		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum, Agent: p.Agent,
+		Attempts: len(p.Attempts), Stage: stage, Payload: payload, At: at,
+	}.Entry()
+}
+
+// GoalVerified builds the goal.verified entry; the payload holds the goal's title, its
+// lead's notes and the task counts.
+func (Composer) GoalVerified(g *models.Goal, lead *models.Agent, counts map[models.TaskState]int, at time.Time) (*models.LedgerEntry, error) {
+	payload, err := json.Marshal(struct {
+		Goal   int64                    `json:"goal"`
+		Title  string                   `json:"title"`
+		Notes  string                   `json:"notes"`
+		Counts map[models.TaskState]int `json:"counts"`
+	}{g.ID, g.Title, g.Notes, counts})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode goal payload: %w", err)
+	}
+	return GoalVerified{
+		GoalID: g.ID, Verifier: agentName(lead, ""), Verified: counts[models.TaskVerified],
+		Cancelled: counts[models.TaskCancelled], Payload: payload, At: at,
+	}.Entry()
+}

@@ -1,0 +1,457 @@
+package ledger
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	hiero "github.com/hiero-ledger/hiero-sdk-go/v2/sdk"
+)
+
+// HCS posts ledger entries as messages on a Hedera Consensus Service topic, following
+// the exactly-once protocol of the package documentation. Every SDK call runs in a
+// goroutine that recovers panics (the SDK has been seen to divide by zero) and is
+// abandoned, not killed, when ctx ends: abandoning is safe because the prepared bytes
+// carry a fixed transaction id that the network executes at most once.
+type HCS struct {
+	cfg      HCSConfig
+	client   *hiero.Client
+	operator hiero.AccountID
+	topic    *hiero.TopicID
+	nodes    []hiero.AccountID
+	now      func() time.Time
+	http     *http.Client
+
+	mu        sync.Mutex
+	lastStart time.Time // valid starts handed out by this process are strictly increasing
+}
+
+// Defaults for HCSConfig's tuning fields.
+const (
+	DefaultValidDuration = 120 * time.Second
+	DefaultStartSkew     = 5 * time.Second
+	// ReceiptTTL is how long a node keeps a receipt after consensus.
+	ReceiptTTL = 180 * time.Second
+	// consensusGrace covers the time between the end of validity and consensus.
+	consensusGrace = 10 * time.Second
+)
+
+// NewHCS builds the HCS ledger: a client for cfg.Network with the operator set and
+// transaction id regeneration off, and the node ids every transaction will name. For
+// the public networks the SDK reads the address book from a mirror node here.
+func NewHCS(cfg HCSConfig) (_ *HCS, err error) {
+	defer recoverInto(&err, "create client")
+	if !cfg.OperatorKey.IsSet() {
+		return nil, errors.New("hcs: no operator key")
+	}
+	op, err := hiero.AccountIDFromString(cfg.OperatorID)
+	if err != nil {
+		return nil, fmt.Errorf("hcs: operator id %q: %w", cfg.OperatorID, err)
+	}
+	h := &HCS{cfg: cfg, operator: op, now: time.Now, http: &http.Client{Timeout: 15 * time.Second}}
+	if cfg.TopicID != "" {
+		t, err := hiero.TopicIDFromString(cfg.TopicID)
+		if err != nil {
+			return nil, fmt.Errorf("hcs: topic id %q: %w", cfg.TopicID, err)
+		}
+		h.topic = &t
+	}
+	if h.cfg.ValidDuration <= 0 {
+		h.cfg.ValidDuration = DefaultValidDuration
+	}
+	if h.cfg.ValidDuration > 180*time.Second {
+		return nil, errors.New("hcs: ValidDuration is at most 180s")
+	}
+	if h.cfg.StartSkew <= 0 {
+		h.cfg.StartSkew = DefaultStartSkew
+	}
+	if h.cfg.MaxNodes <= 0 {
+		h.cfg.MaxNodes = 3
+	}
+	if h.cfg.ReceiptAttempts <= 0 {
+		h.cfg.ReceiptAttempts = 5
+	}
+	if h.cfg.MinBackoff <= 0 {
+		h.cfg.MinBackoff = 250 * time.Millisecond
+	}
+	if h.cfg.MaxBackoff < h.cfg.MinBackoff {
+		h.cfg.MaxBackoff = max(8*time.Second, h.cfg.MinBackoff)
+	}
+	nodes, err := parseNetwork(cfg.Network)
+	if err != nil {
+		return nil, fmt.Errorf("hcs: network: %w", err)
+	}
+	var client *hiero.Client
+	if nodes == nil {
+		client, err = hiero.ClientForName(cfg.Network)
+	} else {
+		client, err = hiero.ClientForNetworkV2(nodes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hcs: client for %s: %w", cfg.Network, err)
+	}
+	client.SetOperator(op, *cfg.OperatorKey.key)
+	client.SetDefaultRegenerateTransactionIDs(false)
+	client.SetMinBackoff(0)
+	client.SetMaxBackoff(h.cfg.MaxBackoff)
+	client.SetMinBackoff(h.cfg.MinBackoff)
+	if cfg.GRPCDeadline > 0 {
+		client.SetGrpcDeadline(cfg.GRPCDeadline)
+	}
+	if cfg.RequestTimeout > 0 {
+		client.SetRequestTimeout(cfg.RequestTimeout)
+	}
+	if cfg.NodeBackoff > 0 {
+		client.SetNodeMinBackoff(cfg.NodeBackoff)
+		client.SetNodeMaxBackoff(cfg.NodeBackoff)
+		client.SetMinNodeReadmitTime(cfg.NodeBackoff)
+		client.SetMaxNodeReadmitTime(cfg.NodeBackoff)
+	}
+	h.client = client
+	h.nodes = pinNodes(client.GetNetwork(), h.cfg.MaxNodes)
+	if len(h.nodes) == 0 {
+		_ = client.Close()
+		return nil, errors.New("hcs: the network has no nodes")
+	}
+	return h, nil
+}
+
+// Name returns "hcs".
+func (h *HCS) Name() string { return "hcs" }
+
+// Close releases the client's connections.
+func (h *HCS) Close() error { return h.client.Close() }
+
+// SetClock replaces the clock used for valid starts and expiry decisions (tests).
+func (h *HCS) SetClock(now func() time.Time) { h.now = now }
+
+// Nodes returns the node account ids pinned on every transaction.
+func (h *HCS) Nodes() []string {
+	out := make([]string, len(h.nodes))
+	for i, n := range h.nodes {
+		out[i] = n.String()
+	}
+	return out
+}
+
+func recoverInto(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("hcs: %s: the SDK panicked: %v", what, r)
+	}
+}
+
+// call runs fn (SDK work) in a goroutine, turning a panic into an error, and stops
+// waiting when ctx ends.
+func (h *HCS) call(ctx context.Context, what string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer recoverInto(&err, what)
+		err = fn()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("hcs: %s: %w: %w", what, ErrOutcomeUnknown, ctx.Err())
+	}
+}
+
+// nextValidStart returns now minus the skew allowance, strictly after the last one
+// this process used, so that two entries never share a transaction id.
+func (h *HCS) nextValidStart() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	vs := h.now().UTC().Add(-h.cfg.StartSkew).Truncate(time.Microsecond)
+	if !vs.After(h.lastStart) {
+		vs = h.lastStart.Add(time.Microsecond)
+	}
+	h.lastStart = vs
+	return vs
+}
+
+// Prepare freezes a TopicMessageSubmitTransaction for e.Message with an explicit
+// transaction id (operator + valid start), the pinned node ids, id regeneration off
+// and one chunk at most, signs it with the operator key (and the submit key if set)
+// once, and stores its id and bytes in e. The caller must save e before Submit.
+func (h *HCS) Prepare(ctx context.Context, e *models.LedgerEntry) error {
+	if h.topic == nil {
+		return errors.New("hcs: no topic configured (" + EnvTopicID + ")")
+	}
+	if len(e.Message) == 0 || len(e.Message) > MaxMessageBytes {
+		return Permanent(fmt.Errorf("hcs: entry %d message is %d bytes; it must be 1 to %d", e.ID, len(e.Message), MaxMessageBytes))
+	}
+	txID := hiero.NewTransactionIDWithValidStart(h.operator, h.nextValidStart())
+	var id string
+	var raw []byte
+	err := h.call(ctx, "prepare", func() error {
+		tx := hiero.NewTopicMessageSubmitTransaction().
+			SetTopicID(*h.topic).
+			SetMessage(e.Message).
+			SetMaxChunks(1).
+			SetTransactionID(txID).
+			SetNodeAccountIDs(h.nodes).
+			SetTransactionValidDuration(h.cfg.ValidDuration).
+			SetRegenerateTransactionID(false)
+		frozen, err := tx.FreezeWith(h.client)
+		if err != nil {
+			return fmt.Errorf("hcs: freeze: %w", err)
+		}
+		frozen.Sign(*h.cfg.OperatorKey.key)
+		if h.cfg.SubmitKey.IsSet() {
+			frozen.Sign(*h.cfg.SubmitKey.key)
+		}
+		b, err := frozen.ToBytes()
+		if err != nil {
+			return fmt.Errorf("hcs: serialise: %w", err)
+		}
+		id, raw = frozen.GetTransactionID().String(), b
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.TxID, e.TxBytes = id, raw
+	return nil
+}
+
+// Submit sends the bytes Prepare stored, unchanged. Whatever the SDK reports — success,
+// DUPLICATE_TRANSACTION (an earlier send got through), a transport error, a timeout —
+// the answer comes from the receipt of the same transaction id. An error means the
+// outcome is still unknown: call Lookup later.
+func (h *HCS) Submit(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
+	if e.TxID == "" || len(e.TxBytes) == 0 {
+		return Receipt{}, fmt.Errorf("hcs: entry %d was not prepared", e.ID)
+	}
+	sendErr := h.call(ctx, "submit", func() error {
+		txi, err := hiero.TransactionFromBytes(e.TxBytes)
+		if err != nil {
+			return fmt.Errorf("hcs: stored transaction of entry %d: %w", e.ID, err)
+		}
+		switch tx := txi.(type) {
+		case hiero.TopicMessageSubmitTransaction:
+			h.tune(tx.Transaction)
+			_, err = tx.Execute(h.client)
+		case *hiero.TopicMessageSubmitTransaction:
+			h.tune(tx.Transaction)
+			_, err = tx.Execute(h.client)
+		default:
+			return fmt.Errorf("hcs: stored transaction of entry %d is a %T", e.ID, txi)
+		}
+		return err
+	})
+	r, found, lerr := h.Lookup(ctx, e)
+	if found {
+		return r, nil
+	}
+	if sendErr == nil {
+		sendErr = errors.New("sent, but no receipt yet")
+	}
+	if lerr != nil {
+		return Receipt{}, fmt.Errorf("hcs: entry %d (tx %s): %v; receipt: %w", e.ID, e.TxID, sendErr, lerr)
+	}
+	return Receipt{}, fmt.Errorf("hcs: entry %d (tx %s) did not reach consensus: %v", e.ID, e.TxID, sendErr)
+}
+
+// tune applies the configured retry backoff to a transaction rebuilt from bytes
+// (TransactionFromBytes gives it the SDK defaults).
+func (h *HCS) tune(tx *hiero.Transaction[*hiero.TopicMessageSubmitTransaction]) {
+	if h.cfg.MinBackoff <= tx.GetMaxBackoff() {
+		tx.SetMinBackoff(h.cfg.MinBackoff)
+		tx.SetMaxBackoff(h.cfg.MaxBackoff)
+	} else {
+		tx.SetMaxBackoff(h.cfg.MaxBackoff)
+		tx.SetMinBackoff(h.cfg.MinBackoff)
+	}
+}
+
+// Lookup asks for the receipt of e's transaction id. Found and SUCCESS: the receipt
+// (ConsensusAt is the time the receipt was read, an upper bound within seconds of
+// consensus — a receipt carries no timestamp; the exact one is on the mirror node).
+// A receipt with a failure status means the id is spent without a message: not found.
+// No receipt: undecided (an error) until the validity window has passed; after it,
+// not found — within ReceiptTTL from the node's answer, later from the mirror node.
+func (h *HCS) Lookup(ctx context.Context, e *models.LedgerEntry) (Receipt, bool, error) {
+	if e.TxID == "" {
+		return Receipt{}, false, nil // never prepared, so never sent
+	}
+	id, err := hiero.TransactionIdFromString(e.TxID)
+	if err != nil || id.ValidStart == nil {
+		return Receipt{}, false, Permanent(fmt.Errorf("hcs: entry %d has a malformed transaction id", e.ID))
+	}
+	var rc hiero.TransactionReceipt
+	var qerr error
+	err = h.call(ctx, "receipt", func() error {
+		q := hiero.NewTransactionReceiptQuery().
+			SetTransactionID(id).
+			SetNodeAccountIDs(h.nodes).
+			SetMaxRetry(h.cfg.ReceiptAttempts)
+		if h.cfg.MinBackoff <= 8*time.Second {
+			q.SetMinBackoff(h.cfg.MinBackoff).SetMaxBackoff(h.cfg.MaxBackoff)
+		} else {
+			q.SetMaxBackoff(h.cfg.MaxBackoff).SetMinBackoff(h.cfg.MinBackoff)
+		}
+		rc, qerr = q.Execute(h.client)
+		return nil
+	})
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	if qerr == nil {
+		if rc.Status == hiero.StatusSuccess {
+			return Receipt{
+				Sequence: int64(rc.TopicSequenceNumber), RunningHash: rc.TopicRunningHash,
+				ConsensusAt: h.now().UTC(), TxID: e.TxID,
+			}, true, nil
+		}
+		switch rc.Status {
+		case hiero.StatusUnknown, hiero.StatusReceiptNotFound, hiero.StatusBusy, hiero.StatusOk:
+			// not handled yet: fall through to the window logic
+		default:
+			return Receipt{}, false, nil // reached consensus and failed: the id is spent
+		}
+	} else {
+		var pre hiero.ErrHederaPreCheckStatus
+		if !errors.As(qerr, &pre) || (pre.Status != hiero.StatusReceiptNotFound && pre.Status != hiero.StatusUnknown) {
+			return Receipt{}, false, fmt.Errorf("hcs: receipt of %s: %w: %v", e.TxID, ErrOutcomeUnknown, qerr)
+		}
+	}
+	expires := id.ValidStart.Add(h.cfg.ValidDuration)
+	now := h.now()
+	if now.Before(expires.Add(consensusGrace)) {
+		return Receipt{}, false, fmt.Errorf("hcs: %s has no receipt yet and may still reach consensus until %s: %w",
+			e.TxID, expires.UTC().Format(time.RFC3339), ErrOutcomeUnknown)
+	}
+	if now.Before(expires.Add(ReceiptTTL - consensusGrace)) {
+		return Receipt{}, false, nil // a receipt would still be kept: there is none
+	}
+	if h.cfg.MirrorURL == "" {
+		return Receipt{}, false, nil // custom network without a mirror: receipts are the record
+	}
+	return h.mirrorLookup(ctx, e, id)
+}
+
+// mirrorLookup resolves a transaction whose receipt has expired from the mirror node.
+func (h *HCS) mirrorLookup(ctx context.Context, e *models.LedgerEntry, id hiero.TransactionID) (Receipt, bool, error) {
+	vs := id.ValidStart.UTC()
+	mid := fmt.Sprintf("%s-%d-%09d", id.AccountID.String(), vs.Unix(), vs.Nanosecond())
+	var tx struct {
+		Transactions []struct {
+			ConsensusTimestamp string `json:"consensus_timestamp"`
+			Result             string `json:"result"`
+			EntityID           string `json:"entity_id"`
+		} `json:"transactions"`
+	}
+	status, err := h.getJSON(ctx, "/api/v1/transactions/"+url.PathEscape(mid), &tx)
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	if status == http.StatusNotFound || len(tx.Transactions) == 0 {
+		return Receipt{}, false, nil
+	}
+	for _, t := range tx.Transactions {
+		if t.Result != "SUCCESS" {
+			continue
+		}
+		var msgs struct {
+			Messages []struct {
+				ConsensusTimestamp string `json:"consensus_timestamp"`
+				RunningHash        string `json:"running_hash"`
+				SequenceNumber     int64  `json:"sequence_number"`
+			} `json:"messages"`
+		}
+		topic := t.EntityID
+		if topic == "" && h.topic != nil {
+			topic = h.topic.String()
+		}
+		path := "/api/v1/topics/" + url.PathEscape(topic) + "/messages?timestamp=" + url.QueryEscape(t.ConsensusTimestamp)
+		if _, err := h.getJSON(ctx, path, &msgs); err != nil {
+			return Receipt{}, false, err
+		}
+		if len(msgs.Messages) == 0 {
+			return Receipt{}, false, fmt.Errorf("hcs: mirror has %s but not its message yet: %w", e.TxID, ErrOutcomeUnknown)
+		}
+		m := msgs.Messages[0]
+		rh, err := base64.StdEncoding.DecodeString(m.RunningHash)
+		if err != nil {
+			return Receipt{}, false, fmt.Errorf("hcs: mirror running hash: %w", err)
+		}
+		return Receipt{Sequence: m.SequenceNumber, RunningHash: rh, ConsensusAt: parseMirrorTime(m.ConsensusTimestamp), TxID: e.TxID}, true, nil
+	}
+	return Receipt{}, false, nil // reached consensus with a failure status
+}
+
+func (h *HCS) getJSON(ctx context.Context, path string, v any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.MirrorURL+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("hcs: mirror node: %w: %v", ErrOutcomeUnknown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return resp.StatusCode, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("hcs: mirror node answered %s: %w", resp.Status, ErrOutcomeUnknown)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return resp.StatusCode, fmt.Errorf("hcs: mirror node reply: %w", err)
+	}
+	return resp.StatusCode, nil
+}
+
+// parseMirrorTime reads "seconds.nanoseconds".
+func parseMirrorTime(s string) time.Time {
+	sec, nsec, _ := strings.Cut(s, ".")
+	a, _ := strconv.ParseInt(sec, 10, 64)
+	b, _ := strconv.ParseInt((nsec + "000000000")[:9], 10, 64)
+	return time.Unix(a, b).UTC()
+}
+
+// CreateTopic creates a topic with memo, the operator's key as admin key and, when
+// submitKey is set, its public key as the submit key; it returns the topic id
+// ("0.0.N") for HEDERA_TOPIC_ID.
+func (h *HCS) CreateTopic(ctx context.Context, memo string, submitKey Secret) (string, error) {
+	var topic string
+	err := h.call(ctx, "create topic", func() error {
+		tx := hiero.NewTopicCreateTransaction().
+			SetTopicMemo(memo).
+			SetAdminKey(h.cfg.OperatorKey.key.PublicKey()).
+			SetNodeAccountIDs(h.nodes).
+			SetTransactionID(hiero.NewTransactionIDWithValidStart(h.operator, h.nextValidStart())).
+			SetRegenerateTransactionID(false)
+		if pk, ok := submitKey.PublicKey(); ok {
+			tx.SetSubmitKey(pk)
+		}
+		resp, err := tx.Execute(h.client)
+		if err != nil {
+			return fmt.Errorf("hcs: create topic: %w", err)
+		}
+		rc, err := hiero.NewTransactionReceiptQuery().
+			SetTransactionID(resp.TransactionID).
+			SetNodeAccountIDs(h.nodes).
+			Execute(h.client)
+		if err != nil {
+			return fmt.Errorf("hcs: create topic receipt: %w", err)
+		}
+		if rc.Status != hiero.StatusSuccess || rc.TopicID == nil {
+			return fmt.Errorf("hcs: create topic: %s", rc.Status)
+		}
+		topic = rc.TopicID.String()
+		return nil
+	})
+	return topic, err
+}

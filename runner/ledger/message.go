@@ -1,0 +1,334 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Message format
+//
+// Every ledger message is one compact JSON object, version 1, with the fields in a
+// fixed order (the order of the Message struct):
+//
+//	{"v":1,"type":"task.complete","task":42,"goal":7,"step":2,"agent":"dev-1",
+//	 "verifier":"runner","contract":"<sha384 hex>","output":"<sha384 hex>",
+//	 "override":false,"ts":"2026-05-01T10:00:00.123456Z"}
+//
+//	{"v":1,"type":"task.blocked","task":43,"goal":7,"step":3,"agent":"dev-2",
+//	 "attempts":2,"stage":"verify","payload":"<sha384 hex>","size":2317,"ts":"…"}
+//
+//	{"v":1,"type":"goal.verified","goal":7,"verifier":"lead-ann","verified":5,
+//	 "cancelled":1,"payload":"<sha384 hex>","size":412,"ts":"…"}
+//
+// Ids are JSON numbers; absent ids (a task with no goal) are left out. Hashes are
+// lower-case hex SHA-384 (96 characters). Times are RFC 3339 in UTC with at most
+// microsecond precision (what both databases keep).
+//
+// Size. A message must fit one 1024-byte HCS chunk so that one ledger entry is one
+// transaction, the unit the exactly-once protocol works on. Everything in a message
+// is bounded except names; a name is cut (at a rune boundary) so that its JSON form
+// is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
+// ids, maximal escaped names, every field present) is 586 bytes for task.complete;
+// the tests build it. Builders still check the final size and refuse anything over
+// MaxMessageBytes.
+//
+// task.blocked: summary, not chunks. The blocked payload holds every attempt's
+// failure and is routinely larger than a chunk. It is NOT chunked: the message is a
+// summary carrying the SHA-384 and byte length of the full payload, which is kept
+// verbatim in LedgerEntry.Payload and served by the API. Reasons: a chunked message is
+// several transactions, and a crash between chunks leaves a half-posted entry that no
+// receipt query can make whole (the exactly-once unit would no longer be one
+// transaction); each chunk costs a fee; failure text can contain worker output that
+// should not be published forever on a public topic, while the hash commits to it
+// just as firmly. The summary is used for every blocked payload, small or large, so
+// that a reader never has to guess which form a message has. goal.verified uses the
+// same scheme for the lead's notes.
+
+// MaxMessageBytes is the size of one HCS chunk; no ledger message may exceed it.
+const MaxMessageBytes = 1024
+
+// MaxNameJSON bounds the JSON-encoded form (quotes excluded) of a name or stage in a
+// message, so that escaping cannot blow a message past MaxMessageBytes.
+const MaxNameJSON = 96
+
+// MessageVersion is the version written into every message's "v" field.
+const MessageVersion = 1
+
+// Message is the decoded form of every ledger message; which fields are present
+// depends on Type (see the format description above).
+type Message struct {
+	V         int    `json:"v"`
+	Type      string `json:"type"`
+	Task      int64  `json:"task,omitempty"`
+	Goal      int64  `json:"goal,omitempty"`
+	Step      int    `json:"step,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Verifier  string `json:"verifier,omitempty"`
+	Contract  string `json:"contract,omitempty"`
+	Output    string `json:"output,omitempty"`
+	Override  *bool  `json:"override,omitempty"` // always present in task.complete
+	Attempts  int    `json:"attempts,omitempty"`
+	Stage     string `json:"stage,omitempty"`
+	Verified  *int   `json:"verified,omitempty"`  // goal.verified: tasks verified
+	Cancelled *int   `json:"cancelled,omitempty"` // goal.verified: tasks cancelled
+	Payload   string `json:"payload,omitempty"`   // SHA-384 hex of LedgerEntry.Payload
+	Size      int    `json:"size,omitempty"`      // byte length of LedgerEntry.Payload
+	TS        string `json:"ts"`
+}
+
+// Encode returns the compact JSON of m (no HTML escaping, no trailing newline) and
+// refuses a message over MaxMessageBytes.
+func (m Message) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) > MaxMessageBytes {
+		return nil, fmt.Errorf("ledger: %s message is %d bytes, over the %d-byte chunk", m.Type, len(b), MaxMessageBytes)
+	}
+	return b, nil
+}
+
+// ParseMessage decodes a ledger message and checks its version and type.
+func ParseMessage(b []byte) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("ledger: message is not JSON: %w", err)
+	}
+	if m.V != MessageVersion {
+		return m, fmt.Errorf("ledger: message version %d is not supported", m.V)
+	}
+	switch m.Type {
+	case models.LedgerTaskComplete, models.LedgerTaskBlocked, models.LedgerGoalVerified:
+	default:
+		return m, fmt.Errorf("ledger: unknown message type %q", m.Type)
+	}
+	return m, nil
+}
+
+// SHA384Hex returns the lower-case hex SHA-384 of b: the form of every hash in a
+// ledger message.
+func SHA384Hex(b []byte) string {
+	h := sha512.Sum384(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Timestamp formats t the way messages carry it: UTC, RFC 3339, microseconds at most.
+func Timestamp(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
+// LimitName returns s cut at a rune boundary so that its JSON string form (without
+// quotes, HTML characters not escaped) is at most max bytes. Invalid UTF-8 is
+// replaced by U+FFFD first, as encoding/json would.
+func LimitName(s string, max int) string {
+	if !utf8.ValidString(s) {
+		s = string(bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
+	}
+	n := 0
+	for i, r := range s {
+		w := jsonRuneLen(r)
+		if n+w > max {
+			return s[:i]
+		}
+		n += w
+	}
+	return s
+}
+
+// jsonRuneLen is the number of bytes encoding/json (HTML escaping off) writes for r
+// inside a string.
+func jsonRuneLen(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 2
+	case r < 0x20, r == '\u2028', r == '\u2029':
+		return 6
+	default:
+		return utf8.RuneLen(r)
+	}
+}
+
+func hashOK(h string) bool {
+	if len(h) != 2*sha512.Size384 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// TaskComplete describes a verified completion; TaskCompleteEntry turns it into a
+// ledger entry.
+type TaskComplete struct {
+	TaskID   int64
+	GoalID   int64 // 0: the task belongs to no goal
+	Step     int   // 0: not a workflow step
+	Agent    string
+	Verifier string
+	Contract string // SHA-384 hex of the task's contract (ContractHash)
+	Output   string // SHA-384 hex of the verified output; "" when there is none
+	Override bool   // accepted by the exec without passing the checks
+	At       time.Time
+}
+
+// Message builds the task.complete message. It always fits one chunk.
+func (c TaskComplete) Message() (Message, error) {
+	if c.TaskID <= 0 {
+		return Message{}, fmt.Errorf("ledger: task.complete needs a task id")
+	}
+	if !hashOK(c.Contract) {
+		return Message{}, fmt.Errorf("ledger: task.complete contract hash must be SHA-384 hex")
+	}
+	if c.Output != "" && !hashOK(c.Output) {
+		return Message{}, fmt.Errorf("ledger: task.complete output hash must be SHA-384 hex")
+	}
+	ov := c.Override
+	return Message{
+		V: MessageVersion, Type: models.LedgerTaskComplete,
+		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
+		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON),
+		Contract: c.Contract, Output: c.Output, Override: &ov, TS: Timestamp(c.At),
+	}, nil
+}
+
+// Entry returns the pending ledger entry for c.
+func (c TaskComplete) Entry() (*models.LedgerEntry, error) {
+	m, err := c.Message()
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return newEntry(models.LedgerTaskComplete, c.TaskID, c.GoalID, b, nil, c.Override, c.At), nil
+}
+
+// TaskBlocked describes a task blocked after its attempts ran out. Payload is the
+// full payload (completion-verification.md); it is stored, and the message carries
+// its hash.
+type TaskBlocked struct {
+	TaskID   int64
+	GoalID   int64
+	Step     int
+	Agent    string
+	Attempts int
+	Stage    string // the stage the last attempt failed at
+	Payload  []byte // JSON
+	At       time.Time
+}
+
+// Message builds the task.blocked summary message; it fits one chunk whatever the
+// size of the payload.
+func (b TaskBlocked) Message() (Message, error) {
+	if b.TaskID <= 0 {
+		return Message{}, fmt.Errorf("ledger: task.blocked needs a task id")
+	}
+	if len(b.Payload) == 0 || !json.Valid(b.Payload) {
+		return Message{}, fmt.Errorf("ledger: task.blocked payload must be JSON")
+	}
+	return Message{
+		V: MessageVersion, Type: models.LedgerTaskBlocked,
+		Task: b.TaskID, Goal: b.GoalID, Step: b.Step,
+		Agent: LimitName(b.Agent, MaxNameJSON), Attempts: b.Attempts, Stage: LimitName(b.Stage, MaxNameJSON),
+		Payload: SHA384Hex(b.Payload), Size: len(b.Payload), TS: Timestamp(b.At),
+	}, nil
+}
+
+// Entry returns the pending ledger entry for b, with Payload set.
+func (b TaskBlocked) Entry() (*models.LedgerEntry, error) {
+	m, err := b.Message()
+	if err != nil {
+		return nil, err
+	}
+	msg, err := m.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return newEntry(models.LedgerTaskBlocked, b.TaskID, b.GoalID, msg, b.Payload, false, b.At), nil
+}
+
+// GoalVerified describes a goal verified by its lead. Payload (JSON: the goal's title
+// and the lead's notes) is stored; the message carries its hash.
+type GoalVerified struct {
+	GoalID    int64
+	Verifier  string
+	Verified  int
+	Cancelled int
+	Payload   []byte
+	At        time.Time
+}
+
+// Message builds the goal.verified message.
+func (g GoalVerified) Message() (Message, error) {
+	if g.GoalID <= 0 {
+		return Message{}, fmt.Errorf("ledger: goal.verified needs a goal id")
+	}
+	if len(g.Payload) == 0 || !json.Valid(g.Payload) {
+		return Message{}, fmt.Errorf("ledger: goal.verified payload must be JSON")
+	}
+	v, c := g.Verified, g.Cancelled
+	return Message{
+		V: MessageVersion, Type: models.LedgerGoalVerified, Goal: g.GoalID,
+		Verifier: LimitName(g.Verifier, MaxNameJSON), Verified: &v, Cancelled: &c,
+		Payload: SHA384Hex(g.Payload), Size: len(g.Payload), TS: Timestamp(g.At),
+	}, nil
+}
+
+// Entry returns the pending ledger entry for g, with Payload set.
+func (g GoalVerified) Entry() (*models.LedgerEntry, error) {
+	m, err := g.Message()
+	if err != nil {
+		return nil, err
+	}
+	msg, err := m.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return newEntry(models.LedgerGoalVerified, 0, g.GoalID, msg, g.Payload, false, g.At), nil
+}
+
+func newEntry(typ string, taskID, goalID int64, msg, payload []byte, override bool, at time.Time) *models.LedgerEntry {
+	e := &models.LedgerEntry{
+		Type: typ, Message: msg, Payload: payload, Status: models.LedgerPending,
+		Override: override, CreatedAt: at.UTC(),
+	}
+	if taskID > 0 {
+		id := taskID
+		e.TaskID = &id
+	}
+	if goalID > 0 {
+		id := goalID
+		e.GoalID = &id
+	}
+	return e
+}
+
+// CheckPayload reports whether e.Payload is the payload its message commits to (for
+// messages that carry a payload hash). VerifyChain calls it for every entry.
+func CheckPayload(e *models.LedgerEntry) error {
+	m, err := ParseMessage(e.Message)
+	if err != nil {
+		return err
+	}
+	if m.Payload == "" {
+		if len(e.Payload) != 0 {
+			return fmt.Errorf("ledger: entry %d has a payload its message does not commit to", e.ID)
+		}
+		return nil
+	}
+	if SHA384Hex(e.Payload) != m.Payload || len(e.Payload) != m.Size {
+		return fmt.Errorf("ledger: entry %d payload does not match the hash in its message", e.ID)
+	}
+	return nil
+}
