@@ -1,0 +1,367 @@
+// Package worker runs one worker command: an admin-defined shell command started in its
+// own process group, fed the brief on stdin and the task facts in environment variables,
+// bounded by a timeout, with its combined output streamed to a log file, to a live
+// callback and to a bounded in-memory tail.
+//
+// Task data never becomes part of the shell string: Spec.Command comes from the agent
+// definition, which only an admin may change; everything a task contributes arrives
+// through Spec.Stdin and Spec.Env, where the shell never parses it.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults applied when the corresponding Spec field is zero.
+const (
+	DefaultShell     = "/bin/sh"
+	DefaultKillGrace = 5 * time.Second
+	DefaultTailBytes = 64 << 10
+)
+
+// readBufSize is the one buffer every byte of output passes through. Its size matches
+// the default Linux pipe capacity so one read usually empties the pipe.
+const readBufSize = 64 << 10
+
+// stdinWaitDelay bounds how long reaping waits for the stdin copier once the group is
+// dead. Only a process that escaped the group and holds stdin without reading it can
+// make it matter; after this delay os/exec closes the pipe so Run cannot hang.
+const stdinWaitDelay = time.Second
+
+// drainQuiet is how long the pipe may stay silent, once the group is dead, before Run
+// concludes that only an escaped process is holding it open.
+const drainQuiet = 100 * time.Millisecond
+
+// Spec describes one run. Only Command is required.
+type Spec struct {
+	// Command is run as `Shell -c Command`. It is admin-defined and must never contain
+	// task data: pass that through Stdin and Env.
+	Command string
+	// Shell is the interpreter for Command; DefaultShell when empty.
+	Shell string
+	// Dir is the working directory; the runner's own when empty.
+	Dir string
+	// Stdin is copied to the command's standard input; /dev/null when nil. Use a
+	// finite reader such as bytes.NewReader(brief): a reader that blocks is abandoned
+	// (its copying goroutine with it) once the run is over.
+	Stdin io.Reader
+	// Env holds extra KEY=VALUE pairs appended to BaseEnv(); a key given here
+	// overrides an inherited one.
+	Env []string
+	// Timeout bounds the run; zero means no limit other than ctx.
+	Timeout time.Duration
+	// KillGrace is how long the group has between SIGTERM and SIGKILL;
+	// DefaultKillGrace when zero.
+	KillGrace time.Duration
+	// LogPath receives the full combined stdout and stderr (created or truncated,
+	// mode 0640). Empty means no log file.
+	LogPath string
+	// TailBytes is the size of the in-memory tail kept in Result.Tail;
+	// DefaultTailBytes when zero.
+	TailBytes int
+	// OnOutput, when set, is called with each chunk of output as it is read, from the
+	// single goroutine that drains the pipe. The slice is reused once OnOutput returns,
+	// so copy it to keep it; and OnOutput must be fast (or hand the copy off), because
+	// while it runs nothing drains the pipe and the worker blocks on its next write.
+	OnOutput func(chunk []byte)
+}
+
+// Result is the outcome of a run that started. A non-zero exit, a timeout or a
+// cancellation is a normal Result, not an error.
+type Result struct {
+	// ExitCode is the shell's exit status, or -1 when a signal ended it (see Signal).
+	ExitCode int
+	// TimedOut is set when Spec.Timeout expired and the group was terminated.
+	TimedOut bool
+	// Cancelled is set when ctx was done before the command exited.
+	Cancelled bool
+	// Signal names the signal that ended the shell ("SIGTERM", "SIGKILL", ...), if any.
+	Signal string
+	// Tail holds exactly the last Spec.TailBytes of combined output (all of it when
+	// shorter).
+	Tail []byte
+	// OutputBytes counts every byte of combined output read.
+	OutputBytes int64
+	// Duration is the wall time from start until the process was reaped.
+	Duration time.Duration
+	// LogPath is Spec.LogPath, echoed so that a Result is self-describing.
+	LogPath string
+}
+
+// StartError reports that the command could not be run at all — no shell, a bad
+// directory, a log file that cannot be created, a context already done. It is an
+// infrastructure failure: it must not count against the worker's attempts.
+type StartError struct {
+	Op  string // what failed: "validate", "open log", "pipe", "start"
+	Err error
+}
+
+// Error implements error.
+func (e *StartError) Error() string { return "worker: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap exposes the cause, e.g. for errors.Is(err, context.Canceled).
+func (e *StartError) Unwrap() error { return e.Err }
+
+// OutputError reports that the command ran but its log could not be written in full
+// (e.g. a full disk). The Result returned with it is complete apart from the log; the
+// run must be treated as an infrastructure failure because the evidence is missing.
+type OutputError struct {
+	Path string
+	Err  error
+}
+
+// Error implements error.
+func (e *OutputError) Error() string {
+	return "worker: writing log " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap exposes the cause.
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// inheritedEnv names the only runner variables a worker sees. The runner's environment
+// holds secrets (operator keys, API keys, database URLs) that must not reach a worker,
+// so the environment is an allow-list, never os.Environ().
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"}
+
+// BaseEnv returns the minimal environment every worker starts from: the allow-listed
+// variables of the runner's own environment (PATH, HOME, USER, LOGNAME, LANG, LC_ALL,
+// LC_CTYPE, TZ, TMPDIR) that are set, and a default PATH when it is not.
+func BaseEnv() []string {
+	env := make([]string, 0, len(inheritedEnv))
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		} else if k == "PATH" {
+			env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+		}
+	}
+	return env
+}
+
+// Run starts s.Command and waits for it and its whole process group to finish. On
+// timeout or when ctx is done the group gets SIGTERM, then SIGKILL after KillGrace.
+// When the shell exits on its own, whatever it left running in its group gets the same
+// treatment, because a run's processes must not outlive it: stragglers still holding
+// the output pipe get KillGrace to finish writing. Processes that leave the group
+// (setsid) cannot be killed this way; Run stops reading from them rather than hang.
+//
+// The error is non-nil only when the command could not start (*StartError) or its log
+// could not be written (*OutputError, with a complete Result).
+func Run(ctx context.Context, s Spec) (Result, error) {
+	shell := s.Shell
+	if shell == "" {
+		shell = DefaultShell
+	}
+	grace := s.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	tailSize := s.TailBytes
+	if tailSize <= 0 {
+		tailSize = DefaultTailBytes
+	}
+	if err := validate(s); err != nil {
+		return Result{}, &StartError{Op: "validate", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, &StartError{Op: "start", Err: err}
+	}
+
+	var logFile *os.File
+	if s.LogPath != "" {
+		f, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+		if err != nil {
+			return Result{}, &StartError{Op: "open log", Err: err}
+		}
+		logFile = f
+	}
+	// One pipe for stdout and stderr, handed to the child as an *os.File so that
+	// os/exec starts no copying goroutine of its own: our reader is the only one.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		closeIfOpen(logFile)
+		return Result{}, &StartError{Op: "pipe", Err: err}
+	}
+
+	cmd := exec.Command(shell, "-c", s.Command)
+	cmd.Dir = s.Dir
+	cmd.Env = append(BaseEnv(), s.Env...)
+	cmd.Stdin = s.Stdin
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = stdinWaitDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		closeIfOpen(logFile)
+		return Result{}, &StartError{Op: "start", Err: err}
+	}
+	// The child has its copy; ours must go or the reader never sees EOF.
+	pw.Close()
+	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group id is the leader's pid
+
+	out := newOutput(tailSize, logFile, s.OnOutput)
+	go out.drain(pr)
+
+	exited := make(chan struct{})
+	var reap func() error
+	go func() {
+		reap = awaitExit(cmd)
+		close(exited)
+	}()
+
+	res := Result{LogPath: s.LogPath}
+	var timeoutC <-chan time.Time
+	if s.Timeout > 0 {
+		t := time.NewTimer(s.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	ctxDone := ctx.Done()
+	var killC <-chan time.Time
+	var killTimer *time.Timer
+	terminated := false
+	terminate := func() {
+		terminated = true
+		signalGroup(pgid, syscall.SIGTERM)
+		killTimer = time.NewTimer(grace)
+		killC = killTimer.C
+		timeoutC, ctxDone = nil, nil
+	}
+	killed := false
+	kill := func() {
+		killed = true
+		signalGroup(pgid, syscall.SIGKILL)
+		killC = nil
+	}
+
+	// Phase 1: until the shell exits.
+	for running := true; running; {
+		select {
+		case <-exited:
+			running = false
+		case <-timeoutC:
+			res.TimedOut = true
+			terminate()
+		case <-ctxDone:
+			res.Cancelled = true
+			terminate()
+		case <-killC:
+			kill()
+		}
+	}
+
+	// Phase 2: the shell is a zombie (on Linux), so its pid still pins the group id and
+	// signalling -pgid cannot reach an unrelated group. Terminate stragglers and give
+	// those holding the pipe the rest of the grace period to flush.
+	if !terminated {
+		terminate()
+	}
+	if !killed {
+		select {
+		case <-out.done:
+		case <-killC:
+		}
+	}
+	// Unconditionally: stragglers that closed the pipe never show up as pending output.
+	signalGroup(pgid, syscall.SIGKILL)
+	if killTimer != nil {
+		killTimer.Stop()
+	}
+	waitErr := reap()
+	res.Duration = time.Since(start)
+
+	// The group is dead, so the pipe normally reaches EOF at once. If it does not, a
+	// process that left the group still holds it: keep reading only while output still
+	// arrives (what was buffered when the group died), then stop rather than hang.
+	for drained := false; !drained; {
+		before := out.n.Load()
+		select {
+		case <-out.done:
+			drained = true
+		case <-time.After(drainQuiet):
+			if out.n.Load() == before {
+				_ = pr.SetReadDeadline(time.Now())
+				<-out.done
+				drained = true
+			}
+		}
+	}
+	pr.Close()
+
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = signalName(ws.Signal())
+		}
+	} else if waitErr != nil {
+		// Cannot happen after a successful Start; keep the failure visible if it does.
+		res.ExitCode = -1
+	}
+	res.Tail = out.tail.Bytes()
+	res.OutputBytes = out.n.Load()
+	if logFile != nil {
+		if cerr := logFile.Close(); cerr != nil && out.logErr == nil {
+			out.logErr = cerr
+		}
+		if out.logErr != nil {
+			return res, &OutputError{Path: s.LogPath, Err: out.logErr}
+		}
+	}
+	return res, nil
+}
+
+// validate rejects specs that could only fail or that would smuggle data into the
+// environment in a form the child would misread.
+func validate(s Spec) error {
+	if strings.TrimSpace(s.Command) == "" {
+		return errors.New("empty command")
+	}
+	for _, kv := range s.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return fmt.Errorf("malformed environment entry %q", k)
+		}
+	}
+	return nil
+}
+
+// signalGroup signals every process of the group. ESRCH (nobody left) is expected.
+func signalGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+}
+
+func closeIfOpen(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS",
+	syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ",
+}
+
+// signalName gives the conventional name, which reads better in a diagnosis than Go's
+// "terminated"/"killed".
+func signalName(sig syscall.Signal) string {
+	if n, ok := signalNames[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}

@@ -1,0 +1,300 @@
+// Package workspace lays out where a task's worker runs and where the runner keeps the
+// task's briefs and logs, and confines every path a contract names to that workspace.
+//
+// Layout under the data dir root:
+//
+//	<root>/tasks/<task_id>/               default working directory, kept across attempts
+//	<root>/tasks/<task_id>/.countersign/  brief-<n>.md and attempt-<n>.log, always here
+//	<root>/worktrees/<task_id>/           a git worktree when the agent asks for one
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/countersign/countersign/models"
+)
+
+// MetaDirName is the subdirectory of a task directory that holds the runner's own
+// files. Resolve refuses contract paths inside it so a worker cannot satisfy a file
+// contract with, say, its own brief.
+const MetaDirName = ".countersign"
+
+// Manager creates and removes task workspaces under one data dir. It is safe for
+// concurrent use.
+type Manager struct {
+	root string // absolute, symlinks resolved, so confinement checks compare real paths
+
+	// gitMu serialises worktree add/remove: concurrent ones on one repository race on
+	// its administrative files.
+	gitMu sync.Mutex
+}
+
+// Request says which workspace to prepare.
+type Request struct {
+	TaskID       int64
+	Attempt      int    // 1-based
+	AgentWorkdir string // the worker agent's own directory (absolute); empty for a fresh one
+	Worktree     bool   // a git worktree of AgentWorkdir per task instead of the directory itself
+}
+
+// Workspace is a prepared task workspace.
+type Workspace struct {
+	// Dir is where the worker runs and where contract paths are resolved; absolute,
+	// symlinks resolved.
+	Dir string
+	// MetaDir holds the task's briefs and logs; always under the data dir.
+	MetaDir string
+	// TaskID is the task the workspace belongs to.
+	TaskID int64
+
+	repo     string // for a worktree: the repository it was added to
+	worktree bool
+}
+
+// New returns a Manager rooted at root, creating root/tasks if needed.
+func New(root string) (*Manager, error) {
+	if root == "" {
+		return nil, models.Errorf(models.EINVALID, "workspace root is empty")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "tasks"), 0o750); err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	return &Manager{root: real}, nil
+}
+
+// Root returns the data dir the Manager works under (absolute, symlinks resolved).
+func (m *Manager) Root() string { return m.root }
+
+// Prepare makes the workspace for one attempt of a task and returns it. Preparing the
+// same task again returns the same directories with their contents, so that a revision
+// sees what the previous attempt wrote and a task taken over from a dead runner picks
+// up where it was. Errors in the request are *models.Error with code EINVALID; anything
+// else (file system, git) is an infrastructure failure.
+func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) {
+	var fe models.FieldErrors
+	if req.TaskID <= 0 {
+		fe.Add("task_id", "must be positive")
+	}
+	if req.Attempt < 1 {
+		fe.Add("attempt", "must be 1 or more")
+	}
+	if req.AgentWorkdir != "" && !filepath.IsAbs(req.AgentWorkdir) {
+		// A relative workdir would depend on where the runner happens to be started.
+		fe.Add("workdir", "must be an absolute path")
+	}
+	if req.Worktree && req.AgentWorkdir == "" {
+		fe.Add("worktree", "needs a workdir to take worktrees of")
+	}
+	if err := fe.Err(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	id := strconv.FormatInt(req.TaskID, 10)
+	taskDir := filepath.Join(m.root, "tasks", id)
+	ws := &Workspace{Dir: taskDir, MetaDir: filepath.Join(taskDir, MetaDirName), TaskID: req.TaskID}
+	if err := os.MkdirAll(ws.MetaDir, 0o750); err != nil {
+		return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+	}
+
+	switch {
+	case req.Worktree:
+		repo, err := realDir(req.AgentWorkdir)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := m.addWorktree(ctx, repo, filepath.Join(m.root, "worktrees", id))
+		if err != nil {
+			return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+		}
+		ws.Dir, ws.repo, ws.worktree = dir, repo, true
+	case req.AgentWorkdir != "":
+		dir, err := realDir(req.AgentWorkdir)
+		if err != nil {
+			return nil, err
+		}
+		ws.Dir = dir
+	}
+	return ws, nil
+}
+
+// realDir resolves an agent's workdir, which must exist and be a directory.
+func realDir(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(real); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return "", &models.Error{Code: models.EINVALID, Message: "agent workdir is not usable",
+			Fields: map[string]string{"workdir": err.Error()}}
+	}
+	return real, nil
+}
+
+// addWorktree adds a detached worktree of repo's HEAD at dir, or reuses the one already
+// there (a later attempt of the same task must see the earlier attempt's changes).
+func (m *Manager) addWorktree(ctx context.Context, repo, dir string) (string, error) {
+	m.gitMu.Lock()
+	defer m.gitMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return filepath.EvalSymlinks(dir)
+	}
+	// A directory without .git is the remains of an interrupted add; git refuses to add
+	// over a non-empty directory, and what is in it was never a worker's output.
+	if _, err := os.Lstat(dir); err == nil {
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
+	}
+	// prune forgets worktrees whose directories are gone, which would otherwise make
+	// git refuse to register the path again.
+	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
+		return "", err
+	}
+	if _, err := git(ctx, repo, "worktree", "add", "--detach", dir, "HEAD"); err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
+// Cleanup removes what Prepare made that is not evidence: a worktree is removed (with
+// --force, since the verified output has been recorded by then); the task directory
+// with its briefs and logs stays.
+func (m *Manager) Cleanup(ctx context.Context, ws *Workspace) error {
+	if ws == nil || !ws.worktree {
+		return nil
+	}
+	m.gitMu.Lock()
+	defer m.gitMu.Unlock()
+	if _, err := git(ctx, ws.repo, "worktree", "remove", "--force", ws.Dir); err != nil {
+		if _, serr := os.Stat(ws.Dir); !os.IsNotExist(serr) {
+			return err
+		}
+		// Already gone from disk: only git's record of it is left.
+		_, err = git(ctx, ws.repo, "worktree", "prune")
+		return err
+	}
+	return nil
+}
+
+// git runs git in dir with arguments passed as argv, never through a shell. GIT_*
+// variables of the runner's environment are dropped: a GIT_DIR or GIT_WORK_TREE
+// inherited from, say, a hook would point git at some other repository.
+func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	env := os.Environ()
+	kept := env[:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GIT_") {
+			kept = append(kept, kv)
+		}
+	}
+	cmd.Env = kept
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// BriefPath is where the brief of attempt n is written.
+func (w *Workspace) BriefPath(attempt int) string {
+	return filepath.Join(w.MetaDir, fmt.Sprintf("brief-%d.md", attempt))
+}
+
+// LogPath is where the combined output of attempt n is written.
+func (w *Workspace) LogPath(attempt int) string {
+	return filepath.Join(w.MetaDir, fmt.Sprintf("attempt-%d.log", attempt))
+}
+
+// Resolve turns a path named by a contract into an absolute path inside w.Dir. It
+// rejects absolute paths, paths that climb out with "..", paths into the runner's
+// metadata directory, and paths whose existing part resolves through a symlink to
+// somewhere outside (a dangling symlink is refused too: writing through it could create
+// a file anywhere). The answer holds for the workspace as it is now, so call it once
+// the worker has stopped. Refusals are *models.Error with code EINVALID.
+func (w *Workspace) Resolve(rel string) (string, error) {
+	if rel == "" || strings.ContainsRune(rel, 0) {
+		return "", escapes(rel, "path is empty or malformed")
+	}
+	if filepath.IsAbs(rel) {
+		return "", escapes(rel, "")
+	}
+	clean := filepath.Clean(rel)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", escapes(rel, "")
+	}
+	if first, _, _ := strings.Cut(clean, "/"); first == MetaDirName {
+		return "", escapes(rel, "path is inside the runner's metadata directory")
+	}
+	full := filepath.Join(w.Dir, clean)
+
+	// Walk up to the deepest part that exists; what does not exist yet cannot be a
+	// symlink, so resolving the existing part decides where the whole path lands.
+	existing, rest := full, ""
+	for {
+		_, err := os.Lstat(existing)
+		if err == nil {
+			break
+		}
+		if !os.IsNotExist(err) {
+			return "", escapes(rel, "")
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = filepath.Dir(existing)
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", escapes(rel, "")
+	}
+	resolved := filepath.Join(real, rest)
+	if !within(w.Dir, resolved) {
+		return "", escapes(rel, "")
+	}
+	if r, err := filepath.Rel(w.Dir, resolved); err == nil {
+		if first, _, _ := strings.Cut(r, "/"); first == MetaDirName {
+			return "", escapes(rel, "path is inside the runner's metadata directory")
+		}
+	}
+	return resolved, nil
+}
+
+// within reports whether p is base or below it; both must be clean and absolute.
+func within(base, p string) bool {
+	r, err := filepath.Rel(base, p)
+	return err == nil && r != ".." && !strings.HasPrefix(r, "../")
+}
+
+func escapes(rel, msg string) error {
+	if msg == "" {
+		msg = "path escapes the workspace"
+	}
+	return models.Errorf(models.EINVALID, "%s: %q", msg, rel)
+}

@@ -1,0 +1,289 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/models"
+)
+
+func newManager(t *testing.T) *Manager {
+	t.Helper()
+	m, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func prepare(t *testing.T, m *Manager, req Request) *Workspace {
+	t.Helper()
+	ws, err := m.Prepare(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Prepare(%+v): %v", req, err)
+	}
+	return ws
+}
+
+// gitRepo makes a repository with one commit, as an agent's checkout would be.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required")
+		}
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		if _, err := git(context.Background(), dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("repo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"add", "README.md"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "readme"},
+	} {
+		if _, err := git(context.Background(), dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func isDir(t *testing.T, p string) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("%s is not a directory: %v", p, err)
+	}
+}
+
+func TestFreshDirectory(t *testing.T) {
+	m := newManager(t)
+	ws := prepare(t, m, Request{TaskID: 7, Attempt: 1})
+	if ws.Dir != filepath.Join(m.Root(), "tasks", "7") || ws.MetaDir != filepath.Join(ws.Dir, ".countersign") {
+		t.Fatalf("ws = %+v", ws)
+	}
+	isDir(t, ws.Dir)
+	isDir(t, ws.MetaDir)
+	if ws.BriefPath(2) != filepath.Join(ws.MetaDir, "brief-2.md") || ws.LogPath(3) != filepath.Join(ws.MetaDir, "attempt-3.log") {
+		t.Fatalf("paths: %s %s", ws.BriefPath(2), ws.LogPath(3))
+	}
+	if err := m.Cleanup(context.Background(), ws); err != nil {
+		t.Fatal(err)
+	}
+	isDir(t, ws.MetaDir) // briefs and logs are evidence; Cleanup keeps them
+}
+
+func TestReusedAcrossAttempts(t *testing.T) {
+	m := newManager(t)
+	ws1 := prepare(t, m, Request{TaskID: 9, Attempt: 1})
+	out := filepath.Join(ws1.Dir, "out.md")
+	if err := os.WriteFile(out, []byte("first try"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws2 := prepare(t, m, Request{TaskID: 9, Attempt: 2})
+	if ws2.Dir != ws1.Dir {
+		t.Fatalf("attempt 2 in %s, attempt 1 in %s", ws2.Dir, ws1.Dir)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws2.Dir, "out.md")); err != nil || string(b) != "first try" {
+		t.Fatalf("previous output lost: %q %v", b, err)
+	}
+	if other := prepare(t, m, Request{TaskID: 10, Attempt: 1}); other.Dir == ws1.Dir {
+		t.Fatal("two tasks share a directory")
+	}
+}
+
+func TestAgentWorkdir(t *testing.T) {
+	m := newManager(t)
+	wd := t.TempDir()
+	ws := prepare(t, m, Request{TaskID: 3, Attempt: 1, AgentWorkdir: wd})
+	want, _ := filepath.EvalSymlinks(wd)
+	if ws.Dir != want {
+		t.Fatalf("Dir = %s, want %s", ws.Dir, want)
+	}
+	// Briefs and logs never go into the agent's directory.
+	if ws.MetaDir != filepath.Join(m.Root(), "tasks", "3", ".countersign") {
+		t.Fatalf("MetaDir = %s", ws.MetaDir)
+	}
+	isDir(t, ws.MetaDir)
+}
+
+func TestWorktreePerTask(t *testing.T) {
+	m := newManager(t)
+	repo := gitRepo(t)
+	ctx := context.Background()
+	a := prepare(t, m, Request{TaskID: 1, Attempt: 1, AgentWorkdir: repo, Worktree: true})
+	b := prepare(t, m, Request{TaskID: 2, Attempt: 1, AgentWorkdir: repo, Worktree: true})
+	if a.Dir == b.Dir {
+		t.Fatal("two tasks got one worktree")
+	}
+	for _, ws := range []*Workspace{a, b} {
+		if !strings.HasPrefix(ws.Dir, filepath.Join(m.Root(), "worktrees")+"/") {
+			t.Fatalf("worktree outside the data dir: %s", ws.Dir)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws.Dir, "README.md")); err != nil || string(b) != "repo\n" {
+			t.Fatalf("worktree %s lacks HEAD's files: %v", ws.Dir, err)
+		}
+		if ws.MetaDir == ws.Dir || strings.HasPrefix(ws.MetaDir, ws.Dir) {
+			t.Fatalf("metadata inside the worktree: %s", ws.MetaDir)
+		}
+	}
+	// Work in one worktree is invisible in the other and survives a second attempt.
+	if err := os.WriteFile(filepath.Join(a.Dir, "work.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Dir, "work.txt")); !os.IsNotExist(err) {
+		t.Fatal("worktrees share files")
+	}
+	again := prepare(t, m, Request{TaskID: 1, Attempt: 2, AgentWorkdir: repo, Worktree: true})
+	if again.Dir != a.Dir {
+		t.Fatalf("attempt 2 worktree %s, attempt 1 %s", again.Dir, a.Dir)
+	}
+	if _, err := os.Stat(filepath.Join(again.Dir, "work.txt")); err != nil {
+		t.Fatal("attempt 2 lost attempt 1's changes")
+	}
+	list, err := git(ctx, repo, "worktree", "list", "--porcelain")
+	if err != nil || strings.Count(string(list), "worktree ") != 3 {
+		t.Fatalf("git worktree list:\n%s %v", list, err)
+	}
+
+	if err := m.Cleanup(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.Dir); !os.IsNotExist(err) {
+		t.Fatalf("worktree %s still there", a.Dir)
+	}
+	// Removed behind git's back: Cleanup still succeeds and git forgets it.
+	if err := os.RemoveAll(b.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Cleanup(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = git(ctx, repo, "worktree", "list", "--porcelain")
+	if n := strings.Count(string(list), "worktree "); n != 1 {
+		t.Fatalf("%d worktrees left:\n%s", n, list)
+	}
+	// A half-made worktree directory is replaced, not trusted.
+	half := filepath.Join(m.Root(), "worktrees", "5")
+	if err := os.MkdirAll(half, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(half, "junk"), nil, 0o644)
+	ws := prepare(t, m, Request{TaskID: 5, Attempt: 1, AgentWorkdir: repo, Worktree: true})
+	if _, err := os.Stat(filepath.Join(ws.Dir, "README.md")); err != nil {
+		t.Fatal("half-made worktree not replaced")
+	}
+}
+
+func TestWorktreeOfNonRepoFails(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	m := newManager(t)
+	_, err := m.Prepare(context.Background(), Request{TaskID: 1, Attempt: 1, AgentWorkdir: t.TempDir(), Worktree: true})
+	if err == nil || models.ErrorCode(err) != models.EINTERNAL {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPrepareRejectsBadRequests(t *testing.T) {
+	m := newManager(t)
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	for name, req := range map[string]Request{
+		"no task":           {Attempt: 1},
+		"no attempt":        {TaskID: 1},
+		"relative workdir":  {TaskID: 1, Attempt: 1, AgentWorkdir: "repo"},
+		"worktree, no dir":  {TaskID: 1, Attempt: 1, Worktree: true},
+		"missing workdir":   {TaskID: 1, Attempt: 1, AgentWorkdir: filepath.Join(file, "nope")},
+		"workdir is a file": {TaskID: 1, Attempt: 1, AgentWorkdir: file},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := m.Prepare(context.Background(), req)
+			if models.ErrorCode(err) != models.EINVALID {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Prepare(ctx, Request{TaskID: 1, Attempt: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ctx: %v", err)
+	}
+	if _, err := New(""); models.ErrorCode(err) != models.EINVALID {
+		t.Fatalf("New(\"\") = %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	m := newManager(t)
+	ws := prepare(t, m, Request{TaskID: 1, Attempt: 1})
+	outside := t.TempDir()
+	mustSymlink := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(ws.Dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSymlink("/etc", "etc")
+	mustSymlink(filepath.Join(outside, "new.md"), "dangling.md")
+	mustSymlink("..", "up")
+	os.MkdirAll(filepath.Join(ws.Dir, "docs", "real"), 0o750)
+	mustSymlink("real", filepath.Join("docs", "inside"))
+	mustSymlink(filepath.Join(ws.Dir, "docs"), "docs-abs")
+
+	for _, bad := range []string{
+		"../x", "/etc/passwd", "etc", "etc/passwd", "etc/new/file.md", "a/../../x", "..",
+		"dangling.md", "up/tasks", ".countersign/brief-1.md", "", "a\x00b",
+	} {
+		_, err := ws.Resolve(bad)
+		var me *models.Error
+		if !errors.As(err, &me) || me.Code != models.EINVALID {
+			t.Errorf("Resolve(%q) = %v, want EINVALID", bad, err)
+		}
+	}
+	if _, err := ws.Resolve("../x"); err == nil || !strings.Contains(err.Error(), "path escapes the workspace") {
+		t.Errorf("message = %v", err)
+	}
+
+	for rel, want := range map[string]string{
+		"a/b.md":             filepath.Join(ws.Dir, "a", "b.md"),
+		"./a/./b.md":         filepath.Join(ws.Dir, "a", "b.md"),
+		"a/../b.md":          filepath.Join(ws.Dir, "b.md"),
+		"docs/inside/x.md":   filepath.Join(ws.Dir, "docs", "real", "x.md"),
+		"docs-abs/real/y.md": filepath.Join(ws.Dir, "docs", "real", "y.md"),
+		".":                  ws.Dir,
+	} {
+		got, err := ws.Resolve(rel)
+		if err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", rel, got, err, want)
+		}
+	}
+}
+
+func TestResolveInAgentWorkdir(t *testing.T) {
+	m := newManager(t)
+	wd := t.TempDir()
+	ws := prepare(t, m, Request{TaskID: 2, Attempt: 1, AgentWorkdir: wd})
+	got, err := ws.Resolve("notes/out.md")
+	if err != nil || !strings.HasPrefix(got, ws.Dir+"/") {
+		t.Fatalf("Resolve = %q, %v", got, err)
+	}
+	// The data dir is outside an agent's workdir, so the task's briefs are out of reach.
+	if _, err := ws.Resolve(ws.BriefPath(1)); err == nil {
+		t.Fatal("absolute brief path accepted")
+	}
+}
