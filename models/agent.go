@@ -54,7 +54,7 @@ func (a *Agent) HasRole(role string) bool {
 }
 
 // IsRunner reports whether the agent is the runner's system identity.
-func (a *Agent) IsRunner() bool { return a != nil && a.Kind == KindSystem }
+func (a *Agent) IsRunner() bool { return a != nil && a.Kind == KindSystem && a.Name == RunnerAgentName }
 
 var agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 var roleRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is every setting of every subcommand. Each comes from a flag whose default is
+// the matching COUNTERSIGN_* environment variable (DATABASE_URL is honoured too), so
+// flags win over the environment and the environment over built-in defaults.
+type config struct {
+	DataDir     string
+	DatabaseURL string
+	LogLevel    string
+	Addr        string
+	Demo        bool
+	Ledger      string
+	Evaluator   string
+	EvalCommand string
+	EvalModel   string
+	RunnerID    string
+	Lease       time.Duration
+	Poll        time.Duration
+	Grace       time.Duration
+	NoRunner    bool
+}
+
+// envOr returns the first non-empty environment variable of names, else def.
+func envOr(def string, names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+// envBool reads a boolean environment variable, reporting a bad value by name.
+func envBool(name string, def bool) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("environment variable %s: %q is not true or false", name, v)
+	}
+	return b, nil
+}
+
+// envDuration reads a duration environment variable, reporting a bad value by name.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("environment variable %s: %q is not a positive duration like 30s", name, v)
+	}
+	return d, nil
+}
+
+// storeFlags registers the flags every subcommand that opens the database has.
+func storeFlags(fs *flag.FlagSet, c *config) {
+	fs.StringVar(&c.DataDir, "data-dir", envOr("data", "COUNTERSIGN_DATA_DIR"), "directory for the SQLite database, workspaces and logs (env COUNTERSIGN_DATA_DIR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr("", "COUNTERSIGN_DATABASE_URL", "DATABASE_URL"), "PostgreSQL URL (postgres://…); empty uses SQLite in the data dir (env COUNTERSIGN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("info", "COUNTERSIGN_LOG_LEVEL"), "debug, info, warn or error (env COUNTERSIGN_LOG_LEVEL)")
+}
+
+// runnerFlags registers the flags of the runner pool (serve and runner).
+func runnerFlags(fs *flag.FlagSet, c *config) error {
+	var err error
+	host, _ := os.Hostname()
+	fs.StringVar(&c.RunnerID, "runner-id", envOr(fmt.Sprintf("%s-%d", host, os.Getpid()), "COUNTERSIGN_RUNNER_ID"), "name of this runner process in leases (env COUNTERSIGN_RUNNER_ID)")
+	fs.StringVar(&c.Ledger, "ledger", envOr("local", "COUNTERSIGN_LEDGER"), "ledger: local (hash chain in the database) or hcs (Hedera; see HEDERA_* variables) (env COUNTERSIGN_LEDGER)")
+	fs.StringVar(&c.Evaluator, "evaluator", envOr("auto", "COUNTERSIGN_EVALUATOR"), "semantic evaluator: anthropic, command, none, or auto (anthropic when ANTHROPIC_API_KEY is set, else none) (env COUNTERSIGN_EVALUATOR)")
+	fs.StringVar(&c.EvalCommand, "evaluator-command", envOr("", "COUNTERSIGN_EVALUATOR_COMMAND"), "command printing a JSON verdict, for --evaluator=command; split on spaces, request on stdin (env COUNTERSIGN_EVALUATOR_COMMAND)")
+	fs.StringVar(&c.EvalModel, "evaluator-model", envOr("", "COUNTERSIGN_EVALUATOR_MODEL"), "Anthropic model for --evaluator=anthropic (default: a small Haiku model) (env COUNTERSIGN_EVALUATOR_MODEL)")
+	if c.Lease, err = envDuration("COUNTERSIGN_LEASE", 30*time.Second); err != nil {
+		return err
+	}
+	if c.Poll, err = envDuration("COUNTERSIGN_POLL", 5*time.Second); err != nil {
+		return err
+	}
+	if c.Grace, err = envDuration("COUNTERSIGN_GRACE", 10*time.Second); err != nil {
+		return err
+	}
+	fs.DurationVar(&c.Lease, "lease", c.Lease, "task lease; renewed by heartbeat, taken over by another runner when it expires (env COUNTERSIGN_LEASE)")
+	fs.DurationVar(&c.Poll, "poll", c.Poll, "fallback polling interval; runners wake on events first (env COUNTERSIGN_POLL)")
+	fs.DurationVar(&c.Grace, "grace", c.Grace, "on shutdown, how long running workers may finish before they are cancelled (env COUNTERSIGN_GRACE)")
+	return nil
+}
+
+// check validates the settings shared by every subcommand.
+func (c *config) check() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("flag -data-dir: must not be empty")
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("flag -data-dir: %v", err)
+	}
+	c.DataDir = abs
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return fmt.Errorf("flag -database-url: must start with postgres:// or postgresql:// (leave it empty for SQLite)")
+	}
+	switch c.Ledger {
+	case "", "local", "hcs":
+	default:
+		return fmt.Errorf("flag -ledger: %q is not local or hcs", c.Ledger)
+	}
+	switch c.Evaluator {
+	case "", "auto", "anthropic", "command", "none":
+	default:
+		return fmt.Errorf("flag -evaluator: %q is not anthropic, command, none or auto", c.Evaluator)
+	}
+	if c.Evaluator == "command" && strings.TrimSpace(c.EvalCommand) == "" {
+		return fmt.Errorf("flag -evaluator-command: required with -evaluator=command")
+	}
+	return nil
+}
+
+// logger builds the process logger at the configured level, as JSON on stderr.
+func (c *config) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("flag -log-level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}

@@ -1,0 +1,102 @@
+// Command countersign runs the Countersign web application, its runner pool and its
+// ledger publisher, and offers the operator's commands (migrate, agent add, token
+// create, template import/export, task import, ledger verify, hcs create-topic).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// command is one subcommand: its name (possibly two words), a one-line summary and
+// its entry point, which parses its own flags from args.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, out io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the web app, API, MCP server, runner pool and ledger publisher", runServe},
+		{"runner", "run only the runner pool and publisher (more machines on one PostgreSQL)", runRunner},
+		{"migrate", "apply database migrations and exit", runMigrate},
+		{"agent add", "add an agent: countersign agent add NAME --kind worker|human --roles a,b", runAgentAdd},
+		{"token create", "print a new bearer token for an agent: countersign token create AGENT", runTokenCreate},
+		{"template import", "import a workflow template from a YAML or JSON file", runTemplateImport},
+		{"template export", "print a workflow template as YAML", runTemplateExport},
+		{"task import", "create a task from a Markdown file with YAML front matter", runTaskImport},
+		{"ledger verify", "recompute the local ledger's hash chain and name the first bad entry", runLedgerVerify},
+		{"hcs create-topic", "create a Hedera Consensus Service topic with a submit key", runHCSCreateTopic},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := dispatch(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "countersign:", err)
+		os.Exit(2)
+	}
+}
+
+// dispatch finds the subcommand named by the first one or two words of args.
+func dispatch(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(out)
+		if len(args) == 0 {
+			return errors.New("a command is required")
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
+			return c.run(ctx, args[len(words):], out)
+		}
+	}
+	usage(out)
+	return fmt.Errorf("unknown command %q", strings.Join(args[:min(2, len(args))], " "))
+}
+
+func usage(out io.Writer) {
+	fmt.Fprintln(out, "Usage: countersign <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(out, "  %-18s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(out, "\nRun 'countersign <command> --help' for its flags.")
+}
+
+// newFlags returns a flag set for a subcommand that reports errors instead of exiting.
+func newFlags(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: countersign %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func runVersion(_ context.Context, args []string, out io.Writer) error {
+	fs := newFlags("version", "version", out)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "countersign", version)
+	return nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/runner/ledger"
+)
+
+// newService builds the governance service with the ledger's message composer.
+func newService(db *store.DB) *models.Service {
+	return models.NewService(db, ledger.Composer{})
+}
+
+func runServe(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	fs := newFlags("serve", "serve [flags]", out)
+	storeFlags(fs, &c)
+	fs.StringVar(&c.Addr, "addr", envOr("127.0.0.1:8080", "COUNTERSIGN_ADDR"), "address to listen on (env COUNTERSIGN_ADDR)")
+	demo, err := envBool("COUNTERSIGN_DEMO", false)
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&c.Demo, "demo", demo, "seed demo worker agents, a template and a goal on an empty database (env COUNTERSIGN_DEMO)")
+	fs.BoolVar(&c.NoRunner, "no-runner", false, "serve without the runner pool and publisher")
+	if err := runnerFlags(fs, &c); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	log, err := c.logger()
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	svc := newService(db)
+	if err := firstRun(ctx, svc, out); err != nil {
+		return err
+	}
+	srv := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: version})
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("flag -addr: %w", err)
+	}
+	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), c.Grace+5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// firstRun creates the first administrator on a database without people, and prints
+// its one-time password once: there is no other way in.
+func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
+	agents, err := svc.Store().ListAgents(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		if a.Kind == models.KindHuman {
+			return nil
+		}
+	}
+	password := models.NewSecret("")[:20]
+	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
+	if err := svc.CreateAgent(ctx, models.System, admin, password); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
+	return nil
+}
+
+func runRunner(ctx context.Context, args []string, out io.Writer) error {
+	return errors.New("runner: not available yet")
+}
+
+func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
+	return errors.New("ledger verify: not available yet")
+}
+
+func runHCSCreateTopic(ctx context.Context, args []string, out io.Writer) error {
+	return errors.New("hcs create-topic: not available yet")
+}
+
+var _ = slog.Default

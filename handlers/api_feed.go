@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// FeedAPI serves the read-only feeds: /inbox, /events and /ledger.
+type FeedAPI struct{ svc *models.Service }
+
+// NewFeedAPI returns the feed endpoints over svc.
+func NewFeedAPI(svc *models.Service) *FeedAPI { return &FeedAPI{svc: svc} }
+
+// Inbox answers GET /inbox?kind=&all=1.
+func (h *FeedAPI) Inbox(c echo.Context) error {
+	var fe models.FieldErrors
+	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(queryInt(c, "limit", &fe))}
+	switch f.Kind {
+	case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory:
+	default:
+		fe.Add("kind", "must be blocked, escalation or advisory")
+	}
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	items, err := h.svc.Store().ListInbox(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+// Events answers GET /events?after=ID&limit=N, oldest first.
+func (h *FeedAPI) Events(c echo.Context) error {
+	var fe models.FieldErrors
+	after := queryInt(c, "after", &fe)
+	limit := int(queryInt(c, "limit", &fe))
+	if limit == 0 {
+		limit = 100
+	}
+	if limit > 1000 {
+		fe.Add("limit", "must be at most 1000")
+	}
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	evs, err := h.svc.Store().ListEvents(c.Request().Context(), after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
+}

@@ -1,0 +1,150 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// TasksAPI serves /api/v1/tasks.
+type TasksAPI struct{ svc *models.Service }
+
+// NewTasksAPI returns the task endpoints over svc.
+func NewTasksAPI(svc *models.Service) *TasksAPI { return &TasksAPI{svc: svc} }
+
+// Create answers POST /tasks: the contract is fixed (or generated) now.
+func (h *TasksAPI) Create(c echo.Context) error {
+	var spec models.TaskSpec
+	if err := DecodeJSON(c, &spec); err != nil {
+		return err
+	}
+	t, err := h.svc.CreateTask(c.Request().Context(), Actor(c), spec)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, t)
+}
+
+// List answers GET /tasks?state=&goal=&assignee=&role=&after=&limit=.
+func (h *TasksAPI) List(c echo.Context) error {
+	ctx := c.Request().Context()
+	var fe models.FieldErrors
+	f := models.TaskFilter{
+		State:   models.TaskState(c.QueryParam("state")),
+		GoalID:  queryInt(c, "goal", &fe),
+		Role:    c.QueryParam("role"),
+		AfterID: queryInt(c, "after", &fe),
+		Limit:   int(queryInt(c, "limit", &fe)),
+	}
+	if f.State != "" && !models.ValidTaskState(string(f.State)) {
+		fe.Add("state", "must be a task state")
+	}
+	if f.Limit > 1000 {
+		fe.Add("limit", "must be at most 1000")
+	}
+	if name := c.QueryParam("assignee"); name != "" {
+		a, err := h.svc.Store().GetAgentByName(ctx, name)
+		if models.ErrorCode(err) == models.ENOTFOUND {
+			fe.Add("assignee", "no agent named "+name)
+		} else if err != nil {
+			return err
+		} else {
+			f.AssigneeID = a.ID
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	tasks, err := h.svc.Store().ListTasks(ctx, f)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"tasks": tasks}
+	if n := len(tasks); n > 0 && (f.Limit == 0 && n == 100 || n == f.Limit) {
+		out["next_after"] = tasks[n-1].ID
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// TaskDetail is a task with its attempts (every check's verdict) and its inbox items.
+type TaskDetail struct {
+	Task     *models.Task       `json:"task"`
+	Attempts []models.Attempt   `json:"attempts"`
+	Inbox    []models.InboxItem `json:"inbox"`
+}
+
+// Get answers GET /tasks/{id}.
+func (h *TasksAPI) Get(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	t, err := h.svc.Store().GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	attempts, err := h.svc.Store().ListAttempts(ctx, id)
+	if err != nil {
+		return err
+	}
+	inbox, err := h.svc.Store().ListInbox(ctx, models.InboxFilter{TaskID: id, IncludeResolved: true})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, TaskDetail{Task: t, Attempts: nonNil(attempts), Inbox: nonNil(inbox)})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Act answers POST /tasks/{id}/{action} with {agent, reason, notes, summary, files_changed}.
+func (h *TasksAPI) Act(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	act := models.Action(c.Param("action"))
+	if _, ok := models.TaskTransitions[act]; !ok || act == models.ActBlock {
+		return models.NotFound("action", act)
+	}
+	var in models.ActionInput
+	if c.Request().ContentLength != 0 {
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	t, err := h.svc.TaskAction(c.Request().Context(), Actor(c), id, act, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// Link answers POST /tasks/{id}/link {goal_id}.
+func (h *TasksAPI) Link(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		GoalID int64 `json:"goal_id"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.GoalID <= 0 {
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"goal_id": "is required"}}
+	}
+	t, err := h.svc.LinkTaskToGoal(c.Request().Context(), Actor(c), id, in.GoalID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}

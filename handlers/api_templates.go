@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// TemplatesAPI serves /api/v1/templates and /api/v1/rules.
+type TemplatesAPI struct{ svc *models.Service }
+
+// NewTemplatesAPI returns the template and rules endpoints over svc.
+func NewTemplatesAPI(svc *models.Service) *TemplatesAPI { return &TemplatesAPI{svc: svc} }
+
+// maxTemplateBytes bounds a template body.
+const maxTemplateBytes = 1 << 20
+
+// List answers GET /templates: the latest version of each.
+func (h *TemplatesAPI) List(c echo.Context) error {
+	ts, err := h.svc.Store().ListTemplates(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"templates": nonNil(ts)})
+}
+
+// Get answers GET /templates/{name}?version=N (latest by default), as JSON, or as
+// YAML with ?format=yaml.
+func (h *TemplatesAPI) Get(c echo.Context) error {
+	version := 0
+	if v := c.QueryParam("version"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"version": "must be a positive whole number"}}
+		}
+		version = n
+	}
+	t, err := h.svc.Store().GetTemplate(c.Request().Context(), c.Param("name"), version)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("format") == "yaml" {
+		b, err := models.MarshalTemplateYAML(t)
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, "application/yaml", b)
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// Create answers POST /templates with a YAML or JSON body; it saves a new version.
+// A bare steps: document takes its name from ?name=.
+func (h *TemplatesAPI) Create(c echo.Context) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxTemplateBytes+1))
+	if err != nil {
+		return models.Errorf(models.EBADREQUEST, "could not read the request body")
+	}
+	if len(body) > maxTemplateBytes {
+		return models.Errorf(models.EBADREQUEST, "template larger than 1 MiB")
+	}
+	t, err := models.ParseTemplate(body)
+	if err != nil {
+		return err
+	}
+	if t.Name == "" {
+		t.Name = c.QueryParam("name")
+	}
+	if err := h.svc.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, t)
+}
+
+// GetRules answers GET /rules.
+func (h *TemplatesAPI) GetRules(c echo.Context) error {
+	r, err := h.svc.Rules(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+// PutRules answers PUT /rules.
+func (h *TemplatesAPI) PutRules(c echo.Context) error {
+	var r models.ProjectRules
+	if err := DecodeJSON(c, &r); err != nil {
+		return err
+	}
+	if err := h.svc.SaveRules(c.Request().Context(), Actor(c), &r); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}

@@ -1,0 +1,177 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// statusOf maps a domain error code to its HTTP status.
+func statusOf(code string) int {
+	switch code {
+	case models.EBADREQUEST:
+		return http.StatusBadRequest
+	case models.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case models.EFORBIDDEN:
+		return http.StatusForbidden
+	case models.ENOTFOUND:
+		return http.StatusNotFound
+	case models.ECONFLICT:
+		return http.StatusConflict
+	case models.EINVALID:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}
+
+// HTMLErrorRenderer renders an error page for a browser request.
+type HTMLErrorRenderer func(c echo.Context, status int, e *models.Error) error
+
+// ErrorHandler is the one place errors become responses: domain errors keep their
+// code and caller-safe message; echo's own errors (unknown route, body too large)
+// become domain errors; anything else is logged and shown as a generic internal
+// error, so internal details never reach a user.
+type ErrorHandler struct {
+	log  *slog.Logger
+	html HTMLErrorRenderer
+}
+
+// NewErrorHandler returns an ErrorHandler logging to log. html, when set, renders
+// errors for requests that are not API, MCP or JSON requests.
+func NewErrorHandler(log *slog.Logger, html HTMLErrorRenderer) *ErrorHandler {
+	return &ErrorHandler{log: log, html: html}
+}
+
+// Handle implements echo.HTTPErrorHandler.
+func (h *ErrorHandler) Handle(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := h.domainError(err, c)
+	status := statusOf(e.Code)
+	if e.Code == models.EUNAUTHORIZED && wantsJSON(c) {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
+	}
+	var werr error
+	switch {
+	case c.Request().Method == http.MethodHead:
+		werr = c.NoContent(status)
+	case h.html != nil && !wantsJSON(c):
+		werr = h.html(c, status, e)
+	default:
+		werr = c.JSON(status, map[string]any{"error": e})
+	}
+	if werr != nil {
+		h.log.Error("writing error response", "err", werr)
+	}
+}
+
+func (h *ErrorHandler) domainError(err error, c echo.Context) *models.Error {
+	var de *models.Error
+	if errors.As(err, &de) {
+		if de.Code == models.EINTERNAL {
+			h.log.Error("internal error", "method", c.Request().Method, "path", c.Path(), "err", err)
+			return &models.Error{Code: models.EINTERNAL, Message: "internal error"}
+		}
+		return de
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := http.StatusText(he.Code)
+		if s, ok := he.Message.(string); ok && he.Code < 500 {
+			msg = s
+		}
+		switch he.Code {
+		case http.StatusNotFound:
+			return &models.Error{Code: models.ENOTFOUND, Message: "no such page or endpoint"}
+		case http.StatusMethodNotAllowed:
+			return &models.Error{Code: models.EBADREQUEST, Message: "method not allowed"}
+		case http.StatusRequestEntityTooLarge:
+			return &models.Error{Code: models.EBADREQUEST, Message: "request body too large"}
+		case http.StatusUnauthorized:
+			return &models.Error{Code: models.EUNAUTHORIZED, Message: msg}
+		case http.StatusForbidden:
+			return &models.Error{Code: models.EFORBIDDEN, Message: msg}
+		}
+		if he.Code < 500 {
+			return &models.Error{Code: models.EBADREQUEST, Message: msg}
+		}
+	}
+	h.log.Error("internal error", "method", c.Request().Method, "path", c.Path(), "err", err)
+	return &models.Error{Code: models.EINTERNAL, Message: "internal error"}
+}
+
+// wantsJSON reports whether the response should be JSON: API and MCP paths, and
+// requests that accept JSON but not HTML.
+func wantsJSON(c echo.Context) bool {
+	p := c.Request().URL.Path
+	if strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/mcp") {
+		return true
+	}
+	accept := c.Request().Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// DecodeJSON reads the request body into v strictly: unknown fields and wrongly typed
+// values are field-level EINVALID errors, unreadable JSON is EBADREQUEST.
+func DecodeJSON(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return models.Errorf(models.EBADREQUEST, "request body must hold one JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &models.Error{Code: models.EINVALID, Message: "validation failed",
+			Fields: map[string]string{field: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}}
+	case errors.As(err, &se):
+		return models.Errorf(models.EBADREQUEST, "malformed JSON at byte %d: %v", se.Offset, se)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{name: "unknown field"}}
+	case err.Error() == "EOF":
+		return models.Errorf(models.EBADREQUEST, "request body is empty; a JSON object is required")
+	}
+	var de *models.Error
+	if errors.As(err, &de) {
+		return de
+	}
+	return models.Errorf(models.EBADREQUEST, "malformed JSON: %v", err)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "a list"
+	case "map", "struct":
+		return "an object"
+	}
+	return k
+}

@@ -1,0 +1,174 @@
+package handlers_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/countersign/countersign/models"
+)
+
+// actionCall says who takes an action in the transition table and with what body.
+type actionCall struct {
+	as   string
+	body map[string]any
+}
+
+var tableCalls = map[models.Action]actionCall{
+	models.ActAssign:             {"lena", map[string]any{"agent": "bob"}},
+	models.ActStart:              {"bob", nil},
+	models.ActSubmit:             {"bob", map[string]any{"summary": "done"}},
+	models.ActApprove:            {"rita", nil},
+	models.ActReject:             {"rita", map[string]any{"reason": "missing tests"}},
+	models.ActVerify:             {"vic", map[string]any{"notes": "works"}},
+	models.ActRejectVerification: {"vic", map[string]any{"reason": "fails on empty input"}},
+	models.ActReopen:             {"lena", map[string]any{"reason": "regressed"}},
+	models.ActCancel:             {"lena", nil},
+	models.ActRetry:              {"eve", map[string]any{"reason": "use the v2 endpoint"}},
+	models.ActReassign:           {"eve", map[string]any{"agent": "bob"}},
+	models.ActAccept:             {"eve", map[string]any{"reason": "good enough for the demo"}},
+}
+
+// team creates five people so that triple separation applies.
+func (e *apiEnv) team() {
+	e.agent("lena", models.KindHuman, "lead")
+	e.agent("eve", models.KindHuman, "exec")
+	e.agent("bob", models.KindHuman, "developer")
+	e.agent("rita", models.KindHuman, "reviewer")
+	e.agent("vic", models.KindHuman, "tester")
+}
+
+// taskIn creates a task and puts it straight into state st with plausible parties,
+// so that each transition can be tried from each state.
+func (e *apiEnv) taskIn(st models.TaskState) int64 {
+	e.t.Helper()
+	r := e.must(201, "lena", "POST", "/tasks", map[string]any{"title": "Build the form", "role": "developer", "assignee": "bob", "approve": "any", "verify": "any"})
+	id := r.num("id")
+	ctx := context.Background()
+	t, err := e.db.GetTask(ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	bob, rita, vic := e.agents["bob"].ID, e.agents["rita"].ID, e.agents["vic"].ID
+	switch st {
+	case models.TaskPending:
+		t.AssigneeID = nil
+	case models.TaskAssigned:
+	default:
+		t.BuilderID = &bob
+	}
+	if st == models.TaskCompleted || st == models.TaskVerified {
+		t.ApproverID = &rita
+	}
+	if st == models.TaskVerified {
+		t.VerifierID = &vic
+	}
+	t.State = st
+	if err := e.db.UpdateTask(ctx, t); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// TestTaskTransitionTable tries every action from every state through the API: legal
+// ones move the task to the table's state, illegal ones are 409 naming the current
+// state and the actions allowed from it.
+func TestTaskTransitionTable(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		e.team()
+		for _, act := range models.Actions {
+			if act == models.ActBlock {
+				continue // the runner's alone; see TestBlockIsNotAnAPIAction
+			}
+			call := tableCalls[act]
+			for _, from := range models.TaskStates {
+				legal := slices.Contains(models.TaskTransitions[act].From, from)
+				t.Run(string(act)+"/from_"+string(from), func(t *testing.T) {
+					e.t = t
+					id := e.taskIn(from)
+					before := e.eventCount()
+					r := e.do(call.as, "POST", "/tasks/"+itoa(id)+"/"+string(act), call.body)
+					if !legal {
+						if r.Status != 409 || r.errState() != string(from) {
+							t.Fatalf("status %d state %q, want 409 naming %q: %s", r.Status, r.errState(), from, r.Raw)
+						}
+						allowed, _ := r.Body["error"].(map[string]any)["allowed"].([]any)
+						if len(allowed) != len(models.AllowedActions(from)) {
+							t.Fatalf("allowed %v, want %v", allowed, models.AllowedActions(from))
+						}
+						if got := e.taskState(id); got != string(from) || e.eventCount() != before {
+							t.Fatalf("refused action changed the task (%s) or wrote events", got)
+						}
+						return
+					}
+					want := string(models.TaskTransitions[act].To)
+					if act == models.ActRetry || act == models.ActReassign {
+						want = string(models.TaskAssigned)
+					}
+					if r.Status != 200 || r.str("state") != want {
+						t.Fatalf("status %d state %q, want 200 %q: %s", r.Status, r.str("state"), want, r.Raw)
+					}
+					if e.eventCount() <= before {
+						t.Fatal("a transition wrote no event")
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestBlockIsNotAnAPIAction: only the runner blocks, never a caller of the API.
+func TestBlockIsNotAnAPIAction(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		e.team()
+		id := e.taskIn(models.TaskInProgress)
+		e.must(404, "lena", "POST", "/tasks/"+itoa(id)+"/block", nil)
+		if _, err := e.svc.TaskAction(context.Background(), e.agents["lena"], id, models.ActBlock, models.ActionInput{}); models.ErrorCode(err) != models.EFORBIDDEN {
+			t.Fatalf("a lead blocking through the service: %v, want forbidden", err)
+		}
+	})
+}
+
+// TestGoalTransitions covers the goal lifecycle: open → active → pending_verify →
+// verified, pending_verify → active on rejection, and the illegal moves.
+func TestGoalTransitions(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		e.team()
+		g := e.must(201, "lena", "POST", "/goals", map[string]any{"title": "Login page"}).num("id")
+		gid := itoa(g)
+		if s := e.goalState(g); s != "open" {
+			t.Fatalf("new goal is %s", s)
+		}
+		// Verifying or rejecting an open goal is a conflict naming the state.
+		r := e.must(409, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "x"})
+		if r.errState() != "open" {
+			t.Fatalf("state %q", r.errState())
+		}
+		e.must(409, "lena", "POST", "/goals/"+gid+"/reject", map[string]any{"reason": "x", "fix_tasks": []any{map[string]any{"title": "fix"}}})
+
+		task := e.must(201, "lena", "POST", "/tasks", map[string]any{"title": "Form", "goal_id": g, "assignee": "bob", "approve": "any", "verify": "any"}).num("id")
+		tid := itoa(task)
+		if s := e.goalState(g); s != "open" {
+			t.Fatalf("goal with an assigned task is %s, want open", s)
+		}
+		e.must(200, "bob", "POST", "/tasks/"+tid+"/start", nil)
+		if s := e.goalState(g); s != "active" {
+			t.Fatalf("goal with a task in progress is %s, want active", s)
+		}
+		e.must(200, "bob", "POST", "/tasks/"+tid+"/submit", map[string]any{"summary": "form"})
+		e.must(200, "rita", "POST", "/tasks/"+tid+"/approve", nil)
+		e.must(409, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "x"})
+		e.must(200, "vic", "POST", "/tasks/"+tid+"/verify", map[string]any{"notes": "ok"})
+		if s := e.goalState(g); s != "pending_verify" {
+			t.Fatalf("goal with every task verified is %s", s)
+		}
+		e.must(200, "lena", "POST", "/goals/"+gid+"/reject", map[string]any{"reason": "CSS clash", "fix_tasks": []any{map[string]any{"title": "Fix CSS", "assignee": "bob", "approve": "any", "verify": "any"}}})
+		if s := e.goalState(g); s != "active" {
+			t.Fatalf("rejected goal is %s", s)
+		}
+		if s := e.taskState(task); s != "verified" {
+			t.Fatalf("verified task became %s after the goal was rejected", s)
+		}
+		e.must(409, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "x"})
+	})
+}

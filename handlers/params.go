@@ -1,0 +1,33 @@
+package handlers
+
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// pathID parses the numeric path parameter name, or returns ENOTFOUND: a malformed id
+// names nothing.
+func pathID(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, models.NotFound(name, c.Param(name))
+	}
+	return id, nil
+}
+
+// queryInt parses an optional positive integer query parameter into fe.
+func queryInt(c echo.Context, name string, fe *models.FieldErrors) int64 {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		fe.Add(name, "must be a non-negative whole number")
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,123 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Deps are what the HTTP server is built from.
+type Deps struct {
+	Service *models.Service
+	Log     *slog.Logger
+	Version string
+	// Metrics serves /metrics; nil leaves the route out.
+	Metrics http.Handler
+	// HTML renders error pages for browsers; nil renders JSON everywhere.
+	HTML HTMLErrorRenderer
+	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
+	// live in their own files and packages; each is listed in Routes' doc.
+	Extra []func(e *echo.Echo)
+}
+
+// NewServer returns the Echo server with every route, the central error handler and
+// the common middleware (recover, request id, body limit, security headers).
+func NewServer(d Deps) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = NewErrorHandler(d.Log, d.HTML).Handle
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit("2M"))
+	e.Use(securityHeaders)
+	e.Use(requestLog(d.Log))
+	Routes(e, d)
+	for _, f := range d.Extra {
+		f(e)
+	}
+	return e
+}
+
+// Routes registers the JSON API and the operations endpoints:
+//
+//	GET  /healthz, /readyz, /metrics
+//	/api/v1: agents, templates, rules, goals, tasks and their actions, inbox, events.
+//
+// The dashboard pages, /ws and /mcp are registered by Deps.Extra.
+func Routes(e *echo.Echo, d Deps) {
+	ops := NewOpsHandler(d.Service.Store(), d.Version)
+	e.GET("/healthz", ops.Health)
+	e.GET("/readyz", ops.Ready)
+	if d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+	}
+
+	api := e.Group("/api/v1", BearerAuth(d.Service))
+	agents := NewAgentsAPI(d.Service)
+	api.GET("/agents", agents.List)
+	api.POST("/agents", agents.Create)
+
+	tpl := NewTemplatesAPI(d.Service)
+	api.GET("/templates", tpl.List)
+	api.POST("/templates", tpl.Create)
+	api.GET("/templates/:name", tpl.Get)
+	api.GET("/rules", tpl.GetRules)
+	api.PUT("/rules", tpl.PutRules)
+
+	goals := NewGoalsAPI(d.Service)
+	api.POST("/goals", goals.Create)
+	api.GET("/goals", goals.List)
+	api.GET("/goals/:id", goals.Get)
+	api.POST("/goals/:id/verify", goals.Verify)
+	api.POST("/goals/:id/reject", goals.Reject)
+	api.POST("/goals/:id/runs", goals.StartRun)
+
+	tasks := NewTasksAPI(d.Service)
+	api.POST("/tasks", tasks.Create)
+	api.GET("/tasks", tasks.List)
+	api.GET("/tasks/:id", tasks.Get)
+	api.POST("/tasks/:id/link", tasks.Link)
+	api.POST("/tasks/:id/:action", tasks.Act)
+
+	feed := NewFeedAPI(d.Service)
+	api.GET("/inbox", feed.Inbox)
+	api.GET("/events", feed.Events)
+}
+
+// securityHeaders sets headers every response should carry.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		return next(c)
+	}
+}
+
+// requestLog logs each request at debug level and server errors at error level,
+// without headers or bodies (they may carry tokens).
+func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			status := c.Response().Status
+			lvl := slog.LevelDebug
+			if status >= 500 {
+				lvl = slog.LevelError
+			}
+			log.Log(c.Request().Context(), lvl, "http", "method", c.Request().Method, "path", c.Request().URL.Path,
+				"status", status, "ms", time.Since(start).Milliseconds())
+			return nil
+		}
+	}
+}

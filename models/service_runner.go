@@ -1,0 +1,86 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// RunnerPass moves a task whose attempt passed every check on, inside the runner's
+// transaction: submitted for review, then approved and verified by the runner where
+// the task's policies leave those steps to it; a step that belongs to a person stops
+// the walk there. For an advisory task the output also lands in the inbox for a look.
+func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary string, advisory bool) error {
+	if err := s.Apply(ctx, tx, runner, t, ActSubmit, ActionInput{Summary: summary}); err != nil {
+		return err
+	}
+	if runnerOwns(t.Approve) {
+		if err := s.Apply(ctx, tx, runner, t, ActApprove, ActionInput{}); err != nil {
+			return err
+		}
+		if runnerOwns(t.Verify) {
+			if err := s.Apply(ctx, tx, runner, t, ActVerify, ActionInput{Notes: "every check of the contract passed"}); err != nil {
+				return err
+			}
+		}
+	}
+	if !advisory {
+		return nil
+	}
+	payload, _ := json.Marshal(map[string]any{"task_id": t.ID, "summary": summary})
+	item := &InboxItem{Kind: InboxAdvisory, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
+		Title: fmt.Sprintf("Advisory output of task %d to look at: %s", t.ID, t.Title)}
+	if err := tx.CreateInboxItem(ctx, item); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
+}
+
+func runnerOwns(p Policy) bool { return p == "" || p == PolicyRunner }
+
+// BlockTask blocks a task whose attempts are exhausted, inside the runner's
+// transaction: the task waits in the inbox with the full evidence, and the
+// task.blocked entry goes to the outbox.
+func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, attempts []BlockedAttempt) error {
+	agentName := ""
+	if t.AssigneeID != nil {
+		a, err := tx.GetAgent(ctx, *t.AssigneeID)
+		if err != nil {
+			return err
+		}
+		agentName = a.Name
+	}
+	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
+		return err
+	}
+	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
+		Agent: agentName, CompletionSpec: t.Contract.Completion, Attempts: attempts, TS: s.now()}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	last := ""
+	if n := len(attempts); n > 0 {
+		last = fmt.Sprintf(" (%s: %s)", attempts[n-1].Stage, attempts[n-1].Failure)
+	}
+	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
+		Title: truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
+	if err := tx.CreateInboxItem(ctx, item); err != nil {
+		return err
+	}
+	e, err := s.ledger.TaskBlocked(t, p)
+	if err != nil {
+		return err
+	}
+	if err := tx.AppendLedgerEntry(ctx, e); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,480 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ActionInput carries what an action needs besides the actor: the target agent of
+// assign and reassign, the reason of a rejection, reopen, retry (guidance) or accept,
+// the verifier's notes, and the builder's submission summary.
+type ActionInput struct {
+	Agent        string `json:"agent,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Notes        string `json:"notes,omitempty"`
+	Summary      string `json:"summary,omitempty"`
+	FilesChanged string `json:"files_changed,omitempty"`
+}
+
+// TaskAction applies action to task id on behalf of actor, in one transaction with its
+// event and side effects, and returns the task as it is afterwards.
+func (s *Service) TaskAction(ctx context.Context, actor *Agent, id int64, act Action, in ActionInput) (*Task, error) {
+	var out *Task
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		t, err := tx.LockTask(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.Apply(ctx, tx, actor, t, act, in); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+// Apply is TaskAction inside a caller's transaction, on a task the caller has locked:
+// the runner uses it to combine a claim or its checks' outcome with the transitions.
+// It checks the transition and the actor's right to take it, changes t, saves it,
+// appends the event and runs the side effects (goal state, ledger, escalation, inbox).
+func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) error {
+	from := t.State
+	to, err := CheckTransition(from, act)
+	if err != nil {
+		return err
+	}
+	in.Reason = strings.TrimSpace(in.Reason)
+	in.Notes = strings.TrimSpace(in.Notes)
+	step, ok := actionSteps[act]
+	if !ok {
+		return Errorf(EINVALID, "unknown action %q", act)
+	}
+	eff, err := step(s, ctx, tx, actor, t, in)
+	if err != nil {
+		return err
+	}
+	if eff.to != "" {
+		to = eff.to
+	}
+	t.State = to
+	t.UpdatedAt = s.now()
+	if to != TaskInProgress && to != TaskAssigned {
+		t.LeaseOwner, t.LeaseUntil = "", nil
+	}
+	if err := tx.UpdateTask(ctx, t); err != nil {
+		return err
+	}
+	data := map[string]any{"from": from, "to": to, "action": act}
+	for k, v := range map[string]string{"reason": in.Reason, "notes": in.Notes, "summary": in.Summary, "agent": in.Agent} {
+		if v != "" {
+			data[k] = v
+		}
+	}
+	if err := s.emit(ctx, tx, "task."+eventVerb(act), actor, &t.ID, t.GoalID, data); err != nil {
+		return err
+	}
+	for _, f := range eff.after {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	if t.GoalID != nil {
+		return s.syncGoal(ctx, tx, actor, *t.GoalID, act == ActReopen && from == TaskVerified)
+	}
+	return nil
+}
+
+// effect is what an action step asks Apply to do besides the table's transition.
+type effect struct {
+	to    TaskState      // overrides the table's target state (retry, reassign without assignee)
+	after []func() error // run after the task and its event are saved
+}
+
+type actionStep func(s *Service, ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error)
+
+var actionSteps map[Action]actionStep
+
+func init() {
+	actionSteps = map[Action]actionStep{
+		ActAssign:             (*Service).stepAssign,
+		ActReassign:           (*Service).stepReassign,
+		ActStart:              (*Service).stepStart,
+		ActSubmit:             (*Service).stepSubmit,
+		ActApprove:            (*Service).stepApprove,
+		ActReject:             (*Service).stepReject,
+		ActVerify:             (*Service).stepVerify,
+		ActRejectVerification: (*Service).stepRejectVerification,
+		ActReopen:             (*Service).stepReopen,
+		ActCancel:             (*Service).stepCancel,
+		ActBlock:              (*Service).stepBlock,
+		ActRetry:              (*Service).stepRetry,
+		ActAccept:             (*Service).stepAccept,
+	}
+}
+
+func eventVerb(a Action) string {
+	switch a {
+	case ActRejectVerification:
+		return "verification_rejected"
+	case ActSubmit:
+		return "submitted"
+	case ActStart:
+		return "started"
+	case ActBlock:
+		return "blocked"
+	case ActReject:
+		return "rejected"
+	case ActRetry:
+		return "retried"
+	case ActReopen:
+		return "reopened"
+	case ActCancel:
+		return "cancelled"
+	case ActAssign:
+		return "assigned"
+	case ActReassign:
+		return "reassigned"
+	case ActApprove:
+		return "approved"
+	case ActVerify:
+		return "verified"
+	case ActAccept:
+		return "accepted"
+	}
+	return string(a)
+}
+
+func requireReason(in ActionInput, what string) error {
+	if in.Reason == "" {
+		return &Error{Code: EINVALID, Message: what + " needs a reason", Fields: map[string]string{"reason": "must not be empty"}}
+	}
+	return nil
+}
+
+// targetAgent resolves the agent a task is being assigned to.
+func targetAgent(ctx context.Context, tx Tx, t *Task, name string) (*Agent, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return nil, &Error{Code: EINVALID, Message: "an assignee is required", Fields: map[string]string{"agent": "is required"}}
+	}
+	a, err := tx.GetAgentByName(ctx, name)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, &Error{Code: EINVALID, Message: "unknown agent", Fields: map[string]string{"agent": "no agent named " + quote(name)}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Kind == KindSystem:
+		return nil, &Error{Code: EINVALID, Message: "the runner cannot be assigned work", Fields: map[string]string{"agent": "the runner checks work, it does not do it"}}
+	case a.Disabled:
+		return nil, &Error{Code: EINVALID, Message: "agent is disabled", Fields: map[string]string{"agent": quote(name) + " is disabled"}}
+	case a.Kind == KindWorker && !a.HasRole(t.Role):
+		return nil, &Error{Code: EINVALID, Message: "worker lacks the task's role", Fields: map[string]string{"agent": fmt.Sprintf("worker %q does not have role %q", name, t.Role)}}
+	}
+	return a, nil
+}
+
+func (s *Service) stepAssign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if !actor.IsRunner() {
+		if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
+			return effect{}, err
+		}
+	}
+	a, err := targetAgent(ctx, tx, t, in.Agent)
+	if err != nil {
+		return effect{}, err
+	}
+	t.AssigneeID = &a.ID
+	return effect{}, nil
+}
+
+func (s *Service) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
+		return effect{}, err
+	}
+	a, err := targetAgent(ctx, tx, t, in.Agent)
+	if err != nil {
+		return effect{}, err
+	}
+	t.AssigneeID = &a.ID
+	t.AttemptsUsed = 0
+	if in.Reason != "" {
+		t.Reason = in.Reason
+	}
+	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
+}
+
+func (s *Service) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+	if t.AssigneeID == nil {
+		return effect{}, Errorf(ECONFLICT, "task %d has no assignee", t.ID)
+	}
+	if !actor.IsRunner() && actor.ID != *t.AssigneeID {
+		return effect{}, Forbidden("assignee_only", "only the assignee may start this task")
+	}
+	if err := dependenciesMet(ctx, tx, t); err != nil {
+		return effect{}, err
+	}
+	t.BuilderID = ptr(*t.AssigneeID)
+	return effect{}, nil
+}
+
+// dependenciesMet returns ECONFLICT naming the first dependency not yet verified.
+// Only a verified dependency releases a task: a cancelled one does not, because its
+// output was never checked.
+func dependenciesMet(ctx context.Context, tx Tx, t *Task) error {
+	if len(t.DependsOn) == 0 {
+		return nil
+	}
+	deps, err := tx.GetTasks(ctx, t.DependsOn)
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if d.State != TaskVerified {
+			return &Error{Code: ECONFLICT, Message: fmt.Sprintf("task %d waits for task %d, which is %s", t.ID, d.ID, d.State), State: string(t.State)}
+		}
+	}
+	return nil
+}
+
+func (s *Service) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if !actor.IsRunner() && (t.BuilderID == nil || actor.ID != *t.BuilderID) {
+		return effect{}, Forbidden("builder_only", "only the builder may submit this task for review")
+	}
+	t.Summary, t.FilesChanged = in.Summary, in.FilesChanged
+	return effect{}, nil
+}
+
+func (s *Service) stepApprove(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+	if err := s.mayAct(ctx, tx, actor, t, t.Approve, "approve"); err != nil {
+		return effect{}, err
+	}
+	t.ApproverID = &actor.ID
+	return effect{}, nil
+}
+
+func (s *Service) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireReason(in, "a rejection"); err != nil {
+		return effect{}, err
+	}
+	if err := s.mayAct(ctx, tx, actor, t, t.Approve, "approve"); err != nil {
+		return effect{}, err
+	}
+	t.Reason, t.ApproverID, t.AttemptsUsed = in.Reason, nil, 0
+	t.AssigneeID = t.BuilderID
+	return effect{}, nil
+}
+
+func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := s.mayAct(ctx, tx, actor, t, t.Verify, "verify"); err != nil {
+		return effect{}, err
+	}
+	now := s.now()
+	t.VerifierID, t.Notes, t.VerifiedAt = &actor.ID, in.Notes, &now
+	return effect{after: []func() error{
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor) },
+		func() error { return s.releaseDependents(ctx, tx, actor, t) },
+	}}, nil
+}
+
+func (s *Service) stepRejectVerification(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireReason(in, "a verification rejection"); err != nil {
+		return effect{}, err
+	}
+	if err := s.mayAct(ctx, tx, actor, t, t.Verify, "verify"); err != nil {
+		return effect{}, err
+	}
+	t.Rejections++
+	t.Reason, t.ApproverID, t.AttemptsUsed = in.Reason, nil, 0
+	t.AssigneeID = t.BuilderID
+	if t.Rejections != 2 {
+		return effect{}, nil
+	}
+	return effect{after: []func() error{func() error { return s.escalate(ctx, tx, actor, t, in.Reason) }}}, nil
+}
+
+// escalate puts a task rejected twice by verifiers in front of the lead.
+func (s *Service) escalate(ctx context.Context, tx Tx, actor *Agent, t *Task, reason string) error {
+	payload, _ := json.Marshal(map[string]any{"task_id": t.ID, "rejections": t.Rejections, "last_reason": reason, "verifier": actor.Name})
+	item := &InboxItem{Kind: InboxEscalation, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(), Payload: payload,
+		Title: fmt.Sprintf("Task %d rejected twice by verifiers (last by %s): escalation required", t.ID, actor.Name)}
+	if err := tx.CreateInboxItem(ctx, item); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, "task.escalated", actor, &t.ID, t.GoalID, map[string]any{"rejections": t.Rejections, "reason": reason, "inbox_id": item.ID})
+}
+
+func (s *Service) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
+		return effect{}, err
+	}
+	if err := requireReason(in, "reopening a task"); err != nil {
+		return effect{}, err
+	}
+	if t.BuilderID == nil {
+		return effect{}, Errorf(ECONFLICT, "task %d has no builder to reopen it for", t.ID)
+	}
+	t.AssigneeID = ptr(*t.BuilderID)
+	t.ApproverID, t.VerifierID, t.VerifiedAt, t.Notes, t.Override = nil, nil, nil, "", false
+	t.Reason, t.AttemptsUsed = in.Reason, 0
+	return effect{}, nil
+}
+
+func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if actor.ID != t.CreatorID {
+		if err := requireAny(actor, "lead_exec_or_creator", RoleLead, RoleExec); err != nil {
+			return effect{}, err
+		}
+	}
+	if in.Reason != "" {
+		t.Reason = in.Reason
+	}
+	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "cancelled") }}}, nil
+}
+
+func (s *Service) stepBlock(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+	if !actor.IsRunner() {
+		return effect{}, Forbidden("runner_only", "only the runner blocks a task, when its attempts are exhausted")
+	}
+	return effect{}, nil
+}
+
+func (s *Service) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireAny(actor, "lead_or_exec", RoleExec, RoleLead); err != nil {
+		return effect{}, err
+	}
+	if in.Reason == "" {
+		return effect{}, &Error{Code: EINVALID, Message: "a retry needs guidance for the worker", Fields: map[string]string{"reason": "must not be empty"}}
+	}
+	t.Reason, t.AttemptsUsed = in.Reason, 0
+	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "retried: "+in.Reason) }}}
+	if t.AssigneeID == nil {
+		eff.to = TaskPending
+	}
+	return eff, nil
+}
+
+func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := requireAny(actor, "exec_only", RoleExec); err != nil {
+		return effect{}, err
+	}
+	if err := requireReason(in, "accepting blocked work"); err != nil {
+		return effect{}, err
+	}
+	if t.BuilderID != nil && *t.BuilderID == actor.ID {
+		return effect{}, Forbidden("verifier_not_builder", "the builder cannot accept their own work")
+	}
+	now := s.now()
+	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true
+	return effect{after: []func() error{
+		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "accepted: "+in.Reason) },
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor) },
+		func() error { return s.releaseDependents(ctx, tx, actor, t) },
+	}}, nil
+}
+
+// resolveInbox closes the open inbox items of a task with a resolution.
+func (s *Service) resolveInbox(ctx context.Context, tx Tx, actor *Agent, taskID int64, resolution string) error {
+	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for i := range items {
+		it := &items[i]
+		it.Resolved, it.Resolution, it.ResolvedAt = true, resolution, &now
+		if actor != nil && actor.ID != 0 {
+			it.ResolvedBy = &actor.ID
+		}
+		if err := tx.UpdateInboxItem(ctx, it); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, "inbox.resolved", actor, &taskID, it.GoalID, map[string]any{"inbox_id": it.ID, "resolution": resolution}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseDependents announces the tasks whose last dependency t was.
+func (s *Service) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
+	deps, err := tx.Dependents(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	for i := range deps {
+		d := &deps[i]
+		if d.State != TaskPending && d.State != TaskAssigned {
+			continue
+		}
+		if dependenciesMet(ctx, tx, d) != nil {
+			continue
+		}
+		if err := s.emit(ctx, tx, "task.released", actor, &d.ID, d.GoalID, map[string]any{"after": t.ID, "role": d.Role}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTaskComplete puts the task.complete entry in the outbox.
+func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent) error {
+	var builder *Agent
+	if t.BuilderID != nil {
+		b, err := tx.GetAgent(ctx, *t.BuilderID)
+		if err != nil {
+			return err
+		}
+		builder = b
+	}
+	attempts, err := tx.ListAttempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	hash := ""
+	for _, a := range attempts {
+		if a.Outcome == OutcomePassed && a.OutputHash != "" {
+			hash = a.OutputHash
+		}
+	}
+	e, err := s.ledger.TaskComplete(t, builder, verifier, hash, s.now())
+	if err != nil {
+		return err
+	}
+	return tx.AppendLedgerEntry(ctx, e)
+}
+
+// syncGoal moves a goal along automatically after one of its tasks changed. reopened
+// says a verified task was reopened, which makes a verified goal active again.
+func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened bool) error {
+	g, err := tx.LockGoal(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	counts, err := tx.CountTasks(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	from := g.State
+	next := NextGoalState(g.State, counts)
+	if reopened && g.State == GoalVerified {
+		next = GoalActive
+		g.VerifierID, g.VerifiedAt = nil, nil
+	}
+	if next == from {
+		return nil
+	}
+	g.State, g.UpdatedAt = next, s.now()
+	if err := tx.UpdateGoal(ctx, g); err != nil {
+		return err
+	}
+	typ := "goal.state_changed"
+	if reopened && from == GoalVerified {
+		typ = "goal.reopened"
+	}
+	return s.emit(ctx, tx, typ, actor, nil, &g.ID, map[string]any{"from": from, "to": next})
+}

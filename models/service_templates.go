@@ -1,0 +1,107 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Template editors: the roles that may save templates and project rules.
+var editorRoles = []string{RoleLead, RoleAdmin, "editor"}
+
+// SaveTemplate validates t and saves it as the next version of its name.
+func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) error {
+	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {
+		return err
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	t.CreatorID, t.CreatedAt = actor.ID, s.now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateTemplate(ctx, t); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, "template.saved", actor, nil, nil, map[string]any{"name": t.Name, "version": t.Version, "steps": len(t.Steps)})
+	})
+}
+
+// SaveRules validates and saves the project rules for contract generation.
+func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) error {
+	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	r.UpdatedAt = s.now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.SaveRules(ctx, r); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, "rules.saved", actor, nil, nil, nil)
+	})
+}
+
+// StartRun instantiates a template version (0: the latest) for a goal: one task per
+// step, each depending on the one before, so that step N+1 is released only when step
+// N is verified. Params replace {{name}} in the steps' briefs.
+func (s *Service) StartRun(ctx context.Context, actor *Agent, goalID int64, name string, version int, params map[string]string) (*Run, []Task, error) {
+	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
+		return nil, nil, err
+	}
+	tpl, err := s.store.GetTemplate(ctx, name, version)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, nil, &Error{Code: EINVALID, Message: "unknown template", Fields: map[string]string{"template": fmt.Sprintf("no template %q (version %d)", name, version)}}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rules, err := s.Rules(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	run := &Run{GoalID: goalID, TemplateName: tpl.Name, TemplateVersion: tpl.Version, Params: params, CreatorID: actor.ID, CreatedAt: s.now()}
+	var tasks []Task
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateRun(ctx, run); err != nil {
+			return err
+		}
+		var prev *int64
+		for i, st := range tpl.Steps {
+			spec := stepSpec(st, i, goalID, params)
+			if prev != nil {
+				spec.DependsOn = []int64{*prev}
+			}
+			t, err := spec.build(rules, s.now())
+			if err != nil {
+				return err
+			}
+			t.RunID, t.StepNum = &run.ID, i+1
+			if err := s.insertTask(ctx, tx, actor, t, ""); err != nil {
+				return err
+			}
+			prev = &t.ID
+			tasks = append(tasks, *t)
+		}
+		return s.emit(ctx, tx, "run.started", actor, nil, &goalID, map[string]any{"run_id": run.ID, "template": tpl.Name, "version": tpl.Version, "tasks": len(tasks)})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, tasks, nil
+}
+
+// stepSpec turns a template step into a task spec for a goal.
+func stepSpec(st Step, i int, goalID int64, params map[string]string) TaskSpec {
+	title := st.Name
+	if title == "" {
+		title = fmt.Sprintf("Step %d: %s", i+1, st.Role)
+	}
+	brief := st.Brief
+	for k, v := range params {
+		brief = strings.ReplaceAll(brief, "{{"+k+"}}", v)
+		title = strings.ReplaceAll(title, "{{"+k+"}}", v)
+	}
+	return TaskSpec{Title: title, Brief: brief, Role: st.Role, GoalID: &goalID, Approve: st.Approve, Verify: st.Verify, Contract: st.Contract()}
+}
