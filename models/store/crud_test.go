@@ -1,0 +1,609 @@
+package store_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
+)
+
+func TestAgentsRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		runner, err := db.GetAgentByName(ctx, models.RunnerAgentName)
+		must(t, err)
+		if runner.Kind != models.KindSystem || len(runner.Roles) != 0 || runner.Roles == nil {
+			t.Fatalf("built-in runner agent = %+v, want kind system and no roles", runner)
+		}
+
+		a := &models.Agent{
+			Name: "dev-1", Kind: models.KindWorker, Roles: []string{"developer", "tester"},
+			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, Concurrency: 3,
+			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
+		}
+		a.ID = 99 // ignored: the store assigns ids
+		allSet(t, a)
+		must(t, db.CreateAgent(ctx, a))
+		if a.ID == 0 || a.ID == 99 {
+			t.Fatalf("CreateAgent set ID %d", a.ID)
+		}
+		got, err := db.GetAgent(ctx, a.ID)
+		must(t, err)
+		equal(t, "GetAgent", got, a)
+		got, err = db.GetAgentByName(ctx, "dev-1")
+		must(t, err)
+		equal(t, "GetAgentByName", got, a)
+
+		a.Roles, a.Command, a.Disabled, a.Concurrency = []string{"reviewer"}, "other", false, 5
+		before := time.Now().Add(-time.Second)
+		must(t, db.UpdateAgent(ctx, a))
+		if a.UpdatedAt.Before(before) {
+			t.Fatalf("UpdateAgent did not set UpdatedAt: %v", a.UpdatedAt)
+		}
+		got, err = db.GetAgent(ctx, a.ID)
+		must(t, err)
+		equal(t, "after UpdateAgent", got, a)
+
+		list, err := db.ListAgents(ctx)
+		must(t, err)
+		if len(list) != 2 || list[0].Name != "dev-1" || list[1].Name != "runner" {
+			t.Fatalf("ListAgents = %+v, want dev-1 and runner by name", list)
+		}
+
+		dup := &models.Agent{Name: "dev-1", Kind: models.KindHuman, Roles: []string{"lead"}, Concurrency: 1}
+		err = db.CreateAgent(ctx, dup)
+		wantCode(t, err, models.ECONFLICT)
+		if !strings.Contains(err.Error(), `"dev-1"`) {
+			t.Fatalf("conflict message %q does not name the agent", err)
+		}
+		other := agent(t, db, "dev-2", "developer")
+		other.Name = "dev-1"
+		wantCode(t, db.UpdateAgent(ctx, other), models.ECONFLICT)
+
+		_, err = db.GetAgent(ctx, 12345)
+		wantCode(t, err, models.ENOTFOUND)
+		_, err = db.GetAgentByName(ctx, "nobody")
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.UpdateAgent(ctx, &models.Agent{ID: 12345, Name: "x", Kind: models.KindHuman}), models.ENOTFOUND)
+	})
+}
+
+func TestTokensAndSessions(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		a := agent(t, db, "bot", "developer")
+		tok := &models.Token{AgentID: a.ID, Name: "ci", Hash: strings.Repeat("ab", 32), CreatedAt: ts(1)}
+		must(t, db.CreateToken(ctx, tok))
+		if tok.ID == 0 {
+			t.Fatal("CreateToken did not set ID")
+		}
+		got, err := db.AgentByTokenHash(ctx, tok.Hash)
+		must(t, err)
+		equal(t, "AgentByTokenHash", got, a)
+		var lastUsed *time.Time
+		must(t, db.Gorm().WithContext(ctx).Table("tokens").Select("last_used_at").Where("id = ?", tok.ID).Scan(&lastUsed).Error)
+		if lastUsed == nil || time.Since(*lastUsed) > time.Minute {
+			t.Fatalf("last_used_at = %v, want now", lastUsed)
+		}
+
+		_, err = db.AgentByTokenHash(ctx, "unknown")
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.CreateToken(ctx, &models.Token{AgentID: a.ID, Hash: tok.Hash}), models.ECONFLICT)
+		wantCode(t, db.CreateToken(ctx, &models.Token{AgentID: 9999, Hash: "x"}), models.EINVALID)
+		a.Disabled = true
+		must(t, db.UpdateAgent(ctx, a))
+		_, err = db.AgentByTokenHash(ctx, tok.Hash)
+		wantCode(t, err, models.ENOTFOUND)
+
+		s := &models.Session{ID: "sess-hash", AgentID: a.ID, CSRF: "csrf-token", CreatedAt: ts(1), ExpiresAt: time.Now().Add(time.Hour)}
+		allSet(t, s)
+		must(t, db.CreateSession(ctx, s))
+		gs, err := db.GetSession(ctx, s.ID)
+		must(t, err)
+		equal(t, "GetSession", gs, s)
+		wantCode(t, db.CreateSession(ctx, &models.Session{ID: s.ID, AgentID: a.ID, ExpiresAt: time.Now().Add(time.Hour)}), models.ECONFLICT)
+		must(t, db.DeleteSession(ctx, s.ID))
+		must(t, db.DeleteSession(ctx, s.ID))
+		_, err = db.GetSession(ctx, s.ID)
+		wantCode(t, err, models.ENOTFOUND)
+
+		expired := &models.Session{ID: "old", AgentID: a.ID, CSRF: "c", ExpiresAt: time.Now().Add(-time.Minute)}
+		must(t, db.CreateSession(ctx, expired))
+		_, err = db.GetSession(ctx, "old")
+		wantCode(t, err, models.ENOTFOUND)
+	})
+}
+
+func TestGoalsRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		lead := agent(t, db, "lead", "lead")
+		g := &models.Goal{
+			Title: "Dark mode", Description: "All pages", Project: "web", State: models.GoalVerified,
+			CreatorID: lead.ID, VerifierID: &lead.ID, Notes: "checked", VerifiedAt: tsp(3),
+			CreatedAt: ts(1), UpdatedAt: ts(2),
+		}
+		allSet(t, g, "ID")
+		must(t, db.CreateGoal(ctx, g))
+		got, err := db.GetGoal(ctx, g.ID)
+		must(t, err)
+		equal(t, "GetGoal", got, g)
+
+		g.State, g.VerifierID, g.VerifiedAt, g.Notes = models.GoalActive, nil, nil, ""
+		must(t, db.UpdateGoal(ctx, g))
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			got, err := tx.LockGoal(ctx, g.ID)
+			if err != nil {
+				return err
+			}
+			equal(t, "LockGoal", got, g)
+			_, err = tx.LockGoal(ctx, 4242)
+			wantCode(t, err, models.ENOTFOUND)
+			return nil
+		}))
+
+		g2 := &models.Goal{Title: "Other", Project: "api", CreatorID: lead.ID}
+		must(t, db.CreateGoal(ctx, g2))
+		if g2.State != models.GoalOpen {
+			t.Fatalf("new goal state = %q, want open", g2.State)
+		}
+		all, err := db.ListGoals(ctx, models.GoalFilter{})
+		must(t, err)
+		if len(all) != 2 || all[0].ID != g2.ID {
+			t.Fatalf("ListGoals = %d goals, first %d; want 2, newest first", len(all), all[0].ID)
+		}
+		for _, f := range []models.GoalFilter{{State: models.GoalActive}, {Project: "web"}, {Limit: 1, State: models.GoalActive}} {
+			list, err := db.ListGoals(ctx, f)
+			must(t, err)
+			if len(list) != 1 || list[0].ID != g.ID {
+				t.Fatalf("ListGoals(%+v) = %+v", f, list)
+			}
+		}
+		_, err = db.GetGoal(ctx, 4242)
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.UpdateGoal(ctx, &models.Goal{ID: 4242, Title: "x", CreatorID: lead.ID}), models.ENOTFOUND)
+		wantCode(t, db.CreateGoal(ctx, &models.Goal{Title: "x", CreatorID: 4242}), models.EINVALID)
+	})
+}
+
+// fullContract sets every field of a contract.
+func fullContract() models.Contract {
+	return models.Contract{
+		Completion: models.Completion{
+			Type: models.CompletionFile, Path: "feature/{task_id}/output.md", MinLength: 100,
+			Signal: "approved", DoneToken: "TASK_COMPLETE", Verify: []string{"go test ./...", "go vet ./..."},
+			VerifyTimeout: models.Duration{Duration: 5 * time.Minute}, Evaluate: "Must address every criterion.",
+			MaxAttempts: 2, Timeout: models.Duration{Duration: 30 * time.Minute}, Cooldown: models.Duration{Duration: time.Second},
+			Clean: true, Checklist: &models.Checklist{Path: "TODO.md", Count: 3},
+		},
+		Verification: models.Verification{
+			Type: models.VerifyVerifiable,
+			Criteria: []models.Criterion{
+				{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle", Timing: "immediate", Command: "go test"},
+				{Activity: "typecheck", Description: "No type errors"},
+			},
+			GeneratedFrom: "auto", GeneratedAt: tsp(9),
+		},
+		Review: &models.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3},
+	}
+}
+
+func TestTasksRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		dev := agent(t, db, "dev", "developer")
+		rev := agent(t, db, "rev", "reviewer")
+		g := &models.Goal{Title: "G", CreatorID: boss.ID}
+		must(t, db.CreateGoal(ctx, g))
+		tmpl := &models.Template{Name: "wf", Steps: []models.Step{{Role: "developer", Brief: "b"}}, CreatorID: boss.ID}
+		must(t, db.CreateTemplate(ctx, tmpl))
+		run := &models.Run{GoalID: g.ID, TemplateName: "wf", TemplateVersion: 1, CreatorID: boss.ID}
+		must(t, db.CreateRun(ctx, run))
+		dep1 := task(t, db, boss.ID, "developer", &g.ID)
+		dep2 := task(t, db, boss.ID, "developer", nil)
+
+		tk := &models.Task{
+			GoalID: &g.ID, RunID: &run.ID, StepNum: 2, Title: "Build toggle", Brief: "Do it",
+			Role: "developer", State: models.TaskCompleted, Priority: 7, Approve: "reviewer", Verify: "lead",
+			Contract: fullContract(), DependsOn: []int64{dep2.ID, dep1.ID, dep2.ID}, CreatorID: boss.ID,
+			AssigneeID: &dev.ID, BuilderID: &dev.ID, ApproverID: &rev.ID, VerifierID: &boss.ID,
+			Summary: "done", FilesChanged: "a.go", Notes: "ok", Reason: "fix x", Rejections: 1,
+			AttemptsUsed: 2, Override: true, LeaseOwner: "runner-a", LeaseUntil: tsp(8),
+			CreatedAt: ts(1), UpdatedAt: ts(2), VerifiedAt: tsp(3),
+		}
+		allSet(t, tk, "ID")
+		must(t, db.CreateTask(ctx, tk))
+		if want := []int64{dep1.ID, dep2.ID}; !equalIDs(tk.DependsOn, want) {
+			t.Fatalf("DependsOn = %v, want sorted, de-duplicated %v", tk.DependsOn, want)
+		}
+		got, err := db.GetTask(ctx, tk.ID)
+		must(t, err)
+		equal(t, "GetTask", got, tk)
+
+		tk.DependsOn = []int64{dep1.ID}
+		tk.State, tk.LeaseUntil, tk.LeaseOwner, tk.AssigneeID = models.TaskInProgress, nil, "", nil
+		must(t, db.UpdateTask(ctx, tk))
+		got, err = db.GetTask(ctx, tk.ID)
+		must(t, err)
+		equal(t, "after UpdateTask", got, tk)
+
+		deps, err := db.Dependents(ctx, dep1.ID)
+		must(t, err)
+		if len(deps) != 1 || deps[0].ID != tk.ID {
+			t.Fatalf("Dependents(dep1) = %v", deps)
+		}
+		deps, err = db.Dependents(ctx, dep2.ID)
+		must(t, err)
+		if len(deps) != 0 {
+			t.Fatalf("Dependents(dep2) after UpdateTask dropped it = %v", deps)
+		}
+
+		some, err := db.GetTasks(ctx, []int64{tk.ID, 4242, dep1.ID})
+		must(t, err)
+		if len(some) != 2 || some[0].ID != dep1.ID || some[1].ID != tk.ID {
+			t.Fatalf("GetTasks = %v", some)
+		}
+		equal(t, "GetTasks[1]", &some[1], tk)
+
+		wantCode(t, db.UpdateTask(ctx, &models.Task{ID: 4242, Title: "x", Role: "r", CreatorID: boss.ID}), models.ENOTFOUND)
+		_, err = db.GetTask(ctx, 4242)
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.CreateTask(ctx, &models.Task{Title: "x", Role: "r", CreatorID: boss.ID, DependsOn: []int64{4242}}), models.EINVALID)
+		self := task(t, db, boss.ID, "developer", nil)
+		self.DependsOn = []int64{self.ID}
+		wantCode(t, db.UpdateTask(ctx, self), models.EINVALID)
+	})
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestListAndCountTasks(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		dev := agent(t, db, "dev", "developer")
+		g := &models.Goal{Title: "G", CreatorID: boss.ID}
+		must(t, db.CreateGoal(ctx, g))
+		var ids []int64
+		for i := 0; i < 7; i++ {
+			tk := &models.Task{Title: "t", Role: "developer", CreatorID: boss.ID}
+			if i%2 == 0 {
+				tk.GoalID = &g.ID
+			}
+			if i < 3 {
+				tk.State, tk.AssigneeID = models.TaskAssigned, &dev.ID
+			}
+			if i == 6 {
+				tk.Role = "tester"
+			}
+			must(t, db.CreateTask(ctx, tk))
+			ids = append(ids, tk.ID)
+		}
+		list := func(f models.TaskFilter) []int64 {
+			t.Helper()
+			ts, err := db.ListTasks(ctx, f)
+			must(t, err)
+			out := []int64{}
+			for _, tk := range ts {
+				out = append(out, tk.ID)
+			}
+			return out
+		}
+		rev := func(xs ...int64) []int64 { return xs }
+		cases := []struct {
+			f    models.TaskFilter
+			want []int64
+		}{
+			{models.TaskFilter{}, rev(ids[6], ids[5], ids[4], ids[3], ids[2], ids[1], ids[0])},
+			{models.TaskFilter{Limit: 2}, rev(ids[6], ids[5])},
+			{models.TaskFilter{Limit: 2, AfterID: ids[5]}, rev(ids[4], ids[3])},
+			{models.TaskFilter{State: models.TaskAssigned}, rev(ids[2], ids[1], ids[0])},
+			{models.TaskFilter{GoalID: g.ID}, rev(ids[6], ids[4], ids[2], ids[0])},
+			{models.TaskFilter{AssigneeID: dev.ID, GoalID: g.ID}, rev(ids[2], ids[0])},
+			{models.TaskFilter{Role: "tester"}, rev(ids[6])},
+			{models.TaskFilter{Role: "developer", State: models.TaskPending}, rev(ids[5], ids[4], ids[3])},
+		}
+		for _, c := range cases {
+			if got := list(c.f); !equalIDs(got, c.want) {
+				t.Errorf("ListTasks(%+v) = %v, want %v", c.f, got, c.want)
+			}
+		}
+
+		counts, err := db.CountTasks(ctx, 0)
+		must(t, err)
+		if counts[models.TaskAssigned] != 3 || counts[models.TaskPending] != 4 || counts[models.TaskVerified] != 0 || len(counts) != len(models.TaskStates) {
+			t.Fatalf("CountTasks(0) = %v", counts)
+		}
+		counts, err = db.CountTasks(ctx, g.ID)
+		must(t, err)
+		if counts[models.TaskAssigned] != 2 || counts[models.TaskPending] != 2 {
+			t.Fatalf("CountTasks(goal) = %v", counts)
+		}
+	})
+}
+
+func TestTemplatesAndRuns(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		c := fullContract()
+		step := models.Step{Name: "build", Role: "developer", Brief: "Build it", Approve: "reviewer", Verify: "lead",
+			Completion: c.Completion, Verification: c.Verification, Review: c.Review}
+		allSet(t, &step)
+		v1 := &models.Template{Name: "feature", Version: 7, Description: "d1", Steps: []models.Step{step}, CreatorID: boss.ID, CreatedAt: ts(1)}
+		must(t, db.CreateTemplate(ctx, v1))
+		if v1.Version != 1 || v1.ID == 0 {
+			t.Fatalf("first version = %d (id %d), want 1", v1.Version, v1.ID)
+		}
+		allSet(t, v1)
+		v2 := &models.Template{Name: "feature", Description: "d2", CreatorID: boss.ID}
+		must(t, db.CreateTemplate(ctx, v2))
+		if v2.Version != 2 || v2.Steps == nil {
+			t.Fatalf("second version = %d, steps %v; want 2, non-nil", v2.Version, v2.Steps)
+		}
+		other := &models.Template{Name: "alpha", Steps: []models.Step{{Role: "ba", Brief: "x"}}, CreatorID: boss.ID}
+		must(t, db.CreateTemplate(ctx, other))
+
+		got, err := db.GetTemplate(ctx, "feature", 1)
+		must(t, err)
+		equal(t, "GetTemplate v1", got, v1)
+		got, err = db.GetTemplate(ctx, "feature", 0)
+		must(t, err)
+		equal(t, "GetTemplate latest", got, v2)
+		_, err = db.GetTemplate(ctx, "feature", 3)
+		wantCode(t, err, models.ENOTFOUND)
+		_, err = db.GetTemplate(ctx, "nope", 0)
+		wantCode(t, err, models.ENOTFOUND)
+
+		latest, err := db.ListTemplates(ctx)
+		must(t, err)
+		if len(latest) != 2 {
+			t.Fatalf("ListTemplates = %d templates, want 2", len(latest))
+		}
+		equal(t, "ListTemplates[0]", &latest[0], other)
+		equal(t, "ListTemplates[1]", &latest[1], v2)
+		versions, err := db.ListTemplateVersions(ctx, "feature")
+		must(t, err)
+		if len(versions) != 2 || versions[0].Version != 1 || versions[1].Version != 2 {
+			t.Fatalf("ListTemplateVersions = %+v", versions)
+		}
+
+		g := &models.Goal{Title: "G", CreatorID: boss.ID}
+		must(t, db.CreateGoal(ctx, g))
+		r := &models.Run{GoalID: g.ID, TemplateName: "feature", TemplateVersion: 2, Params: map[string]string{"feature": "dark mode"}, CreatorID: boss.ID, CreatedAt: ts(4)}
+		allSet(t, r, "ID")
+		must(t, db.CreateRun(ctx, r))
+		gr, err := db.GetRun(ctx, r.ID)
+		must(t, err)
+		equal(t, "GetRun", gr, r)
+		_, err = db.GetRun(ctx, 4242)
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.CreateRun(ctx, &models.Run{GoalID: g.ID, TemplateName: "feature", TemplateVersion: 9, CreatorID: boss.ID}), models.EINVALID)
+	})
+}
+
+func TestAttemptsRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		tk := task(t, db, boss.ID, "developer", nil)
+		a := &models.Attempt{
+			TaskID: tk.ID, Number: 1, AgentID: boss.ID, RunnerID: "host-1", Outcome: models.OutcomeFailed,
+			Stage: models.StageVerify, Diagnosis: "go test failed",
+			Checks: []models.CheckResult{{Stage: models.StageProcess, Verdict: models.VerdictPass, DurationMS: 5},
+				{Stage: models.StageVerify, Verdict: models.VerdictFail, Diagnosis: "exit 1", DurationMS: 900}},
+			Criteria:   []models.CriterionResult{{Activity: "unit-test", Command: "go test", Status: "fail", Error: "exit 1", Attempts: 2, DurationMS: 800}},
+			ExitCode:   3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
+			StartedAt: ts(1), FinishedAt: tsp(2),
+		}
+		allSet(t, a, "ID")
+		must(t, db.CreateAttempt(ctx, a))
+		a2 := &models.Attempt{TaskID: tk.ID, Number: 2, AgentID: boss.ID}
+		must(t, db.CreateAttempt(ctx, a2))
+		if a2.Outcome != models.OutcomeRunning || a2.Checks == nil || a2.Criteria != nil || a2.StartedAt.IsZero() {
+			t.Fatalf("defaults of a new attempt: %+v", a2)
+		}
+		a2.Outcome, a2.FinishedAt = models.OutcomePassed, tsp(5)
+		a2.Checks = []models.CheckResult{{Stage: models.StageProcess, Verdict: models.VerdictPass}}
+		must(t, db.UpdateAttempt(ctx, a2))
+		list, err := db.ListAttempts(ctx, tk.ID)
+		must(t, err)
+		if len(list) != 2 {
+			t.Fatalf("ListAttempts = %d, want 2", len(list))
+		}
+		equal(t, "attempt 1", &list[0], a)
+		equal(t, "attempt 2", &list[1], a2)
+		wantCode(t, db.UpdateAttempt(ctx, &models.Attempt{ID: 4242, TaskID: tk.ID, AgentID: boss.ID}), models.ENOTFOUND)
+		wantCode(t, db.CreateAttempt(ctx, &models.Attempt{TaskID: 4242, AgentID: boss.ID}), models.EINVALID)
+	})
+}
+
+func TestInboxRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "exec")
+		g := &models.Goal{Title: "G", CreatorID: boss.ID}
+		must(t, db.CreateGoal(ctx, g))
+		tk := task(t, db, boss.ID, "developer", &g.ID)
+		it := &models.InboxItem{
+			Kind: models.InboxBlocked, TaskID: tk.ID, GoalID: &g.ID, Title: "blocked",
+			Payload: json.RawMessage(`{"type":"task.blocked","task_id":1}`), Resolved: true,
+			ResolvedBy: &boss.ID, Resolution: "accepted", CreatedAt: ts(1), ResolvedAt: tsp(2),
+		}
+		allSet(t, it, "ID")
+		must(t, db.CreateInboxItem(ctx, it))
+		got, err := db.GetInboxItem(ctx, it.ID)
+		must(t, err)
+		equal(t, "GetInboxItem", got, it)
+
+		open := &models.InboxItem{Kind: models.InboxAdvisory, TaskID: tk.ID, Title: "look"}
+		must(t, db.CreateInboxItem(ctx, open))
+		esc := &models.InboxItem{Kind: models.InboxEscalation, TaskID: tk.ID, Title: "esc"}
+		must(t, db.CreateInboxItem(ctx, esc))
+
+		ids := func(f models.InboxFilter) []int64 {
+			items, err := db.ListInbox(ctx, f)
+			must(t, err)
+			out := []int64{}
+			for _, i := range items {
+				out = append(out, i.ID)
+			}
+			return out
+		}
+		if got := ids(models.InboxFilter{}); !equalIDs(got, []int64{esc.ID, open.ID}) {
+			t.Fatalf("open inbox = %v", got)
+		}
+		if got := ids(models.InboxFilter{IncludeResolved: true}); !equalIDs(got, []int64{esc.ID, open.ID, it.ID}) {
+			t.Fatalf("whole inbox = %v", got)
+		}
+		if got := ids(models.InboxFilter{Kind: models.InboxAdvisory, TaskID: tk.ID}); !equalIDs(got, []int64{open.ID}) {
+			t.Fatalf("advisory inbox = %v", got)
+		}
+		open.Resolved, open.ResolvedBy, open.ResolvedAt, open.Resolution = true, &boss.ID, tsp(9), "seen"
+		must(t, db.UpdateInboxItem(ctx, open))
+		got, err = db.GetInboxItem(ctx, open.ID)
+		must(t, err)
+		equal(t, "after UpdateInboxItem", got, open)
+		if got := ids(models.InboxFilter{Limit: 5}); !equalIDs(got, []int64{esc.ID}) {
+			t.Fatalf("open inbox after resolving = %v", got)
+		}
+		_, err = db.GetInboxItem(ctx, 4242)
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.UpdateInboxItem(ctx, &models.InboxItem{ID: 4242, TaskID: tk.ID}), models.ENOTFOUND)
+	})
+}
+
+func TestEventsOrder(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		e := &models.Event{Type: "task.assigned", TaskID: i64(1), GoalID: i64(2), ActorID: i64(3), Data: json.RawMessage(`{"a":1}`), CreatedAt: ts(1)}
+		allSet(t, e, "ID")
+		must(t, db.AppendEvent(ctx, e))
+		var last int64 = e.ID
+		for i := 0; i < 5; i++ {
+			must(t, db.InTx(ctx, func(tx models.Tx) error {
+				for j := 0; j < 2; j++ {
+					ev := &models.Event{Type: "x"}
+					if err := tx.AppendEvent(ctx, ev); err != nil {
+						return err
+					}
+					if ev.ID <= last {
+						t.Errorf("event id %d after %d", ev.ID, last)
+					}
+					last = ev.ID
+				}
+				return nil
+			}))
+		}
+		all, err := db.ListEvents(ctx, 0, 0)
+		must(t, err)
+		if len(all) != 11 {
+			t.Fatalf("ListEvents = %d, want 11", len(all))
+		}
+		equal(t, "first event", &all[0], e)
+		if all[1].Data != nil || all[1].CreatedAt.IsZero() {
+			t.Fatalf("event without data: %+v", all[1])
+		}
+		for i := 1; i < len(all); i++ {
+			if all[i].ID <= all[i-1].ID {
+				t.Fatalf("ListEvents not oldest first: %d then %d", all[i-1].ID, all[i].ID)
+			}
+		}
+		page, err := db.ListEvents(ctx, all[3].ID, 2)
+		must(t, err)
+		if len(page) != 2 || page[0].ID != all[4].ID || page[1].ID != all[5].ID {
+			t.Fatalf("ListEvents(after %d, 2) = %v", all[3].ID, page)
+		}
+	})
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		e := &models.LedgerEntry{
+			Type: models.LedgerTaskComplete, TaskID: i64(1), GoalID: i64(2),
+			Message: []byte{0, 1, 2, 0xff, '{'}, Payload: []byte(`{"full":true}`), Status: models.LedgerPosted,
+			Attempts: 2, LastError: "timeout", Override: true, CreatedAt: ts(1),
+			TxID: "0.0.1234@1700000000.000000001", TxBytes: []byte{9, 8, 7, 0},
+			Sequence: 42, RunningHash: "ab01", ConsensusAt: tsp(2), PostedAt: tsp(3),
+		}
+		allSet(t, e, "ID")
+		must(t, db.AppendLedgerEntry(ctx, e))
+		if e.Status != models.LedgerPending {
+			t.Fatalf("appended entry status = %q, want pending", e.Status)
+		}
+		got, err := db.GetLedgerEntry(ctx, e.ID)
+		must(t, err)
+		equal(t, "GetLedgerEntry", got, e)
+
+		e.Status, e.Attempts = models.LedgerPosted, 3
+		must(t, db.UpdateLedgerEntry(ctx, e))
+		got, err = db.GetLedgerEntry(ctx, e.ID)
+		must(t, err)
+		equal(t, "after UpdateLedgerEntry", got, e)
+
+		var ids []int64
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			for i := 0; i < 3; i++ {
+				le := &models.LedgerEntry{Type: models.LedgerGoalVerified, Message: []byte("m")}
+				if err := tx.AppendLedgerEntry(ctx, le); err != nil {
+					return err
+				}
+				ids = append(ids, le.ID)
+			}
+			return nil
+		}))
+		pending, err := db.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending})
+		must(t, err)
+		if len(pending) != 3 || pending[0].ID != ids[0] || pending[2].ID != ids[2] || pending[0].Payload != nil || pending[0].TxBytes != nil {
+			t.Fatalf("pending ledger = %+v", pending)
+		}
+		page, err := db.ListLedger(ctx, models.LedgerFilter{AfterID: e.ID, Limit: 2})
+		must(t, err)
+		if len(page) != 2 || page[0].ID != ids[0] || page[1].ID != ids[1] {
+			t.Fatalf("ListLedger page = %+v", page)
+		}
+		_, err = db.GetLedgerEntry(ctx, 4242)
+		wantCode(t, err, models.ENOTFOUND)
+		wantCode(t, db.UpdateLedgerEntry(ctx, &models.LedgerEntry{ID: 4242}), models.ENOTFOUND)
+	})
+}
+
+func TestRules(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		_, err := db.GetRules(ctx)
+		wantCode(t, err, models.ENOTFOUND)
+		r := &models.ProjectRules{
+			Activities:    map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
+			FilePatterns:  []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
+			Always:        []string{"lint"},
+			AdvisoryWords: []string{"research"},
+			SkipWords:     []string{"docs"},
+		}
+		must(t, db.SaveRules(ctx, r))
+		allSet(t, r)
+		got, err := db.GetRules(ctx)
+		must(t, err)
+		equal(t, "GetRules", got, r)
+		r.Always = []string{"unit-test"}
+		must(t, db.SaveRules(ctx, r))
+		got, err = db.GetRules(ctx)
+		must(t, err)
+		equal(t, "GetRules after second save", got, r)
+	})
+}
