@@ -98,10 +98,6 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	return nil
 }
 
-func runRunner(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("runner: not available yet")
-}
-
 func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
 	return errors.New("ledger verify: not available yet")
 }
