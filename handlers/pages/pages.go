@@ -1,0 +1,49 @@
+// Package pages serves the dashboard: server-rendered templ pages behind a session
+// login and CSRF tokens. Handlers parse, call the governance service, render, and
+// return errors to the central error handler; rules are enforced by the service, and
+// the pages only decide which buttons to show.
+package pages
+
+import (
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Deps are what the pages are built from.
+type Deps struct {
+	Service *models.Service
+	Log     *slog.Logger
+	Version string
+	// SecureCookies marks the session cookie Secure (set it behind TLS).
+	SecureCookies bool
+	// Ledger describes the ledger for the ledger page: "local" or "hcs", and for
+	// HCS the network and topic, to build HashScan links.
+	Ledger LedgerInfo
+}
+
+// LedgerInfo names the ledger the publisher posts to.
+type LedgerInfo struct {
+	Kind    string // local | hcs
+	Network string // testnet | mainnet | previewnet | custom
+	TopicID string
+}
+
+// Pages is the dashboard.
+type Pages struct{ d Deps }
+
+// New returns the dashboard over d.
+func New(d Deps) *Pages { return &Pages{d: d} }
+
+// Routes registers every page: the public ones (static files, login), then the
+// signed-in ones behind the session and CSRF middleware, in two lists: the core pages
+// (overview, goals, tasks, inbox) and the editing pages (templates, rules, agents,
+// ledger).
+func (p *Pages) Routes(e *echo.Echo) {
+	p.publicRoutes(e)
+	g := e.Group("", p.requireSession, p.checkCSRF)
+	p.coreRoutes(g)
+	p.adminRoutes(g)
+}
