@@ -36,9 +36,11 @@ import (
 //
 // Advisory words: investigate, research, explore, discuss, plan, design, audit,
 // analyze, review, evaluate, assess, compare, propose, brainstorm, spike, study,
-// diagnose, recommend. Skip words: document, readme, docs, doc, comment, typo,
-// spelling, changelog, wording. Words match whole words and their common forms
-// (investigating, analysis, planning, documentation, comments).
+// diagnose, recommend and the phrases "look into", "figure out", "find out", "root
+// cause". Skip words: document, readme, docs, doc, comment, typo, spelling,
+// changelog, wording. Words match whole words and their common forms (investigating,
+// analysis, planning, documentation, comments) but not agent nouns (reviewer,
+// planner, evaluator); in a phrase only the first word varies.
 func DefaultRules() ProjectRules {
 	return ProjectRules{
 		Activities: map[string]string{
@@ -66,7 +68,7 @@ func DefaultRules() ProjectRules {
 		AdvisoryWords: []string{
 			"investigate", "research", "explore", "discuss", "plan", "design", "audit", "analyze",
 			"review", "evaluate", "assess", "compare", "propose", "brainstorm", "spike", "study",
-			"diagnose", "recommend",
+			"diagnose", "recommend", "look into", "figure out", "find out", "root cause",
 		},
 		SkipWords: []string{"document", "readme", "docs", "doc", "comment", "typo", "spelling", "changelog", "wording"},
 	}
@@ -85,7 +87,7 @@ var activityDescriptions = map[string]string{
 
 var (
 	activityNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	ruleWordRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+	ruleWordRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*( [a-z0-9][a-z0-9-]*){0,3}$`)
 )
 
 const maxRuleEntries = 200
@@ -158,8 +160,8 @@ func (r ProjectRules) Validate() error {
 			fe.Add(field, fmt.Sprintf("at most %d words", maxRuleEntries))
 		}
 		for i, w := range words {
-			if !ruleWordRE.MatchString(w) {
-				fe.Add(field+"["+strconv.Itoa(i)+"]", "must be one lower-case word (letters, digits, '-'), at most 40 characters")
+			if len(w) > 60 || !ruleWordRE.MatchString(w) {
+				fe.Add(field+"["+strconv.Itoa(i)+"]", "must be a lower-case word or a phrase of up to four words (letters, digits, '-'), at most 60 characters")
 			}
 		}
 	}
@@ -216,20 +218,27 @@ func toSet(words ...string) map[string]bool {
 	return m
 }
 
-// wordMatcher matches whole words and their common forms against rule words.
-type wordMatcher struct{ stems []string }
+// wordMatcher matches rule words (whole words and their common forms) and rule
+// phrases ("look into": the first word in any form, the rest exactly).
+type wordMatcher struct{ entries []ruleWord }
+
+type ruleWord struct {
+	stems []string
+	rest  []string
+}
 
 // newWordMatcher derives stems once per call: the word itself, without a final e
 // (investigat-e), with ze as s (analyze → analys, for analysis), with y as i
 // (study → studi, for studies).
 func newWordMatcher(words []string) wordMatcher {
-	stems := make([]string, 0, 2*len(words))
-	for _, w := range words {
-		w = strings.ToLower(strings.TrimSpace(w))
-		if w == "" {
+	m := wordMatcher{entries: make([]ruleWord, 0, len(words))}
+	for _, phrase := range words {
+		parts := strings.Fields(strings.ToLower(phrase))
+		if len(parts) == 0 {
 			continue
 		}
-		stems = append(stems, w)
+		w := parts[0]
+		stems := []string{w}
 		if len(w) > 3 && strings.HasSuffix(w, "e") {
 			stems = append(stems, w[:len(w)-1])
 		}
@@ -239,21 +248,39 @@ func newWordMatcher(words []string) wordMatcher {
 		if len(w) > 3 && strings.HasSuffix(w, "y") {
 			stems = append(stems, w[:len(w)-1]+"i")
 		}
+		m.entries = append(m.entries, ruleWord{stems: stems, rest: parts[1:]})
 	}
-	return wordMatcher{stems: stems}
+	return m
 }
 
-func (m wordMatcher) match(tok string) bool {
-	for _, st := range m.stems {
+// matchAt reports whether a rule word or phrase starts at words[i].
+func (m wordMatcher) matchAt(words []string, i int) bool {
+	for _, e := range m.entries {
+		if i+len(e.rest) >= len(words) || !wordForm(words[i], e.stems) {
+			continue
+		}
+		if slices.Equal(words[i+1:i+1+len(e.rest)], e.rest) {
+			return true
+		}
+	}
+	return false
+}
+
+// agentSuffixes turn an activity into a person or a thing (reviewer, planner,
+// evaluator): "add a planner" is not planning.
+var agentSuffixes = toSet("er", "ers", "or", "ors")
+
+func wordForm(tok string, stems []string) bool {
+	for _, st := range stems {
 		if !strings.HasPrefix(tok, st) {
 			continue
 		}
 		rest := tok[len(st):]
-		if wordSuffixes[rest] {
+		if wordSuffixes[rest] && !agentSuffixes[rest] {
 			return true
 		}
-		// A doubled final consonant: plan → planning, planned, planner.
-		if len(rest) > 1 && rest[0] == st[len(st)-1] && wordSuffixes[rest[1:]] && rest[1:] != "" {
+		// A doubled final consonant: plan → planning, planned.
+		if len(rest) > 1 && rest[0] == st[len(st)-1] && rest[1:] != "" && wordSuffixes[rest[1:]] && !agentSuffixes[rest[1:]] {
 			return true
 		}
 	}
@@ -312,15 +339,16 @@ func (tt *taskText) scan(s string) int {
 	return len(tt.words) - n
 }
 
-// near returns up to k words of the object phrase after the lead verb, fillers left out.
-func (tt *taskText) near(k int) []string {
+// near returns the indices of up to k words of the object phrase after the lead
+// verb, fillers left out.
+func (tt *taskText) near(k int) []int {
 	if tt.lead < 0 {
 		return nil
 	}
-	var out []string
+	var out []int
 	for i := tt.lead + 1; i < tt.leadEnd && len(out) < k; i++ {
 		if !objectFillers[tt.words[i]] {
-			out = append(out, tt.words[i])
+			out = append(out, i)
 		}
 	}
 	return out
@@ -343,8 +371,8 @@ var notFiles = toSet("node.js", "next.js", "vue.js", "nuxt.js", "react.js", "exp
 // chunk does not look like a file: it must end in a known extension or be a known
 // file name (README, Makefile, …) or be a directory written with a trailing slash.
 func fileToken(chunk string) string {
-	c := strings.Trim(chunk, "`'\"()[]<>{},;:!?*")
-	c = strings.TrimRight(c, ".")
+	c := strings.TrimLeft(chunk, "`'\"([<{*")
+	c = strings.TrimRight(c, "`'\")]>},;:!?*.")
 	if c == "" || strings.Contains(c, "://") || strings.ContainsAny(c, "@=") {
 		return ""
 	}
@@ -361,8 +389,11 @@ func fileToken(chunk string) string {
 	if !hasLetter {
 		return ""
 	}
-	if strings.Contains(c, "/") && strings.HasSuffix(chunk, "/") && len(c) > 1 {
-		return c + "/"
+	if strings.HasSuffix(c, "/") {
+		if strings.Count(c, "/") > 1 || len(c) > 1 && c[0] != '/' {
+			return c
+		}
+		return ""
 	}
 	base := c[strings.LastIndexByte(c, '/')+1:]
 	lower := strings.ToLower(base)
@@ -508,28 +539,28 @@ func classify(tt *taskText, files []string, rules ProjectRules) VerificationType
 		lead = tt.words[tt.lead]
 	}
 	switch {
-	case lead != "" && adv.match(lead):
+	case lead != "" && adv.matchAt(tt.words, tt.lead):
 		return VerifyAdvisory
-	case lead != "" && skip.match(lead):
+	case lead != "" && skip.matchAt(tt.words, tt.lead):
 		return VerifySkip
 	}
-	for _, w := range tt.near(3) {
-		if skip.match(w) {
+	for _, i := range tt.near(3) {
+		if skip.matchAt(tt.words, i) {
 			return VerifySkip
 		}
 	}
-	if obj := tt.near(1); len(obj) == 1 && adv.match(obj[0]) && code == 0 {
+	if obj := tt.near(1); len(obj) == 1 && adv.matchAt(tt.words, obj[0]) && code == 0 {
 		return VerifyAdvisory
 	}
 	if !implementationVerbs[lead] {
-		for _, w := range tt.words {
-			if adv.match(w) {
+		for i := range tt.words {
+			if adv.matchAt(tt.words, i) {
 				return VerifyAdvisory
 			}
 		}
 		if code == 0 {
-			for _, w := range tt.words {
-				if skip.match(w) {
+			for i := range tt.words {
+				if skip.matchAt(tt.words, i) {
 					return VerifySkip
 				}
 			}

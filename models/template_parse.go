@@ -212,10 +212,18 @@ func MarshalTemplateYAML(t *Template) ([]byte, error) {
 	if t == nil {
 		return nil, errors.New("models: MarshalTemplateYAML of a nil template")
 	}
+	// Template.ID has no yaml tag, so yaml.v3 would write it as "id"; a file carries no
+	// identity, so write only what ParseTemplate reads.
+	doc := struct {
+		Name        string `yaml:"name,omitempty"`
+		Version     int    `yaml:"version,omitempty"`
+		Description string `yaml:"description,omitempty"`
+		Steps       []Step `yaml:"steps"`
+	}{t.Name, t.Version, t.Description, t.Steps}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(t); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
