@@ -157,3 +157,11 @@ func task(t *testing.T, tx models.Tx, creator int64, role string, goalID *int64,
 	must(t, tx.CreateTask(context.Background(), tk))
 	return tk
 }
+
+// recent fails unless v is within a minute of now (a time the store set).
+func recent(t *testing.T, v time.Time) {
+	t.Helper()
+	if d := time.Since(v); d < -time.Minute || d > time.Minute {
+		t.Fatalf("time %v is not now", v)
+	}
+}
