@@ -1,0 +1,152 @@
+package checks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Mechanical checks the completion contract against the file the worker left behind.
+//
+//   - file: the file at resolvedPath exists, is not empty (whitespace only counts as
+//     empty) and has at least c.MinLength bytes.
+//   - signal: the file at resolvedPath is a JSON object whose "signal" field is the
+//     string c.Signal, exactly.
+//   - none: passes; a clean exit (Process) is all the contract asks.
+//
+// An empty type means file when the contract names a path and none otherwise.
+// resolvedPath is the absolute path the caller resolved and confined to the task
+// workspace; diagnoses name c.Path (what the worker was told) and resolvedPath.
+// readFile defaults to os.ReadFile. A contract the check cannot apply (unknown type,
+// signal without a value, no resolved path) or a read error other than missing,
+// directory or permission is Verdict error: not the worker's fault.
+func Mechanical(c models.Completion, resolvedPath string, readFile func(string) ([]byte, error)) models.CheckResult {
+	start := time.Now()
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	typ := c.Type
+	if typ == "" {
+		typ = models.CompletionNone
+		if strings.TrimSpace(c.Path) != "" {
+			typ = models.CompletionFile
+		}
+	}
+	switch typ {
+	case models.CompletionNone:
+		return result(models.StageMechanical, models.VerdictPass, "", start)
+	case models.CompletionFile, models.CompletionSignal:
+	default:
+		return result(models.StageMechanical, models.VerdictError,
+			fmt.Sprintf("unknown completion type %q in the contract", typ), start)
+	}
+	if typ == models.CompletionSignal && c.Signal == "" {
+		return result(models.StageMechanical, models.VerdictError,
+			"the contract has completion type signal but names no signal value", start)
+	}
+	if resolvedPath == "" {
+		return result(models.StageMechanical, models.VerdictError,
+			"no output path was resolved for the completion contract", start)
+	}
+
+	where := describePath(c.Path, resolvedPath)
+	what := "output file"
+	if typ == models.CompletionSignal {
+		what = "signal file"
+	}
+	data, err := readFile(resolvedPath)
+	if err != nil {
+		verdict, diag := readFailure(what, where, err)
+		if typ == models.CompletionSignal && verdict == models.VerdictFail {
+			diag += fmt.Sprintf(`; write a JSON object such as {"signal": %q} there`, c.Signal)
+		}
+		return result(models.StageMechanical, verdict, diag, start)
+	}
+
+	if typ == models.CompletionFile {
+		if len(bytes.TrimSpace(data)) == 0 {
+			diag := fmt.Sprintf("%s %s is empty", what, where)
+			if len(data) > 0 {
+				diag = fmt.Sprintf("%s %s contains only whitespace (%d bytes)", what, where, len(data))
+			}
+			if c.MinLength > 0 {
+				diag += fmt.Sprintf("; the contract requires at least %d bytes", c.MinLength)
+			}
+			return result(models.StageMechanical, models.VerdictFail, diag, start)
+		}
+		if len(data) < c.MinLength {
+			return result(models.StageMechanical, models.VerdictFail, fmt.Sprintf(
+				"%s %s is %d bytes long; the contract requires at least %d bytes",
+				what, where, len(data), c.MinLength), start)
+		}
+		return result(models.StageMechanical, models.VerdictPass, "", start)
+	}
+
+	verdict, diag := checkSignal(data, c.Signal, where)
+	return result(models.StageMechanical, verdict, diag, start)
+}
+
+// describePath names a completion path for a diagnosis: the contract's relative path
+// and, when different, the absolute one it resolved to.
+func describePath(rel, abs string) string {
+	rel = strings.TrimSpace(rel)
+	if rel == "" || rel == abs {
+		return abs
+	}
+	return fmt.Sprintf("%s (%s)", rel, abs)
+}
+
+// readFailure classifies an error reading the completion file: missing, a directory
+// or unreadable are the worker's to fix; anything else is an infrastructure error.
+func readFailure(what, where string, err error) (string, string) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return models.VerdictFail, fmt.Sprintf("%s missing at %s", what, where)
+	case errors.Is(err, syscall.EISDIR):
+		return models.VerdictFail, fmt.Sprintf("%s %s is a directory, not a file", what, where)
+	case errors.Is(err, fs.ErrPermission):
+		return models.VerdictFail, fmt.Sprintf("%s %s cannot be read (permission denied)", what, where)
+	}
+	return models.VerdictError, fmt.Sprintf("reading %s %s: %v", what, where, err)
+}
+
+// checkSignal applies the signal contract to the file's bytes.
+func checkSignal(data []byte, want, where string) (string, string) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case len(bytes.TrimSpace(data)) == 0:
+			return models.VerdictFail, fmt.Sprintf(`signal file %s is empty; it must hold a JSON object such as {"signal": %q}`, where, want)
+		case errors.As(err, &syn):
+			return models.VerdictFail, fmt.Sprintf("signal file %s is not valid JSON: %v at offset %d", where, syn, syn.Offset)
+		case errors.As(err, &typ):
+			return models.VerdictFail, fmt.Sprintf(`signal file %s holds a JSON %s; it must hold a JSON object such as {"signal": %q}`, where, typ.Value, want)
+		}
+		return models.VerdictFail, fmt.Sprintf("signal file %s is not valid JSON: %v", where, err)
+	}
+	if obj == nil { // the file is the literal null
+		return models.VerdictFail, fmt.Sprintf(`signal file %s holds null; it must hold a JSON object such as {"signal": %q}`, where, want)
+	}
+	raw, ok := obj["signal"]
+	if !ok {
+		return models.VerdictFail, fmt.Sprintf(`signal file %s has no "signal" field; %q required`, where, want)
+	}
+	var got string
+	if err := json.Unmarshal(raw, &got); err != nil {
+		return models.VerdictFail, fmt.Sprintf(`"signal" field in %s is %s, not a string; %q required`, where, quoteLine(string(raw), 80), want)
+	}
+	if got != want {
+		return models.VerdictFail, fmt.Sprintf(`signal %q but %q required (in %s)`, got, want, where)
+	}
+	return models.VerdictPass, ""
+}

@@ -1,0 +1,181 @@
+package checks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+func TestVerifyAllPass(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "marker"), "ok")
+	criteria := []models.Criterion{
+		{Activity: "unit-test", Description: "tests", Command: "test -f marker"},
+		{Activity: "typecheck", Description: "types"},
+	}
+	rules := map[string]string{"typecheck": "echo typecheck ok"}
+	r, crs := Verify(t.Context(), dir, []string{"true", "echo hi"}, criteria, rules, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	if len(crs) != 4 {
+		t.Fatalf("got %d criterion results", len(crs))
+	}
+	want := []struct{ activity, command string }{
+		{VerifyActivity, "true"}, {VerifyActivity, "echo hi"}, {"unit-test", "test -f marker"}, {"typecheck", "echo typecheck ok"},
+	}
+	for i, cr := range crs {
+		if cr.Activity != want[i].activity || cr.Command != want[i].command || cr.Status != models.VerdictPass || cr.Attempts != 1 || cr.Error != "" {
+			t.Errorf("result %d = %+v", i, cr)
+		}
+	}
+}
+
+func TestVerifyFailStopsAndSkipsTheRest(t *testing.T) {
+	dir := t.TempDir()
+	criteria := []models.Criterion{
+		{Activity: "unit-test", Description: "Toggle renders", Command: "echo FAIL: TestToggle >&2; exit 3"},
+		{Activity: "lint", Command: "touch ran-lint"},
+		{Activity: "e2e"}, // no command
+	}
+	r, crs := Verify(t.Context(), dir, []string{"true"}, criteria, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail,
+		`criterion unit-test ("Toggle renders"): command "echo FAIL: TestToggle >&2; exit 3" exited with status 3 after`,
+		"last output:\nFAIL: TestToggle", "(2 later verification command(s) not run)")
+	if crs[0].Status != models.VerdictPass {
+		t.Errorf("first = %+v", crs[0])
+	}
+	if crs[1].Status != models.VerdictFail || crs[1].Attempts != 1 || !strings.Contains(crs[1].Error, "exited with status 3") || !strings.Contains(crs[1].Error, "FAIL: TestToggle") {
+		t.Errorf("failing = %+v", crs[1])
+	}
+	for _, cr := range crs[2:] {
+		if cr.Status != models.VerdictSkipped || cr.Attempts != 0 || !strings.Contains(cr.Error, "not run") {
+			t.Errorf("after failure = %+v", cr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran-lint")); err == nil {
+		t.Error("a command after the failure ran")
+	}
+}
+
+func TestVerifyCommandDiagnosis(t *testing.T) {
+	r, crs := Verify(t.Context(), t.TempDir(), []string{"exit 1"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, `verify command "exit 1" exited with status 1`, "(no output)")
+	if strings.Contains(r.Diagnosis, "later verification") {
+		t.Errorf("diagnosis mentions later commands: %q", r.Diagnosis)
+	}
+	if !strings.HasPrefix(crs[0].Error, "exited with status 1 after") || !strings.HasSuffix(crs[0].Error, ": (no output)") {
+		t.Errorf("error = %q", crs[0].Error)
+	}
+	// A missing program is the command's failure (status 127), not infrastructure.
+	r, _ = Verify(t.Context(), t.TempDir(), []string{"no-such-program-xyz"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 127", "not found")
+}
+
+func TestVerifyOutputTailIsBounded(t *testing.T) {
+	// 100 KiB of output, then the line that matters.
+	cmd := `i=0; while [ $i -lt 1600 ]; do echo "noise line number $i padded to sixty four bytes........"; i=$((i+1)); done; echo "the real error"; exit 2`
+	r, crs := Verify(t.Context(), t.TempDir(), []string{cmd}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 2", "the real error\n", "earlier bytes omitted")
+	if len(crs[0].Error) > TailSize+200 {
+		t.Errorf("criterion error not bounded: %d bytes", len(crs[0].Error))
+	}
+	if len(r.Diagnosis) > TailSize+400 {
+		t.Errorf("diagnosis not bounded: %d bytes", len(r.Diagnosis))
+	}
+}
+
+func TestVerifyTimeoutKillsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	// The shell starts a background grandchild that would touch a file later and keeps
+	// the output pipe open; the timeout must kill both and return promptly.
+	cmd := `(sleep 3; touch survived) & echo started; sleep 30`
+	start := time.Now()
+	r, crs := Verify(t.Context(), dir, []string{cmd}, nil, nil, 300*time.Millisecond, nil)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Verify took %v after a 300ms timeout", took)
+	}
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "timed out after 300ms and was killed", "started")
+	if crs[0].Status != models.VerdictFail {
+		t.Errorf("result = %+v", crs[0])
+	}
+	time.Sleep(3500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir, "survived")); err == nil {
+		t.Error("a grandchild outlived the timeout")
+	}
+}
+
+func TestVerifyBackgroundChildAfterSuccess(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	r, _ := Verify(t.Context(), dir, []string{`(sleep 2; touch survived) & echo ok`}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("Verify waited %v for a background child", took)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir, "survived")); err == nil {
+		t.Error("a background child outlived its command")
+	}
+}
+
+func TestVerifyCannotStartIsInfrastructure(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	r, crs := Verify(t.Context(), missing, []string{"true", "true"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictError, `verify command "true" could not be started`)
+	if crs[0].Status != models.VerdictError || crs[1].Status != models.VerdictSkipped {
+		t.Errorf("results = %+v", crs)
+	}
+}
+
+func TestVerifyCancelledContextIsInfrastructure(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	r, _ := Verify(ctx, t.TempDir(), []string{"sleep 20"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictError, "was interrupted: context canceled")
+}
+
+func TestVerifySkippedCriteria(t *testing.T) {
+	r, crs := Verify(t.Context(), t.TempDir(), nil, []models.Criterion{{Activity: "e2e", Description: "browser"}}, map[string]string{"lint": "true"}, 0, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictSkipped, "none of the 1 verification item(s) has a command")
+	if crs[0].Status != models.VerdictSkipped || !strings.Contains(crs[0].Error, `activity "e2e"`) {
+		t.Errorf("result = %+v", crs[0])
+	}
+	r, crs = Verify(t.Context(), t.TempDir(), nil, nil, nil, 0, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictSkipped, "no verify commands or criteria")
+	if len(crs) != 0 {
+		t.Errorf("results = %+v", crs)
+	}
+	// A criterion without a command does not fail the check when others pass.
+	r, crs = Verify(t.Context(), t.TempDir(), []string{" "}, []models.Criterion{{Activity: "e2e"}, {Activity: "lint"}}, map[string]string{"lint": "true"}, 0, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	if crs[0].Error != "empty verify command" || crs[1].Status != models.VerdictSkipped || crs[2].Status != models.VerdictPass {
+		t.Errorf("results = %+v", crs)
+	}
+}
+
+func TestVerifyEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
+	crit := []models.Criterion{{Activity: "unit-test", Pattern: "Dark$Mode; rm -rf /", Command: `printf '%s|%s|%s|%s' "$COUNTERSIGN_CRITERION_ACTIVITY" "$COUNTERSIGN_CRITERION_PATTERN" "$TASK_ID" "$COUNTERSIGN_TEST_SECRET" > env.txt`}}
+	r, _ := Verify(t.Context(), dir, nil, crit, nil, time.Minute, []string{"PATH=" + os.Getenv("PATH"), "TASK_ID=42"})
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	got, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "unit-test|Dark$Mode; rm -rf /|42|" {
+		t.Errorf("env seen by the command = %q", got)
+	}
+	// nil env: minimal, without the runner's other variables.
+	r, _ = Verify(t.Context(), dir, []string{`test -z "$COUNTERSIGN_TEST_SECRET" && test -n "$PATH"`}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+}
+
+func TestVerifyKilledBySignal(t *testing.T) {
+	r, _ := Verify(t.Context(), t.TempDir(), []string{"kill -TERM $$"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "was killed by signal terminated")
+}

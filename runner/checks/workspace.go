@@ -1,0 +1,128 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// maxListedChanges is how many uncommitted paths a diagnosis names.
+const maxListedChanges = 10
+
+// checkedBoxRE matches a checked Markdown task-list item: "- [x]", "* [X]", "+ [x]",
+// indented or not.
+var checkedBoxRE = regexp.MustCompile(`^\s*[-*+]\s+\[[xX]\]`)
+
+// Workspace checks the state the worker left the workspace in, as the contract asks:
+//
+//   - clean: `git -C dir status --porcelain` prints nothing; otherwise the check
+//     fails, naming up to ten of the uncommitted paths.
+//   - checklist: the Markdown file checklist.Path has at least checklist.Count
+//     checked boxes ("- [x]", "* [X]").
+//
+// resolve turns the checklist's workspace-relative path into an absolute one and
+// refuses paths outside the workspace; nil means filepath.Join(dir, path) for local
+// paths only. Skipped when the contract asks for neither. Git failing to run (not a
+// repository, no git) or a path that cannot be resolved is Verdict error.
+func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Checklist, resolve func(string) (string, error)) models.CheckResult {
+	start := time.Now()
+	if !clean && checklist == nil {
+		return result(models.StageWorkspace, models.VerdictSkipped, "the contract asks for no workspace checks", start)
+	}
+	if clean {
+		if r := checkClean(ctx, dir, start); !Passed(r) {
+			return r
+		}
+	}
+	if checklist != nil {
+		if r := checkChecklist(dir, checklist, resolve, start); !Passed(r) {
+			return r
+		}
+	}
+	return result(models.StageWorkspace, models.VerdictPass, "", start)
+}
+
+// checkClean runs git status and fails on any uncommitted change.
+func checkClean(ctx context.Context, dir string, start time.Time) models.CheckResult {
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain")
+	cmd.Env = append(minimalEnv(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	inOwnGroup(cmd)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return result(models.StageWorkspace, models.VerdictError,
+			fmt.Sprintf("git status failed in %s: %s", dir, quoteLine(msg, 400)), start)
+	}
+	var changes []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(line) != "" {
+			changes = append(changes, strings.TrimRight(line, "\r"))
+		}
+	}
+	if len(changes) == 0 {
+		return result(models.StageWorkspace, models.VerdictPass, "", start)
+	}
+	listed := changes
+	if len(listed) > maxListedChanges {
+		listed = listed[:maxListedChanges]
+	}
+	diag := fmt.Sprintf("the workspace has %d uncommitted change(s); commit them (or remove stray files) before finishing:\n  %s",
+		len(changes), strings.Join(listed, "\n  "))
+	if n := len(changes) - len(listed); n > 0 {
+		diag += fmt.Sprintf("\n  … and %d more", n)
+	}
+	return result(models.StageWorkspace, models.VerdictFail, diag, start)
+}
+
+// checkChecklist counts checked boxes in the checklist file.
+func checkChecklist(dir string, cl *models.Checklist, resolve func(string) (string, error), start time.Time) models.CheckResult {
+	if resolve == nil {
+		resolve = func(p string) (string, error) {
+			if !filepath.IsLocal(p) {
+				return "", fmt.Errorf("path %q is not inside the workspace", p)
+			}
+			return filepath.Join(dir, p), nil
+		}
+	}
+	abs, err := resolve(cl.Path)
+	if err != nil {
+		return result(models.StageWorkspace, models.VerdictError,
+			fmt.Sprintf("checklist path %q cannot be resolved: %v", cl.Path, err), start)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		verdict := models.VerdictError
+		diag := fmt.Sprintf("reading checklist %s: %v", cl.Path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			verdict = models.VerdictFail
+			diag = fmt.Sprintf("checklist file %s is missing; it must have at least %d checked boxes (\"- [x]\")", cl.Path, cl.Count)
+		}
+		return result(models.StageWorkspace, verdict, diag, start)
+	}
+	checked := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if checkedBoxRE.MatchString(line) {
+			checked++
+		}
+	}
+	if checked < cl.Count {
+		return result(models.StageWorkspace, models.VerdictFail, fmt.Sprintf(
+			"checklist %s has %d checked box(es) (\"- [x]\"); the contract requires at least %d: mark each finished item",
+			cl.Path, checked, cl.Count), start)
+	}
+	return result(models.StageWorkspace, models.VerdictPass, "", start)
+}

@@ -1,0 +1,169 @@
+package evaluator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// DefaultModel is the model the Anthropic evaluator uses unless configured otherwise:
+// the newest small Haiku model the SDK names. Evaluation is a short, read-only
+// judgement; a small model is fast and cheap next to the worker.
+const DefaultModel = anthropic.ModelClaudeHaiku5_5
+
+// Defaults of AnthropicConfig.
+const (
+	DefaultMaxTokens        = 1024
+	DefaultAnthropicTimeout = 2 * time.Minute
+)
+
+// AnthropicConfig configures the Anthropic evaluator. The zero value of every field
+// but APIKey means its default. It formats (%v, slog) without the key.
+type AnthropicConfig struct {
+	// APIKey authenticates to the API; it comes from ANTHROPIC_API_KEY (read by the
+	// caller, not here) and is never logged.
+	APIKey string
+	// Model defaults to DefaultModel.
+	Model string
+	// BaseURL overrides the API endpoint (tests, proxies, gateways).
+	BaseURL string
+	// MaxTokens bounds the reply; DefaultMaxTokens when zero.
+	MaxTokens int64
+	// MaxOutputBytes bounds the worker output sent; DefaultMaxOutputBytes when zero.
+	MaxOutputBytes int
+	// Timeout bounds one evaluation, retries included; DefaultAnthropicTimeout when zero.
+	Timeout time.Duration
+	// MaxRetries is how often the SDK retries a failed request (429, 5xx, connection
+	// errors) with backoff; zero means the SDK's default (2), negative means none.
+	MaxRetries int
+	// HTTPClient, when set, replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+}
+
+// String describes the configuration without the API key.
+func (c AnthropicConfig) String() string {
+	key := "unset"
+	if c.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("anthropic{model=%s base_url=%s api_key=%s timeout=%s}", c.Model, c.BaseURL, key, c.Timeout)
+}
+
+// LogValue describes the configuration for slog without the API key.
+func (c AnthropicConfig) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("model", c.Model),
+		slog.String("base_url", c.BaseURL),
+		slog.Bool("api_key_set", c.APIKey != ""),
+		slog.Duration("timeout", c.Timeout),
+	)
+}
+
+// Anthropic evaluates through the Anthropic Messages API.
+type Anthropic struct {
+	client    anthropic.Client
+	model     string
+	maxTokens int64
+	maxOutput int
+	timeout   time.Duration
+}
+
+// NewAnthropic returns an evaluator calling the Messages API with cfg. It reads
+// nothing from the environment itself (the SDK's environment defaults are off), so
+// what runs is exactly what cfg says. It fails without an API key.
+func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, errors.New("anthropic evaluator: no API key (set ANTHROPIC_API_KEY)")
+	}
+	a := &Anthropic{
+		model:     cfg.Model,
+		maxTokens: cfg.MaxTokens,
+		maxOutput: cfg.MaxOutputBytes,
+		timeout:   cfg.Timeout,
+	}
+	if a.model == "" {
+		a.model = DefaultModel
+	}
+	if a.maxTokens <= 0 {
+		a.maxTokens = DefaultMaxTokens
+	}
+	if a.maxOutput <= 0 {
+		a.maxOutput = DefaultMaxOutputBytes
+	}
+	if a.timeout <= 0 {
+		a.timeout = DefaultAnthropicTimeout
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(cfg.APIKey),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.MaxRetries != 0 {
+		opts = append(opts, option.WithMaxRetries(max(cfg.MaxRetries, 0)))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	a.client = anthropic.NewClient(opts...)
+	return a, nil
+}
+
+// Model returns the model the evaluator asks.
+func (a *Anthropic) Model() string { return a.model }
+
+// Evaluate asks the model for a verdict on r. Transport errors, API errors, timeouts,
+// a truncated or refused reply and a reply that is not a verdict are *InfraError.
+func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
+	if strings.TrimSpace(r.Evaluate) == "" {
+		return Verdict{}, infra("anthropic", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	msg, err := a.client.Messages.New(ctx, anthropic.MessageNewParams{
+		Model:     a.model,
+		MaxTokens: a.maxTokens,
+		System:    []anthropic.TextBlockParam{{Text: systemPrompt}},
+		Messages: []anthropic.MessageParam{
+			anthropic.NewUserMessage(anthropic.NewTextBlock(Prompt(r, a.maxOutput))),
+		},
+	})
+	if err != nil {
+		return Verdict{}, infra("anthropic", describeAPIError(ctx, err, a.timeout))
+	}
+	var text strings.Builder
+	for _, block := range msg.Content {
+		if block.Type == "text" {
+			text.WriteString(block.Text)
+		}
+	}
+	v, err := ParseVerdict(text.String())
+	if err != nil {
+		if msg.StopReason != "" && msg.StopReason != anthropic.StopReasonEndTurn {
+			err = fmt.Errorf("%w (stop reason %s)", err, msg.StopReason)
+		}
+		return Verdict{}, infra("anthropic", err)
+	}
+	return v, nil
+}
+
+// describeAPIError shortens an SDK error to what an operator needs (status, type,
+// message), keeping the cause for errors.Is.
+func describeAPIError(ctx context.Context, err error, timeout time.Duration) error {
+	var apiErr *anthropic.Error
+	switch {
+	case errors.As(err, &apiErr):
+		return fmt.Errorf("API returned %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), clip(apiErr.RawJSON(), 300))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("no reply within %s: %w", timeout, context.DeadlineExceeded)
+	}
+	return err
+}

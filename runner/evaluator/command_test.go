@@ -1,0 +1,141 @@
+package evaluator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func script(t *testing.T, name string, timeout time.Duration) *Command {
+	t.Helper()
+	c, err := NewCommand([]string{"/bin/sh", filepath.Join("testdata", name)}, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCommandPass(t *testing.T) {
+	v, err := script(t, "pass.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err != nil || !v.Pass || v.Diagnosis != "every criterion is met" {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+}
+
+func TestCommandFail(t *testing.T) {
+	v, err := script(t, "fail.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Pass || v.Diagnosis != "criterion 2 (error handling) is not addressed" {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+}
+
+func TestCommandClaudeJSONOutput(t *testing.T) {
+	v, err := script(t, "claude_json.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Pass || v.Diagnosis != "no tests for the null input" {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+}
+
+func TestCommandGarbage(t *testing.T) {
+	v, err := script(t, "garbage.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err == nil || v.Pass || !IsInfra(err) || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	if !strings.Contains(err.Error(), "looks fine") {
+		t.Errorf("error does not quote the reply: %v", err)
+	}
+}
+
+func TestCommandExit1(t *testing.T) {
+	v, err := script(t, "exit1.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err == nil || v.Pass || !IsInfra(err) {
+		t.Fatalf("got %+v, %v; a failing tool must not give a verdict", v, err)
+	}
+	for _, want := range []string{"exited with status 1", "rate limited"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestCommandHang(t *testing.T) {
+	start := time.Now()
+	v, err := script(t, "hang.sh", 300*time.Millisecond).Evaluate(t.Context(), sampleRequest)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("hung command took %v to give up", took)
+	}
+	if err == nil || v.Pass || !IsInfra(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	if !strings.Contains(err.Error(), "no verdict within 300ms") {
+		t.Errorf("error = %q", err)
+	}
+}
+
+func TestCommandCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_, err := script(t, "hang.sh", time.Minute).Evaluate(ctx, sampleRequest)
+	if !IsInfra(err) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCommandRequestOnStdinNotArgv(t *testing.T) {
+	dir := t.TempDir()
+	c := script(t, "record.sh", 10*time.Second)
+	c.Env = append(os.Environ(), "RECORD_DIR="+dir)
+	c.WithMaxOutputBytes(1024)
+	r := sampleRequest
+	r.Output = []byte("$(touch pwned) " + strings.Repeat("y", 5000))
+	if _, err := c.Evaluate(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "stdin.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in CommandInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatalf("stdin is not a CommandInput: %v", err)
+	}
+	if in.Evaluate != r.Evaluate || in.Brief != r.Brief || in.ContractHash != "c0ffee" || in.Completion.Path != "feature/7/output.md" {
+		t.Errorf("request fields = %+v", in)
+	}
+	if in.OutputBytes != len(r.Output) || len(in.Output) > 1100 || !strings.Contains(in.Output, "bytes omitted") {
+		t.Errorf("output not bounded: %d bytes of %d", len(in.Output), in.OutputBytes)
+	}
+	if !strings.Contains(in.Prompt, "ONLY a JSON object") || !strings.Contains(in.Prompt, r.Evaluate) {
+		t.Error("prompt missing from the input")
+	}
+	argv, _ := os.ReadFile(filepath.Join(dir, "argv.txt"))
+	if strings.TrimSpace(string(argv)) != "" {
+		t.Errorf("arguments carried data: %q", argv)
+	}
+	if _, err := os.Stat("pwned"); err == nil {
+		os.Remove("pwned")
+		t.Error("output was executed")
+	}
+}
+
+func TestNewCommandValidates(t *testing.T) {
+	if _, err := NewCommand(nil, time.Second); err == nil {
+		t.Error("no error for an empty argv")
+	}
+	c, err := NewCommand([]string{"definitely-not-a-command-xyz"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.timeout != DefaultCommandTimeout {
+		t.Errorf("timeout = %v", c.timeout)
+	}
+	_, err = c.Evaluate(t.Context(), sampleRequest)
+	if !IsInfra(err) || !strings.Contains(err.Error(), "running definitely-not-a-command-xyz") {
+		t.Errorf("err = %v", err)
+	}
+}
