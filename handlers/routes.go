@@ -18,6 +18,8 @@ type Deps struct {
 	Version string
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// Ledger describes the ledger for HashScan links.
+	Ledger LedgerInfo
 	// HTML renders error pages for browsers; nil renders JSON everywhere.
 	HTML HTMLErrorRenderer
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
@@ -45,7 +47,7 @@ func NewServer(d Deps) *echo.Echo {
 // Routes registers the JSON API and the operations endpoints:
 //
 //	GET  /healthz, /readyz, /metrics
-//	/api/v1: agents, templates, rules, goals, tasks and their actions, inbox, events.
+//	/api/v1: agents, templates, rules, goals, tasks and their actions, inbox, events, ledger.
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
 func Routes(e *echo.Echo, d Deps) {
@@ -86,6 +88,11 @@ func Routes(e *echo.Echo, d Deps) {
 	feed := NewFeedAPI(d.Service)
 	api.GET("/inbox", feed.Inbox)
 	api.GET("/events", feed.Events)
+
+	led := NewLedgerAPI(d.Service, d.Ledger)
+	api.GET("/ledger", led.List)
+	api.GET("/ledger/:id", led.Message)
+	api.GET("/ledger/:id/payload", led.Payload)
 }
 
 // securityHeaders sets headers every response should carry.

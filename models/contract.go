@@ -97,7 +97,8 @@ type ProjectRules struct {
 	FilePatterns []FilePatternRule `json:"file_patterns" yaml:"file_patterns"`
 	// Always lists activities every verifiable task gets.
 	Always []string `json:"always" yaml:"always"`
-	// AdvisoryWords and SkipWords classify descriptions (whole words, case-insensitive).
+	// AdvisoryWords and SkipWords classify descriptions: words (matching their common
+	// forms) or short phrases, case-insensitive.
 	AdvisoryWords []string  `json:"advisory_words" yaml:"advisory_words"`
 	SkipWords     []string  `json:"skip_words" yaml:"skip_words"`
 	UpdatedAt     time.Time `json:"updated_at" yaml:"-"`

@@ -103,5 +103,9 @@ func stepSpec(st Step, i int, goalID int64, params map[string]string) TaskSpec {
 		brief = strings.ReplaceAll(brief, "{{"+k+"}}", v)
 		title = strings.ReplaceAll(title, "{{"+k+"}}", v)
 	}
-	return TaskSpec{Title: title, Brief: brief, Role: st.Role, GoalID: &goalID, Approve: st.Approve, Verify: st.Verify, Contract: st.Contract()}
+	c := st.Contract()
+	if t := c.Verification.Type; t != "" && t != VerifyAuto && c.Verification.GeneratedFrom == "" {
+		c.Verification.GeneratedFrom = GeneratedTemplate
+	}
+	return TaskSpec{Title: title, Brief: brief, Role: st.Role, GoalID: &goalID, Approve: st.Approve, Verify: st.Verify, Contract: c}
 }

@@ -178,7 +178,7 @@ func runTemplateImport(ctx context.Context, args []string, out io.Writer) error 
 		t.Name = name
 	}
 	if t.Name == "" {
-		t.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		t.Name = models.TemplateNameFromFile(file)
 	}
 	db, err := openStore(ctx, &c)
 	if err != nil {

@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/ledger"
+)
+
+// LedgerInfo names where the ledger is kept, for HashScan links.
+type LedgerInfo struct {
+	Kind    string // local | hcs
+	Network string // testnet | mainnet | previewnet; other networks have no HashScan
+	TopicID string
+}
+
+// LedgerAPI serves /api/v1/ledger: the outbox entries with their status and receipt,
+// and the exact bytes posted.
+type LedgerAPI struct {
+	svc  *models.Service
+	info LedgerInfo
+}
+
+// NewLedgerAPI returns the ledger endpoints.
+func NewLedgerAPI(svc *models.Service, info LedgerInfo) *LedgerAPI {
+	return &LedgerAPI{svc: svc, info: info}
+}
+
+// ledgerView is one entry as the API shows it.
+type ledgerView struct {
+	models.LedgerEntry
+	Summarised bool   `json:"summarised"` // the message carries the payload's hash; GET …/payload serves it
+	HashScan   string `json:"hashscan,omitempty"`
+}
+
+func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
+	v := ledgerView{LedgerEntry: e, Summarised: len(e.Payload) > 0}
+	if h.info.Kind == "hcs" && e.ConsensusAt != nil {
+		v.HashScan = ledger.HashScanURL(h.info.Network, h.info.TopicID, *e.ConsensusAt)
+	}
+	return v
+}
+
+// List answers GET /ledger?status=&after=&limit=, oldest first.
+func (h *LedgerAPI) List(c echo.Context) error {
+	var fe models.FieldErrors
+	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: queryInt(c, "after", &fe), Limit: int(queryInt(c, "limit", &fe))}
+	switch f.Status {
+	case "", models.LedgerPending, models.LedgerPosted, models.LedgerFailed:
+	default:
+		fe.Add("status", "must be pending, posted or failed")
+	}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		fe.Add("limit", "must be at most 1000")
+	}
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	entries, err := h.svc.Store().ListLedger(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	out := make([]ledgerView, len(entries))
+	for i, e := range entries {
+		out[i] = h.view(e)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ledger": h.info.Kind, "entries": out})
+}
+
+// Message answers GET /ledger/{id}: the exact bytes posted (or to be posted), with the
+// entry's status and receipt in headers.
+func (h *LedgerAPI) Message(c echo.Context) error {
+	e, err := h.entry(c)
+	if err != nil {
+		return err
+	}
+	hd := c.Response().Header()
+	hd.Set("X-Ledger-Status", e.Status)
+	hd.Set("X-Ledger-Type", e.Type)
+	if e.Sequence > 0 {
+		hd.Set("X-Ledger-Sequence", strconv.FormatInt(e.Sequence, 10))
+		hd.Set("X-Ledger-Running-Hash", e.RunningHash)
+	}
+	return c.Blob(http.StatusOK, "application/json", e.Message)
+}
+
+// Payload answers GET /ledger/{id}/payload: the full payload a summarised message
+// carries the SHA-384 of, or the message itself when it was posted whole.
+func (h *LedgerAPI) Payload(c echo.Context) error {
+	e, err := h.entry(c)
+	if err != nil {
+		return err
+	}
+	if len(e.Payload) == 0 {
+		return c.Blob(http.StatusOK, "application/json", e.Message)
+	}
+	return c.Blob(http.StatusOK, "application/json", e.Payload)
+}
+
+func (h *LedgerAPI) entry(c echo.Context) (*models.LedgerEntry, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return h.svc.Store().GetLedgerEntry(c.Request().Context(), id)
+}
