@@ -54,7 +54,9 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Dispatched(d time.Duration) { m.dispatch.Observe(d.Seconds()) }
 
 // AttemptFinished counts one finished attempt.
-func (m *Metrics) AttemptFinished(outcome, stage string) { m.attempts.WithLabelValues(outcome, stage).Inc() }
+func (m *Metrics) AttemptFinished(outcome, stage string) {
+	m.attempts.WithLabelValues(outcome, stage).Inc()
+}
 
 // dbCollector reads the gauges that live in the database when scraped, so that every
 // process reports the same truth and nothing needs updating on each change.
