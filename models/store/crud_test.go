@@ -427,8 +427,8 @@ func TestAttemptsRoundTrip(t *testing.T) {
 			Stage: models.StageVerify, Diagnosis: "go test failed",
 			Checks: []models.CheckResult{{Stage: models.StageProcess, Verdict: models.VerdictPass, DurationMS: 5},
 				{Stage: models.StageVerify, Verdict: models.VerdictFail, Diagnosis: "exit 1", DurationMS: 900}},
-			Criteria:   []models.CriterionResult{{Activity: "unit-test", Command: "go test", Status: "fail", Error: "exit 1", Attempts: 2, DurationMS: 800}},
-			ExitCode:   3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
+			Criteria: []models.CriterionResult{{Activity: "unit-test", Command: "go test", Status: "fail", Error: "exit 1", Attempts: 2, DurationMS: 800}},
+			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
 			StartedAt: ts(1), FinishedAt: tsp(2),
 		}
 		allSet(t, a, "ID")

@@ -83,3 +83,26 @@ func listColumns(t *testing.T, ctx context.Context, db *store.DB, table string) 
 	}
 	return names
 }
+
+// TestMigrationsPaired checks that both dialects have the same migration versions and
+// names, so that a schema change is never made for one database only.
+func TestMigrationsPaired(t *testing.T) {
+	pg, err := store.Migrations(store.DialectPostgres)
+	must(t, err)
+	lite, err := store.Migrations(store.DialectSQLite)
+	must(t, err)
+	if len(pg) == 0 || len(pg) != len(lite) {
+		t.Fatalf("%d postgres migrations, %d sqlite migrations", len(pg), len(lite))
+	}
+	for i := range pg {
+		if pg[i].Version != lite[i].Version || pg[i].Name != lite[i].Name {
+			t.Errorf("migration %d: postgres %s, sqlite %s", i, pg[i].Name, lite[i].Name)
+		}
+		if pg[i].Version != int64(i+1) {
+			t.Errorf("migration %s: versions must be 1, 2, 3, … without gaps", pg[i].Name)
+		}
+	}
+	if _, err := store.Migrations("oracle"); err == nil {
+		t.Error("Migrations(oracle) succeeded")
+	}
+}
