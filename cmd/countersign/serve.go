@@ -54,7 +54,21 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := firstRun(ctx, svc, out); err != nil {
 		return err
 	}
-	srv := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: version})
+	led, ledInfo, err := openLedger(&c, db)
+	if err != nil {
+		return err
+	}
+	metrics := handlers.NewMetrics(db, nil)
+	var stops []func(context.Context) error
+	defer func() { stopAll(log, c.Grace+5*time.Second, stops) }()
+	if !c.NoRunner {
+		stopPub, err := startPublisher(ctx, &c, db, led, log)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stopPub)
+	}
+	srv := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("flag -addr: %w", err)
@@ -75,6 +89,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// stopAll stops background work in reverse order of starting, within timeout.
+func stopAll(log *slog.Logger, timeout time.Duration, stops []func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](ctx); err != nil {
+			log.Error("stopping", "err", err)
+		}
+	}
 }
 
 // firstRun creates the first administrator on a database without people, and prints
@@ -98,12 +123,3 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	return nil
 }
 
-func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("ledger verify: not available yet")
-}
-
-func runHCSCreateTopic(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("hcs create-topic: not available yet")
-}
-
-var _ = slog.Default
