@@ -122,4 +122,3 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
 	return nil
 }
-
