@@ -206,6 +206,11 @@ func VerifyChain(entries []models.LedgerEntry) error {
 		case e.Sequence <= prevSeq:
 			return fail(ChainReordered, "sequence %d follows sequence %d", e.Sequence, prevSeq)
 		case e.Sequence > prevSeq+1:
+			for _, later := range entries[i+1:] {
+				if later.Status == models.LedgerPosted && later.Sequence == prevSeq+1 {
+					return fail(ChainReordered, "sequence %d comes later, at entry %d", prevSeq+1, later.ID)
+				}
+			}
 			if prevSeq+1 == e.Sequence-1 {
 				return fail(ChainMissing, "entry with sequence %d was removed", prevSeq+1)
 			}
