@@ -18,6 +18,5 @@ USER countersign
 WORKDIR /data
 ENV COUNTERSIGN_DATA_DIR=/data COUNTERSIGN_ADDR=0.0.0.0:8080
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=3s CMD ["/usr/local/bin/countersign", "version"]
 ENTRYPOINT ["/usr/local/bin/countersign"]
 CMD ["serve"]
