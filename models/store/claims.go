@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/countersign/countersign/models"
+)
+
+var _ models.Claimer = (*ops)(nil)
+
+// defaultReadyLimit is how many ready tasks one claim considers when the caller sets
+// no limit.
+const defaultReadyLimit = 16
+
+// skipLocked locks the rows read for the transaction and skips rows another
+// transaction holds, on PostgreSQL. It is FOR NO KEY UPDATE rather than FOR UPDATE for
+// the reason forUpdate gives (inserts that only reference a locked row, such as an
+// attempt of a claimed task, must not wait for it); it excludes other claims and
+// Lock* calls all the same. SQLite needs nothing: a transaction holds the only
+// connection and the database's write lock.
+func (o *ops) skipLocked(q *gorm.DB) *gorm.DB {
+	if o.db.dialect == DialectPostgres {
+		return q.Clauses(clause.Locking{Strength: "NO KEY UPDATE", Options: "SKIP LOCKED"})
+	}
+	return q
+}
+
+// LockWorkers returns the enabled worker agents with the number of live leases each
+// holds; see models.Claimer.
+func (o *ops) LockWorkers(ctx context.Context, now time.Time) ([]models.WorkerLoad, error) {
+	var recs []agentRecord
+	q := o.q(ctx).Where("kind = ? AND disabled = ?", string(models.KindWorker), false).Order("id")
+	if err := o.skipLocked(q).Find(&recs).Error; err != nil {
+		return nil, mapError(err, "agents")
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	// Counted after the agents are locked: a claim that committed in between is seen
+	// (each statement reads what is committed when it starts).
+	var rows []struct {
+		AssigneeID int64
+		N          int
+	}
+	err := o.q(ctx).Model(&taskRecord{}).Select("assignee_id, COUNT(*) AS n").
+		Where("state = ? AND lease_owner <> '' AND lease_until > ? AND assignee_id IS NOT NULL",
+			string(models.TaskInProgress), normTime(now)).
+		Group("assignee_id").Scan(&rows).Error
+	if err != nil {
+		return nil, mapError(err, "leases")
+	}
+	running := make(map[int64]int, len(rows))
+	for _, r := range rows {
+		running[r.AssigneeID] = r.N
+	}
+	out := make([]models.WorkerLoad, 0, len(recs))
+	for i := range recs {
+		a, err := fromAgentRecord(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, models.WorkerLoad{Agent: *a, Running: running[a.ID]})
+	}
+	return out, nil
+}
+
+// ReadyTasks returns ready tasks an idle agent could take; see models.Claimer.
+func (o *ops) ReadyTasks(ctx context.Context, rq models.ReadyQuery) ([]models.Task, error) {
+	if len(rq.Roles) == 0 && len(rq.AgentIDs) == 0 {
+		return []models.Task{}, nil
+	}
+	limit := rq.Limit
+	if limit <= 0 {
+		limit = defaultReadyLimit
+	}
+	now := normTime(rq.Now)
+	// Each branch only when it has values: "IN ()" is not valid SQL and gorm's
+	// "IN (NULL)" for an empty list would be a needless scan.
+	var cond *gorm.DB
+	or := func(expr string, args ...any) {
+		if cond == nil {
+			cond = o.g.Session(&gorm.Session{NewDB: true}).Where(expr, args...)
+		} else {
+			cond = cond.Or(expr, args...)
+		}
+	}
+	if len(rq.Roles) > 0 {
+		or("state = ? AND assignee_id IS NULL AND role IN ?", string(models.TaskPending), rq.Roles)
+	}
+	if len(rq.AgentIDs) > 0 {
+		or("state = ? AND assignee_id IN ?", string(models.TaskAssigned), rq.AgentIDs)
+		or("state = ? AND assignee_id IN ? AND builder_id = assignee_id AND (lease_until IS NULL OR lease_until < ?)",
+			string(models.TaskInProgress), rq.AgentIDs, now)
+	}
+	q := o.q(ctx).Where(cond).
+		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on_id WHERE d.task_id = tasks.id AND dt.state <> ?)",
+			string(models.TaskVerified))
+	if len(rq.Exclude) > 0 {
+		q = q.Where("id NOT IN ?", rq.Exclude)
+	}
+	q = q.Order("priority DESC, id").Limit(limit)
+	var recs []taskRecord
+	if err := o.skipLocked(q).Find(&recs).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	return o.withDeps(ctx, recs)
+}
+
+// RenewLeases extends the leases owner still holds among ids; see models.Claimer.
+func (o *ops) RenewLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
+	if len(ids) == 0 || owner == "" {
+		return []int64{}, nil
+	}
+	held := func(q *gorm.DB) *gorm.DB {
+		return q.Where("id IN ? AND lease_owner = ? AND state = ?", ids, owner, string(models.TaskInProgress))
+	}
+	// A narrow UPDATE: a full-row save would overwrite a change someone else made
+	// to the task since we read it.
+	if err := held(o.q(ctx).Model(&taskRecord{})).Update("lease_until", normTime(until)).Error; err != nil {
+		return nil, mapError(err, "leases")
+	}
+	var kept []int64
+	if err := held(o.q(ctx).Model(&taskRecord{})).Order("id").Pluck("id", &kept).Error; err != nil {
+		return nil, mapError(err, "leases")
+	}
+	if kept == nil {
+		kept = []int64{}
+	}
+	return kept, nil
+}
+
+// ReleaseLease clears the lease of task id if owner holds it; see models.Claimer.
+func (o *ops) ReleaseLease(ctx context.Context, owner string, id int64) error {
+	err := o.q(ctx).Model(&taskRecord{}).Where("id = ? AND lease_owner = ?", id, owner).
+		Updates(map[string]any{"lease_owner": "", "lease_until": nil}).Error
+	return mapError(err, "lease")
+}
