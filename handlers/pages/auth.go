@@ -1,25 +1,173 @@
 package pages
 
 import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 )
 
-// requireSession resolves the session cookie to an agent or redirects to /login.
-func (p *Pages) requireSession(next echo.HandlerFunc) echo.HandlerFunc { return next }
+// Session cookie and lifetime.
+const (
+	// SessionCookie holds the session secret; only its SHA-256 is stored.
+	SessionCookie = "cs_session"
+	// SessionTTL is how long a session lasts after login (not sliding).
+	SessionTTL = 12 * time.Hour
+	// CSRFHeader is the request header that may carry the CSRF token instead of the
+	// form field components.CSRFFieldName (for scripts).
+	CSRFHeader = "X-CSRF-Token"
+)
 
-// checkCSRF refuses state-changing requests without the session's CSRF token.
-func (p *Pages) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc { return next }
+// Context keys of the signed-in agent and the session.
+const (
+	agentKey   = "pages.agent"
+	sessionKey = "pages.session"
+)
 
-// SignedIn returns the signed-in agent of the request (set by requireSession).
-func SignedIn(c echo.Context) *models.Agent { return nil }
+// requireSession resolves the session cookie to an enabled agent. Without a valid
+// session a GET (or HEAD) is redirected to /login?next=<path>, anything else is
+// refused with 401 through the central error handler.
+func (p *Pages) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		a, s, err := p.session(c)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			m := c.Request().Method
+			if m == http.MethodGet || m == http.MethodHead {
+				return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
+			return models.Errorf(models.EUNAUTHORIZED, "you are not signed in (or your session expired): sign in again")
+		}
+		c.Set(agentKey, a)
+		c.Set(sessionKey, s)
+		return next(c)
+	}
+}
 
-// CSRFToken returns the request's session CSRF token, for forms.
-func CSRFToken(c echo.Context) string { return "" }
+// session returns the agent and session of the request's cookie, or nils when there
+// is none, it expired, or its agent can no longer sign in.
+func (p *Pages) session(c echo.Context) (*models.Agent, *models.Session, error) {
+	ck, err := c.Cookie(SessionCookie)
+	if err != nil || ck.Value == "" || len(ck.Value) > 200 {
+		return nil, nil, nil
+	}
+	ctx := c.Request().Context()
+	st := p.d.Service.Store()
+	s, err := st.GetSession(ctx, models.HashSecret(ck.Value))
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !time.Now().Before(s.ExpiresAt) {
+		return nil, nil, nil
+	}
+	a, err := st.GetAgent(ctx, s.AgentID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !canSignIn(a) {
+		return nil, nil, nil
+	}
+	return a, s, nil
+}
 
-// meta returns the layout's page metadata for the signed-in agent.
+// canSignIn reports whether a may use the dashboard: enabled humans only. Worker
+// agents are run by the runner and the runner's system identity is no person.
+func canSignIn(a *models.Agent) bool {
+	return a != nil && !a.Disabled && a.Kind == models.KindHuman
+}
+
+// checkCSRF refuses every POST, PUT, PATCH and DELETE that does not carry the
+// session's CSRF token in the form field "csrf" or the X-CSRF-Token header (403).
+// It runs after requireSession, so a session is always present.
+func (p *Pages) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		want := CSRFToken(c)
+		got := c.Request().Header.Get(CSRFHeader)
+		if got == "" {
+			got = c.FormValue(components.CSRFFieldName)
+		}
+		if want == "" || !tokensEqual(got, want) {
+			return csrfError()
+		}
+		return next(c)
+	}
+}
+
+func csrfError() error {
+	return models.Forbidden("csrf", "this form is missing its security token or it has expired: go back, reload the page and try again")
+}
+
+// tokensEqual compares two tokens in constant time.
+func tokensEqual(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// SignedIn returns the signed-in agent of the request (set by requireSession), or
+// nil on public pages.
+func SignedIn(c echo.Context) *models.Agent {
+	a, _ := c.Get(agentKey).(*models.Agent)
+	return a
+}
+
+// CSRFToken returns the request's session CSRF token, for forms; "" without session.
+func CSRFToken(c echo.Context) string {
+	s, _ := c.Get(sessionKey).(*models.Session)
+	if s == nil {
+		return ""
+	}
+	return s.CSRF
+}
+
+// meta returns the layout's page metadata for the signed-in agent: navigation, the
+// CSRF token for the logout form, the inbox count, the newest event id (for live.js)
+// and the flash message left by the previous request, which it consumes.
 func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
-	return layout.PageMeta{Title: title, Active: active, Version: p.d.Version}
+	m := layout.PageMeta{Title: title, Active: active, Version: p.d.Version, CSRF: CSRFToken(c)}
+	if a := SignedIn(c); a != nil {
+		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
+	}
+	ctx := c.Request().Context()
+	if items, err := p.d.Service.Store().ListInbox(ctx, models.InboxFilter{Limit: 100}); err == nil {
+		m.InboxCount = len(items)
+	}
+	if id, err := p.lastEventID(ctx); err == nil {
+		m.LastEventID = id
+	}
+	m.FlashKind, m.Flash = takeFlash(c)
+	return m
+}
+
+// safeNext returns next when it is a same-site path ("/tasks?state=blocked"), else
+// "/": a login link can never send the user to another site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/"
+	}
+	if strings.ContainsAny(next, "\r\n\t") {
+		return "/"
+	}
+	return next
 }

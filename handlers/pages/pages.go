@@ -6,6 +6,7 @@ package pages
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,10 +33,19 @@ type LedgerInfo struct {
 }
 
 // Pages is the dashboard.
-type Pages struct{ d Deps }
+type Pages struct {
+	d         Deps
+	limiter   *limiter     // failed sign-ins per client address
+	lastEvent atomic.Int64 // newest event id seen; where the next probe starts
+}
 
-// New returns the dashboard over d.
-func New(d Deps) *Pages { return &Pages{d: d} }
+// New returns the dashboard over d. A nil Log discards.
+func New(d Deps) *Pages {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Pages{d: d, limiter: newLimiter(loginBurst, loginWindow)}
+}
 
 // Routes registers every page: the public ones (static files, login), then the
 // signed-in ones behind the session and CSRF middleware, in two lists: the core pages

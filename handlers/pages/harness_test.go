@@ -1,0 +1,191 @@
+package pages_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/pages"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/models/store/storetest"
+	"github.com/countersign/countersign/runner/ledger"
+)
+
+// testPassword is every test agent's password.
+const testPassword = "correct horse battery"
+
+// env is a running server (API + dashboard) over a fresh database.
+type env struct {
+	t      *testing.T
+	db     *store.DB
+	svc    *models.Service
+	pages  *pages.Pages
+	echo   *echo.Echo
+	srv    *httptest.Server
+	agents map[string]*models.Agent
+	tokens map[string]string
+}
+
+// envOptions change how the test server is built.
+type envOptions struct {
+	extra []func(*echo.Echo) // more routes (e.g. /ws)
+}
+
+func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
+
+func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
+	t.Helper()
+	db := storetest.Open(t, dialect)
+	return newEnvOn(t, db, o)
+}
+
+func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
+	svc := models.NewService(db, ledger.Composer{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := pages.New(pages.Deps{Service: svc, Log: log, Version: "test"})
+	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
+	e := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test", HTML: p.ErrorPage, Extra: extra})
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	tt, _ := t.(*testing.T)
+	return &env{t: tt, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}
+}
+
+// agent creates a human (or worker) agent with the test password and a bearer token.
+func (e *env) agent(name string, kind models.AgentKind, roles ...string) *models.Agent {
+	e.t.Helper()
+	a := &models.Agent{Name: name, Kind: kind, Roles: roles}
+	if kind == models.KindWorker {
+		a.Command = "true"
+	}
+	ctx := context.Background()
+	if err := e.svc.CreateAgent(ctx, models.System, a, testPassword); err != nil {
+		e.t.Fatalf("create agent %s: %v", name, err)
+	}
+	tok, err := e.svc.CreateToken(ctx, models.System, name, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.agents[name], e.tokens[name] = a, tok
+	return a
+}
+
+// browser is an HTTP client with a cookie jar that does not follow redirects.
+type browser struct {
+	e    *env
+	c    *http.Client
+	csrf string
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+// page is a response with its body read.
+type page struct {
+	Status int
+	Body   string
+	Header http.Header
+}
+
+func (b *browser) get(path string) page {
+	b.e.t.Helper()
+	return b.do("GET", path, nil, nil)
+}
+
+// do sends a request; form values are sent urlencoded.
+func (b *browser) do(method, path string, form url.Values, hdr map[string]string) page {
+	b.e.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.e.srv.URL+path, body)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Accept", "text/html")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return page{Status: res.StatusCode, Body: string(raw), Header: res.Header}
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrfOf returns the CSRF token of the first form in html.
+func csrfOf(html string) string {
+	m := csrfRE.FindStringSubmatch(html)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// login signs in as name and remembers the session's CSRF token.
+func (b *browser) login(name string) *browser {
+	b.e.t.Helper()
+	form := b.get("/login")
+	r := b.do("POST", "/login", url.Values{"name": {name}, "password": {testPassword}, "csrf": {csrfOf(form.Body)}}, nil)
+	if r.Status != http.StatusSeeOther {
+		b.e.t.Fatalf("login %s: status %d: %s", name, r.Status, r.Body)
+	}
+	home := b.get("/")
+	if home.Status != 200 {
+		b.e.t.Fatalf("after login: GET / = %d", home.Status)
+	}
+	b.csrf = csrfOf(home.Body)
+	if b.csrf == "" {
+		b.e.t.Fatal("no CSRF token on the overview")
+	}
+	return b
+}
+
+// post sends a form with the session's CSRF token.
+func (b *browser) post(path string, form url.Values) page {
+	b.e.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", b.csrf)
+	return b.do("POST", path, form, nil)
+}
+
+// eventCount is the number of events stored: a refused request changes nothing.
+func (e *env) eventCount() int {
+	e.t.Helper()
+	evs, err := e.db.ListEvents(context.Background(), 0, 1000000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(evs)
+}
+
+func forEachDialect(t *testing.T, f func(t *testing.T, dialect string)) {
+	for _, d := range storetest.Dialects() {
+		t.Run(d, func(t *testing.T) { f(t, d) })
+	}
+}

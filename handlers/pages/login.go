@@ -1,0 +1,120 @@
+package pages
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/pages/login"
+)
+
+// loginCookie carries the pre-session CSRF token of the login form (double submit):
+// a login form posted from another site lacks it, so nobody can be signed in to an
+// account of the attacker's choosing.
+const loginCookie = "cs_login"
+
+// dummyHash is compared against when the name is unknown, so that a wrong name and a
+// wrong password take about the same time.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("countersign-no-such-agent"), bcrypt.DefaultCost)
+
+// wrongLogin is the one message for every refused login: it does not tell which part
+// was wrong or whether the agent exists.
+const wrongLogin = "wrong name or password"
+
+// loginForm answers GET /login; a signed-in visitor goes straight on.
+func (p *Pages) loginForm(c echo.Context) error {
+	if a, _, err := p.session(c); err == nil && a != nil {
+		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	}
+	return p.renderLogin(c, http.StatusOK, login.View{Next: safeNext(c.QueryParam("next"))})
+}
+
+// renderLogin renders the login page with a fresh login CSRF token.
+func (p *Pages) renderLogin(c echo.Context, status int, v login.View) error {
+	tok := models.NewSecret("")
+	c.SetCookie(&http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: p.secure(c), MaxAge: 3600})
+	v.CSRF = tok
+	v.Meta.Title, v.Meta.Version = "Sign in", p.d.Version
+	if v.Error != "" {
+		v.Meta.Flash, v.Meta.FlashKind = v.Error, components.FlashError
+	}
+	return render(c, status, login.Page(v))
+}
+
+// login answers POST /login with name, password, csrf and next.
+func (p *Pages) login(c echo.Context) error {
+	ck, err := c.Cookie(loginCookie)
+	if err != nil || !tokensEqual(c.FormValue(components.CSRFFieldName), ck.Value) {
+		return csrfError()
+	}
+	name := strings.ToLower(strings.TrimSpace(c.FormValue("name")))
+	v := login.View{Name: name, Next: safeNext(c.FormValue("next"))}
+	if !p.limiter.allow(clientIP(c)) {
+		v.Error = "too many sign-in attempts from your address: wait a minute and try again"
+		return p.renderLogin(c, http.StatusTooManyRequests, v)
+	}
+	ctx := c.Request().Context()
+	a, err := p.d.Service.Store().GetAgentByName(ctx, name)
+	if err != nil && models.ErrorCode(err) != models.ENOTFOUND {
+		return err
+	}
+	ok := false
+	if a != nil && a.PasswordHash != "" {
+		ok = a.CheckPassword(c.FormValue("password"))
+	} else {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(c.FormValue("password")))
+	}
+	if !ok || !canSignIn(a) {
+		v.Error = wrongLogin
+		return p.renderLogin(c, http.StatusUnauthorized, v)
+	}
+	p.limiter.forgive(clientIP(c))
+	secret := models.NewSecret("")
+	now := time.Now().UTC()
+	s := &models.Session{ID: models.HashSecret(secret), AgentID: a.ID, CSRF: models.NewSecret(""),
+		CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
+	if err := p.d.Service.Store().CreateSession(ctx, s); err != nil {
+		return err
+	}
+	c.SetCookie(p.sessionCookie(c, secret, int(SessionTTL/time.Second)))
+	c.SetCookie(&http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true})
+	p.d.Log.Info("dashboard sign-in", "agent", a.Name)
+	return c.Redirect(http.StatusSeeOther, v.Next)
+}
+
+// logout answers POST /logout: the session is deleted and the cookie cleared.
+func (p *Pages) logout(c echo.Context) error {
+	if ck, err := c.Cookie(SessionCookie); err == nil && ck.Value != "" {
+		if err := p.d.Service.Store().DeleteSession(c.Request().Context(), models.HashSecret(ck.Value)); err != nil {
+			return err
+		}
+	}
+	c.SetCookie(p.sessionCookie(c, "", -1))
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// sessionCookie is the session cookie with its security flags.
+func (p *Pages) sessionCookie(c echo.Context, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: p.secure(c)}
+}
+
+// secure reports whether cookies must be Secure: configured, or the request is TLS.
+func (p *Pages) secure(c echo.Context) bool { return p.d.SecureCookies || c.Request().TLS != nil }
+
+// clientIP is the peer address of the connection. Forwarded headers are ignored:
+// anyone can send them, and the limiter must not be that easy to sidestep.
+func clientIP(c echo.Context) string {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
+}

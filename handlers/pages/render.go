@@ -1,0 +1,47 @@
+package pages
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// render writes a templ component as an HTML response with status. Pages are
+// per-user and change all the time: never cached.
+func render(c echo.Context, status int, comp templ.Component) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(status)
+	return comp.Render(c.Request().Context(), c.Response())
+}
+
+// ok renders comp with 200.
+func ok(c echo.Context, comp templ.Component) error { return render(c, http.StatusOK, comp) }
+
+// idParam parses the numeric path parameter name; a malformed id names nothing (404).
+func idParam(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, models.NotFound(name, c.Param(name))
+	}
+	return id, nil
+}
+
+// fieldErrors returns the field messages of a domain error (nil for others).
+func fieldErrors(err error) map[string]string {
+	if e, ok := err.(*models.Error); ok && e.Code == models.EINVALID {
+		return e.Fields
+	}
+	return nil
+}
+
+// isInvalid reports whether err is a field-level validation error that a form should
+// show beside its fields (422) rather than on the error page.
+func isInvalid(err error) bool { return models.ErrorCode(err) == models.EINVALID }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
