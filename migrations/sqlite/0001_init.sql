@@ -55,7 +55,7 @@ CREATE TABLE goals (
     description TEXT        NOT NULL DEFAULT '',
     project     TEXT        NOT NULL DEFAULT '',
     state       TEXT        NOT NULL,
-    creator_id  BIGINT      NOT NULL REFERENCES agents (id),
+    creator_id  BIGINT      REFERENCES agents (id),
     verifier_id BIGINT      REFERENCES agents (id),
     notes       TEXT        NOT NULL DEFAULT '',
     verified_at DATETIME   ,
@@ -72,7 +72,7 @@ CREATE TABLE templates (
     version     INTEGER     NOT NULL,
     description TEXT        NOT NULL DEFAULT '',
     steps       TEXT        NOT NULL DEFAULT '[]',
-    creator_id  BIGINT      NOT NULL REFERENCES agents (id),
+    creator_id  BIGINT      REFERENCES agents (id),
     created_at  DATETIME    NOT NULL DEFAULT CURRENT_TIMESTAMP,
     CONSTRAINT templates_name_version_key UNIQUE (name, version)
 );
@@ -84,7 +84,7 @@ CREATE TABLE runs (
     template_name    TEXT        NOT NULL,
     template_version INTEGER     NOT NULL,
     params           TEXT        NOT NULL DEFAULT '{}',
-    creator_id       BIGINT      NOT NULL REFERENCES agents (id),
+    creator_id       BIGINT      REFERENCES agents (id),
     created_at       DATETIME    NOT NULL DEFAULT CURRENT_TIMESTAMP,
     FOREIGN KEY (template_name, template_version) REFERENCES templates (name, version)
 );
@@ -105,7 +105,7 @@ CREATE TABLE tasks (
     approve       TEXT        NOT NULL DEFAULT '',
     verify        TEXT        NOT NULL DEFAULT '',
     contract      TEXT        NOT NULL DEFAULT '{}',
-    creator_id    BIGINT      NOT NULL REFERENCES agents (id),
+    creator_id    BIGINT      REFERENCES agents (id),
     assignee_id   BIGINT      REFERENCES agents (id),
     builder_id    BIGINT      REFERENCES agents (id),
     approver_id   BIGINT      REFERENCES agents (id),

@@ -17,7 +17,7 @@ type goalRecord struct {
 	Description string
 	Project     string
 	State       string
-	CreatorID   int64
+	CreatorID   *int64 // NULL: created by the operator from the command line
 	VerifierID  *int64
 	Notes       string
 	VerifiedAt  *time.Time
@@ -34,7 +34,7 @@ func toGoalRecord(g *models.Goal) *goalRecord {
 		Description: g.Description,
 		Project:     g.Project,
 		State:       string(g.State),
-		CreatorID:   g.CreatorID,
+		CreatorID:   creatorRef(g.CreatorID),
 		VerifierID:  g.VerifierID,
 		Notes:       g.Notes,
 		VerifiedAt:  normTimePtr(g.VerifiedAt),
@@ -50,7 +50,7 @@ func fromGoalRecord(r *goalRecord) *models.Goal {
 		Description: r.Description,
 		Project:     r.Project,
 		State:       models.GoalState(r.State),
-		CreatorID:   r.CreatorID,
+		CreatorID:   creatorID(r.CreatorID),
 		VerifierID:  r.VerifierID,
 		Notes:       r.Notes,
 		VerifiedAt:  normTimePtr(r.VerifiedAt),

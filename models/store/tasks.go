@@ -24,7 +24,7 @@ type taskRecord struct {
 	Approve      string
 	Verify       string
 	Contract     string
-	CreatorID    int64
+	CreatorID    *int64 // NULL: created by the operator from the command line
 	AssigneeID   *int64
 	BuilderID    *int64
 	ApproverID   *int64
@@ -71,7 +71,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Approve:      t.Approve,
 		Verify:       t.Verify,
 		Contract:     contract,
-		CreatorID:    t.CreatorID,
+		CreatorID:    creatorRef(t.CreatorID),
 		AssigneeID:   t.AssigneeID,
 		BuilderID:    t.BuilderID,
 		ApproverID:   t.ApproverID,
@@ -105,7 +105,7 @@ func fromTaskRecord(r *taskRecord, deps []int64) (*models.Task, error) {
 		Approve:      r.Approve,
 		Verify:       r.Verify,
 		DependsOn:    deps,
-		CreatorID:    r.CreatorID,
+		CreatorID:    creatorID(r.CreatorID),
 		AssigneeID:   r.AssigneeID,
 		BuilderID:    r.BuilderID,
 		ApproverID:   r.ApproverID,

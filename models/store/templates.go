@@ -16,7 +16,7 @@ type templateRecord struct {
 	Version     int
 	Description string
 	Steps       string
-	CreatorID   int64
+	CreatorID   *int64    // NULL: created by the operator from the command line
 	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
 }
 
@@ -29,7 +29,7 @@ type runRecord struct {
 	TemplateName    string
 	TemplateVersion int
 	Params          string
-	CreatorID       int64
+	CreatorID       *int64    // NULL: created by the operator from the command line
 	CreatedAt       time.Time `gorm:"autoCreateTime:false"`
 }
 
@@ -41,7 +41,7 @@ func fromTemplateRecord(r *templateRecord) (*models.Template, error) {
 		Name:        r.Name,
 		Version:     r.Version,
 		Description: r.Description,
-		CreatorID:   r.CreatorID,
+		CreatorID:   creatorID(r.CreatorID),
 		CreatedAt:   normTime(r.CreatedAt),
 	}
 	if err := fromJSON(r.Steps, &t.Steps, "templates.steps"); err != nil {
@@ -80,7 +80,7 @@ func (o *ops) CreateTemplate(ctx context.Context, t *models.Template) error {
 		Name:        t.Name,
 		Description: t.Description,
 		Steps:       steps,
-		CreatorID:   t.CreatorID,
+		CreatorID:   creatorRef(t.CreatorID),
 		CreatedAt:   normTime(t.CreatedAt),
 	}
 	err = o.atomic(ctx, func(o *ops) error {
@@ -161,7 +161,7 @@ func (o *ops) CreateRun(ctx context.Context, r *models.Run) error {
 		TemplateName:    r.TemplateName,
 		TemplateVersion: r.TemplateVersion,
 		Params:          params,
-		CreatorID:       r.CreatorID,
+		CreatorID:       creatorRef(r.CreatorID),
 		CreatedAt:       normTime(r.CreatedAt),
 	}
 	if err := o.q(ctx).Create(rec).Error; err != nil {
@@ -190,7 +190,7 @@ func fromRunRecord(r *runRecord) (*models.Run, error) {
 		GoalID:          r.GoalID,
 		TemplateName:    r.TemplateName,
 		TemplateVersion: r.TemplateVersion,
-		CreatorID:       r.CreatorID,
+		CreatorID:       creatorID(r.CreatorID),
 		CreatedAt:       normTime(r.CreatedAt),
 	}
 	if err := fromJSON(r.Params, &run.Params, "runs.params"); err != nil {
