@@ -117,7 +117,7 @@ func TestHCSExpiredIsReprepared(t *testing.T) {
 	clock = clock.Add(DefaultValidDuration + time.Minute)
 	mu.Unlock()
 
-	p := NewPublisher(s, h, Options{})
+	p := NewPublisher(s, h, Options{Logger: quiet})
 	if _, err := p.PostNext(ctx); err == nil {
 		t.Fatal("expired transaction posted")
 	}
@@ -201,7 +201,7 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 		cs := &crashStore{memStore: ms}
 		cl := &crashLedger{Ledger: h, store: cs, afterSend: afterSend, afterSave: afterSave, crashed: make(chan int64, 1)}
 		lh := lock.handle()
-		p := NewPublisher(cs, cl, Options{Lock: lh, PollInterval: 20 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		p := NewPublisher(cs, cl, Options{Logger: quiet, Lock: lh, PollInterval: 20 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func BenchmarkHCSPublish(b *testing.B) {
 	_, h, _ := fakeHCS(b)
 	s := newMemStore()
 	appendEntries(b, s, 1, b.N)
-	p := NewPublisher(s, h, Options{})
+	p := NewPublisher(s, h, Options{Logger: quiet})
 	b.ResetTimer()
 	start := time.Now()
 	n, err := p.Drain(context.Background())

@@ -36,7 +36,7 @@ func postedLocalChain(t *testing.T, n int) *memStore {
 	t.Helper()
 	s := newMemStore()
 	appendEntries(t, s, 1, n)
-	p := NewPublisher(s, NewLocal(s), Options{})
+	p := NewPublisher(s, NewLocal(s), Options{Logger: quiet})
 	got, err := p.Drain(context.Background())
 	if err != nil || got != n {
 		t.Fatalf("drain: %d, %v", got, err)
@@ -72,7 +72,7 @@ func TestLocalChainPostsInOrder(t *testing.T) {
 	}
 	// A second Local over the same rows continues the chain.
 	appendEntries(t, s, 31, 5)
-	if n, err := NewPublisher(s, NewLocal(s), Options{}).Drain(context.Background()); err != nil || n != 5 {
+	if n, err := NewPublisher(s, NewLocal(s), Options{Logger: quiet}).Drain(context.Background()); err != nil || n != 5 {
 		t.Fatalf("%d %v", n, err)
 	}
 	if err := VerifyChain(s.all()); err != nil {
@@ -178,7 +178,7 @@ func TestLocalSubmitNotRecorded(t *testing.T) {
 		}
 		return nil
 	}
-	p := NewPublisher(s, NewLocal(s), Options{})
+	p := NewPublisher(s, NewLocal(s), Options{Logger: quiet})
 	if _, err := p.Drain(context.Background()); err == nil {
 		t.Fatal("want the injected failure")
 	}
@@ -193,7 +193,7 @@ func TestLocalSubmitNotRecorded(t *testing.T) {
 func BenchmarkLocalPublish(b *testing.B) {
 	s := newMemStore()
 	appendEntries(b, s, 1, b.N)
-	p := NewPublisher(s, NewLocal(s), Options{})
+	p := NewPublisher(s, NewLocal(s), Options{Logger: quiet})
 	b.ResetTimer()
 	start := time.Now()
 	n, err := p.Drain(context.Background())
