@@ -170,5 +170,27 @@ func TestGoalTransitions(t *testing.T) {
 			t.Fatalf("verified task became %s after the goal was rejected", s)
 		}
 		e.must(409, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "x"})
+
+		// From verified, neither verify nor reject is legal, and no task can join it.
+		fix := e.must(200, "lena", "GET", "/goals/"+gid, nil).Body["tasks"].([]any)
+		for _, tk := range fix {
+			m := tk.(map[string]any)
+			if m["state"] == "verified" {
+				continue
+			}
+			id := itoa(int64(m["id"].(float64)))
+			e.must(200, "bob", "POST", "/tasks/"+id+"/start", nil)
+			e.must(200, "bob", "POST", "/tasks/"+id+"/submit", nil)
+			e.must(200, "rita", "POST", "/tasks/"+id+"/approve", nil)
+			e.must(200, "vic", "POST", "/tasks/"+id+"/verify", map[string]any{"notes": "ok"})
+		}
+		e.must(200, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "all good"})
+		for _, act := range []string{"verify", "reject"} {
+			r := e.must(409, "lena", "POST", "/goals/"+gid+"/"+act, map[string]any{"notes": "x", "reason": "x", "fix_tasks": []any{map[string]any{"title": "f"}}})
+			if r.errState() != "verified" {
+				t.Fatalf("%s a verified goal: state %q", act, r.errState())
+			}
+		}
+		e.must(409, "lena", "POST", "/tasks", map[string]any{"title": "late", "goal_id": g})
 	})
 }
