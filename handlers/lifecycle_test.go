@@ -185,8 +185,8 @@ func TestGoalTransitions(t *testing.T) {
 			e.must(200, "vic", "POST", "/tasks/"+id+"/verify", map[string]any{"notes": "ok"})
 		}
 		e.must(200, "lena", "POST", "/goals/"+gid+"/verify", map[string]any{"notes": "all good"})
-		for _, act := range []string{"verify", "reject"} {
-			r := e.must(409, "lena", "POST", "/goals/"+gid+"/"+act, map[string]any{"notes": "x", "reason": "x", "fix_tasks": []any{map[string]any{"title": "f"}}})
+		for act, body := range map[string]map[string]any{"verify": {"notes": "x"}, "reject": {"reason": "x", "fix_tasks": []any{map[string]any{"title": "f"}}}} {
+			r := e.must(409, "lena", "POST", "/goals/"+gid+"/"+act, body)
 			if r.errState() != "verified" {
 				t.Fatalf("%s a verified goal: state %q", act, r.errState())
 			}
