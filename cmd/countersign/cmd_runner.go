@@ -3,10 +3,139 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/runner"
+	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/workspace"
 )
 
-// runRunner is replaced by the runner pool's command.
+// runnerHooks are the optional connections of the runner pool to the rest of the
+// process (serve passes the dashboard's live log and the metrics).
+type runnerHooks struct {
+	// OnLog receives every chunk of worker output as it is read (live log streaming
+	// to the dashboard). It must copy the chunk to keep it, and return quickly.
+	OnLog func(taskID int64, chunk []byte)
+	// Observer receives dispatch latencies and attempt outcomes (metrics).
+	Observer runner.Observer
+}
+
+// runRunner runs only the runner pool: more machines sharing one PostgreSQL.
 func runRunner(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("runner: not available yet")
+	var c config
+	fs := newFlags("runner", "runner [flags]", out)
+	storeFlags(fs, &c)
+	if err := runnerFlags(fs, &c); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	log, err := c.logger()
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if db.Dialect() == store.DialectSQLite {
+		// SQLite serialises writers on one connection per process: a second process
+		// on the same file works, but only one pool should claim from it.
+		log.Warn("runner on SQLite: run one runner process per database (use PostgreSQL for several)")
+	}
+	stop, err := startRunner(ctx, &c, db, newService(db), log, runnerHooks{})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down the runner pool", "grace", c.Grace)
+	sctx, cancel := context.WithTimeout(context.Background(), c.Grace+15*time.Second)
+	defer cancel()
+	return stop(sctx)
+}
+
+// startRunner builds the evaluator, the workspace manager (under <data-dir>/work)
+// and the pool from c, and starts the pool. The returned stop stops it (idempotent):
+// no new claims, the grace period for running workers, then cancellation and release
+// of their leases.
+func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, log *slog.Logger, opts runnerHooks) (stop func(context.Context) error, err error) {
+	ev, err := newEvaluator(c, log)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspace.New(filepath.Join(c.DataDir, "work"))
+	if err != nil {
+		return nil, err
+	}
+	pool, err := runner.New(runner.Config{
+		Service:    svc,
+		Workspaces: ws,
+		Evaluator:  ev,
+		RunnerID:   c.RunnerID,
+		Lease:      c.Lease,
+		Poll:       c.Poll,
+		Grace:      c.Grace,
+		OnLog:      opts.OnLog,
+		Observer:   opts.Observer,
+		Log:        log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Start(ctx); err != nil {
+		return nil, err
+	}
+	return pool.Stop, nil
+}
+
+// newEvaluator picks the semantic evaluator: anthropic when asked for, or with auto
+// when ANTHROPIC_API_KEY is set; a command; or none, which fails contracts with
+// `evaluate` closed. Verdicts are cached by contract and output hash.
+func newEvaluator(c *config, log *slog.Logger) (evaluator.Evaluator, error) {
+	key := os.Getenv("ANTHROPIC_API_KEY")
+	kind := c.Evaluator
+	if kind == "" || kind == "auto" {
+		kind = "none"
+		if key != "" {
+			kind = "anthropic"
+		}
+	}
+	var ev evaluator.Evaluator
+	switch kind {
+	case "anthropic":
+		if key == "" {
+			return nil, errors.New("flag -evaluator=anthropic: ANTHROPIC_API_KEY is not set")
+		}
+		a, err := evaluator.NewAnthropic(evaluator.AnthropicConfig{APIKey: key, Model: c.EvalModel})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("evaluator: anthropic", "model", a.Model())
+		ev = a
+	case "command":
+		argv := strings.Fields(c.EvalCommand)
+		cmd, err := evaluator.NewCommand(argv, 0)
+		if err != nil {
+			return nil, fmt.Errorf("flag -evaluator-command: %w", err)
+		}
+		log.Info("evaluator: command", "command", argv[0])
+		ev = cmd
+	default:
+		log.Info("evaluator: none (contracts with evaluate criteria will not pass)")
+		return evaluator.None{}, nil
+	}
+	return evaluator.NewCached(ev, 0), nil
 }

@@ -1,0 +1,229 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha512"
+	"errors"
+	"fmt"
+	"hash"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/worker"
+	"github.com/countersign/countersign/runner/workspace"
+)
+
+// Environment variables every worker gets. They are the only way task data reaches
+// the worker besides the brief on stdin: never part of the command string.
+const (
+	EnvTaskID     = "COUNTERSIGN_TASK_ID"
+	EnvOutputPath = "COUNTERSIGN_OUTPUT_PATH" // absolute, confined to the workspace; empty for type none
+	EnvWorkspace  = "COUNTERSIGN_WORKSPACE"
+	EnvAttempt    = "COUNTERSIGN_ATTEMPT"
+	EnvBriefFile  = "COUNTERSIGN_BRIEF_FILE"
+)
+
+// attemptRun is one attempt in the making: what was prepared, what the worker did and
+// what the checks said.
+type attemptRun struct {
+	num      int
+	history  []models.Attempt // the task's attempts before this one
+	previous *models.Attempt  // the failure this attempt revises
+	start    time.Time
+
+	ws     *workspace.Workspace
+	outAbs string // resolved output path; "" for type none
+	brief  string
+	row    *models.Attempt // stored once the attempt has begun
+
+	res    worker.Result
+	runErr error
+	stream hash.Hash // SHA-384 of everything the worker printed
+
+	checks      []models.CheckResult
+	criteria    []models.CriterionResult
+	outcome     string
+	stage       string
+	diagnosis   string
+	cause       error // for infrastructure failures: why (ErrStopping, ErrLeaseLost, …)
+	outputHash  string
+	reviewAgain bool // a failed review round with rounds left: a fix attempt, not charged
+}
+
+func (ar *attemptRun) fail(stage, diagnosis string) {
+	ar.outcome, ar.stage, ar.diagnosis = models.OutcomeFailed, stage, diagnosis
+}
+
+func (ar *attemptRun) infra(diagnosis string, cause error) {
+	ar.outcome, ar.stage, ar.diagnosis, ar.cause = models.OutcomeInfra, models.StageInfra, diagnosis, cause
+}
+
+// decision is what the task's goroutine does after an attempt.
+type decision struct {
+	done bool          // the task left this runner's hands (passed, blocked, lost, released)
+	wait time.Duration // before the next attempt
+}
+
+// runTask runs attempts of a claimed task until it passes, blocks, is lost or the
+// pool stops.
+func (p *Pool) runTask(tr *taskRun) {
+	ctx := tr.ctx
+	for first := true; ; first = false {
+		if !first && p.isStopping() {
+			// No new attempt once Stop was called: another runner continues.
+			p.releaseLease(tr)
+			return
+		}
+		tr.settled.Store(false)
+		d := p.attempt(ctx, tr)
+		if d.done {
+			return
+		}
+		if d.wait > 0 {
+			t := time.NewTimer(d.wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		if ctx.Err() != nil {
+			if !errors.Is(context.Cause(ctx), ErrLeaseLost) {
+				p.releaseLease(tr)
+			}
+			return
+		}
+	}
+}
+
+// attempt makes one attempt: prepare, record its start, run the worker, check, and
+// record the outcome with the state change in one transaction.
+func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
+	t := &tr.task
+	attempts, err := p.store.ListAttempts(ctx, t.ID)
+	if err != nil {
+		p.log.Warn("listing attempts failed; releasing the task", "task_id", t.ID, "err", err)
+		p.releaseLease(tr)
+		return decision{done: true}
+	}
+	ar := &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now()}
+	if err := p.prepare(ctx, tr, ar); err != nil {
+		ar.infra("preparing the attempt failed: "+err.Error(), err)
+		return p.settle(tr, ar)
+	}
+	if ok := p.begin(ctx, tr, ar); !ok {
+		return decision{done: true}
+	}
+	p.execute(ctx, tr, ar)
+	p.check(ctx, tr, ar)
+	return p.settle(tr, ar)
+}
+
+// prepare lays out the workspace, resolves the output path and writes the brief.
+func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
+	t := &tr.task
+	ws, err := p.cfg.Workspaces.Prepare(ctx, workspace.Request{
+		TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree,
+	})
+	if err != nil {
+		return err
+	}
+	ar.ws = ws
+	if rel := t.Contract.OutputPath(t.ID); rel != "" {
+		abs, err := ws.Resolve(rel)
+		if err != nil {
+			return fmt.Errorf("the contract's output path: %w", err)
+		}
+		// The worker is told where to write; the directory is ready for it.
+		if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+			return err
+		}
+		ar.outAbs = abs
+	}
+	ar.brief = buildBrief(briefInput{task: t, attempt: ar.num, outputAbs: ar.outAbs, previous: ar.previous,
+		maxAttempts: t.Contract.Completion.MaxAttempts})
+	return os.WriteFile(ws.BriefPath(ar.num), []byte(ar.brief), 0o640)
+}
+
+// begin records the attempt as running, after checking the lease is still ours.
+func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+	lost := false
+	err := p.store.InTx(ctx, func(tx models.Tx) error {
+		t, err := tx.LockTask(ctx, tr.task.ID)
+		if err != nil {
+			return err
+		}
+		if t.State != models.TaskInProgress || t.LeaseOwner != p.cfg.RunnerID {
+			lost = true
+			return nil
+		}
+		row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
+			Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC()}
+		if err := tx.CreateAttempt(ctx, row); err != nil {
+			return err
+		}
+		ar.row = row
+		return p.event(ctx, tx, "attempt.started", t, map[string]any{
+			"attempt": ar.num, "agent": tr.agent.Name, "runner_id": p.cfg.RunnerID, "revision": ar.previous != nil,
+		})
+	})
+	switch {
+	case err != nil:
+		p.log.Warn("recording the attempt's start failed; releasing the task", "task_id", tr.task.ID, "err", err)
+		p.releaseLease(tr)
+		return false
+	case lost:
+		p.log.Info("task no longer leased to this runner; not starting", "task_id", tr.task.ID)
+		return false
+	}
+	return true
+}
+
+// execute runs the worker with the brief on stdin and the task facts in its
+// environment.
+func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
+	t := &tr.task
+	timeout := t.Contract.Completion.Timeout.Duration
+	if timeout <= 0 {
+		timeout = models.DefaultTimeout
+	}
+	ar.stream = sha512.New384()
+	onLog := p.cfg.OnLog
+	spec := worker.Spec{
+		Command:   tr.agent.Command,
+		Dir:       ar.ws.Dir,
+		Stdin:     strings.NewReader(ar.brief),
+		Env:       p.taskEnv(tr, ar),
+		Timeout:   timeout,
+		KillGrace: p.cfg.KillGrace,
+		LogPath:   ar.ws.LogPath(ar.num),
+		OnOutput: func(chunk []byte) {
+			ar.stream.Write(chunk)
+			if onLog != nil {
+				onLog(t.ID, chunk)
+			}
+		},
+	}
+	if !tr.dispatched && p.cfg.Observer != nil {
+		// Measured just before the fork: everything but the exec itself, which a
+		// bare fork/exec of the same worker pays too.
+		p.cfg.Observer.Dispatched(time.Since(tr.readyAt))
+	}
+	tr.dispatched = true
+	ar.res, ar.runErr = worker.Run(ctx, spec)
+}
+
+// taskEnv is the worker's environment beyond worker.BaseEnv.
+func (p *Pool) taskEnv(tr *taskRun, ar *attemptRun) []string {
+	return []string{
+		EnvTaskID + "=" + strconv.FormatInt(tr.task.ID, 10),
+		EnvOutputPath + "=" + ar.outAbs,
+		EnvWorkspace + "=" + ar.ws.Dir,
+		EnvAttempt + "=" + strconv.Itoa(ar.num),
+		EnvBriefFile + "=" + ar.ws.BriefPath(ar.num),
+	}
+}

@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/workspace"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultLease            = 30 * time.Second
+	DefaultPoll             = 5 * time.Second
+	DefaultGrace            = 10 * time.Second
+	DefaultMaxInfraFailures = 5
+	DefaultInfraBackoff     = time.Second
+	DefaultMaxInfraBackoff  = time.Minute
+	DefaultClaimBatch       = 16
+)
+
+// Observer receives the pool's measurements (the /metrics handler implements it). Its
+// methods are called from the pool's goroutines and must be fast and safe for
+// concurrent use.
+type Observer interface {
+	// Dispatched reports, for each claimed task, the time from the moment it became
+	// ready to the moment its first worker process was started. "Ready" is the
+	// latest of: the task's last change (created, assigned, rejected, retried), the
+	// verification of its last dependency, the expiry of a dead runner's lease, and
+	// the moment this pool started claiming (a task that was ready while no runner
+	// was up is not charged for the downtime). Times come from the database rows,
+	// which the service stamps with the clock of the process that made the change.
+	Dispatched(latency time.Duration)
+	// AttemptFinished reports an attempt's outcome (models.Outcome*) and, unless it
+	// passed, the stage that decided it.
+	AttemptFinished(outcome, stage string)
+}
+
+// Config configures a Pool. Service, Workspaces and RunnerID are required.
+type Config struct {
+	// Service applies the governance rules; its store must implement
+	// models.Claimer (the gorm store does).
+	Service *models.Service
+	// Workspaces lays out task workspaces, briefs and logs.
+	Workspaces *workspace.Manager
+	// Evaluator judges outputs of contracts with `evaluate`; nil means
+	// evaluator.None, which fails such tasks closed (as infrastructure).
+	Evaluator evaluator.Evaluator
+	// RunnerID names this pool in leases; unique per process.
+	RunnerID string
+	// Lease is how long a claim holds a task without a heartbeat; renewed every
+	// Lease/3. Another runner takes the task over once it expires.
+	Lease time.Duration
+	// Poll is the fallback claim interval; the pool wakes on committed events first.
+	Poll time.Duration
+	// Grace is how long Stop lets running workers finish before cancelling them.
+	Grace time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL of a worker's process group
+	// (worker.DefaultKillGrace when zero).
+	KillGrace time.Duration
+	// MaxInfraFailures is how many infrastructure failures in a row block a task
+	// with stage infrastructure.
+	MaxInfraFailures int
+	// InfraBackoff is the wait after the first infrastructure failure, doubled
+	// after each further one up to MaxInfraBackoff.
+	InfraBackoff    time.Duration
+	MaxInfraBackoff time.Duration
+	// ClaimBatch bounds how many tasks one claim transaction hands out.
+	ClaimBatch int
+	// ContradictionPhrases replaces the default admissions of failure
+	// (verification-layers.md) when set.
+	ContradictionPhrases []string
+	// OnLog, when set, receives every chunk of every worker's output as it is read
+	// (live streaming to the dashboard). It must copy the chunk to keep it, and be
+	// fast: the worker blocks while it runs.
+	OnLog func(taskID int64, chunk []byte)
+	// Observer receives measurements; nil means none.
+	Observer Observer
+	// Log receives the pool's structured logs; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	var missing []string
+	if c.Service == nil {
+		missing = append(missing, "Service")
+	}
+	if c.Workspaces == nil {
+		missing = append(missing, "Workspaces")
+	}
+	if c.RunnerID == "" {
+		missing = append(missing, "RunnerID")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("runner: config is missing %v", missing)
+	}
+	if _, ok := c.Service.Store().(models.Claimer); !ok {
+		return errors.New("runner: the store cannot claim tasks (it does not implement models.Claimer)")
+	}
+	if c.Evaluator == nil {
+		c.Evaluator = evaluator.None{}
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Poll <= 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.MaxInfraFailures <= 0 {
+		c.MaxInfraFailures = DefaultMaxInfraFailures
+	}
+	if c.InfraBackoff <= 0 {
+		c.InfraBackoff = DefaultInfraBackoff
+	}
+	if c.MaxInfraBackoff <= 0 {
+		c.MaxInfraBackoff = DefaultMaxInfraBackoff
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = DefaultClaimBatch
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return nil
+}
+
+// Presets are ready-made worker commands an admin can give a worker agent.
+var Presets = map[string]string{
+	// claude runs the Claude CLI in print mode: the brief arrives on stdin as the
+	// prompt, edits are allowed in the working directory, and the answer is printed.
+	"claude": "claude -p --permission-mode acceptEdits --output-format text",
+}

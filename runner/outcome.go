@@ -1,0 +1,276 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// settleTimeout bounds the transaction that records an attempt's outcome. It runs on
+// a context of its own: a cancelled task (Stop, lost lease) must still be recorded.
+const settleTimeout = 30 * time.Second
+
+// tailBytes bounds the output tail stored with an attempt.
+const tailBytes = 8 << 10
+
+// settle records the attempt and its consequence in one transaction: the attempt row
+// with every check, the attempt.finished event, and the task's state change — passed
+// (RunnerPass: review/approve/verify per policy, ledger entry, next step released),
+// failed with budget left (stays in progress for a revision), failed with the budget
+// used up or an infrastructure failure past the bound (BlockTask: inbox item and
+// task.blocked ledger entry), or released (stopping).
+func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
+	tr.settled.Store(true)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(tr.ctx), settleTimeout)
+	defer cancel()
+	var d decision
+	err := p.store.InTx(ctx, func(tx models.Tx) error {
+		var err error
+		d, err = p.settleTx(ctx, tx, tr, ar)
+		return err
+	})
+	if err != nil {
+		// Nothing was recorded. Let the lease go: a claim (ours or another runner's)
+		// takes the task over and records this attempt as an infrastructure failure.
+		p.log.Error("recording the attempt failed; releasing the task", "task_id", tr.task.ID, "attempt", ar.num, "err", err)
+		p.releaseLease(tr)
+		return decision{done: true}
+	}
+	p.observeAttempt(ar.outcome, ar.stage)
+	p.log.Info("attempt finished", "task_id", tr.task.ID, "attempt", ar.num, "agent", tr.agent.Name,
+		"outcome", ar.outcome, "stage", ar.stage, "state", tr.task.State)
+	return d
+}
+
+func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) (decision, error) {
+	t, err := tx.LockTask(ctx, tr.task.ID)
+	if err != nil {
+		return decision{}, err
+	}
+	owned := t.State == models.TaskInProgress && t.LeaseOwner == p.cfg.RunnerID
+	if !owned && ar.outcome != models.OutcomeInfra {
+		// Cancelled, or taken over after our lease expired: our verdict can no longer
+		// move the task; keep it as evidence, marked as what it is.
+		ar.infra(fmt.Sprintf("%v: the task is %s and leased to %q; the attempt's result (%s%s) was not applied",
+			ErrLeaseLost, t.State, t.LeaseOwner, ar.outcome, stageSuffix(ar.stage)), ErrLeaseLost)
+	}
+	if err := p.saveAttempt(ctx, tx, tr, ar, t); err != nil {
+		return decision{}, err
+	}
+	if !owned {
+		tr.task = *t
+		return decision{done: true}, nil
+	}
+
+	var d decision
+	switch ar.outcome {
+	case models.OutcomePassed:
+		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
+		if err := p.svc.RunnerPass(ctx, tx, p.runner, t, passSummary(ar, advisory), advisory); err != nil {
+			return decision{}, err
+		}
+		d.done = true
+	case models.OutcomeFailed:
+		d, err = p.failed(ctx, tx, t, ar)
+	default:
+		d, err = p.infraFailed(ctx, tx, t, ar)
+	}
+	if err != nil {
+		return decision{}, err
+	}
+	tr.task = *t
+	return d, nil
+}
+
+// failed charges a work failure and decides between a revision and blocking.
+func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+	if ar.reviewAgain {
+		// A fix attempt for the reviewer's findings: not charged (see review).
+		return decision{}, p.keepLease(ctx, tx, t)
+	}
+	t.AttemptsUsed++
+	budget := max(t.Contract.Completion.MaxAttempts, 1)
+	if t.AttemptsUsed >= budget || ar.stage == models.StageReview {
+		return decision{done: true}, p.block(ctx, tx, t, false)
+	}
+	var wait time.Duration
+	if budget > models.DefaultMaxAttempts {
+		// Ralph mode: a fresh iteration after the cooldown.
+		wait = t.Contract.Completion.Cooldown.Duration
+	}
+	return decision{wait: wait}, p.keepLease(ctx, tx, t)
+}
+
+// infraFailed retries an infrastructure failure with backoff without charging the
+// worker, blocks after MaxInfraFailures in a row, and lets a stopping runner's task go.
+func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+	if errors.Is(ar.cause, ErrStopping) || errors.Is(ar.cause, ErrLeaseLost) {
+		t.LeaseOwner, t.LeaseUntil = "", nil
+		return decision{done: true}, tx.UpdateTask(ctx, t)
+	}
+	attempts, err := tx.ListAttempts(ctx, t.ID)
+	if err != nil {
+		return decision{}, err
+	}
+	streak := infraStreak(attempts)
+	if streak >= p.cfg.MaxInfraFailures {
+		return decision{done: true}, p.block(ctx, tx, t, true)
+	}
+	wait := p.cfg.InfraBackoff << min(streak-1, 20)
+	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
+		wait = p.cfg.MaxInfraBackoff
+	}
+	return decision{wait: wait}, p.keepLease(ctx, tx, t)
+}
+
+// keepLease saves t (its budget) with a fresh lease for the next attempt.
+func (p *Pool) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
+	until := time.Now().Add(p.cfg.Lease)
+	t.LeaseUntil = &until
+	return tx.UpdateTask(ctx, t)
+}
+
+// block blocks t with every attempt of this round in the payload.
+func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
+	attempts, err := tx.ListAttempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	return p.svc.BlockTask(ctx, tx, p.runner, t, roundAttempts(attempts, t.AttemptsUsed, infra))
+}
+
+// saveAttempt writes the attempt row (creating it when the attempt failed before it
+// began) and its attempt.finished event.
+func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun, t *models.Task) error {
+	now := time.Now().UTC()
+	row := ar.row
+	if row == nil {
+		row = &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID, StartedAt: ar.start.UTC(), Brief: ar.brief}
+		if ar.ws != nil {
+			row.LogPath = ar.ws.LogPath(ar.num)
+		}
+	}
+	row.Outcome, row.Diagnosis = ar.outcome, ar.diagnosis
+	row.Stage = ""
+	if ar.outcome != models.OutcomePassed {
+		row.Stage = ar.stage
+	}
+	row.Checks = ar.checks
+	if row.Checks == nil {
+		row.Checks = []models.CheckResult{}
+	}
+	if ar.outcome == models.OutcomeInfra && !slices.ContainsFunc(row.Checks, func(c models.CheckResult) bool { return c.Verdict == models.VerdictError }) {
+		row.Checks = append(row.Checks, models.CheckResult{Stage: models.StageInfra, Verdict: models.VerdictError, Diagnosis: ar.diagnosis})
+	}
+	row.Criteria = ar.criteria
+	row.ExitCode = ar.res.ExitCode
+	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
+	row.OutputHash = ar.outputHash
+	row.FinishedAt = &now
+	if row.ID == 0 {
+		if err := tx.CreateAttempt(ctx, row); err != nil {
+			return err
+		}
+	} else if err := tx.UpdateAttempt(ctx, row); err != nil {
+		return err
+	}
+	ar.row = row
+	data := map[string]any{"attempt": ar.num, "outcome": ar.outcome, "agent": tr.agent.Name,
+		"duration_ms": now.Sub(ar.start).Milliseconds()}
+	if row.Stage != "" {
+		data["stage"], data["diagnosis"] = row.Stage, truncate(row.Diagnosis, 500)
+	}
+	return p.event(ctx, tx, "attempt.finished", t, data)
+}
+
+// roundAttempts lists, oldest first, the failures of the current round for the
+// blocked payload: back from the newest attempt to the last pass, at most `charged`
+// work failures (the budget this round used; review rounds do not count against it),
+// with the infrastructure failures too when infra says the block is theirs.
+func roundAttempts(all []models.Attempt, charged int, infra bool) []models.BlockedAttempt {
+	var out []models.BlockedAttempt
+	n := 0
+walk:
+	for i := len(all) - 1; i >= 0; i-- {
+		a := all[i]
+		if a.Outcome == models.OutcomePassed {
+			break
+		}
+		switch {
+		case a.Outcome == models.OutcomeFailed && a.Stage != models.StageReview:
+			if n >= charged {
+				break walk // an earlier round's failure
+			}
+			n++
+		case a.Outcome == models.OutcomeFailed:
+		case a.Outcome == models.OutcomeInfra && infra:
+		default:
+			continue
+		}
+		out = append(out, models.BlockedAttempt{Attempt: a.Number, Stage: a.Stage, Failure: a.Diagnosis})
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// infraStreak counts the newest attempts that in a row were infrastructure failures,
+// leaving out those cut short by a runner stopping (an operator's restart is no
+// reason to block a task).
+func infraStreak(all []models.Attempt) int {
+	n := 0
+	for i := len(all) - 1; i >= 0; i-- {
+		a := all[i]
+		if a.Outcome != models.OutcomeInfra {
+			break
+		}
+		if !strings.HasPrefix(a.Diagnosis, ErrStopping.Error()) {
+			n++
+		}
+	}
+	return n
+}
+
+// passSummary is the submission summary the runner records for a passed attempt.
+func passSummary(ar *attemptRun, advisory bool) string {
+	var stages []string
+	for _, c := range ar.checks {
+		if c.Verdict == models.VerdictPass {
+			stages = append(stages, c.Stage)
+		}
+	}
+	s := fmt.Sprintf("attempt %d passed the runner's checks (%s)", ar.num, strings.Join(stages, ", "))
+	if advisory {
+		s = fmt.Sprintf("advisory: attempt %d finished cleanly; its output needs a person's look", ar.num)
+	}
+	if ar.outAbs != "" {
+		s += "; output " + ar.outAbs
+	}
+	return s
+}
+
+func stageSuffix(stage string) string {
+	if stage == "" {
+		return ""
+	}
+	return " at " + stage
+}
+
+// excerptRaw keeps the last n bytes of b as text.
+func excerptRaw(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.ToValidUTF8(string(b), "")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
