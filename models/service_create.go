@@ -83,7 +83,7 @@ func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (
 // writes its events and moves its goal along.
 func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string) error {
 	if t.GoalID != nil {
-		g, err := tx.GetGoal(ctx, *t.GoalID)
+		g, err := tx.LockGoal(ctx, *t.GoalID) // before any event: see Apply
 		if ErrorCode(err) == ENOTFOUND {
 			return &Error{Code: EINVALID, Message: "unknown goal", Fields: map[string]string{"goal_id": "no such goal"}}
 		}

@@ -168,7 +168,12 @@ func (s *Service) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goal
 				return err
 			}
 		}
-		g, err := tx.GetGoal(ctx, goalID)
+		if t.GoalID != nil && *t.GoalID != goalID {
+			if _, err := tx.LockGoal(ctx, *t.GoalID); err != nil {
+				return err
+			}
+		}
+		g, err := tx.LockGoal(ctx, goalID)
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,13 @@ func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act A
 	if err != nil {
 		return err
 	}
+	// Lock the goal before the first event: on PostgreSQL appending an event holds a
+	// transaction-wide lock, so every row lock must come first (task → goal → events).
+	if t.GoalID != nil {
+		if _, err := tx.LockGoal(ctx, *t.GoalID); err != nil {
+			return err
+		}
+	}
 	in.Reason = strings.TrimSpace(in.Reason)
 	in.Notes = strings.TrimSpace(in.Notes)
 	step, ok := actionSteps[act]

@@ -58,6 +58,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cl, ok := led.(interface{ Close() error }); ok {
+		defer cl.Close()
+	}
 	metrics := handlers.NewMetrics(db, nil)
 	var stops []func(context.Context) error
 	defer func() { stopAll(log, c.Grace+5*time.Second, stops) }()
