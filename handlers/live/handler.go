@@ -1,0 +1,140 @@
+package live
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// SessionCookie is the dashboard's session cookie (the same name handlers/pages sets):
+// it holds a random secret whose models.HashSecret is the stored session id.
+const SessionCookie = "cs_session"
+
+// Register mounts GET /ws on e.
+func (h *Hub) Register(e *echo.Echo) {
+	e.GET("/ws", h.Handler)
+}
+
+// Handler serves GET /ws?after=ID. It answers 401 without a valid, unexpired session of
+// an agent that may sign in, 400 for a malformed after or a request that is not a
+// WebSocket handshake, 403 for a browser origin other than the request's host, and 503
+// when the hub is not running — all before upgrading. Once connected the page receives
+// every event with id > after (replayed from the database, in order), then every new
+// event as it commits, with no gap or duplicate at the handover; without after it
+// starts at the newest event. It returns when the connection ends.
+func (h *Hub) Handler(c echo.Context) error {
+	req := c.Request()
+	sess, err := h.authenticate(req.Context(), req)
+	if err != nil {
+		return err
+	}
+	after := int64(-1)
+	if raw, ok := req.URL.Query()["after"]; ok {
+		v := ""
+		if len(raw) > 0 {
+			v = raw[0]
+		}
+		after, err = strconv.ParseInt(v, 10, 64)
+		if err != nil || after < 0 {
+			return models.Errorf(models.EBADREQUEST, "after must be an event id (a non-negative integer)")
+		}
+	}
+	if !websocket.IsWebSocketUpgrade(req) {
+		return models.Errorf(models.EBADREQUEST, "/ws speaks WebSocket only")
+	}
+	if !h.checkOrigin(req) {
+		return models.Forbidden("same_origin", "cross-origin WebSocket connections are refused")
+	}
+	if !h.running() {
+		c.Response().Header().Set("Retry-After", "5")
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{
+			"error": &models.Error{Code: "unavailable", Message: "live updates are not running"},
+		})
+	}
+
+	conn, err := h.upgrader.Upgrade(c.Response(), req, nil)
+	if err != nil {
+		return nil // the upgrader has answered the request
+	}
+	cl := newClient(h, conn, sess)
+	if !h.register(cl, after) {
+		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down")
+		_ = conn.WriteControl(websocket.CloseMessage, msg, h.opts.Clock().Add(closeWait))
+		return conn.Close()
+	}
+	go cl.readLoop()
+	cl.writeLoop()
+	return nil
+}
+
+// running reports whether the hub accepts clients.
+func (h *Hub) running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == stateRunning
+}
+
+// authenticate returns the request's session, or an EUNAUTHORIZED error when there is
+// no cookie, the session is unknown or expired, or its agent may not sign in.
+func (h *Hub) authenticate(ctx context.Context, r *http.Request) (*models.Session, error) {
+	unauthorized := models.Errorf(models.EUNAUTHORIZED, "sign in to receive live updates")
+	ck, err := r.Cookie(SessionCookie)
+	if err != nil || ck.Value == "" || len(ck.Value) > 200 {
+		return nil, unauthorized
+	}
+	s, err := h.store.GetSession(ctx, models.HashSecret(ck.Value))
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, unauthorized
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !h.opts.Clock().Before(s.ExpiresAt) {
+		return nil, unauthorized
+	}
+	a, err := h.store.GetAgent(ctx, s.AgentID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, unauthorized
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !canSignIn(a) {
+		return nil, unauthorized
+	}
+	return s, nil
+}
+
+// canSignIn mirrors the dashboard's rule: enabled humans only.
+func canSignIn(a *models.Agent) bool {
+	return a != nil && !a.Disabled && a.Kind == models.KindHuman
+}
+
+// checkOrigin is the upgrader's CheckOrigin: a browser's Origin must name the host the
+// request was sent to (or one of Options.AllowedOrigins), which stops another site's
+// page from opening the stream with the user's cookie (cross-site WebSocket
+// hijacking). A request without Origin does not come from a browser page, so it
+// carries no ambient cookie and is allowed.
+func (h *Hub) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	for _, a := range h.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
