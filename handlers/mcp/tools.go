@@ -1,0 +1,325 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/models"
+)
+
+// ToolNames lists the tools the server offers, in the order they are registered.
+// None of them posts a completion: completion belongs to the runner.
+var ToolNames = []string{
+	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal",
+	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "reopen_task", "inbox_list",
+}
+
+// tools holds what the tool handlers need.
+type tools struct {
+	svc *models.Service
+	log *slog.Logger
+}
+
+// call is a tool's work once the actor is known: its structured answer, a one-line
+// summary, or the service's error.
+type call[In, Out any] func(ctx context.Context, actor *models.Agent, in In) (Out, string, error)
+
+// how a tool reports a refusal.
+type refusalStyle struct {
+	about   subject
+	renames map[string]string // service field name → tool argument name
+}
+
+// add registers a tool whose handler runs as the request's authenticated agent and
+// answers with structured content plus a short text (and the same JSON as text, for
+// clients that only read text), or with a tool error naming the rule.
+func add[In, Out any](t *tools, srv *sdk.Server, tool *sdk.Tool, style refusalStyle, f call[In, Out]) {
+	sdk.AddTool(srv, tool, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		var zero Out
+		actor, err := actorOf(req)
+		if err != nil {
+			return nil, zero, t.refusal(tool.Name, err, style.about, style.renames)
+		}
+		out, text, err := f(ctx, actor, in)
+		if err != nil {
+			return nil, zero, t.refusal(tool.Name, err, style.about, style.renames)
+		}
+		j, err := json.Marshal(out)
+		if err != nil {
+			return nil, zero, t.refusal(tool.Name, err, style.about, nil)
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}, &sdk.TextContent{Text: string(j)}}}, out, nil
+	})
+}
+
+// Tool arguments. Identity arguments (creator, agent_name) are optional: the actor is
+// always the token's agent, and a different name is refused.
+
+// CreateGoalArgs are the arguments of create_goal.
+type CreateGoalArgs struct {
+	Creator     string `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	Title       string `json:"title" jsonschema:"what the goal delivers, e.g. Build login page (at most 200 characters)"`
+	Description string `json:"description,omitempty" jsonschema:"the outcome in more detail: what the lead will test before verifying the goal"`
+	Project     string `json:"project,omitempty" jsonschema:"optional project name to group goals"`
+}
+
+// LinkArgs are the arguments of link_task_to_goal.
+type LinkArgs struct {
+	TaskID int64 `json:"task_id" jsonschema:"the task to move into the goal"`
+	GoalID int64 `json:"goal_id" jsonschema:"the goal to move it into (not a verified goal)"`
+}
+
+// GoalArgs are the arguments of goal_status.
+type GoalArgs struct {
+	GoalID int64 `json:"goal_id" jsonschema:"the goal id returned by create_goal"`
+}
+
+// VerifyTaskArgs are the arguments of verify_task.
+type VerifyTaskArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"a task in state completed"`
+	Notes     string `json:"notes,omitempty" jsonschema:"what you checked and how: files read, commands run, behaviour tested"`
+}
+
+// ReasonArgs are the arguments of the tools that send work back with a reason.
+type ReasonArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"the task"`
+	Reason    string `json:"reason" jsonschema:"required, non-empty: precisely what is wrong and what must change; the builder gets it with the task"`
+}
+
+// VerifyGoalArgs are the arguments of verify_goal.
+type VerifyGoalArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token (a lead)"`
+	GoalID    int64  `json:"goal_id" jsonschema:"a goal in state pending_verify"`
+	Notes     string `json:"notes" jsonschema:"required, non-empty: the integration test you ran on the whole result and what you saw"`
+}
+
+// CreateTaskArgs are the arguments of create_task.
+type CreateTaskArgs struct {
+	Creator   string  `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	Title     string  `json:"title" jsonschema:"the unit of work, e.g. Create login form component (at most 200 characters)"`
+	Brief     string  `json:"brief,omitempty" jsonschema:"what to do and the acceptance criteria; the completion contract is generated from it and fixed now"`
+	Role      string  `json:"role,omitempty" jsonschema:"the role the work needs, e.g. developer (the default), tester, reviewer"`
+	AssignTo  string  `json:"assign_to,omitempty" jsonschema:"agent to assign it to: yourself, or anyone if you are a lead or exec; leave out to leave it pending for the runner or a later assignment"`
+	GoalID    int64   `json:"goal_id,omitempty" jsonschema:"goal to put the task in (a goal waiting for verification goes back to active)"`
+	Approve   string  `json:"approve,omitempty" jsonschema:"who approves in review: runner (default; for work a person does, any eligible agent), any, or a role such as lead"`
+	Verify    string  `json:"verify,omitempty" jsonschema:"who verifies: runner (default; for work a person does, any eligible agent), any, or a role such as tester"`
+	DependsOn []int64 `json:"depends_on,omitempty" jsonschema:"ids of tasks that must be verified before this one can start"`
+}
+
+// UpdateTaskArgs are the arguments of update_task.
+type UpdateTaskArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"the task"`
+	Status    string `json:"status" jsonschema:"in_progress (start an assigned task: the assignee only), review (submit without a summary; prefer submit_for_review) or cancelled (creator, lead or exec). completed and verified are refused: approve_task and verify_task do that, and worker completions belong to the runner"`
+}
+
+// SubmitArgs are the arguments of submit_for_review.
+type SubmitArgs struct {
+	AgentName    string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token (the builder)"`
+	TaskID       int64  `json:"task_id" jsonschema:"a task in state in_progress that you are building"`
+	Summary      string `json:"summary,omitempty" jsonschema:"what you built and how to check it"`
+	FilesChanged string `json:"files_changed,omitempty" jsonschema:"the files you changed, e.g. login.js, login.css"`
+}
+
+// TaskArgs are the arguments of approve_task.
+type TaskArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"a task in state review"`
+}
+
+// InboxArgs are the arguments of inbox_list.
+type InboxArgs struct {
+	Kind            string `json:"kind,omitempty" jsonschema:"blocked (attempts exhausted), escalation (rejected twice by verifiers) or advisory; leave out for all"`
+	IncludeResolved bool   `json:"include_resolved,omitempty" jsonschema:"also list items already resolved"`
+	Limit           int    `json:"limit,omitempty" jsonschema:"at most this many items (default 100, at most 1000)"`
+}
+
+func (t *tools) register(srv *sdk.Server) {
+	svc := t.svc
+	onTask := refusalStyle{about: aboutTask}
+	onGoal := refusalStyle{about: aboutGoal}
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+
+	add(t, srv, &sdk.Tool{Name: "create_goal",
+		Description: "Create a goal: a flat container for the tasks of one deliverable outcome. It starts open, becomes active when a task starts, pending_verify when all its tasks are verified, and verified when a lead confirms the integrated result. Returns the goal; its id is the goal_id of the other tools."},
+		onGoal, func(ctx context.Context, a *models.Agent, in CreateGoalArgs) (GoalView, string, error) {
+			if err := claim(a, "creator", in.Creator); err != nil {
+				return GoalView{}, "", err
+			}
+			g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project}
+			if err := svc.CreateGoal(ctx, a, g); err != nil {
+				return GoalView{}, "", err
+			}
+			return newNamer(ctx, svc).goal(g), fmt.Sprintf("goal %d created (%s): %s", g.ID, g.State, g.Title), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "link_task_to_goal",
+		Description: "Move an existing task into a goal (out of its previous goal, if any). The task's creator, a lead or an exec may do it. Linking an unfinished task into a goal that waits for verification sends the goal back to active."},
+		onTask, func(ctx context.Context, a *models.Agent, in LinkArgs) (TaskView, string, error) {
+			task, err := svc.LinkTaskToGoal(ctx, a, in.TaskID, in.GoalID)
+			if err != nil {
+				return TaskView{}, "", err
+			}
+			return newNamer(ctx, svc).task(task), fmt.Sprintf("task %d linked to goal %d", task.ID, in.GoalID), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "goal_status", Annotations: readOnly,
+		Description: "Show a goal: its state, the number of tasks in every task state (pending, assigned, in_progress, review, completed, verified, blocked, cancelled), each task with its id, title, state, role and assignee, and what the goal waits for."},
+		onGoal, func(ctx context.Context, a *models.Agent, in GoalArgs) (GoalStatusView, string, error) {
+			st, err := svc.GoalStatus(ctx, in.GoalID)
+			if err != nil {
+				return GoalStatusView{}, "", err
+			}
+			v := newNamer(ctx, svc).status(st)
+			return v, fmt.Sprintf("goal %d is %s: %d of %d tasks verified", v.Goal.ID, v.Goal.State, v.Counts[string(models.TaskVerified)], v.Total), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "verify_task",
+		Description: "As an independent verifier, confirm a completed task after checking the work yourself (read the files changed, run the code, test the behaviour). The task moves to verified. Refused when you built it (verifier_not_builder) or, with three or more agents, approved it (verifier_not_approver), or when the task's verify policy needs a role you lack."},
+		onTask, func(ctx context.Context, a *models.Agent, in VerifyTaskArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActVerify, models.ActionInput{Notes: in.Notes})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "reject_verification",
+		Description: "As the verifier, reject a completed task that does not work: it goes back to in_progress with its builder, and your reason becomes part of the next round. A non-empty reason is required. The second verifier rejection of a task escalates it to the lead's inbox. Same separation of duties as verify_task."},
+		onTask, func(ctx context.Context, a *models.Agent, in ReasonArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActRejectVerification, models.ActionInput{Reason: in.Reason})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "verify_goal",
+		Description: "As the lead, confirm a goal after testing the integrated product end to end, not just checking that its tasks are verified. Only a lead may (lead_only) and it cannot be delegated; the goal must be pending_verify (every task verified or cancelled) and notes are required. The goal moves to verified."},
+		onGoal, func(ctx context.Context, a *models.Agent, in VerifyGoalArgs) (GoalView, string, error) {
+			if err := claim(a, "agent_name", in.AgentName); err != nil {
+				return GoalView{}, "", err
+			}
+			g, err := svc.VerifyGoal(ctx, a, in.GoalID, in.Notes)
+			if err != nil {
+				return GoalView{}, "", err
+			}
+			return newNamer(ctx, svc).goal(g), fmt.Sprintf("goal %d verified by %s", g.ID, a.Name), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "create_task",
+		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is generated from the title and brief and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal, which is how a lead sends a goal waiting for verification back to active with a fix task."},
+		refusalStyle{about: aboutTask, renames: map[string]string{"agent": "assign_to"}},
+		func(ctx context.Context, a *models.Agent, in CreateTaskArgs) (TaskView, string, error) {
+			if err := claim(a, "creator", in.Creator); err != nil {
+				return TaskView{}, "", err
+			}
+			spec := models.TaskSpec{Title: in.Title, Brief: in.Brief, Role: in.Role, Approve: in.Approve, Verify: in.Verify,
+				DependsOn: in.DependsOn, Assignee: in.AssignTo}
+			if in.GoalID != 0 {
+				spec.GoalID = &in.GoalID
+			}
+			task, err := svc.CreateTask(ctx, a, spec)
+			if err != nil {
+				return TaskView{}, "", err
+			}
+			v := newNamer(ctx, svc).task(task)
+			return v, fmt.Sprintf("task %d created (%s): %s", task.ID, task.State, task.Title), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "update_task",
+		Description: "Change a task's status: in_progress starts an assigned task (the assignee only; its dependencies must be verified), review submits it without a summary (prefer submit_for_review), cancelled cancels it (its creator, a lead or an exec). completed and verified are refused: a reviewer approves with approve_task, an independent verifier verifies with verify_task, and a worker's completion belongs to the runner, which checks the output against the contract."},
+		onTask, func(ctx context.Context, a *models.Agent, in UpdateTaskArgs) (TaskView, string, error) {
+			act, err := statusAction(in.Status)
+			if err != nil {
+				return TaskView{}, "", err
+			}
+			return t.act(ctx, a, in.AgentName, in.TaskID, act, models.ActionInput{})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "submit_for_review",
+		Description: "As the builder, submit your in-progress task for review with a summary of what you built and the files you changed; it moves to review. Only the agent who started the task may submit it."},
+		onTask, func(ctx context.Context, a *models.Agent, in SubmitArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActSubmit, models.ActionInput{Summary: in.Summary, FilesChanged: in.FilesChanged})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "approve_task",
+		Description: "As the reviewer, approve a task in review; it moves to completed and waits for an independent verifier. Refused when the task's approve policy needs a role you lack, or, with three or more agents, when you built it (approver_not_builder)."},
+		onTask, func(ctx context.Context, a *models.Agent, in TaskArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActApprove, models.ActionInput{})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "reject_task",
+		Description: "As the reviewer, reject a task in review: it goes back to in_progress with its builder, and your reason becomes part of the next round. A non-empty reason is required; the same rules as approve_task apply."},
+		onTask, func(ctx context.Context, a *models.Agent, in ReasonArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActReject, models.ActionInput{Reason: in.Reason})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "reopen_task",
+		Description: "As the lead, reopen a verified task that regressed: it goes back to in_progress with its original builder, its verification is invalidated, and a verified goal containing it becomes active again. Lead only (lead_only); a non-empty reason is required."},
+		onTask, func(ctx context.Context, a *models.Agent, in ReasonArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActReopen, models.ActionInput{Reason: in.Reason})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "inbox_list", Annotations: readOnly,
+		Description: "List what waits for a person: blocked tasks (attempts exhausted, with every attempt's failure), escalations (a task rejected twice by verifiers) and advisory outputs to look at. Open items only unless include_resolved is set."},
+		onTask, func(ctx context.Context, a *models.Agent, in InboxArgs) (InboxListView, string, error) {
+			var fe models.FieldErrors
+			switch in.Kind {
+			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory:
+			default:
+				fe.Add("kind", "must be blocked, escalation or advisory")
+			}
+			if in.Limit < 0 || in.Limit > 1000 {
+				fe.Add("limit", "must be between 1 and 1000")
+			}
+			if err := fe.Err(); err != nil {
+				return InboxListView{}, "", err
+			}
+			items, err := svc.Store().ListInbox(ctx, models.InboxFilter{Kind: in.Kind, IncludeResolved: in.IncludeResolved, Limit: in.Limit})
+			if err != nil {
+				return InboxListView{}, "", err
+			}
+			out := InboxListView{Items: make([]InboxView, 0, len(items))}
+			for i := range items {
+				out.Items = append(out.Items, inboxView(&items[i]))
+			}
+			return out, fmt.Sprintf("%d inbox items", len(out.Items)), nil
+		})
+}
+
+// act applies a task action as actor after checking the identity argument.
+func (t *tools) act(ctx context.Context, actor *models.Agent, agentName string, id int64, act models.Action, in models.ActionInput) (TaskView, string, error) {
+	if err := claim(actor, "agent_name", agentName); err != nil {
+		return TaskView{}, "", err
+	}
+	task, err := t.svc.TaskAction(ctx, actor, id, act, in)
+	if err != nil {
+		return TaskView{}, "", err
+	}
+	return newNamer(ctx, t.svc).task(task), fmt.Sprintf("task %d is now %s", task.ID, task.State), nil
+}
+
+// statusAction maps update_task's status to the action that reaches it, or refuses
+// the statuses no tool may set.
+func statusAction(status string) (models.Action, error) {
+	switch models.TaskState(strings.ToLower(strings.TrimSpace(status))) {
+	case models.TaskInProgress:
+		return models.ActStart, nil
+	case models.TaskReview:
+		return models.ActSubmit, nil
+	case models.TaskCancelled:
+		return models.ActCancel, nil
+	case models.TaskCompleted, models.TaskVerified:
+		return "", models.Forbidden(RuleCompletionByRunner,
+			"update_task cannot set status %s: no tool posts a completion. A reviewer approves with approve_task, an independent verifier verifies with verify_task, and the completion of a worker's task belongs to the runner, which checks the output against the contract", status)
+	case models.TaskAssigned, models.TaskPending:
+		return "", invalidStatus("assigning and unassigning belong to create_task (assign_to), the dashboard or the API")
+	case models.TaskBlocked:
+		return "", invalidStatus("only the runner blocks a task, when its attempts are exhausted")
+	}
+	return "", invalidStatus("must be in_progress, review or cancelled")
+}
+
+func invalidStatus(msg string) error {
+	return &models.Error{Code: models.EINVALID, Message: "status cannot be set this way", Fields: map[string]string{"status": msg}}
+}
