@@ -13,8 +13,28 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 	e.POST("/login", p.login)
 }
 
-// coreRoutes registers overview, goals, tasks and inbox pages and actions.
+// coreRoutes registers overview, goals, tasks and inbox pages and actions:
+//
+//	POST /logout
+//	GET  /                                  overview
+//	GET  /goals, /goals/new, /goals/:id     POST /goals, /goals/:id/{verify,reject,runs}
+//	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action
+//	GET  /inbox                             (its forms post to the task actions)
 func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/logout", p.logout)
 	g.GET("/", p.overviewPage)
+
+	g.GET("/goals", p.goalsPage)
+	g.GET("/goals/new", p.newGoalPage)
+	g.POST("/goals", p.createGoal)
+	g.GET("/goals/:id", p.goalPage)
+	g.POST("/goals/:id/verify", p.verifyGoal)
+	g.POST("/goals/:id/reject", p.rejectGoal)
+	g.POST("/goals/:id/runs", p.startRun)
+
+	g.GET("/tasks", p.tasksPage)
+	g.GET("/tasks/:id", p.taskPage)
+	g.POST("/tasks/:id/action/:action", p.taskAction)
+
+	g.GET("/inbox", p.inboxPage)
 }

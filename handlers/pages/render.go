@@ -3,6 +3,7 @@ package pages
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -45,3 +46,17 @@ func fieldErrors(err error) map[string]string {
 func isInvalid(err error) bool { return models.ErrorCode(err) == models.EINVALID }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// parseFixKey parses a field key "fix_tasks[N].field" into N and field.
+func parseFixKey(key string) (n int, field string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "fix_tasks[")
+	if !ok {
+		return 0, "", false
+	}
+	num, field, ok := strings.Cut(rest, "].")
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(num)
+	return n, field, err == nil
+}

@@ -1,0 +1,75 @@
+package pages
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+	"github.com/countersign/countersign/web/pages/goals"
+)
+
+// goalsListLimit caps the goals list; each row costs one count query.
+const goalsListLimit = 100
+
+// goalsPage answers GET /goals?state=.
+func (p *Pages) goalsPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	v := goals.View{State: c.QueryParam("state")}
+	v.States = []components.Option{{Value: "", Label: "any state"}}
+	valid := false
+	for _, s := range models.GoalStates {
+		v.States = append(v.States, components.Option{Value: string(s), Label: components.StateLabel(string(s))})
+		valid = valid || string(s) == v.State
+	}
+	if !valid {
+		v.State = ""
+	}
+	list, err := p.d.Service.Store().ListGoals(ctx, models.GoalFilter{State: models.GoalState(v.State), Limit: goalsListLimit})
+	if err != nil {
+		return err
+	}
+	v.More = len(list) == goalsListLimit
+	for _, g := range list {
+		counts, err := p.d.Service.Store().CountTasks(ctx, g.ID)
+		if err != nil {
+			return err
+		}
+		done, total := progress(counts)
+		v.Goals = append(v.Goals, goals.Row{ID: g.ID, Title: g.Title, State: string(g.State), Project: g.Project,
+			Done: done, Total: total, CreatedAt: g.CreatedAt})
+	}
+	v.Meta = p.meta(c, "Goals", layout.NavGoals)
+	v.Meta.LiveRefresh = "any"
+	return ok(c, goals.Page(v))
+}
+
+// progress returns the finished (verified or cancelled) and total task counts.
+func progress(counts map[models.TaskState]int) (done, total int) {
+	for _, n := range counts {
+		total += n
+	}
+	return counts[models.TaskVerified] + counts[models.TaskCancelled], total
+}
+
+// newGoalPage answers GET /goals/new.
+func (p *Pages) newGoalPage(c echo.Context) error {
+	return ok(c, goals.NewPage(goals.NewView{Meta: p.meta(c, "New goal", layout.NavGoals), CSRF: CSRFToken(c)}))
+}
+
+// createGoal answers POST /goals: any signed-in agent may create a goal.
+func (p *Pages) createGoal(c echo.Context) error {
+	g := &models.Goal{Title: c.FormValue("title"), Description: c.FormValue("description"), Project: c.FormValue("project")}
+	err := p.d.Service.CreateGoal(c.Request().Context(), SignedIn(c), g)
+	if isInvalid(err) {
+		v := goals.NewView{CSRF: CSRFToken(c), Title: g.Title, Description: g.Description, Project: g.Project, Errors: fieldErrors(err)}
+		v.Meta = p.meta(c, "New goal", layout.NavGoals)
+		return render(c, http.StatusUnprocessableEntity, goals.NewPage(v))
+	}
+	if err != nil {
+		return err
+	}
+	return done(c, "/goals/"+itoa(g.ID), "Goal created.")
+}

@@ -1,0 +1,175 @@
+package pages
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+	"github.com/countersign/countersign/web/pages/inbox"
+)
+
+// inboxKinds orders the inbox groups.
+var inboxKinds = []struct{ kind, label string }{
+	{models.InboxBlocked, "Blocked tasks"},
+	{models.InboxEscalation, "Escalations"},
+	{models.InboxAdvisory, "Advisory outputs to look at"},
+}
+
+// inboxActions are the resolving actions the inbox offers, in display order.
+var inboxActions = []models.Action{models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
+
+// inboxPage answers GET /inbox.
+func (p *Pages) inboxPage(c echo.Context) error {
+	v, err := p.inboxView(c)
+	if err != nil {
+		return err
+	}
+	return ok(c, inbox.Page(*v))
+}
+
+// inboxView loads the open inbox items (at most 200), their tasks and their forms.
+func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
+	ctx := c.Request().Context()
+	st := p.d.Service.Store()
+	items, err := st.ListInbox(ctx, models.InboxFilter{Limit: 200})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := p.agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	taskIDs := make([]int64, 0, len(items))
+	for _, it := range items {
+		taskIDs = append(taskIDs, it.TaskID)
+	}
+	var tasks []models.Task
+	if len(taskIDs) > 0 {
+		if tasks, err = st.GetTasks(ctx, taskIDs); err != nil {
+			return nil, err
+		}
+	}
+	byID := map[int64]*models.Task{}
+	for i := range tasks {
+		byID[tasks[i].ID] = &tasks[i]
+	}
+	me := SignedIn(c)
+	v := &inbox.View{CSRF: CSRFToken(c), Agents: dir.options("— choose —"), Total: len(items)}
+	for _, k := range inboxKinds {
+		g := inbox.Group{Kind: k.kind, Label: k.label}
+		for _, it := range items {
+			if it.Kind != k.kind {
+				continue
+			}
+			g.Items = append(g.Items, inboxItem(it, byID[it.TaskID], me, dir))
+		}
+		if len(g.Items) > 0 {
+			v.Groups = append(v.Groups, g)
+		}
+	}
+	v.Meta = p.meta(c, "Inbox", layout.NavInbox)
+	v.Meta.LiveRefresh = "any"
+	return v, nil
+}
+
+// inboxItem builds one item: the blocked payload's exact criteria and attempts, or
+// the escalation's and advisory output's details, and the forms me may try.
+func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *directory) inbox.Item {
+	out := inbox.Item{ID: it.ID, Kind: it.Kind, Title: it.Title, CreatedAt: it.CreatedAt, TaskID: it.TaskID}
+	if it.GoalID != nil {
+		out.GoalID = *it.GoalID
+	}
+	switch it.Kind {
+	case models.InboxBlocked:
+		var bp models.BlockedPayload
+		if json.Unmarshal(it.Payload, &bp) == nil {
+			out.Agent = bp.Agent
+			out.Criteria = completionFacts(bp.CompletionSpec)
+			for _, a := range bp.Attempts {
+				out.Attempts = append(out.Attempts, inbox.Attempt{Number: a.Attempt, Stage: a.Stage, Failure: a.Failure})
+			}
+		}
+	default:
+		var m map[string]any
+		if json.Unmarshal(it.Payload, &m) == nil {
+			for _, k := range []string{"rejections", "last_reason", "verifier", "summary"} {
+				if val, ok := m[k]; ok {
+					out.Details = append(out.Details, components.DefItem{Term: k, Value: anyText(val)})
+				}
+			}
+		}
+	}
+	if t == nil {
+		return out
+	}
+	out.TaskTitle, out.TaskState = t.Title, string(t.State)
+	for _, act := range inboxActions {
+		if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
+			continue
+		}
+		sp := actionSpecs[act]
+		out.Forms = append(out.Forms, inbox.Form{Action: string(act), Label: sp.label, Variant: sp.variant,
+			Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
+	}
+	return out
+}
+
+// completionFacts lists a completion contract exactly as the blocked payload has it.
+func completionFacts(cp models.Completion) []components.DefItem {
+	items := []components.DefItem{
+		{Term: "type", Value: string(cp.Type)},
+		{Term: "path", Value: cp.Path, Mono: true},
+		{Term: "min_length", Value: positive(cp.MinLength)},
+		{Term: "signal", Value: cp.Signal, Mono: true},
+		{Term: "done_token", Value: cp.DoneToken, Mono: true},
+		{Term: "verify", Values: cp.Verify, Mono: true},
+		{Term: "evaluate", Value: cp.Evaluate},
+		{Term: "max_attempts", Value: positive(cp.MaxAttempts)},
+		{Term: "timeout", Value: dur(cp.Timeout.Duration)},
+	}
+	if cp.Checklist != nil {
+		items = append(items, components.DefItem{Term: "checklist", Value: cp.Checklist.Path + " (" + strconv.Itoa(cp.Checklist.Count) + " checked)", Mono: true})
+	}
+	if cp.Clean {
+		items = append(items, components.DefItem{Term: "clean", Value: "no uncommitted changes"})
+	}
+	return items
+}
+
+func anyText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// inboxForm re-renders the inbox with one form's input and errors (422).
+func (p *Pages) inboxForm(c echo.Context, taskID int64, act string, values, errs map[string]string) error {
+	v, err := p.inboxView(c)
+	if err != nil {
+		return err
+	}
+	for gi := range v.Groups {
+		for ii := range v.Groups[gi].Items {
+			it := &v.Groups[gi].Items[ii]
+			if it.TaskID != taskID {
+				continue
+			}
+			for fi := range it.Forms {
+				if it.Forms[fi].Action == act {
+					it.Forms[fi].Values, it.Forms[fi].Errors = values, errs
+				}
+			}
+		}
+	}
+	return render(c, http.StatusUnprocessableEntity, inbox.Page(*v))
+}

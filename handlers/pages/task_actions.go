@@ -1,0 +1,144 @@
+package pages
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/pages/task"
+)
+
+// actionSpec is how an action looks as a form.
+type actionSpec struct {
+	label, variant, reasonLabel string
+	agent, reason, reasonOpt    bool
+	notes, summary              bool
+}
+
+var actionSpecs = map[models.Action]actionSpec{
+	models.ActAssign:             {label: "Assign", variant: "primary", agent: true},
+	models.ActReassign:           {label: "Reassign", variant: "secondary", agent: true, reason: true, reasonOpt: true, reasonLabel: "Note for the new assignee (optional)"},
+	models.ActStart:              {label: "Start work", variant: "primary"},
+	models.ActSubmit:             {label: "Submit for review", variant: "primary", summary: true},
+	models.ActApprove:            {label: "Approve", variant: "primary"},
+	models.ActReject:             {label: "Reject", variant: "danger", reason: true, reasonLabel: "Reason for the builder"},
+	models.ActVerify:             {label: "Verify", variant: "primary", notes: true},
+	models.ActRejectVerification: {label: "Reject verification", variant: "danger", reason: true, reasonLabel: "What is wrong"},
+	models.ActReopen:             {label: "Reopen", variant: "danger", reason: true, reasonLabel: "Why reopen"},
+	models.ActRetry:              {label: "Retry with guidance", variant: "primary", reason: true, reasonLabel: "Guidance for the worker"},
+	models.ActAccept:             {label: "Accept as done", variant: "secondary", reason: true, reasonLabel: "Reason for accepting"},
+	models.ActCancel:             {label: "Cancel task", variant: "danger", reason: true, reasonOpt: true, reasonLabel: "Reason (optional)"},
+}
+
+// mayTry is the page's cheap guess whether me may take act on t: it decides which
+// buttons to show. The service checks everything again, including separation of
+// duties, when the form is posted.
+func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory) bool {
+	lead, exec := me.HasRole(models.RoleLead), me.HasRole(models.RoleExec)
+	isBuilder := t.BuilderID != nil && *t.BuilderID == me.ID
+	switch act {
+	case models.ActAssign, models.ActReassign, models.ActRetry:
+		return lead || exec
+	case models.ActAccept:
+		return exec && !isBuilder
+	case models.ActReopen:
+		return lead
+	case models.ActCancel:
+		return lead || exec || t.CreatorID == me.ID
+	case models.ActStart:
+		return t.AssigneeID != nil && *t.AssigneeID == me.ID
+	case models.ActSubmit:
+		return isBuilder
+	case models.ActApprove, models.ActReject:
+		return policyGuess(me, t, t.Approve, dir) && !isBuilder
+	case models.ActVerify, models.ActRejectVerification:
+		return policyGuess(me, t, t.Verify, dir) && !isBuilder && (t.ApproverID == nil || *t.ApproverID != me.ID)
+	}
+	return false
+}
+
+// policyGuess: a role policy needs the role; the runner policy leaves a worker's
+// output to the runner.
+func policyGuess(me *models.Agent, t *models.Task, p models.Policy, dir *directory) bool {
+	switch p {
+	case "", models.PolicyRunner:
+		if t.BuilderID != nil {
+			if b := dir.byID[*t.BuilderID]; b != nil && b.Kind == models.KindWorker {
+				return false
+			}
+		}
+		return true
+	case models.PolicyAny:
+		return true
+	}
+	return me.HasRole(p)
+}
+
+// actionForms lists the forms of the actions legal from t's state that me may try.
+func actionForms(me *models.Agent, t *models.Task, dir *directory) []task.ActionForm {
+	var out []task.ActionForm
+	for _, a := range models.AllowedActions(t.State) {
+		act := models.Action(a)
+		sp, ok := actionSpecs[act]
+		if !ok || !mayTry(me, t, act, dir) {
+			continue
+		}
+		out = append(out, task.ActionForm{Action: a, Label: sp.label, Variant: sp.variant, Agent: sp.agent,
+			Reason: sp.reason, ReasonOpt: sp.reasonOpt, ReasonLabel: sp.reasonLabel, Notes: sp.notes, Summary: sp.summary})
+	}
+	return out
+}
+
+// taskAction answers POST /tasks/:id/action/:action with agent, reason, notes,
+// summary and files_changed, and back (where to return: the task page by default).
+func (p *Pages) taskAction(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	act := models.Action(c.Param("action"))
+	if _, ok := actionSpecs[act]; !ok {
+		return models.NotFound("action", act)
+	}
+	in := models.ActionInput{Agent: c.FormValue("agent"), Reason: c.FormValue("reason"), Notes: c.FormValue("notes"),
+		Summary: c.FormValue("summary"), FilesChanged: c.FormValue("files_changed")}
+	back := c.FormValue("back")
+	if back != "/inbox" {
+		back = "/tasks/" + itoa(id)
+	}
+	t, err := p.d.Service.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
+	if isInvalid(err) {
+		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary}
+		if back == "/inbox" {
+			return p.inboxForm(c, id, string(act), values, fieldErrors(err))
+		}
+		return p.taskForm(c, id, string(act), values, fieldErrors(err))
+	}
+	if err != nil {
+		return err
+	}
+	return done(c, back, "Task #"+itoa(id)+": "+actionSpecs[act].label+" done — now "+components.StateLabel(string(t.State))+".")
+}
+
+// taskForm re-renders the task page with one action form's input and errors (422).
+func (p *Pages) taskForm(c echo.Context, id int64, act string, values, errs map[string]string) error {
+	v, err := p.taskView(c, id)
+	if err != nil {
+		return err
+	}
+	found := false
+	for i := range v.Actions {
+		if v.Actions[i].Action == act {
+			v.Actions[i].Values, v.Actions[i].Errors, found = values, errs, true
+		}
+	}
+	if !found {
+		sp := actionSpecs[models.Action(act)]
+		v.Actions = append(v.Actions, task.ActionForm{Action: act, Label: sp.label, Variant: sp.variant, Agent: sp.agent,
+			Reason: sp.reason, ReasonOpt: sp.reasonOpt, ReasonLabel: sp.reasonLabel, Notes: sp.notes, Summary: sp.summary,
+			Values: values, Errors: errs})
+	}
+	return render(c, http.StatusUnprocessableEntity, task.Page(*v))
+}

@@ -1,0 +1,215 @@
+package pages
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+	"github.com/countersign/countersign/web/pages/task"
+)
+
+// taskPage answers GET /tasks/:id. A live re-fetch (X-Partial: 1) gets the same page;
+// live.js swaps its data-live-region elements.
+func (p *Pages) taskPage(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	v, err := p.taskView(c, id)
+	if err != nil {
+		return err
+	}
+	return ok(c, task.Page(*v))
+}
+
+// taskView loads the task page's model.
+func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
+	ctx := c.Request().Context()
+	st := p.d.Service.Store()
+	t, err := st.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := p.agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := st.ListAttempts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	inbox, err := st.ListInbox(ctx, models.InboxFilter{TaskID: id, IncludeResolved: true})
+	if err != nil {
+		return nil, err
+	}
+	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State),
+		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract),
+		Facts: taskFacts(t, dir), Agents: dir.options("— choose —")}
+	if t.GoalID != nil {
+		v.GoalID, v.GoalTitle = *t.GoalID, p.goalTitle(ctx, t.GoalID)
+	}
+	for _, a := range attempts {
+		v.Attempts = append(v.Attempts, attemptView(a, dir))
+	}
+	if n := len(attempts); n > 0 {
+		v.LiveText = attempts[n-1].OutputTail
+		v.Running = attempts[n-1].Outcome == models.OutcomeRunning
+	}
+	for _, it := range inbox {
+		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: it.Title, Resolved: it.Resolved, Resolution: it.Resolution})
+	}
+	events, truncated, err := p.taskEvents(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
+	v.Actions = actionForms(SignedIn(c), t, dir)
+	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
+	v.Meta.LiveRefresh = "task:" + itoa(t.ID)
+	return v, nil
+}
+
+// taskFacts lists the task's people, policies and last words.
+func taskFacts(t *models.Task, dir *directory) []components.DefItem {
+	return []components.DefItem{
+		{Term: "Assignee", Value: dir.name(t.AssigneeID)},
+		{Term: "Builder", Value: dir.name(t.BuilderID)},
+		{Term: "Approver", Value: dir.name(t.ApproverID)},
+		{Term: "Verifier", Value: dir.name(t.VerifierID)},
+		{Term: "Creator", Value: dir.name(&t.CreatorID)},
+		{Term: "Approved by", Value: orRunner(t.Approve)},
+		{Term: "Verified by", Value: orRunner(t.Verify)},
+		{Term: "Attempts used", Value: strconv.Itoa(t.AttemptsUsed)},
+		{Term: "Verifier rejections", Value: strconv.Itoa(t.Rejections)},
+		{Term: "Last reason / guidance", Value: t.Reason},
+		{Term: "Summary", Value: t.Summary},
+		{Term: "Files changed", Value: t.FilesChanged},
+		{Term: "Verification notes", Value: t.Notes},
+		{Term: "Accepted without passing checks", Value: yes(t.Override)},
+		{Term: "Depends on", Values: ids(t.DependsOn)},
+		{Term: "Created", Value: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")},
+		{Term: "Updated", Value: t.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")},
+	}
+}
+
+func orRunner(p models.Policy) string {
+	if p == "" {
+		return models.PolicyRunner
+	}
+	return p
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return ""
+}
+
+func ids(list []int64) []string {
+	out := make([]string, 0, len(list))
+	for _, id := range list {
+		out = append(out, "task #"+itoa(id))
+	}
+	return out
+}
+
+// contractFacts lists the contract's key fields.
+func contractFacts(ct models.Contract) []components.DefItem {
+	cp, vf := ct.Completion, ct.Verification
+	items := []components.DefItem{
+		{Term: "Completion", Value: string(cp.Type)},
+		{Term: "Output path", Value: cp.Path, Mono: true},
+		{Term: "Minimum length", Value: positive(cp.MinLength)},
+		{Term: "Signal", Value: cp.Signal, Mono: true},
+		{Term: "Done token", Value: cp.DoneToken, Mono: true},
+		{Term: "Verify commands", Values: cp.Verify, Mono: true},
+		{Term: "Evaluation", Value: cp.Evaluate},
+		{Term: "Attempt budget", Value: positive(cp.MaxAttempts)},
+		{Term: "Timeout", Value: dur(cp.Timeout.Duration)},
+		{Term: "Verification", Value: string(vf.Type)},
+	}
+	var crit []string
+	for _, c := range vf.Criteria {
+		s := c.Activity
+		if c.Description != "" {
+			s += ": " + c.Description
+		}
+		crit = append(crit, s)
+	}
+	items = append(items, components.DefItem{Term: "Criteria", Values: crit})
+	if ct.Review != nil {
+		items = append(items, components.DefItem{Term: "Artifact review by", Value: ct.Review.Role})
+	}
+	return items
+}
+
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func dur(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func ms(n int64) string {
+	if n < 1000 {
+		return strconv.FormatInt(n, 10) + " ms"
+	}
+	return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+// attemptView turns an attempt into its view.
+func attemptView(a models.Attempt, dir *directory) task.Attempt {
+	out := task.Attempt{Number: a.Number, Agent: dir.name(&a.AgentID), Outcome: a.Outcome, Stage: a.Stage,
+		Diagnosis: a.Diagnosis, ExitCode: a.ExitCode, StartedAt: a.StartedAt, OutputTail: a.OutputTail}
+	if a.FinishedAt != nil {
+		out.Duration = ms(a.FinishedAt.Sub(a.StartedAt).Milliseconds())
+	}
+	for _, ch := range a.Checks {
+		out.Checks = append(out.Checks, task.Check{Stage: ch.Stage, Verdict: ch.Verdict, Diagnosis: ch.Diagnosis, Duration: ms(ch.DurationMS)})
+	}
+	for _, cr := range a.Criteria {
+		out.Criteria = append(out.Criteria, task.Criterion{Activity: cr.Activity, Command: cr.Command, Status: cr.Status,
+			Error: cr.Error, Attempts: cr.Attempts, Duration: ms(cr.DurationMS)})
+	}
+	return out
+}
+
+// timeline turns a task's events into timeline entries.
+func timeline(events []models.Event, dir *directory) []components.TimelineItem {
+	out := make([]components.TimelineItem, 0, len(events))
+	for _, e := range events {
+		var d struct {
+			From, To, Action, Reason, Notes, Summary, Agent, Resolution string
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		it := components.TimelineItem{At: e.CreatedAt, Title: e.Type, Actor: dir.name(e.ActorID), State: d.To}
+		if d.From != "" && d.To != "" {
+			it.Title = e.Type + ": " + components.StateLabel(d.From) + " → " + components.StateLabel(d.To)
+		}
+		var parts []string
+		for _, kv := range [][2]string{{"agent", d.Agent}, {"reason", d.Reason}, {"notes", d.Notes}, {"summary", d.Summary}, {"resolution", d.Resolution}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+": "+kv[1])
+			}
+		}
+		it.Body = strings.Join(parts, "\n")
+		out = append(out, it)
+	}
+	return out
+}
+

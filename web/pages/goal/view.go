@@ -1,0 +1,84 @@
+package goal
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+)
+
+// View is the goal page's model.
+type View struct {
+	Meta         layout.PageMeta
+	CSRF         string
+	ID           int64
+	Title        string
+	Description  string
+	Project      string
+	State        string
+	Notes        string
+	VerifierName string
+	Done, Total  int     // verified or cancelled tasks, all tasks
+	Groups       []Group // tasks per state, lifecycle order, non-empty states only
+	CanDecide    bool    // a lead, and the goal waits for verification
+	CanRun       bool    // a lead, and the goal is not verified
+	Agents       []components.Option
+	Templates    []components.Option
+	Verify       VerifyForm
+	Reject       RejectForm
+	Run          RunForm
+}
+
+// Group is the tasks of one state; Tasks is capped, Count is all of them.
+type Group struct {
+	State string
+	Count int
+	Tasks []TaskRow
+}
+
+// TaskRow is one task in a group.
+type TaskRow struct {
+	ID       int64
+	Title    string
+	Role     string
+	Assignee string
+}
+
+// VerifyForm is the verify form's input and errors.
+type VerifyForm struct {
+	Notes  string
+	Errors map[string]string
+}
+
+// RejectForm is the reject form's input and errors.
+type RejectForm struct {
+	Reason string
+	Fixes  []FixRow
+	Errors map[string]string
+}
+
+// FixRow is one fix task row of the reject form.
+type FixRow struct {
+	Title, Brief, Role, Assignee string
+	Errors                       map[string]string
+}
+
+// RunForm is the start-run form's input and errors.
+type RunForm struct {
+	Template string
+	Params   string
+	Errors   map[string]string
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func fixID(i int, field string) string { return "fix-" + strconv.Itoa(i) + "-" + field }
+
+func tasksHref(goal int64, state string) string {
+	q := url.Values{"goal": {itoa(goal)}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	return "/tasks?" + q.Encode()
+}

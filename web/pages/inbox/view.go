@@ -1,0 +1,72 @@
+package inbox
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+)
+
+// View is the inbox's model.
+type View struct {
+	Meta   layout.PageMeta
+	CSRF   string
+	Groups []Group // blocked, escalation, advisory; empty kinds left out
+	Agents []components.Option
+	Total  int
+}
+
+// Group is the open items of one kind.
+type Group struct {
+	Kind  string
+	Label string
+	Items []Item
+}
+
+// Item is one open inbox item with its task and the forms that resolve it.
+type Item struct {
+	ID        int64
+	Kind      string
+	Title     string
+	CreatedAt time.Time
+	TaskID    int64
+	TaskTitle string
+	TaskState string
+	GoalID    int64
+	Agent     string               // the blocked task's worker
+	Criteria  []components.DefItem // blocked: the exact completion spec
+	Attempts  []Attempt            // blocked: every attempt's stage and failure
+	Details   []components.DefItem // escalation and advisory details
+	Forms     []Form
+}
+
+// Attempt is one failed attempt of a blocked task.
+type Attempt struct {
+	Number  int
+	Stage   string
+	Failure string
+}
+
+// Form is one resolving action: retry, reassign, accept, cancel.
+type Form struct {
+	Action      string
+	Label       string
+	Variant     string
+	Agent       bool
+	Reason      bool
+	ReasonLabel string
+	Required    bool
+	Values      map[string]string
+	Errors      map[string]string
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func fid(item int64, action, field string) string {
+	return "inbox-" + itoa(item) + "-" + action + "-" + field
+}
+
+func attemptHref(task int64, n int) string {
+	return "/tasks/" + itoa(task) + "#attempt-" + strconv.Itoa(n)
+}

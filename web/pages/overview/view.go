@@ -1,0 +1,54 @@
+package overview
+
+import (
+	"strconv"
+
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+)
+
+// View is the overview's model.
+type View struct {
+	Meta       layout.PageMeta
+	Tasks      []Tile // one per task state
+	Goals      []Tile // one per goal state
+	TotalTasks int
+	Inbox      int
+	Pool       []Worker
+	Feed       []components.FeedItem
+}
+
+// Tile is a count with the list it links to.
+type Tile struct {
+	Label string
+	State string
+	Count int
+	Href  string
+}
+
+// Worker is one worker agent of the runner pool.
+type Worker struct {
+	Name        string
+	Roles       string
+	Status      string // busy | idle | disabled
+	Concurrency int
+	Tasks       []TaskRef // what it works on now
+}
+
+// TaskRef names a task.
+type TaskRef struct {
+	ID    int64
+	Title string
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func status(s string) string {
+	switch s {
+	case "busy":
+		return "in_progress"
+	case "idle":
+		return "pending"
+	}
+	return "cancelled"
+}
