@@ -340,6 +340,20 @@ func TestAuthentication(t *testing.T) {
 				t.Fatalf("%s: status %d, WWW-Authenticate %q", name, res.StatusCode, res.Header.Get("WWW-Authenticate"))
 			}
 		}
+		// Behind a reverse proxy on the same host the Host header is the public name.
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/mcp", strings.NewReader(body))
+		req.Host = "countersign.example.com"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.tokens["a"])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("proxied request: status %d", res.StatusCode)
+		}
 		if _, err := e.connect("cs_not-a-token", ""); err == nil {
 			t.Fatal("the SDK client connected with a bad token")
 		}

@@ -62,13 +62,18 @@ No tool marks work completed for you: completion of worker tasks belongs to the 
 // Stateless serving needs no session memory, survives restarts, works behind several
 // processes, and is the only mode the SDK offers the newest protocol version in; the
 // tools never call back into the client, which is all that sessions would add.
+//
+// The SDK's DNS-rebinding guard (refusing a loopback connection whose Host is not
+// loopback) is off: it exists for servers without credentials, while every request
+// here needs a bearer token a rebinding page cannot know, and the guard would refuse
+// every request a reverse proxy on the same host forwards with the public Host.
 func New(svc *models.Service, version string) http.Handler {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: version},
 		&sdk.ServerOptions{Instructions: instructions})
 	t := &tools{svc: svc, log: slog.Default()}
 	t.register(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
-		&sdk.StreamableHTTPOptions{Stateless: true})
+		&sdk.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
 	bearer := auth.RequireBearerToken(verifier(svc, t.log), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	return challenge(bearer(h))
 }
