@@ -1,0 +1,166 @@
+package pages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/ledger"
+	"github.com/countersign/countersign/web/layout"
+	ledgerpage "github.com/countersign/countersign/web/pages/ledger"
+)
+
+// ledgerPageSize is the number of entries per ledger page.
+const ledgerPageSize = 50
+
+func (p *Pages) ledgerRow(e models.LedgerEntry) ledgerpage.Row {
+	r := ledgerpage.Row{ID: e.ID, Type: e.Type, Status: e.Status, Attempts: e.Attempts, LastError: e.LastError,
+		Override: e.Override, Sequence: e.Sequence, RunningHash: e.RunningHash, TxID: e.TxID, Summarised: len(e.Payload) > 0}
+	if e.TaskID != nil {
+		r.TaskID = *e.TaskID
+	}
+	if e.GoalID != nil {
+		r.GoalID = *e.GoalID
+	}
+	if e.ConsensusAt != nil {
+		r.ConsensusAt = *e.ConsensusAt
+		if p.d.Ledger.Kind == "hcs" {
+			r.HashScan = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, *e.ConsensusAt)
+		}
+	}
+	return r
+}
+
+func (p *Pages) ledgerKind() string {
+	if p.d.Ledger.Kind == "" {
+		return "local"
+	}
+	return p.d.Ledger.Kind
+}
+
+// ledgerView reads one page of entries after the id in ?after=.
+func (p *Pages) ledgerView(c echo.Context, after int64) (ledgerpage.View, error) {
+	v := ledgerpage.View{Meta: p.meta(c, "Ledger", layout.NavLedger), CSRF: CSRFToken(c), Kind: p.ledgerKind(), After: after}
+	if v.Kind == "hcs" {
+		v.TopicID = p.d.Ledger.TopicID
+		v.TopicURL = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, time.Time{})
+	}
+	// One more than a page tells whether there is a next page.
+	entries, err := p.d.Service.Store().ListLedger(c.Request().Context(), models.LedgerFilter{AfterID: after, Limit: ledgerPageSize + 1})
+	if err != nil {
+		return v, err
+	}
+	if len(entries) > ledgerPageSize {
+		entries = entries[:ledgerPageSize]
+		v.Next = entries[len(entries)-1].ID
+	}
+	for _, e := range entries {
+		v.Rows = append(v.Rows, p.ledgerRow(e))
+	}
+	return v, nil
+}
+
+// ledgerList answers GET /ledger[?after=ID].
+func (p *Pages) ledgerList(c echo.Context) error {
+	var after int64
+	if q := c.QueryParam("after"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil || n < 0 {
+			return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"after": "must be an entry id"}}
+		}
+		after = n
+	}
+	v, err := p.ledgerView(c, after)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, ledgerpage.Page(v))
+}
+
+// ledgerVerify answers POST /ledger/verify: VerifyChain over every entry of the local
+// ledger, the result shown on the first page of the ledger.
+func (p *Pages) ledgerVerify(c echo.Context) error {
+	v, err := p.ledgerView(c, 0)
+	if err != nil {
+		return err
+	}
+	res := &ledgerpage.VerifyResult{}
+	if v.Kind == "hcs" {
+		res.Note = "This ledger is an HCS topic: its entries are verified against the topic's running hashes on the mirror node (HashScan), not here."
+	} else {
+		entries, err := p.allLedger(c)
+		if err != nil {
+			return err
+		}
+		res.Entries = len(entries)
+		for _, e := range entries {
+			if e.Status == models.LedgerPosted {
+				res.Posted++
+			}
+		}
+		var ce *ledger.ChainError
+		switch err := ledger.VerifyChain(entries); {
+		case err == nil:
+			res.OK = true
+			res.TipSeq, res.TipHash = ledger.ChainTip(entries)
+		case errors.As(err, &ce):
+			res.BadID, res.BadSeq, res.Problem, res.Detail = ce.EntryID, ce.Sequence, ce.Problem, ce.Detail
+		default:
+			return err
+		}
+	}
+	v.Verify = res
+	return render(c, http.StatusOK, ledgerpage.Page(v))
+}
+
+// allLedger reads every entry in posting order, a page at a time.
+func (p *Pages) allLedger(c echo.Context) ([]models.LedgerEntry, error) {
+	var all []models.LedgerEntry
+	var after int64
+	for {
+		page, err := p.d.Service.Store().ListLedger(c.Request().Context(), models.LedgerFilter{AfterID: after, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < 1000 {
+			return all, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// ledgerEntry answers GET /ledger/:id: the entry with its exact message bytes (shown
+// as text, escaped) and the full payload of a summarised entry.
+func (p *Pages) ledgerEntry(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	e, err := p.d.Service.Store().GetLedgerEntry(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	v := ledgerpage.EntryView{Meta: p.meta(c, "Ledger entry "+strconv.FormatInt(id, 10), layout.NavLedger), Kind: p.ledgerKind(),
+		Row: p.ledgerRow(*e), CreatedAt: e.CreatedAt, Message: strings.ToValidUTF8(string(e.Message), "\uFFFD"),
+		MessageSHA: ledger.SHA384Hex(e.Message), MessageBytes: len(e.Message)}
+	if e.PostedAt != nil {
+		v.PostedAt = *e.PostedAt
+	}
+	if len(e.Payload) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, e.Payload, "", "  ") == nil {
+			v.Payload = buf.String()
+		} else {
+			v.Payload = strings.ToValidUTF8(string(e.Payload), "\uFFFD")
+		}
+	}
+	return render(c, http.StatusOK, ledgerpage.Entry(v))
+}

@@ -1,0 +1,256 @@
+package pages
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+	"github.com/countersign/countersign/web/pages/rules"
+)
+
+// maxRuleRows bounds how far the form parser looks for indexed rows.
+const maxRuleRows = 250
+
+// rulesForm answers GET /rules with the saved rules (or the defaults).
+func (p *Pages) rulesForm(c echo.Context) error {
+	v, err := p.rulesView(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, rules.Page(v))
+}
+
+func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
+	v := rules.View{Meta: p.meta(c, "Rules", layout.NavRules), CSRF: CSRFToken(c), CanEdit: canEdit(SignedIn(c))}
+	r, err := p.d.Service.Store().GetRules(c.Request().Context())
+	switch {
+	case models.ErrorCode(err) == models.ENOTFOUND:
+		def := models.DefaultRules()
+		r, v.Defaults = &def, true
+	case err != nil:
+		return v, err
+	default:
+		v.UpdatedAt = r.UpdatedAt
+	}
+	v.Form = formFromRules(*r)
+	return v, nil
+}
+
+// rulesSave answers POST /rules.
+func (p *Pages) rulesSave(c echo.Context) error {
+	form, err := c.FormParams()
+	if err != nil {
+		return models.Errorf(models.EBADREQUEST, "the form could not be read")
+	}
+	v, err := p.rulesView(c)
+	if err != nil {
+		return err
+	}
+	v.Form = parseRulesForm(form)
+	r, fe := rulesFromForm(v.Form)
+	if len(fe) == 0 {
+		err := p.d.Service.SaveRules(c.Request().Context(), SignedIn(c), &r)
+		if err == nil {
+			setFlash(c, components.FlashSuccess, "Saved the project rules.")
+			return c.Redirect(http.StatusSeeOther, "/rules")
+		}
+		if !isInvalid(err) {
+			return err
+		}
+		fe = models.FieldErrors(fieldErrors(err))
+	} else if verr := r.Validate(); verr != nil {
+		for k, m := range fieldErrors(verr) {
+			fe.Add(k, m)
+		}
+	}
+	v.Errors = rulesErrorKeys(v.Form, fe)
+	return render(c, http.StatusUnprocessableEntity, rules.Page(v))
+}
+
+// rulesTry answers POST /rules/try: the verification contract the saved rules
+// generate for the described task, exactly as task creation resolves an auto contract.
+func (p *Pages) rulesTry(c echo.Context) error {
+	v, err := p.rulesView(c)
+	if err != nil {
+		return err
+	}
+	v.Try = rules.TryForm{Title: c.FormValue("title"), Description: c.FormValue("description"), Files: c.FormValue("files")}
+	saved, err := p.d.Service.Rules(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	files := splitList(v.Try.Files)
+	ct := models.ResolveContract(models.Contract{Verification: models.Verification{Type: models.VerifyAuto}},
+		v.Try.Title, v.Try.Description, files, saved, time.Now())
+	res := &rules.TryResult{Type: string(ct.Verification.Type)}
+	seen := map[string]bool{}
+	for _, f := range append(files, models.ExtractFiles(v.Try.Title+"\n"+v.Try.Description)...) {
+		if !seen[f] {
+			seen[f] = true
+			res.Files = append(res.Files, f)
+		}
+	}
+	for _, cr := range ct.Verification.Criteria {
+		cmd := cr.Command
+		if cmd == "" {
+			cmd = saved.Activities[cr.Activity]
+		}
+		res.Criteria = append(res.Criteria, rules.TryCriterion{Activity: cr.Activity, Description: cr.Description,
+			Pattern: cr.Pattern, Timing: cr.Timing, Command: cmd})
+	}
+	v.Result = res
+	return render(c, http.StatusOK, rules.Page(v))
+}
+
+// splitList splits text on newlines and commas, trimming and dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || r == ',' }) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func parseRulesForm(form url.Values) rules.Form {
+	f := rules.Form{Always: form.Get("always"), AdvisoryWords: form.Get("advisory_words"), SkipWords: form.Get("skip_words")}
+	for i := 0; i < maxRuleRows; i++ {
+		if _, ok := form[rules.ActivityField(i, "name")]; !ok {
+			break
+		}
+		r := rules.ActivityRow{Name: strings.TrimSpace(form.Get(rules.ActivityField(i, "name"))), Command: form.Get(rules.ActivityField(i, "command"))}
+		if r.Name != "" || strings.TrimSpace(r.Command) != "" {
+			f.Activities = append(f.Activities, r)
+		}
+	}
+	for i := 0; i < maxRuleRows; i++ {
+		if _, ok := form[rules.PatternField(i, "pattern")]; !ok {
+			break
+		}
+		r := rules.PatternRow{Pattern: strings.TrimSpace(form.Get(rules.PatternField(i, "pattern"))),
+			Activities: form.Get(rules.PatternField(i, "activities")), Timing: form.Get(rules.PatternField(i, "timing"))}
+		if r.Pattern != "" || strings.TrimSpace(r.Activities) != "" {
+			f.FilePatterns = append(f.FilePatterns, r)
+		}
+	}
+	return f
+}
+
+// rulesFromForm builds the rules from the form; a repeated activity name is a field
+// error of the row that repeats it (a map cannot hold it twice).
+func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
+	fe := models.FieldErrors{}
+	r := models.ProjectRules{Activities: map[string]string{}}
+	for i, a := range f.Activities {
+		name := strings.ToLower(a.Name)
+		if name == "" {
+			fe.Add(rules.ActivityField(i, "name"), "is required")
+			continue
+		}
+		if _, dup := r.Activities[name]; dup {
+			fe.Add(rules.ActivityField(i, "name"), "is defined twice")
+			continue
+		}
+		r.Activities[name] = strings.TrimSpace(a.Command)
+	}
+	for _, fp := range f.FilePatterns {
+		acts := splitList(strings.ToLower(fp.Activities))
+		r.FilePatterns = append(r.FilePatterns, models.FilePatternRule{Pattern: fp.Pattern, Activities: acts, Timing: strings.TrimSpace(fp.Timing)})
+	}
+	r.Always = splitList(strings.ToLower(f.Always))
+	r.AdvisoryWords = splitList(strings.ToLower(f.AdvisoryWords))
+	r.SkipWords = splitList(strings.ToLower(f.SkipWords))
+	return r, fe
+}
+
+var (
+	patternErrRE = regexp.MustCompile(`^file_patterns\[(\d+)\]\.activities\[\d+\]$`)
+	listErrRE    = regexp.MustCompile(`^(always|advisory_words|skip_words)\[(\d+)\]$`)
+)
+
+// rulesErrorKeys maps ProjectRules.Validate's keys to the form's inputs:
+// activities.<name> to the command of the row with that name, an activity of a file
+// pattern to the row's activities input, a word to the list it is in (naming it).
+func rulesErrorKeys(f rules.Form, fe models.FieldErrors) map[string]string {
+	r, _ := rulesFromForm(f)
+	out := map[string]string{}
+	add := func(k, m string) {
+		if _, ok := out[k]; !ok {
+			out[k] = m
+		}
+	}
+	keys := make([]string, 0, len(fe))
+	for k := range fe {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m := fe[k]
+		switch {
+		case strings.HasPrefix(k, "activities."):
+			name := strings.TrimPrefix(k, "activities.")
+			row := -1
+			for i, a := range f.Activities {
+				if strings.ToLower(a.Name) == name {
+					row = i
+					break
+				}
+			}
+			field := "command"
+			if strings.HasPrefix(m, "activity names") {
+				field = "name"
+			}
+			if row < 0 {
+				add("activities", name+": "+m)
+			} else {
+				add(rules.ActivityField(row, field), m)
+			}
+		case patternErrRE.MatchString(k):
+			add(rules.PatternField(atoiOr(patternErrRE.FindStringSubmatch(k)[1]), "activities"), m)
+		case listErrRE.MatchString(k):
+			g := listErrRE.FindStringSubmatch(k)
+			list := map[string][]string{"always": r.Always, "advisory_words": r.AdvisoryWords, "skip_words": r.SkipWords}[g[1]]
+			if n := atoiOr(g[2]); n < len(list) {
+				m = strconv.Quote(list[n]) + ": " + m
+			}
+			add(g[1], m)
+		default:
+			add(k, m)
+		}
+	}
+	return out
+}
+
+func atoiOr(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// formFromRules shows rules in the form: activities sorted by name, patterns in
+// their order, words one per line.
+func formFromRules(r models.ProjectRules) rules.Form {
+	f := rules.Form{Always: strings.Join(r.Always, ", "), AdvisoryWords: strings.Join(r.AdvisoryWords, "\n"),
+		SkipWords: strings.Join(r.SkipWords, "\n")}
+	names := make([]string, 0, len(r.Activities))
+	for n := range r.Activities {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f.Activities = append(f.Activities, rules.ActivityRow{Name: n, Command: r.Activities[n]})
+	}
+	for _, fp := range r.FilePatterns {
+		f.FilePatterns = append(f.FilePatterns, rules.PatternRow{Pattern: fp.Pattern, Activities: strings.Join(fp.Activities, ", "), Timing: fp.Timing})
+	}
+	return f
+}

@@ -1,0 +1,511 @@
+package pages
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+	tplpage "github.com/countersign/countersign/web/pages/template"
+	"github.com/countersign/countersign/web/pages/templates"
+)
+
+// maxFormSteps and maxFormCriteria bound how far the form parser looks for indexed
+// inputs, so that a crafted form cannot make it loop; Validate enforces the real limits
+// (50 steps, 50 criteria) with a field message.
+const (
+	maxFormSteps    = models.MaxTemplateSteps + 1
+	maxFormCriteria = 51
+	maxImportBytes  = 1 << 20
+)
+
+// editorRoles may save templates and rules; the service checks again.
+var editorRoles = []string{models.RoleLead, models.RoleAdmin, "editor"}
+
+func canEdit(a *models.Agent) bool {
+	return a != nil && slices.ContainsFunc(editorRoles, a.HasRole)
+}
+
+// agentNames maps agent ids to names for "by" columns; errors leave it empty (a
+// missing name is not worth failing a page for).
+func (p *Pages) agentNames(c echo.Context) map[int64]string {
+	out := map[int64]string{}
+	agents, err := p.d.Service.Store().ListAgents(c.Request().Context())
+	if err != nil {
+		return out
+	}
+	for _, a := range agents {
+		out[a.ID] = a.Name
+	}
+	return out
+}
+
+// templatesList answers GET /templates.
+func (p *Pages) templatesList(c echo.Context) error {
+	list, err := p.d.Service.Store().ListTemplates(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	names := p.agentNames(c)
+	v := templates.View{Meta: p.meta(c, "Templates", layout.NavTemplates), CanEdit: canEdit(SignedIn(c))}
+	for _, t := range list {
+		v.Rows = append(v.Rows, templates.Row{Name: t.Name, Description: t.Description, Latest: t.Version,
+			Steps: len(t.Steps), CreatedAt: t.CreatedAt, Creator: names[t.CreatorID]})
+	}
+	return render(c, http.StatusOK, templates.Page(v))
+}
+
+// templateNew answers GET /templates/new: an empty template with one step.
+func (p *Pages) templateNew(c echo.Context) error {
+	v := p.editorView(c, "/templates/new")
+	v.New = true
+	v.Form = tplpage.Form{Steps: []tplpage.StepForm{newStepForm()}}
+	return render(c, http.StatusOK, tplpage.Page(v))
+}
+
+// templateShow answers GET /templates/:name: the latest version in the editor, or with
+// ?version=N that version read-only.
+func (p *Pages) templateShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := c.Param("name")
+	latest, err := p.d.Service.Store().GetTemplate(ctx, name, 0)
+	if err != nil {
+		return err
+	}
+	t := latest
+	if q := c.QueryParam("version"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return models.NotFound("template version", q)
+		}
+		if t, err = p.d.Service.Store().GetTemplate(ctx, name, n); err != nil {
+			return err
+		}
+	}
+	v := p.editorView(c, "/templates/"+url.PathEscape(latest.Name))
+	v.Form = formFromTemplate(t)
+	v.Version, v.BaseVersion, v.Latest = t.Version, latest.Version, latest.Version
+	v.ReadOnly = t.Version != latest.Version || !v.CanEdit
+	if err := p.addVersions(c, &v, latest.Name); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, tplpage.Page(v))
+}
+
+// templateYAML answers GET /templates/:name/yaml[?version=N] with the YAML file of a
+// version, as text (what `countersign template import` and the import page read).
+func (p *Pages) templateYAML(c echo.Context) error {
+	version := 0
+	if q := c.QueryParam("version"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return models.NotFound("template version", q)
+		}
+		version = n
+	}
+	t, err := p.d.Service.Store().GetTemplate(c.Request().Context(), c.Param("name"), version)
+	if err != nil {
+		return err
+	}
+	b, err := models.MarshalTemplateYAML(t)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s-v%d.yaml"`, t.Name, t.Version))
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", b)
+}
+
+// templateEdit answers POST /templates/new and POST /templates/:name. The op value of
+// the pressed button decides: add, remove:i, up:i, down:i and remove-criterion:i:j
+// re-render the form with the change and save nothing; save validates and stores a
+// new version.
+func (p *Pages) templateEdit(c echo.Context) error {
+	ctx := c.Request().Context()
+	isNew := c.Param("name") == ""
+	action := "/templates/new"
+	var latest *models.Template
+	if !isNew {
+		var err error
+		if latest, err = p.d.Service.Store().GetTemplate(ctx, c.Param("name"), 0); err != nil {
+			return err
+		}
+		action = "/templates/" + url.PathEscape(latest.Name)
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return models.Errorf(models.EBADREQUEST, "the form could not be read")
+	}
+	v := p.editorView(c, action)
+	v.New = isNew
+	v.Form = parseTemplateForm(form)
+	if latest != nil {
+		v.Form.Name = latest.Name // the name of an existing template is not edited here
+		v.Latest, v.Version = latest.Version, latest.Version
+		v.BaseVersion, _ = strconv.Atoi(form.Get("base_version"))
+		if err := p.addVersions(c, &v, latest.Name); err != nil {
+			return err
+		}
+	}
+
+	op := form.Get("op")
+	if op != tplpage.OpSave {
+		if err := applyOp(&v.Form, op); err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, tplpage.Page(v))
+	}
+
+	t, fe := templateFromForm(v.Form)
+	if isNew && fe["name"] == "" && strings.TrimSpace(v.Form.Name) != "" {
+		_, err := p.d.Service.Store().GetTemplate(ctx, strings.ToLower(strings.TrimSpace(v.Form.Name)), 0)
+		switch {
+		case err == nil:
+			fe.Add("name", "a template with this name exists: open it to save a new version")
+		case models.ErrorCode(err) != models.ENOTFOUND:
+			return err
+		}
+	}
+	if len(fe) > 0 {
+		// Parse errors first; what Validate says of the rest is shown too.
+		if verr := t.Validate(); verr != nil {
+			for k, m := range formErrorKeys(fieldErrors(verr)) {
+				if _, ok := fe[k]; !ok {
+					fe[k] = m
+				}
+			}
+		}
+		v.Errors = fe
+		return render(c, http.StatusUnprocessableEntity, tplpage.Page(v))
+	}
+	if latest != nil && v.BaseVersion != latest.Version {
+		v.FormError = fmt.Sprintf("Version %d was saved while you were editing version %d: nothing was saved. Open the latest version, or press Save again to save your form as version %d.",
+			latest.Version, v.BaseVersion, latest.Version+1)
+		v.BaseVersion = latest.Version
+		return render(c, http.StatusConflict, tplpage.Page(v))
+	}
+	if err := p.d.Service.SaveTemplate(ctx, SignedIn(c), t); err != nil {
+		if isInvalid(err) {
+			v.Errors = formErrorKeys(fieldErrors(err))
+			return render(c, http.StatusUnprocessableEntity, tplpage.Page(v))
+		}
+		return err
+	}
+	setFlash(c, components.FlashSuccess, fmt.Sprintf("Saved %s version %d.", t.Name, t.Version))
+	return c.Redirect(http.StatusSeeOther, "/templates/"+url.PathEscape(t.Name))
+}
+
+// templateImportForm answers GET /templates/import.
+func (p *Pages) templateImportForm(c echo.Context) error {
+	return render(c, http.StatusOK, templates.Import(p.importView(c)))
+}
+
+// templateImport answers POST /templates/import: parse the YAML (or JSON), take the
+// name from the form when given, and save it as the next version of that name.
+func (p *Pages) templateImport(c echo.Context) error {
+	v := p.importView(c)
+	v.Name, v.YAML = strings.TrimSpace(c.FormValue("name")), c.FormValue("yaml")
+	v.Errors = map[string]string{}
+	fail := func() error { return render(c, http.StatusUnprocessableEntity, templates.Import(v)) }
+	if strings.TrimSpace(v.YAML) == "" {
+		v.Errors["yaml"] = "paste a template"
+		return fail()
+	}
+	if len(v.YAML) > maxImportBytes {
+		v.Errors["yaml"] = "the template is larger than 1 MiB"
+		return fail()
+	}
+	t, err := models.ParseTemplate([]byte(v.YAML))
+	if err != nil {
+		var de *models.Error
+		if !errors.As(err, &de) {
+			return err
+		}
+		v.Errors["yaml"] = de.Message
+		v.Details = detailLines(de.Fields)
+		return fail()
+	}
+	if v.Name != "" {
+		t.Name = v.Name
+	}
+	if strings.TrimSpace(t.Name) == "" {
+		v.Errors["name"] = "is required: the document has no name"
+		return fail()
+	}
+	t.Version = 0
+	if err := p.d.Service.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
+		if !isInvalid(err) {
+			return err
+		}
+		fields := fieldErrors(err)
+		if m, ok := fields["name"]; ok {
+			v.Errors["name"] = m
+			delete(fields, "name")
+		}
+		if len(fields) > 0 {
+			v.Errors["yaml"] = "the template is not valid"
+			v.Details = detailLines(fields)
+		}
+		return fail()
+	}
+	setFlash(c, components.FlashSuccess, fmt.Sprintf("Imported %s as version %d.", t.Name, t.Version))
+	return c.Redirect(http.StatusSeeOther, "/templates/"+url.PathEscape(t.Name))
+}
+
+func (p *Pages) importView(c echo.Context) templates.ImportView {
+	return templates.ImportView{Meta: p.meta(c, "Import a template", layout.NavTemplates), CSRF: CSRFToken(c)}
+}
+
+// detailLines lists field messages as "field: message", sorted by field.
+func detailLines(fields map[string]string) []string {
+	out := make([]string, 0, len(fields))
+	for k, m := range fields {
+		out = append(out, k+": "+m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (p *Pages) editorView(c echo.Context, action string) tplpage.View {
+	a := SignedIn(c)
+	title := "New template"
+	if n := c.Param("name"); n != "" {
+		title = n
+	}
+	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action, CanEdit: canEdit(a)}
+}
+
+func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error {
+	vs, err := p.d.Service.Store().ListTemplateVersions(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	names := p.agentNames(c)
+	sort.Slice(vs, func(i, j int) bool { return vs[i].Version > vs[j].Version })
+	for _, t := range vs {
+		v.Versions = append(v.Versions, tplpage.VersionRow{Version: t.Version, Steps: len(t.Steps), Creator: names[t.CreatorID], CreatedAt: t.CreatedAt})
+	}
+	return nil
+}
+
+func newStepForm() tplpage.StepForm {
+	return tplpage.StepForm{CompletionType: string(models.CompletionFile), VerificationType: string(models.VerifyAuto)}
+}
+
+var opRE = regexp.MustCompile(`^(add|remove|up|down|remove-criterion):?(\d*):?(\d*)$`)
+
+// applyOp changes the form as the pressed button asks. An op naming a step or
+// criterion that does not exist is a bad request (a stale or crafted form).
+func applyOp(f *tplpage.Form, op string) error {
+	m := opRE.FindStringSubmatch(op)
+	bad := models.Errorf(models.EBADREQUEST, "unknown editor action %q", op)
+	if m == nil {
+		return bad
+	}
+	i, errI := strconv.Atoi(m[2])
+	j, errJ := strconv.Atoi(m[3])
+	steps := f.Steps
+	inRange := errI == nil && i >= 0 && i < len(steps)
+	switch {
+	case m[1] == "add" && m[2] == "":
+		if len(steps) >= models.MaxTemplateSteps {
+			return models.Errorf(models.EBADREQUEST, "a template has at most %d steps", models.MaxTemplateSteps)
+		}
+		f.Steps = append(steps, newStepForm())
+	case m[1] == "remove" && inRange && m[3] == "":
+		f.Steps = slices.Delete(steps, i, i+1)
+	case m[1] == "up" && inRange && i > 0 && m[3] == "":
+		steps[i-1], steps[i] = steps[i], steps[i-1]
+	case m[1] == "down" && inRange && i < len(steps)-1 && m[3] == "":
+		steps[i+1], steps[i] = steps[i], steps[i+1]
+	case m[1] == "remove-criterion" && inRange && errJ == nil && j >= 0 && j < len(steps[i].Criteria):
+		steps[i].Criteria = slices.Delete(steps[i].Criteria, j, j+1)
+	default:
+		return bad
+	}
+	return nil
+}
+
+// parseTemplateForm reads the editor's inputs as typed. Steps are read while
+// steps[i].role is present; blank criterion rows are dropped.
+func parseTemplateForm(form url.Values) tplpage.Form {
+	f := tplpage.Form{Name: strings.TrimSpace(form.Get("name")), Description: form.Get("description")}
+	for i := 0; i < maxFormSteps; i++ {
+		g := func(field string) string { return form.Get(tplpage.StepField(i, field)) }
+		if _, ok := form[tplpage.StepField(i, "role")]; !ok {
+			break
+		}
+		s := tplpage.StepForm{
+			Name: g("name"), Role: g("role"), Brief: g("brief"), Approve: g("approve"), Verify: g("verify"),
+			CompletionType: g("completion.type"), Path: g("completion.path"), MinLength: g("completion.min_length"),
+			Signal: g("completion.signal"), DoneToken: g("completion.done_token"), VerifyCommands: g("completion.verify"),
+			VerifyTimeout: g("completion.verify_timeout"), Evaluate: g("completion.evaluate"),
+			MaxAttempts: g("completion.max_attempts"), Timeout: g("completion.timeout"), Cooldown: g("completion.cooldown"),
+			Clean: g("completion.clean") != "", ChecklistPath: g("completion.checklist.path"),
+			ChecklistCount:   g("completion.checklist.count"),
+			VerificationType: g("verification.type"),
+			ReviewRole:       g("review.role"), ReviewWhen: g("review.when"), ReviewEvery: g("review.every"),
+			ReviewMaxRounds: g("review.max_rounds"),
+		}
+		for j := 0; j < maxFormCriteria; j++ {
+			cg := func(field string) string { return form.Get(tplpage.CriterionField(i, j, field)) }
+			if _, ok := form[tplpage.CriterionField(i, j, "activity")]; !ok {
+				break
+			}
+			cr := tplpage.CriterionForm{Activity: strings.TrimSpace(cg("activity")), Description: strings.TrimSpace(cg("description")),
+				Pattern: strings.TrimSpace(cg("pattern")), Timing: strings.TrimSpace(cg("timing")), Command: strings.TrimSpace(cg("command"))}
+			if !cr.Blank() {
+				s.Criteria = append(s.Criteria, cr)
+			}
+		}
+		f.Steps = append(f.Steps, s)
+	}
+	return f
+}
+
+// templateFromForm converts the form to a template, with a field message for every
+// number or duration that does not parse. The template is built from what did parse,
+// so Validate can still report the rest.
+func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
+	fe := models.FieldErrors{}
+	t := &models.Template{Name: f.Name, Description: f.Description}
+	for i, s := range f.Steps {
+		key := func(field string) string { return tplpage.StepField(i, field) }
+		num := func(field, label, v string) int {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				return 0
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				fe.Add(key(field), label+": not a whole number")
+			}
+			return n
+		}
+		dur := func(field, label, v string) models.Duration {
+			var d models.Duration
+			if strings.TrimSpace(v) == "" {
+				return d
+			}
+			if err := d.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+				fe.Add(key(field), label+": not a duration like 30m")
+			}
+			return d
+		}
+		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify}
+		cp := &st.Completion
+		cp.Type = models.CompletionType(s.CompletionType)
+		cp.Path = s.Path
+		cp.MinLength = num("completion.min_length", "min_length", s.MinLength)
+		cp.Signal, cp.DoneToken, cp.Evaluate = s.Signal, s.DoneToken, s.Evaluate
+		for _, line := range strings.Split(strings.ReplaceAll(s.VerifyCommands, "\r\n", "\n"), "\n") {
+			if strings.TrimSpace(line) != "" {
+				cp.Verify = append(cp.Verify, strings.TrimSpace(line))
+			}
+		}
+		cp.VerifyTimeout = dur("completion.verify_timeout", "verify_timeout", s.VerifyTimeout)
+		cp.MaxAttempts = num("completion.max_attempts", "max_attempts", s.MaxAttempts)
+		cp.Timeout = dur("completion.timeout", "timeout", s.Timeout)
+		cp.Cooldown = dur("completion.cooldown", "cooldown", s.Cooldown)
+		cp.Clean = s.Clean
+		if strings.TrimSpace(s.ChecklistPath) != "" || strings.TrimSpace(s.ChecklistCount) != "" {
+			cp.Checklist = &models.Checklist{Path: s.ChecklistPath,
+				Count: num("completion.checklist.count", "count", s.ChecklistCount)}
+		}
+		st.Verification.Type = models.VerificationType(s.VerificationType)
+		for _, cr := range s.Criteria {
+			st.Verification.Criteria = append(st.Verification.Criteria, models.Criterion{Activity: cr.Activity,
+				Description: cr.Description, Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
+		}
+		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds) != "" {
+			r := &models.Review{Role: s.ReviewRole,
+				Every:     num("review.every", "every", s.ReviewEvery),
+				MaxRounds: num("review.max_rounds", "max_rounds", s.ReviewMaxRounds)}
+			for _, w := range strings.Split(s.ReviewWhen, ",") {
+				if w = strings.TrimSpace(w); w != "" {
+					r.When = append(r.When, w)
+				}
+			}
+			st.Review = r
+		}
+		t.Steps = append(t.Steps, st)
+	}
+	return t, fe
+}
+
+var indexSuffixRE = regexp.MustCompile(`^(steps\[\d+\]\.(?:completion\.verify|review\.when))\[(\d+)\]$`)
+
+// formErrorKeys maps Validate's keys to the editor's input names: the message of one
+// verify command (steps[0].completion.verify[2]) or review trigger goes to the
+// textarea or input holding the list, naming the line or item.
+func formErrorKeys(fields map[string]string) map[string]string {
+	out := make(map[string]string, len(fields))
+	for k, m := range fields {
+		if g := indexSuffixRE.FindStringSubmatch(k); g != nil {
+			n, _ := strconv.Atoi(g[2])
+			what := "line"
+			if strings.HasSuffix(g[1], "when") {
+				what = "item"
+			}
+			m = fmt.Sprintf("%s %d: %s", what, n+1, m)
+			if _, dup := out[g[1]]; dup {
+				continue
+			}
+			k = g[1]
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// formFromTemplate shows a stored template in the form.
+func formFromTemplate(t *models.Template) tplpage.Form {
+	f := tplpage.Form{Name: t.Name, Description: t.Description}
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	dur := func(d models.Duration) string {
+		if d.Duration == 0 {
+			return ""
+		}
+		return d.String()
+	}
+	for _, st := range t.Steps {
+		cp := st.Completion
+		s := tplpage.StepForm{Name: st.Name, Role: st.Role, Brief: st.Brief, Approve: st.Approve, Verify: st.Verify,
+			CompletionType: string(cp.Type), Path: cp.Path, MinLength: num(cp.MinLength), Signal: cp.Signal,
+			DoneToken: cp.DoneToken, VerifyCommands: strings.Join(cp.Verify, "\n"), VerifyTimeout: dur(cp.VerifyTimeout),
+			Evaluate: cp.Evaluate, MaxAttempts: num(cp.MaxAttempts), Timeout: dur(cp.Timeout), Cooldown: dur(cp.Cooldown),
+			Clean: cp.Clean, VerificationType: string(st.Verification.Type)}
+		if cp.Checklist != nil {
+			s.ChecklistPath, s.ChecklistCount = cp.Checklist.Path, num(cp.Checklist.Count)
+		}
+		if s.VerificationType == "" {
+			s.VerificationType = string(models.VerifyAuto)
+		}
+		for _, cr := range st.Verification.Criteria {
+			s.Criteria = append(s.Criteria, tplpage.CriterionForm{Activity: cr.Activity, Description: cr.Description,
+				Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
+		}
+		if r := st.Review; r != nil {
+			s.ReviewRole, s.ReviewWhen = r.Role, strings.Join(r.When, ", ")
+			s.ReviewEvery, s.ReviewMaxRounds = num(r.Every), num(r.MaxRounds)
+		}
+		f.Steps = append(f.Steps, s)
+	}
+	return f
+}

@@ -1,0 +1,249 @@
+// Package template is the workflow template editor: one version of a template as a
+// form of every step and its contract, with add, remove and reorder buttons that work
+// without JavaScript, field errors beside the field, and the list of versions.
+//
+// Every input is named by the path Template.Validate uses for its errors
+// (steps[1].completion.path), so an error is shown beside the input of the same name.
+package template
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/layout"
+)
+
+// View is the editor page's model.
+type View struct {
+	Meta layout.PageMeta
+	CSRF string
+	// Action is where the form posts: /templates/new or /templates/<name>.
+	Action string
+	// New is true on /templates/new: the name can be typed.
+	New bool
+	// ReadOnly shows an older version (or the form to someone who may not edit):
+	// every input disabled, no buttons.
+	ReadOnly bool
+	// Version is the version shown; BaseVersion the version the edit started from
+	// (posted back so that a concurrent save is noticed). Latest is the newest.
+	Version     int
+	BaseVersion int
+	Latest      int
+	Form        Form
+	// Errors maps input names to their message; FormError is shown above the form.
+	Errors    map[string]string
+	FormError string
+	Versions  []VersionRow
+	// CanEdit says whether the signed-in agent may save (lead, admin or editor).
+	CanEdit bool
+}
+
+// VersionRow is one saved version in the versions list.
+type VersionRow struct {
+	Version   int
+	Steps     int
+	Creator   string
+	CreatedAt time.Time
+}
+
+// Form is a template as typed: every value is text, so that a value that does not
+// parse ("abc" for a number) is shown back exactly as typed beside its error.
+type Form struct {
+	Name        string
+	Description string
+	Steps       []StepForm
+}
+
+// StepForm is one step of the form.
+type StepForm struct {
+	Name    string
+	Role    string
+	Brief   string
+	Approve string
+	Verify  string
+
+	CompletionType string // file | signal | none | "" (inferred)
+	Path           string
+	MinLength      string
+	Signal         string
+	DoneToken      string
+	VerifyCommands string // one command per line
+	VerifyTimeout  string
+	Evaluate       string
+	MaxAttempts    string
+	Timeout        string
+	Cooldown       string
+	Clean          bool
+	ChecklistPath  string
+	ChecklistCount string
+
+	VerificationType string // verifiable | advisory | skip | auto
+	Criteria         []CriterionForm
+
+	ReviewRole      string
+	ReviewWhen      string // comma-separated triggers
+	ReviewEvery     string
+	ReviewMaxRounds string
+}
+
+// CriterionForm is one verification criterion row.
+type CriterionForm struct {
+	Activity    string
+	Description string
+	Pattern     string
+	Timing      string
+	Command     string
+}
+
+// Blank reports whether every field of the row is empty: blank rows are dropped.
+func (c CriterionForm) Blank() bool {
+	return c.Activity == "" && c.Description == "" && c.Pattern == "" && c.Timing == "" && c.Command == ""
+}
+
+// StepField is the input name of a field of step i: StepField(1, "completion.path")
+// is "steps[1].completion.path", the key Template.Validate reports it under.
+func StepField(i int, field string) string {
+	return "steps[" + strconv.Itoa(i) + "]." + field
+}
+
+// CriterionField is the input name of a field of criterion j of step i.
+func CriterionField(i, j int, field string) string {
+	return StepField(i, "verification.criteria["+strconv.Itoa(j)+"]."+field)
+}
+
+// Op values of the editor's submit buttons.
+const (
+	OpSave = "save"
+	OpAdd  = "add"
+)
+
+// OpRemove, OpUp, OpDown and OpRemoveCriterion build the op values of the per-step
+// buttons: "remove:2", "up:1", "down:0", "remove-criterion:1:0".
+func OpRemove(i int) string { return "remove:" + strconv.Itoa(i) }
+
+// OpUp moves step i one place up.
+func OpUp(i int) string { return "up:" + strconv.Itoa(i) }
+
+// OpDown moves step i one place down.
+func OpDown(i int) string { return "down:" + strconv.Itoa(i) }
+
+// OpRemoveCriterion removes criterion j of step i.
+func OpRemoveCriterion(i, j int) string {
+	return "remove-criterion:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
+}
+
+// CompletionTypes are the choices of the completion type select.
+var CompletionTypes = []components.Option{
+	{Value: "", Label: "(infer: file when a path is set, else none)"},
+	{Value: "file", Label: "file — a file at path"},
+	{Value: "signal", Label: "signal — a JSON file whose \"signal\" equals the value"},
+	{Value: "none", Label: "none — a clean exit is enough"},
+}
+
+// VerificationTypes are the choices of the verification type select.
+var VerificationTypes = []components.Option{
+	{Value: "auto", Label: "auto — generated from the task before delegation"},
+	{Value: "verifiable", Label: "verifiable — the criteria below are run"},
+	{Value: "advisory", Label: "advisory — a person looks at the output"},
+	{Value: "skip", Label: "skip — minimal criteria only"},
+}
+
+// Timings are the choices of a criterion's timing select.
+var Timings = []components.Option{
+	{Value: "", Label: "(default)"},
+	{Value: "immediate", Label: "immediate"},
+	{Value: "deferred", Label: "deferred"},
+}
+
+func (v View) err(name string) string { return v.Errors[name] }
+
+func (v View) title() string {
+	if v.New {
+		return "New workflow template"
+	}
+	return v.Form.Name
+}
+
+func (v View) subtitle() string {
+	switch {
+	case v.New:
+		return "Each step becomes a task; step N+1 is released only when step N is verified."
+	case v.ReadOnly && v.Version != v.Latest:
+		return "Version " + strconv.Itoa(v.Version) + " (read-only; the latest is version " + strconv.Itoa(v.Latest) + ")"
+	case v.ReadOnly:
+		return "Version " + strconv.Itoa(v.Version) + " (read-only)"
+	}
+	return "Editing version " + strconv.Itoa(v.Version) + ": saving makes version " + strconv.Itoa(v.Latest+1)
+}
+
+func (v View) yamlHref() string {
+	return "/templates/" + v.Form.Name + "/yaml?version=" + strconv.Itoa(v.Version)
+}
+
+func versionHref(name string, version int) string {
+	return "/templates/" + name + "?version=" + strconv.Itoa(version)
+}
+
+func stepTitle(i int, s StepForm) string {
+	t := "Step " + strconv.Itoa(i+1)
+	if s.Name != "" {
+		t += ": " + s.Name
+	} else if s.Role != "" {
+		t += " (" + s.Role + ")"
+	}
+	return t
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// criteriaRows returns the criteria of a step plus one blank row to add another
+// (none when read-only).
+func criteriaRows(s StepForm, readOnly bool) []CriterionForm {
+	if readOnly {
+		return s.Criteria
+	}
+	return append(append([]CriterionForm(nil), s.Criteria...), CriterionForm{})
+}
+
+// props returns the field properties of input name with its error, disabled when the
+// view is read-only.
+func (v View) props(name, label, value string) components.FieldProps {
+	return components.FieldProps{Name: name, Label: label, Value: value, Error: v.Errors[name], Disabled: v.ReadOnly}
+}
+
+// ErrorItem is one line of the error summary above the form.
+type ErrorItem struct {
+	Field   string
+	Message string
+}
+
+// errorList returns the errors in a stable order (sorted by input name).
+func (v View) errorList() []ErrorItem {
+	keys := make([]string, 0, len(v.Errors))
+	for k := range v.Errors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ErrorItem, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, ErrorItem{Field: k, Message: v.Errors[k]})
+	}
+	return out
+}
+
+func withRows(p components.FieldProps, rows int) components.FieldProps {
+	p.Rows = rows
+	return p
+}
+
+func withHelp(p components.FieldProps, help string) components.FieldProps {
+	p.Help = help
+	return p
+}
+
+func withMono(p components.FieldProps) components.FieldProps {
+	p.Mono = true
+	return p
+}
