@@ -1,0 +1,5 @@
+#!/bin/sh
+# Exits with the status a killed child would leave.
+cat >/dev/null
+echo "out of memory"
+exit 137

@@ -1,0 +1,5 @@
+#!/bin/sh
+# Never finishes on its own.
+cat >/dev/null
+echo "thinking"
+sleep 30
