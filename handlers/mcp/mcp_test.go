@@ -354,6 +354,17 @@ func TestAuthentication(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("proxied request: status %d", res.StatusCode)
 		}
+		// Stateless: no event stream to GET; the transport answers, not the API's 404.
+		req, _ = http.NewRequest(http.MethodGet, e.srv.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+e.tokens["a"])
+		if res, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("GET /mcp: status %d", res.StatusCode)
+		}
 		if _, err := e.connect("cs_not-a-token", ""); err == nil {
 			t.Fatal("the SDK client connected with a bad token")
 		}

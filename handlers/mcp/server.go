@@ -89,7 +89,10 @@ func Register(e *echo.Echo, h http.Handler) {
 // SDK's middleware answers 401 with its message.
 type authError struct{ msg string }
 
-func (e authError) Error() string        { return e.msg }
+// Error returns the message the client sees with the 401.
+func (e authError) Error() string { return e.msg }
+
+// Is makes the error count as auth.ErrInvalidToken.
 func (e authError) Is(target error) bool { return target == auth.ErrInvalidToken }
 
 // verifier authenticates a bearer token with the API's tokens, on every request. The
@@ -118,6 +121,7 @@ func challenge(next http.Handler) http.Handler {
 
 type challengeWriter struct{ http.ResponseWriter }
 
+// WriteHeader adds the challenge to a 401.
 func (w *challengeWriter) WriteHeader(code int) {
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
@@ -187,6 +191,7 @@ var elsewhere = map[string]string{string(models.ActBlock): "runner only"}
 // toolError is a refused call: its text is what the agent reads.
 type toolError struct{ text string }
 
+// Error returns the text of the tool error.
 func (e *toolError) Error() string { return e.text }
 
 // refusal turns a service error into the text of a tool error: a sentence naming the
