@@ -142,4 +142,3 @@ func itoa64(n int64) string {
 	}
 	return string(b)
 }
-

@@ -212,4 +212,3 @@ func timeline(events []models.Event, dir *directory) []components.TimelineItem {
 	}
 	return out
 }
-
