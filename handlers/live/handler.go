@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -66,8 +67,9 @@ func (h *Hub) Handler(c echo.Context) error {
 	cl := newClient(h, conn, sess)
 	if !h.register(cl, after) {
 		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down")
-		_ = conn.WriteControl(websocket.CloseMessage, msg, h.opts.Clock().Add(closeWait))
-		return conn.Close()
+		_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeWait))
+		_ = conn.Close()
+		return nil // the connection is hijacked: no HTTP error response is possible
 	}
 	go cl.readLoop()
 	cl.writeLoop()
