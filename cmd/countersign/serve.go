@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/countersign/countersign/handlers"
+	mcpserver "github.com/countersign/countersign/handlers/mcp"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner/ledger"
@@ -71,7 +74,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		}
 		stops = append(stops, stopPub)
 	}
-	srv := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo})
+	mcpHandler := mcpserver.New(svc, version)
+	srv := handlers.NewServer(handlers.Deps{
+		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo,
+		Extra: []func(*echo.Echo){
+			func(e *echo.Echo) { mcpserver.Register(e, mcpHandler) },
+		},
+	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("flag -addr: %w", err)
