@@ -225,8 +225,9 @@ func assertFieldError(t *testing.T, body, name, msg string) {
 	if k < 0 {
 		t.Fatalf("no error element for %s:\n%s", name, excerpt(body))
 	}
-	if got := body[k+len(errID):]; !strings.HasPrefix(got, msg) && !strings.Contains(got[:strings.Index(got, "<")], msg) {
-		t.Fatalf("error of %s is %q, want %q", name, got[:strings.Index(got, "<")], msg)
+	got := body[k+len(errID):]
+	if got = unescape(got[:strings.Index(got, "<")]); !strings.Contains(got, msg) {
+		t.Fatalf("error of %s is %q, want %q", name, got, msg)
 	}
 	in := strings.LastIndex(body[:k], `name="`+name+`"`)
 	if in < 0 || strings.Contains(body[in:k], `class="field"`) {
