@@ -463,7 +463,7 @@ func TestLogBounded(t *testing.T) {
 
 func TestSessionExpiryEndsStream(t *testing.T) {
 	en := newEnv(t, store.DialectSQLite, Options{SessionCheck: 100 * time.Millisecond})
-	short := en.session(en.agent, 400*time.Millisecond)
+	short := en.session(en.agent, 1500*time.Millisecond)
 	c, resp, err := en.dial(short, "", nil)
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, status(resp))
@@ -490,7 +490,7 @@ func TestSessionExpiryEndsStream(t *testing.T) {
 
 // TestPingKeepsIdleClients: pings go out and a client that answers them stays.
 func TestPingKeepsIdleClients(t *testing.T) {
-	en := newEnv(t, store.DialectSQLite, Options{PongWait: 200 * time.Millisecond})
+	en := newEnv(t, store.DialectSQLite, Options{PongWait: 500 * time.Millisecond})
 	c := en.mustDial("")
 	pings := make(chan struct{}, 16)
 	c.SetPingHandler(func(data string) error {
@@ -507,9 +507,9 @@ func TestPingKeepsIdleClients(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(700 * time.Millisecond) // several PongWaits
+	time.Sleep(1500 * time.Millisecond) // three PongWaits
 	if len(pings) < 3 {
-		t.Fatalf("%d pings in 700 ms", len(pings))
+		t.Fatalf("%d pings in 1.5 s", len(pings))
 	}
 	if n := en.hub.Clients(); n != 1 {
 		t.Fatalf("an answering client was dropped (%d clients)", n)
