@@ -277,7 +277,9 @@ func TestReplayHandoverDuplicates(t *testing.T) {
 // TestSlowClientDropped: a client that never reads is dropped with its queue full,
 // while a fast one receives every event.
 func TestSlowClientDropped(t *testing.T) {
-	en := newEnv(t, store.DialectSQLite, Options{QueueSize: 8, BatchSize: 1})
+	// One event per message so that the queue counts events; events are appended at
+	// a pace a reading client keeps up with, far faster than one that never reads.
+	en := newEnv(t, store.DialectSQLite, Options{QueueSize: 64, BatchSize: 1})
 	base := en.newest()
 	slow := en.mustDial(itoa(base))
 	fast := en.mustDial(itoa(base))
@@ -314,6 +316,7 @@ func TestSlowClientDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append(want, id)
+		time.Sleep(time.Millisecond)
 	}
 	waitFor(t, 30*time.Second, "the slow client to be dropped", func() bool { return en.hub.Clients() == 1 })
 	wg.Wait()
