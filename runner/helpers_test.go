@@ -24,7 +24,7 @@ import (
 
 // harness is a store, a service, a lead/exec/admin person and a pool (not started).
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	db   *store.DB
 	svc  *models.Service
@@ -49,7 +49,7 @@ func testCfg() Config {
 	}
 }
 
-func newHarness(t *testing.T, dialect string, mut func(*Config)) *harness {
+func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -93,7 +93,7 @@ func (h *harness) start() *Pool {
 
 // script returns the command running testdata/name with args (test-controlled, so
 // safe to quote into the admin-defined command).
-func script(t *testing.T, name string, args ...string) string {
+func script(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	abs, err := filepath.Abs(filepath.Join("testdata", name))
 	must(t, err)

@@ -1,0 +1,187 @@
+// Package demo seeds an empty Countersign database with worker agents that run small
+// shell scripts, a workflow template, a goal and a run of the template, so that a
+// fresh `countersign serve --demo` shows real work within a minute: a revision that
+// fixes its output, a reviewer's signal, an advisory result in the inbox, a task
+// blocked with its evidence, and a task waiting for a person to verify it.
+package demo
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+//go:embed scripts/*.sh
+var scripts embed.FS
+
+// Names of what Seed creates.
+const (
+	TemplateName = "demo-onboarding"
+	GoalTitle    = "Demo: publish the onboarding guide"
+	LeadName     = "demo-lead"
+	TesterName   = "tess"
+)
+
+// workers are the demo worker agents: name, role, script.
+var workers = []struct{ name, role, script string }{
+	{"demo-writer", "writer", "writer.sh"},       // fails once, fixes its output on the revision
+	{"demo-reviewer", "reviewer", "reviewer.sh"}, // writes a signal file
+	{"demo-dev", "developer", "developer.sh"},    // always succeeds
+	{"demo-ops", "ops", "ops.sh"},                // always blocks (contradiction)
+}
+
+// Seed fills a database that has no worker agents yet; on any other database it does
+// nothing, so it is safe on every start. It writes the demo scripts to
+// <dataDir>/demo/ (mode 0755) and creates the worker agents running them, a human
+// tester, a demo lead when no person with the lead role exists, the template, a goal,
+// a run of the template for the goal, and one task left for the tester to verify.
+func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
+	st := svc.Store()
+	agents, err := st.ListAgents(ctx)
+	if err != nil {
+		return err
+	}
+	var lead *models.Agent
+	for i := range agents {
+		a := &agents[i]
+		if a.Kind == models.KindWorker {
+			return nil
+		}
+		if lead == nil && a.Kind == models.KindHuman && a.HasRole(models.RoleLead) && a.HasRole(models.RoleExec) && !a.Disabled {
+			lead = a
+		}
+	}
+	dir, err := filepath.Abs(filepath.Join(dataDir, "demo"))
+	if err != nil {
+		return err
+	}
+	if err := writeScripts(dir); err != nil {
+		return err
+	}
+	if lead == nil {
+		lead = &models.Agent{Name: LeadName, Kind: models.KindHuman, Roles: []string{models.RoleLead, models.RoleExec}}
+		if err := svc.CreateAgent(ctx, models.System, lead, ""); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	for _, w := range workers {
+		a := &models.Agent{Name: w.name, Kind: models.KindWorker, Roles: []string{w.role},
+			Command: "sh " + shellQuote(filepath.Join(dir, w.script))}
+		if err := svc.CreateAgent(ctx, models.System, a, ""); err != nil {
+			return fmt.Errorf("demo: agent %s: %w", w.name, err)
+		}
+	}
+	tester := &models.Agent{Name: TesterName, Kind: models.KindHuman, Roles: []string{"tester", "reviewer"}}
+	if err := svc.CreateAgent(ctx, models.System, tester, ""); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	tpl := Template()
+	if err := svc.SaveTemplate(ctx, lead, tpl); err != nil {
+		return fmt.Errorf("demo: template: %w", err)
+	}
+	g := &models.Goal{Title: GoalTitle, Project: "demo",
+		Description: "A demo goal: each step is done by a worker script, checked by the runner, and verified or blocked."}
+	if err := svc.CreateGoal(ctx, lead, g); err != nil {
+		return fmt.Errorf("demo: goal: %w", err)
+	}
+	if _, _, err := svc.StartRun(ctx, lead, g.ID, tpl.Name, 0, map[string]string{"product": "Countersign"}); err != nil {
+		return fmt.Errorf("demo: run: %w", err)
+	}
+	_, err = svc.CreateTask(ctx, lead, models.TaskSpec{
+		Title:  "Proofread the release notes",
+		Brief:  "Proofread the release notes and write the corrected text.",
+		Role:   "developer",
+		GoalID: &g.ID,
+		Verify: "tester", // the runner checks, then a person verifies
+		Contract: models.Contract{
+			Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/notes.md", MinLength: 100, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+			Verification: models.Verification{Type: models.VerifySkip, Criteria: []models.Criterion{outputExists()}},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("demo: task: %w", err)
+	}
+	return nil
+}
+
+// Template is the demo workflow: a writer drafts (and, told why, fixes) a guide; a
+// reviewer approves it with a signal file; an advisory investigation lands in the
+// inbox; publishing blocks because the worker admits it needs a person.
+func Template() *models.Template {
+	verifiable := models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{outputExists()}}
+	return &models.Template{
+		Name:        TemplateName,
+		Description: "Demo: write, review, investigate and publish an onboarding guide.",
+		Steps: []models.Step{
+			{
+				Name: "Draft the onboarding guide", Role: "writer",
+				Brief:        "Write the onboarding guide for {{product}}: the steps a new user takes, in order.",
+				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/guide.md", MinLength: 300, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+				Verification: verifiable,
+			},
+			{
+				Name: "Review the guide", Role: "reviewer",
+				Brief:        "Review the onboarding guide and record your verdict.",
+				Completion:   models.Completion{Type: models.CompletionSignal, Path: "{task_id}/review.json", Signal: "approved", Timeout: minute()},
+				Verification: verifiable,
+			},
+			{
+				Name: "Investigate onboarding drop-off", Role: "developer",
+				Brief:        "Investigate where new users of {{product}} drop off during onboarding and recommend a change.",
+				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/findings.md", Timeout: minute()},
+				Verification: models.Verification{Type: models.VerifyAdvisory},
+			},
+			{
+				Name: "Publish the guide", Role: "ops",
+				Brief:        "Publish the reviewed guide to production.",
+				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/publish.log", MinLength: 20, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+				Verification: verifiable,
+			},
+		},
+	}
+}
+
+// outputExists is the demo's one criterion, with its own command so that the demo
+// does not depend on the project rules' activity commands.
+func outputExists() models.Criterion {
+	return models.Criterion{Activity: "output", Description: "The output file exists and is not empty",
+		Timing: models.TimingImmediate, Command: `test -s "$COUNTERSIGN_OUTPUT_PATH"`}
+}
+
+func minute() models.Duration { return models.Duration{Duration: time.Minute} }
+
+// writeScripts writes the embedded scripts to dir, executable.
+func writeScripts(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := scripts.ReadDir("scripts")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := scripts.ReadFile("scripts/" + e.Name())
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			return err
+		}
+		// WriteFile keeps the mode of an existing file; make sure it is executable.
+		if err := os.Chmod(p, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shellQuote quotes a path for the admin-defined command string. Only the operator's
+// data dir goes in here, never task data.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

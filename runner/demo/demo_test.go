@@ -1,0 +1,106 @@
+package demo
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store/storetest"
+	"github.com/countersign/countersign/runner"
+	"github.com/countersign/countersign/runner/ledger"
+	"github.com/countersign/countersign/runner/workspace"
+)
+
+// TestSeedRunsToEveryOutcome seeds an empty database, runs the pool on it, and checks
+// that the demo produces what the dashboard pages show: a revision that verified, a
+// signal, an advisory inbox item, a blocked task, a task waiting for the tester.
+func TestSeedRunsToEveryOutcome(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := storetest.Open(t, "sqlite")
+	svc := models.NewService(db, ledger.Composer{})
+	dataDir := t.TempDir()
+	if err := Seed(ctx, svc, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"writer.sh", "developer.sh", "reviewer.sh", "ops.sh"} {
+		fi, err := os.Stat(filepath.Join(dataDir, "demo", s))
+		if err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("script %s: %v %v", s, fi, err)
+		}
+	}
+	agents, _ := db.ListAgents(ctx)
+	if err := Seed(ctx, svc, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := db.ListAgents(ctx); len(again) != len(agents) {
+		t.Fatalf("second seed added agents: %d → %d", len(agents), len(again))
+	}
+
+	ws, err := workspace.New(filepath.Join(dataDir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := runner.New(runner.Config{Service: svc, Workspaces: ws, RunnerID: "demo-test", Poll: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Stop(context.Background())
+
+	want := map[string]models.TaskState{
+		"Draft the onboarding guide":      models.TaskVerified,
+		"Review the guide":                models.TaskVerified,
+		"Investigate onboarding drop-off": models.TaskVerified,
+		"Publish the guide":               models.TaskBlocked,
+		"Proofread the release notes":     models.TaskCompleted,
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var tasks []models.Task
+	for {
+		tasks, err = db.ListTasks(ctx, models.TaskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(tasks) == len(want)
+		for _, tk := range tasks {
+			if want[tk.Title] != tk.State {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, tk := range tasks {
+				atts, _ := db.ListAttempts(ctx, tk.ID)
+				t.Logf("%s: %s %+v", tk.Title, tk.State, atts)
+			}
+			t.Fatal("the demo did not reach every outcome within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, tk := range tasks {
+		atts, _ := db.ListAttempts(ctx, tk.ID)
+		if tk.Title == "Draft the onboarding guide" && (len(atts) != 2 || atts[0].Stage != models.StageMechanical) {
+			t.Errorf("the writer did not revise: %+v", atts)
+		}
+		if tk.Title == "Publish the guide" && (len(atts) != 2 || atts[1].Stage != models.StageContradiction) {
+			t.Errorf("publishing did not block on the contradiction: %+v", atts)
+		}
+	}
+	for kind, n := range map[string]int{models.InboxAdvisory: 1, models.InboxBlocked: 1} {
+		items, _ := db.ListInbox(ctx, models.InboxFilter{Kind: kind})
+		if len(items) != n {
+			t.Errorf("%d %s inbox items, want %d", len(items), kind, n)
+		}
+	}
+}
