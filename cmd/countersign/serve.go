@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/live"
 	mcpserver "github.com/countersign/countersign/handlers/mcp"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
@@ -64,9 +65,14 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if cl, ok := led.(interface{ Close() error }); ok {
 		defer cl.Close()
 	}
-	metrics := handlers.NewMetrics(db, nil)
 	var stops []func(context.Context) error
 	defer func() { stopAll(log, c.Grace+5*time.Second, stops) }()
+	hub := live.New(db, log, live.Options{})
+	if err := hub.Start(ctx); err != nil {
+		return err
+	}
+	stops = append(stops, hub.Stop)
+	metrics := handlers.NewMetrics(db, hub.Clients)
 	if !c.NoRunner {
 		stopPub, err := startPublisher(ctx, &c, db, led, log)
 		if err != nil {
@@ -78,6 +84,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo,
 		Extra: []func(*echo.Echo){
+			hub.Register,
 			func(e *echo.Echo) { mcpserver.Register(e, mcpHandler) },
 		},
 	})
