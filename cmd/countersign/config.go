@@ -15,20 +15,21 @@ import (
 // the matching COUNTERSIGN_* environment variable (DATABASE_URL is honoured too), so
 // flags win over the environment and the environment over built-in defaults.
 type config struct {
-	DataDir     string
-	DatabaseURL string
-	LogLevel    string
-	Addr        string
-	Demo        bool
-	Ledger      string
-	Evaluator   string
-	EvalCommand string
-	EvalModel   string
-	RunnerID    string
-	Lease       time.Duration
-	Poll        time.Duration
-	Grace       time.Duration
-	NoRunner    bool
+	DataDir       string
+	DatabaseURL   string
+	LogLevel      string
+	Addr          string
+	Demo          bool
+	Ledger        string
+	Evaluator     string
+	EvalCommand   string
+	EvalModel     string
+	RunnerID      string
+	Lease         time.Duration
+	Poll          time.Duration
+	Grace         time.Duration
+	NoRunner      bool
+	SecureCookies bool
 }
 
 // envOr returns the first non-empty environment variable of names, else def.

@@ -15,8 +15,10 @@ import (
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/handlers/live"
 	mcpserver "github.com/countersign/countersign/handlers/mcp"
+	"github.com/countersign/countersign/handlers/pages"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/runner/demo"
 	"github.com/countersign/countersign/runner/ledger"
 )
 
@@ -30,12 +32,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("serve", "serve [flags]", out)
 	storeFlags(fs, &c)
 	fs.StringVar(&c.Addr, "addr", envOr("127.0.0.1:8080", "COUNTERSIGN_ADDR"), "address to listen on (env COUNTERSIGN_ADDR)")
-	demo, err := envBool("COUNTERSIGN_DEMO", false)
+	demoDefault, err := envBool("COUNTERSIGN_DEMO", false)
 	if err != nil {
 		return err
 	}
-	fs.BoolVar(&c.Demo, "demo", demo, "seed demo worker agents, a template and a goal on an empty database (env COUNTERSIGN_DEMO)")
+	fs.BoolVar(&c.Demo, "demo", demoDefault, "seed demo worker agents, a template and a goal on an empty database (env COUNTERSIGN_DEMO)")
 	fs.BoolVar(&c.NoRunner, "no-runner", false, "serve without the runner pool and publisher")
+	secure, err := envBool("COUNTERSIGN_SECURE_COOKIES", false)
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", secure, "mark the session cookie Secure (behind TLS) (env COUNTERSIGN_SECURE_COOKIES)")
 	if err := runnerFlags(fs, &c); err != nil {
 		return err
 	}
@@ -73,17 +80,30 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	stops = append(stops, hub.Stop)
 	metrics := handlers.NewMetrics(db, hub.Clients)
+	if c.Demo {
+		if err := demo.Seed(ctx, svc, c.DataDir); err != nil {
+			return fmt.Errorf("seeding the demo: %w", err)
+		}
+	}
 	if !c.NoRunner {
 		stopPub, err := startPublisher(ctx, &c, db, led, log)
 		if err != nil {
 			return err
 		}
 		stops = append(stops, stopPub)
+		stopPool, err := startRunner(ctx, &c, db, svc, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stopPool)
 	}
+	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
+		Ledger: pages.LedgerInfo{Kind: ledInfo.Kind, Network: ledInfo.Network, TopicID: ledInfo.TopicID}})
 	mcpHandler := mcpserver.New(svc, version)
 	srv := handlers.NewServer(handlers.Deps{
-		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo,
+		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo, HTML: dashboard.ErrorPage,
 		Extra: []func(*echo.Echo){
+			dashboard.Routes,
 			hub.Register,
 			func(e *echo.Echo) { mcpserver.Register(e, mcpHandler) },
 		},
