@@ -1,6 +1,8 @@
 package pages
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/static"
@@ -9,6 +11,7 @@ import (
 // publicRoutes registers what needs no session: static files, login.
 func (p *Pages) publicRoutes(e *echo.Echo) {
 	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	e.GET("/login", p.loginForm)
 	e.POST("/login", p.login)
 }

@@ -35,9 +35,16 @@ func (p *Pages) loginForm(c echo.Context) error {
 	return p.renderLogin(c, http.StatusOK, login.View{Next: safeNext(c.QueryParam("next"))})
 }
 
-// renderLogin renders the login page with a fresh login CSRF token.
+// renderLogin renders the login page with the login CSRF token: the browser's
+// current one if it has one, so that a second tab (or a favicon request redirected
+// here) does not invalidate the form already shown, else a fresh one.
 func (p *Pages) renderLogin(c echo.Context, status int, v login.View) error {
-	tok := models.NewSecret("")
+	tok := ""
+	if ck, err := c.Cookie(loginCookie); err == nil && len(ck.Value) >= 32 && len(ck.Value) <= 64 {
+		tok = ck.Value
+	} else {
+		tok = models.NewSecret("")
+	}
 	c.SetCookie(&http.Cookie{Name: loginCookie, Value: tok, Path: "/login", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: p.secure(c), MaxAge: 3600})
 	v.CSRF = tok

@@ -1,0 +1,235 @@
+package pages_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/handlers/live"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store/storetest"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// chrome starts a fresh headless Chromium (its own profile) for one signed-in user.
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is missing at %s", chromium)
+		}
+		t.Skipf("chromium is missing at %s (with CI=true this fails)", chromium)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+// artifacts is where screenshots go: $COUNTERSIGN_ARTIFACTS or a temp dir.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("COUNTERSIGN_ARTIFACTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// shot saves a full-page screenshot of the current page as <test>-<name>.png.
+func shot(t *testing.T, name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		file := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + name + ".png"
+		return os.WriteFile(filepath.Join(artifacts(t), file), buf, 0o644)
+	})
+}
+
+// run runs actions and fails the test with the step's name on error.
+func run(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// signIn opens path, lands on the login page and signs in as name; the browser ends
+// on path.
+func signIn(t *testing.T, ctx context.Context, e *env, name, path string) {
+	t.Helper()
+	run(t, ctx, "sign in as "+name,
+		chromedp.Navigate(e.srv.URL+path),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="login-form"]`)),
+		shot(t, "login"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="login-name"]`), name),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="login-password"]`), testPassword),
+		chromedp.Click(chromedp.CSS(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="nav-agent"]`)),
+	)
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("read %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// newBrowserEnv is a server with the dashboard and the live hub at /ws.
+func newBrowserEnv(t *testing.T) *env {
+	t.Helper()
+	db := storetest.Open(t, "sqlite")
+	hub := live.New(db, nil, live.Options{PollInterval: 200 * time.Millisecond})
+	e := newEnvOn(t, db, envOptions{extra: []func(*echo.Echo){hub.Register}})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, c2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c2()
+		_ = hub.Stop(sctx)
+		cancel()
+	})
+	e.team()
+	return e
+}
+
+func TestBrowser(t *testing.T) {
+	e := newBrowserEnv(t)
+
+	t.Run("login", func(t *testing.T) {
+		ctx := chrome(t)
+		signIn(t, ctx, e, "lead", "/")
+		run(t, ctx, "overview", chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-stats"]`)), shot(t, "overview"))
+		if got := text(t, ctx, `[data-testid="nav-agent"]`); got != "lead" {
+			t.Fatalf("signed in as %q", got)
+		}
+		for _, p := range []string{"/goals", "/tasks", "/inbox"} {
+			run(t, ctx, p, chromedp.Navigate(e.srv.URL+p), chromedp.WaitVisible(chromedp.CSS(`[data-testid="page-title"]`)),
+				shot(t, strings.Trim(p, "/")))
+		}
+	})
+
+	t.Run("verify goal", func(t *testing.T) {
+		g := e.pendingGoal("Browser verify <b>goal</b>")
+		ctx := chrome(t)
+		signIn(t, ctx, e, "lead", "/goals/"+itoa64(g.ID))
+		run(t, ctx, "verify",
+			shot(t, "before"),
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="goal-verify-notes"]`), "Clicked through the integrated build"),
+			chromedp.Click(chromedp.CSS(`[data-testid="goal-verify"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+			shot(t, "after"),
+		)
+		if got := text(t, ctx, `[data-testid="goal-state"]`); got != "verified" {
+			t.Fatalf("goal state on the page: %q", got)
+		}
+		if s := e.goalState(g.ID); s != models.GoalVerified {
+			t.Fatalf("goal state: %s", s)
+		}
+	})
+
+	t.Run("reject goal with fix task", func(t *testing.T) {
+		g := e.pendingGoal("Browser reject goal")
+		ctx := chrome(t)
+		signIn(t, ctx, e, "lead", "/goals/"+itoa64(g.ID))
+		run(t, ctx, "reject",
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="goal-reject-reason"]`), "The login page 500s"),
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-title"]`), "Fix the login 500"),
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-brief"]`), "Reproduce and fix the error on /login."),
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-role"]`), "developer"),
+			chromedp.SetValue(chromedp.CSS(`[data-testid="fix-0-assignee"]`), "dev"),
+			shot(t, "filled"),
+			chromedp.Click(chromedp.CSS(`[data-testid="goal-reject"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="goal-group-assigned"]`)),
+			shot(t, "after"),
+		)
+		if s := e.goalState(g.ID); s != models.GoalActive {
+			t.Fatalf("goal state: %s", s)
+		}
+		if got := text(t, ctx, `[data-testid="goal-group-assigned"]`); !strings.Contains(got, "Fix the login 500") {
+			t.Fatalf("fix task not listed: %q", got)
+		}
+	})
+
+	t.Run("retry blocked task from inbox", func(t *testing.T) {
+		bt := e.blockedTask("Browser blocked task", nil)
+		ctx := chrome(t)
+		signIn(t, ctx, e, "exec", "/inbox")
+		item := `[data-task-id="` + itoa64(bt.ID) + `"] `
+		run(t, ctx, "retry",
+			chromedp.WaitVisible(chromedp.CSS(item+`[data-testid="inbox-criteria"]`)),
+			shot(t, "inbox"),
+			chromedp.SendKeys(chromedp.CSS(item+`[data-testid="inbox-retry-reason"]`), "Write out/ID.md before running the tests"),
+			chromedp.Click(chromedp.CSS(item+`[data-testid="inbox-retry"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+			shot(t, "after"),
+		)
+		tk, err := e.svc.Store().GetTask(e.ctx(), bt.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.State != models.TaskAssigned || tk.Reason != "Write out/ID.md before running the tests" {
+			t.Fatalf("after retry: %s %q", tk.State, tk.Reason)
+		}
+	})
+
+	t.Run("task page changes state live", func(t *testing.T) {
+		tk := e.humanTask("Browser live task", nil, models.TaskAssigned)
+		ctx := chrome(t)
+		signIn(t, ctx, e, "lead", "/tasks/"+itoa64(tk.ID))
+		run(t, ctx, "mark the page",
+			chromedp.WaitVisible(chromedp.CSS(`[data-live-status][data-state="live"]`)),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Evaluate[int](`window.__noReload = 1`)(ctx, tg)
+				return err
+			}),
+			shot(t, "before"),
+		)
+		if got := text(t, ctx, `[data-testid="task-state"]`); got != "assigned" {
+			t.Fatalf("initial state %q", got)
+		}
+		e.act("dev", tk.ID, models.ActStart, models.ActionInput{})
+		run(t, ctx, "wait for the live update",
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-state"] [data-state="in_progress"]`)),
+			shot(t, "after"),
+		)
+		marker, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload || 0`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if marker != 1 {
+			t.Fatal("the page reloaded instead of updating live")
+		}
+	})
+}
