@@ -157,12 +157,16 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 	default:
 		return nil, models.Errorf(models.ECONFLICT, "task %d is %s", t.ID, t.State)
 	}
-	data := map[string]any{"runner_id": p.cfg.RunnerID, "agent": agent.Name, "lease_until": until}
-	if tr.takeover && prevOwner != "" {
-		data["taken_over_from"] = prevOwner
-	}
-	if err := p.event(ctx, tx, "task.claimed", t, data); err != nil {
-		return nil, err
+	if tr.takeover {
+		// A fresh claim is announced by task.assigned/task.started; a takeover changes
+		// no state, so it gets an event of its own.
+		data := map[string]any{"runner_id": p.cfg.RunnerID, "agent": agent.Name, "lease_until": until}
+		if prevOwner != "" {
+			data["taken_over_from"] = prevOwner
+		}
+		if err := p.event(ctx, tx, "task.taken_over", t, data); err != nil {
+			return nil, err
+		}
 	}
 	tr.task = *t
 	return tr, nil

@@ -116,7 +116,7 @@ func TestFailureModes(t *testing.T) {
 					t.Errorf("ledger %v, want only task.blocked", lt)
 				}
 				evs := h.events(task.ID)
-				for _, want := range []string{"task.claimed", "attempt.started", "attempt.finished", "task.blocked", "inbox.created"} {
+				for _, want := range []string{"task.started", "attempt.started", "attempt.finished", "task.blocked", "inbox.created"} {
 					if !slices.Contains(evs, want) {
 						t.Errorf("events %v lack %s", evs, want)
 					}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,6 +243,9 @@ func TestTakeoverOfExpiredLease(t *testing.T) {
 			if got.AttemptsUsed != 0 || len(atts) != 2 || atts[0].Outcome != models.OutcomeInfra || atts[1].Outcome != models.OutcomePassed ||
 				!strings.Contains(atts[0].Diagnosis, `"dead-runner" stopped renewing its lease`) {
 				t.Fatalf("used %d, attempts %+v", got.AttemptsUsed, atts)
+			}
+			if evs := h.events(task.ID); !slices.Contains(evs, "task.taken_over") {
+				t.Errorf("events %v lack task.taken_over", evs)
 			}
 		})
 	}
