@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/models"
@@ -99,17 +98,6 @@ func TestBrowserTemplateEditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, blocked := ledgerEntries(t, e)
-	// Work around a bug outside these pages: Chromium asks for /favicon.ico, which
-	// the session middleware redirects to /login, and that second login page replaces
-	// the login CSRF cookie, so the form shown first is refused with 403. Blocking the
-	// favicon keeps the test on the template editor.
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
-		URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/favicon.ico", Block: true}}}); err != nil {
-		t.Fatal(err)
-	}
 	dir := artifactsDir(t)
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
