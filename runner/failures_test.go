@@ -207,3 +207,22 @@ func TestEvaluatorNoneFailsClosed(t *testing.T) {
 		t.Fatalf("state %s", got.State)
 	}
 }
+
+// TestBinaryOutputIsRecorded: a worker printing NUL bytes and invalid UTF-8 still has
+// its attempts recorded (PostgreSQL text refuses NUL) and blocks normally.
+func TestBinaryOutputIsRecorded(t *testing.T) {
+	for _, d := range dialects() {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, d, nil)
+			h.worker("dev", "developer", `cat >/dev/null; printf 'a\000b\377c\n'; exit 1`)
+			task := h.task("binary", "developer", noneContract())
+			h.start()
+			h.wait(task.ID, models.TaskBlocked)
+			atts := h.attempts(task.ID)
+			if len(atts) != 2 || strings.ContainsRune(atts[0].OutputTail, 0) || !strings.Contains(atts[0].OutputTail, "a\uFFFDb") {
+				t.Fatalf("attempts %+v", atts)
+			}
+		})
+	}
+}

@@ -170,6 +170,7 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 	row.Criteria = ar.criteria
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
+	sanitizeAttempt(row)
 	row.OutputHash = ar.outputHash
 	row.FinishedAt = &now
 	if row.ID == 0 {
@@ -265,7 +266,25 @@ func excerptRaw(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return strings.ToValidUTF8(string(b), "")
+	return clean(string(b))
+}
+
+// clean makes worker-produced text storable: valid UTF-8 without NUL bytes, which
+// PostgreSQL's text columns refuse (a worker printing one must not make its own
+// attempt unrecordable).
+func clean(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// sanitizeAttempt cleans every text of an attempt that may quote worker output.
+func sanitizeAttempt(a *models.Attempt) {
+	a.Diagnosis = clean(a.Diagnosis)
+	for i := range a.Checks {
+		a.Checks[i].Diagnosis = clean(a.Checks[i].Diagnosis)
+	}
+	for i := range a.Criteria {
+		a.Criteria[i].Error = clean(a.Criteria[i].Error)
+	}
 }
 
 func truncate(s string, n int) string {
