@@ -56,15 +56,27 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 		// on the same file works, but only one pool should claim from it.
 		log.Warn("runner on SQLite: run one runner process per database (use PostgreSQL for several)")
 	}
+	led, _, err := openLedger(&c, db)
+	if err != nil {
+		return err
+	}
+	if cl, ok := led.(interface{ Close() error }); ok {
+		defer cl.Close()
+	}
+	// The publisher runs here too; across processes an advisory lock keeps one active.
+	stopPub, err := startPublisher(ctx, &c, db, led, log)
+	if err != nil {
+		return err
+	}
 	stop, err := startRunner(ctx, &c, db, newService(db), log, runnerHooks{})
 	if err != nil {
+		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return err
 	}
 	<-ctx.Done()
 	log.Info("shutting down the runner pool", "grace", c.Grace)
-	sctx, cancel := context.WithTimeout(context.Background(), c.Grace+15*time.Second)
-	defer cancel()
-	return stop(sctx)
+	stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, stop})
+	return nil
 }
 
 // startRunner builds the evaluator, the workspace manager (under <data-dir>/work)
