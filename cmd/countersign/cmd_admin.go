@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/runner"
 )
 
 // parseWithName parses args that hold one positional name before or after the flags.
@@ -99,7 +100,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("flag -password-stdin: standard input held no password")
 		}
 	}
-	if preset, ok := commandPresets[command]; ok {
+	if preset, ok := runner.Presets[command]; ok {
 		command = preset
 	}
 	db, err := openStore(ctx, &c)
@@ -114,13 +115,6 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "agent %s added (id %d, %s, roles %s)\n", a.Name, a.ID, a.Kind, strings.Join(a.Roles, ","))
 	return nil
-}
-
-// commandPresets are ready-made worker commands.
-var commandPresets = map[string]string{
-	// The Claude CLI in print mode: the brief arrives on stdin, the output path in
-	// COUNTERSIGN_OUTPUT_PATH; file edits are allowed, protocol is the runner's.
-	"claude": `claude -p --permission-mode acceptEdits --output-format text`,
 }
 
 func splitList(s string) []string {
