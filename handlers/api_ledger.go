@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,7 +40,9 @@ type ledgerView struct {
 func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
 	v := ledgerView{LedgerEntry: e, Summarised: len(e.Payload) > 0}
 	if h.info.Kind == "hcs" && e.ConsensusAt != nil {
-		v.HashScan = ledger.HashScanURL(h.info.Network, h.info.TopicID, *e.ConsensusAt)
+		// The topic, not a transaction: receipts carry no consensus timestamp, so ours
+		// is an upper bound; the entry is found on the topic by its sequence number.
+		v.HashScan = ledger.HashScanURL(h.info.Network, h.info.TopicID, time.Time{})
 	}
 	return v
 }

@@ -32,7 +32,8 @@ func (p *Pages) ledgerRow(e models.LedgerEntry) ledgerpage.Row {
 	if e.ConsensusAt != nil {
 		r.ConsensusAt = *e.ConsensusAt
 		if p.d.Ledger.Kind == "hcs" {
-			r.HashScan = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, *e.ConsensusAt)
+			// The topic: our consensus time is an upper bound read with the receipt.
+			r.HashScan = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, time.Time{})
 		}
 	}
 	return r
