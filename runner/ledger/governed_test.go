@@ -136,7 +136,7 @@ func TestVerifiedTasksReachHCSExactlyOnce(t *testing.T) {
 	}
 }
 
-func newHCS(t *testing.T, node *hcsfake.Node, topic string) *ledger.HCS {
+func newHCS(t testing.TB, node *hcsfake.Node, topic string) *ledger.HCS {
 	t.Helper()
 	key, err := hiero.PrivateKeyGenerateEd25519()
 	if err != nil {
@@ -170,4 +170,41 @@ func waitPosted(t *testing.T, db models.Store, n int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("entries not all posted within 60s")
+}
+
+// BenchmarkPublishStored measures entries posted per second from a real database, to
+// the local chain and through the real SDK to the fake node:
+//
+//	go test -run '^$' -bench PublishStored -benchtime 500x ./runner/ledger/
+func BenchmarkPublishStored(b *testing.B) {
+	for _, dialect := range storetest.Dialects() {
+		for _, target := range []string{"local", "hcs"} {
+			b.Run(dialect+"/"+target, func(b *testing.B) {
+				ctx := context.Background()
+				db := storetest.Open(b, dialect)
+				for i := 0; i < b.N; i++ {
+					e, err := ledger.TaskComplete{TaskID: int64(i + 1), Agent: "bench", Verifier: "runner", Contract: ledger.SHA384Hex([]byte("contract")), Output: ledger.SHA384Hex([]byte("output")), At: time.Now()}.Entry()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := db.AppendLedgerEntry(ctx, e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var l ledger.Ledger = ledger.NewLocal(db)
+				if target == "hcs" {
+					node := hcsfake.StartT(b)
+					l = newHCS(b, node, node.CreateTopic("bench"))
+				}
+				p := ledger.NewPublisher(db, l, ledger.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				b.ResetTimer()
+				start := time.Now()
+				n, err := p.Drain(ctx)
+				if err != nil || n != b.N {
+					b.Fatalf("%d %v", n, err)
+				}
+				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "entries/s")
+			})
+		}
+	}
 }
