@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more.
-.PHONY: run test bench bench-1gb generate vet
+.PHONY: run test bench bench-1gb cover generate
 
 # Run the product on the embedded default: SQLite in ./data, local ledger, demo agents.
 run:
@@ -10,13 +10,25 @@ test:
 	go vet ./...
 	go test -race -count=1 -timeout 20m ./...
 
-# Print every benchmark figure the README names.
+# Print every benchmark figure the README names (about 5 minutes).
 bench:
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+	go test -run '^$$' -bench Generate ./models/
+	go test -run '^$$' -bench . -benchtime 200x ./runner/
+	go test -run '^$$' -bench 'RunNoop$$|BareForkExec' ./runner/worker/
+	go test -run '^$$' -bench 'PublishStored|TaskCompleteBytes' -benchtime 500x ./runner/ledger/
+	go test -run '^$$' -bench Fanout1000 -benchtime 50x ./handlers/live/
+	go test -run '^$$' -bench Pages -benchtime 1x -timeout 30m ./handlers/pages/
 
-# Peak memory for a worker printing 1 GB (slow; opt-in).
+# Peak memory for a worker printing 1 GB, through the pool and through the bare
+# worker package (slow; opt-in).
 bench-1gb:
-	COUNTERSIGN_BENCH_1GB=1 go test -run '^$$' -bench OneGigabyte -benchtime 1x ./runner/...
+	COUNTERSIGN_BENCH_1GB=1 go test -run '^$$' -bench PeakMemory1GB -benchtime 1x ./runner/
+	COUNTERSIGN_BENCH_1GB=1 go test -run '^$$' -bench OneGigabyte -benchtime 1x ./runner/worker/
+
+# Statement coverage of models and runner across every package's tests.
+cover:
+	go test -count=1 -coverpkg=./models/...,./runner/... -coverprofile=cover.out ./... >/dev/null
+	go tool cover -func=cover.out | tail -n 1
 
 # Regenerate templ components (the generated files are committed).
 generate:
