@@ -48,7 +48,8 @@ func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act A
 	}
 	// Lock the goal before the first event: on PostgreSQL appending an event holds a
 	// transaction-wide lock, so every row lock must come first (task → goal → events).
-	if t.GoalID != nil {
+	syncsGoal := t.GoalID != nil && movesGoal(act)
+	if syncsGoal {
 		if _, err := tx.LockGoal(ctx, *t.GoalID); err != nil {
 			return err
 		}
@@ -88,10 +89,23 @@ func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act A
 			return err
 		}
 	}
-	if t.GoalID != nil {
+	if syncsGoal {
 		return s.syncGoal(ctx, tx, actor, *t.GoalID, act == ActReopen && from == TaskVerified)
 	}
 	return nil
+}
+
+// movesGoal reports whether an action can change its goal's state. A goal's state
+// follows from its tasks' states (NextGoalState): it turns active when a task starts,
+// pending_verify when the last task is verified or cancelled, and active again on a
+// reopen. Submitting, approving, rejecting, assigning, retrying or blocking a task
+// never changes it, so those skip the goal's lock and recount.
+func movesGoal(act Action) bool {
+	switch act {
+	case ActStart, ActVerify, ActAccept, ActCancel, ActReopen:
+		return true
+	}
+	return false
 }
 
 // effect is what an action step asks Apply to do besides the table's transition.
