@@ -31,6 +31,9 @@ func (d *directory) name(id *int64) string {
 	if id == nil {
 		return ""
 	}
+	if *id == 0 {
+		return "system" // the operator's command line (models.System)
+	}
 	if a := d.byID[*id]; a != nil {
 		return a.Name
 	}

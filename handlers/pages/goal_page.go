@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -40,7 +41,11 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts, err := st.CountTasks(ctx, id)
+	last, err := p.lastEventID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := p.goalCounts(ctx, id, last)
 	if err != nil {
 		return nil, err
 	}
@@ -55,21 +60,11 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 		CanRun:    me.HasRole(models.RoleLead) && g.State != models.GoalVerified,
 		Agents:    dir.options("— unassigned —")}
 	v.Done, v.Total = progress(counts)
-	for _, s := range models.TaskStates {
-		n := counts[s]
-		if n == 0 {
-			continue
-		}
-		tasks, err := st.ListTasks(ctx, models.TaskFilter{GoalID: id, State: s, Limit: goalTasksPerState})
-		if err != nil {
-			return nil, err
-		}
-		grp := goal.Group{State: string(s), Count: n}
-		for _, t := range tasks {
-			grp.Tasks = append(grp.Tasks, goal.TaskRow{ID: t.ID, Title: t.Title, Role: t.Role, Assignee: dir.name(t.AssigneeID)})
-		}
-		v.Groups = append(v.Groups, grp)
+	groups, err := p.goalGroups(ctx, id, counts, dir)
+	if err != nil {
+		return nil, err
 	}
+	v.Groups = groups
 	if v.CanRun {
 		tpls, err := st.ListTemplates(ctx)
 		if err != nil {
@@ -83,6 +78,42 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 	v.Meta = p.meta(c, g.Title, layout.NavGoals)
 	v.Meta.LiveRefresh = "goal:" + itoa(id)
 	return v, nil
+}
+
+// goalGroups lists up to goalTasksPerState newest tasks of each state of goal id.
+// One query for the newest tasks of the goal usually fills every group; only the
+// states it leaves short get a query of their own.
+func (p *Pages) goalGroups(ctx context.Context, id int64, counts map[models.TaskState]int, dir *directory) ([]goal.Group, error) {
+	st := p.d.Service.Store()
+	byState := map[models.TaskState][]models.Task{}
+	newest, err := st.ListTasks(ctx, models.TaskFilter{GoalID: id, Limit: goalTasksPerState * len(models.TaskStates)})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range newest {
+		if len(byState[t.State]) < goalTasksPerState {
+			byState[t.State] = append(byState[t.State], t)
+		}
+	}
+	var out []goal.Group
+	for _, s := range models.TaskStates {
+		n := counts[s]
+		if n == 0 {
+			continue
+		}
+		tasks := byState[s]
+		if len(tasks) < min(n, goalTasksPerState) && len(newest) == goalTasksPerState*len(models.TaskStates) {
+			if tasks, err = st.ListTasks(ctx, models.TaskFilter{GoalID: id, State: s, Limit: goalTasksPerState}); err != nil {
+				return nil, err
+			}
+		}
+		grp := goal.Group{State: string(s), Count: n}
+		for _, t := range tasks {
+			grp.Tasks = append(grp.Tasks, goal.TaskRow{ID: t.ID, Title: t.Title, Role: t.Role, Assignee: dir.name(t.AssigneeID)})
+		}
+		out = append(out, grp)
+	}
+	return out, nil
 }
 
 // verifyGoal answers POST /goals/:id/verify with notes (leads only; the service decides).

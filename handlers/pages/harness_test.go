@@ -27,7 +27,7 @@ const testPassword = "correct horse battery"
 
 // env is a running server (API + dashboard) over a fresh database.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	db     *store.DB
 	svc    *models.Service
 	pages  *pages.Pages
@@ -58,8 +58,7 @@ func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	e := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test", HTML: p.ErrorPage, Extra: extra})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	tt, _ := t.(*testing.T)
-	return &env{t: tt, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}
+	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}
 }
 
 // agent creates a human (or worker) agent with the test password and a bearer token.

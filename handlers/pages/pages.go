@@ -37,6 +37,7 @@ type Pages struct {
 	d         Deps
 	limiter   *limiter     // failed sign-ins per client address
 	lastEvent atomic.Int64 // newest event id seen; where the next probe starts
+	counts    countCache   // task counts per goal, valid until the next event
 }
 
 // New returns the dashboard over d. A nil Log discards.
