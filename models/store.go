@@ -85,6 +85,8 @@ type Tx interface {
 	AppendEvent(ctx context.Context, e *Event) error
 	// ListEvents returns up to limit events with ID > afterID, oldest first.
 	ListEvents(ctx context.Context, afterID int64, limit int) ([]Event, error)
+	// ListTaskEvents returns the newest limit events of one task, oldest first.
+	ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error)
 
 	// AppendLedgerEntry assigns e.ID (the posting order) and stores it as pending.
 	AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error

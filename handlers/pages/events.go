@@ -85,54 +85,15 @@ func (p *Pages) recentEvents(ctx context.Context, n int) ([]models.Event, int64,
 	return out, last, nil
 }
 
-// maxTimelineScan bounds how many events the task timeline reads: the store has no
-// events-by-task query, so the page reads backwards from the newest event until the
-// task's creation, at most this many.
-const maxTimelineScan = 20000
+// maxTimeline is how many of a task's newest events its timeline shows.
+const maxTimeline = 1000
 
-// taskEvents returns the events of task t, oldest first, reading backwards from the
-// newest event until the task's creation event (bounded by maxTimelineScan).
-// truncated reports that the bound was hit.
+// taskEvents returns the events of task t, oldest first: its newest maxTimeline
+// events. truncated reports that older ones were left out.
 func (p *Pages) taskEvents(ctx context.Context, t *models.Task) (out []models.Event, truncated bool, err error) {
-	last, err := p.lastEventID(ctx)
+	evs, err := p.d.Service.Store().ListTaskEvents(ctx, t.ID, maxTimeline)
 	if err != nil {
 		return nil, false, err
 	}
-	const win = 1000
-	st := p.d.Service.Store()
-	var chunks [][]models.Event
-	hi := last
-	for scanned := 0; hi > 0; scanned += win {
-		if scanned >= maxTimelineScan {
-			truncated = true
-			break
-		}
-		lo := max(hi-win, 0)
-		evs, err := st.ListEvents(ctx, lo, win)
-		if err != nil {
-			return nil, false, err
-		}
-		var mine []models.Event
-		found := false
-		for _, e := range evs {
-			if e.ID > hi {
-				break
-			}
-			if e.TaskID != nil && *e.TaskID == t.ID {
-				mine = append(mine, e)
-				if e.Type == "task.created" {
-					found = true
-				}
-			}
-		}
-		chunks = append(chunks, mine)
-		if found || (len(evs) > 0 && evs[0].CreatedAt.Before(t.CreatedAt.Add(-1e9))) {
-			break
-		}
-		hi = lo
-	}
-	for i := len(chunks) - 1; i >= 0; i-- {
-		out = append(out, chunks[i]...)
-	}
-	return out, truncated, nil
+	return evs, len(evs) == maxTimeline, nil
 }

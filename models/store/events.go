@@ -103,3 +103,17 @@ func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]model
 	}
 	return out, nil
 }
+
+// ListTaskEvents returns the newest limit events of one task, oldest first.
+func (o *ops) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]models.Event, error) {
+	var recs []eventRecord
+	err := o.q(ctx).Where("task_id = ?", taskID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
+	if err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make([]models.Event, len(recs))
+	for i := range recs {
+		out[len(recs)-1-i] = *fromEventRecord(&recs[i])
+	}
+	return out, nil
+}
