@@ -53,7 +53,8 @@ func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Ch
 
 // checkClean runs git status and fails on any uncommitted change.
 func checkClean(ctx context.Context, dir string, start time.Time) models.CheckResult {
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain")
+	// No hooks or fsmonitor: the repository is the worker's, and so would be their code.
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status", "--porcelain")
 	cmd.Env = append(minimalEnv(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	inOwnGroup(cmd)
 	var stderr strings.Builder

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/worker"
 )
 
 // MetaDirName is the subdirectory of a task directory that holds the runner's own
@@ -202,19 +203,15 @@ func (m *Manager) Cleanup(ctx context.Context, ws *Workspace) error {
 	return nil
 }
 
-// git runs git in dir with arguments passed as argv, never through a shell. GIT_*
-// variables of the runner's environment are dropped: a GIT_DIR or GIT_WORK_TREE
-// inherited from, say, a hook would point git at some other repository.
+// git runs git in dir with arguments passed as argv, never through a shell, with the
+// workers' minimal environment: the repository belongs to a worker, whose hooks (a
+// post-checkout hook runs on worktree add) must never see the runner's secrets, and a
+// GIT_DIR or GIT_WORK_TREE inherited from, say, a hook would point git elsewhere.
+// Hooks and fsmonitor commands are switched off for the same reason.
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	env := os.Environ()
-	kept := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "GIT_") {
-			kept = append(kept, kv)
-		}
-	}
-	cmd.Env = kept
+	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Env = worker.BaseEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
