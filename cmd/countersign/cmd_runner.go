@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/worker"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -143,7 +144,15 @@ func newEvaluator(c *config, log *slog.Logger) (evaluator.Evaluator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("flag -evaluator-command: %w", err)
 		}
-		log.Info("evaluator: command", "command", argv[0])
+		// The command reads worker output on stdin: it gets the workers' minimal
+		// environment plus only the variables the operator names.
+		cmd.Env = worker.BaseEnv()
+		for _, k := range splitList(c.EvalEnv) {
+			if v, ok := os.LookupEnv(k); ok {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+		log.Info("evaluator: command", "command", argv[0], "env", c.EvalEnv)
 		ev = cmd
 	default:
 		log.Info("evaluator: none (contracts with evaluate criteria will not pass)")

@@ -24,6 +24,7 @@ type config struct {
 	Evaluator     string
 	EvalCommand   string
 	EvalModel     string
+	EvalEnv       string
 	RunnerID      string
 	Lease         time.Duration
 	Poll          time.Duration
@@ -83,6 +84,7 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.Ledger, "ledger", envOr("local", "COUNTERSIGN_LEDGER"), "ledger: local (hash chain in the database) or hcs (Hedera; see HEDERA_* variables) (env COUNTERSIGN_LEDGER)")
 	fs.StringVar(&c.Evaluator, "evaluator", envOr("auto", "COUNTERSIGN_EVALUATOR"), "semantic evaluator: anthropic, command, none, or auto (anthropic when ANTHROPIC_API_KEY is set, else none) (env COUNTERSIGN_EVALUATOR)")
 	fs.StringVar(&c.EvalCommand, "evaluator-command", envOr("", "COUNTERSIGN_EVALUATOR_COMMAND"), "command printing a JSON verdict, for --evaluator=command; split on spaces, request on stdin (env COUNTERSIGN_EVALUATOR_COMMAND)")
+	fs.StringVar(&c.EvalEnv, "evaluator-env", envOr("ANTHROPIC_API_KEY", "COUNTERSIGN_EVALUATOR_ENV"), "comma-separated variables passed to the evaluator command besides PATH, HOME and the locale (env COUNTERSIGN_EVALUATOR_ENV)")
 	fs.StringVar(&c.EvalModel, "evaluator-model", envOr("", "COUNTERSIGN_EVALUATOR_MODEL"), "Anthropic model for --evaluator=anthropic (default: a small Haiku model) (env COUNTERSIGN_EVALUATOR_MODEL)")
 	if c.Lease, err = envDuration("COUNTERSIGN_LEASE", 30*time.Second); err != nil {
 		return err

@@ -50,8 +50,9 @@ type Command struct {
 	argv      []string
 	timeout   time.Duration
 	maxOutput int
-	// Env is the command's environment; nil means the runner's own environment
-	// (a chat CLI needs its credentials from there).
+	// Env is the command's environment; nil means the runner's own environment. The
+	// command reads worker output, so callers should pass an allow-list (serve and
+	// runner pass the workers' minimal environment plus -evaluator-env).
 	Env []string
 	// Dir is the working directory; empty means the runner's.
 	Dir string
