@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // RunnerPass moves a task whose attempt passed every check on, inside the runner's
@@ -64,7 +65,7 @@ func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, 
 		last = fmt.Sprintf(" (%s: %s)", attempts[n-1].Stage, attempts[n-1].Failure)
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
+		Title: Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}
@@ -78,9 +79,17 @@ func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, 
 	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
 }
 
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n bytes, cutting at a rune boundary and marking the
+// cut with "…", so that text from workers stays valid UTF-8 (PostgreSQL refuses
+// anything else).
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	const mark = "…"
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
