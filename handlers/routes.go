@@ -28,7 +28,7 @@ type Deps struct {
 }
 
 // NewServer returns the Echo server with every route, the central error handler and
-// the common middleware (recover, request id, body limit, security headers).
+// the common middleware (recover, body limit, security headers, request log).
 func NewServer(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

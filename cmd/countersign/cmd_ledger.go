@@ -34,7 +34,13 @@ func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("ledger chain broken: %w", err)
 	}
 	seq, hash := ledger.ChainTip(entries)
-	fmt.Fprintf(out, "ledger chain intact: %d entries, %d posted; tip sequence %d running hash %s\n", len(entries), seq, seq, hash)
+	posted := 0
+	for _, e := range entries {
+		if e.Status == models.LedgerPosted {
+			posted++
+		}
+	}
+	fmt.Fprintf(out, "ledger chain intact: %d entries, %d posted; tip sequence %d running hash %s\n", len(entries), posted, seq, hash)
 	fmt.Fprintln(out, "keep the tip elsewhere: entries removed from the end can only be seen against it")
 	return nil
 }

@@ -39,7 +39,7 @@ func newEnv(t *testing.T, dialect string) *env {
 	svc := models.NewService(db, ledger.Composer{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test",
-		Extra: []func(*echo.Echo){func(e *echo.Echo) { mcp.Register(e, mcp.New(svc, "test")) }}})
+		Extra: []func(*echo.Echo){func(e *echo.Echo) { mcp.Register(e, mcp.New(svc, nil, "test")) }}})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return &env{t: t, db: db, svc: svc, srv: srv, tokens: map[string]string{}, clients: map[string]*sdk.ClientSession{}}

@@ -67,10 +67,13 @@ No tool marks work completed for you: completion of worker tasks belongs to the 
 // loopback) is off: it exists for servers without credentials, while every request
 // here needs a bearer token a rebinding page cannot know, and the guard would refuse
 // every request a reverse proxy on the same host forwards with the public Host.
-func New(svc *models.Service, version string) http.Handler {
+func New(svc *models.Service, log *slog.Logger, version string) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: version},
 		&sdk.ServerOptions{Instructions: instructions})
-	t := &tools{svc: svc, log: slog.Default()}
+	t := &tools{svc: svc, log: log}
 	t.register(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"github.com/countersign/countersign/models"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,11 +17,9 @@ const flashCookie = "cs_flash"
 // setFlash leaves a message for the next page the browser loads (kind: info,
 // success, warning, error). The cookie is read once and cleared by meta.
 func setFlash(c echo.Context, kind, msg string) {
-	if len(msg) > 500 {
-		msg = msg[:500]
-	}
+	msg = models.Truncate(msg, 500)
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + "|" + msg), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 60})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 60, Secure: c.Scheme() == "https"})
 }
 
 // takeFlash returns and clears the request's flash message. Only the kinds the

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ func idParam(c echo.Context, name string) (int64, error) {
 
 // fieldErrors returns the field messages of a domain error (nil for others).
 func fieldErrors(err error) map[string]string {
-	if e, ok := err.(*models.Error); ok && e.Code == models.EINVALID {
+	var e *models.Error
+	if errors.As(err, &e) && e.Code == models.EINVALID {
 		return e.Fields
 	}
 	return nil

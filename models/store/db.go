@@ -90,7 +90,7 @@ type txState struct {
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
-// serve and migrate commands do) before using the store.
+// command line migrates whenever it opens the database) before using the store.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	d := &DB{hub: newHub()}
 	var dialector gorm.Dialector
