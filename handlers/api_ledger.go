@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -11,22 +10,15 @@ import (
 	"github.com/countersign/countersign/runner/ledger"
 )
 
-// LedgerInfo names where the ledger is kept, for HashScan links.
-type LedgerInfo struct {
-	Kind    string // local | hcs
-	Network string // testnet | mainnet | previewnet; other networks have no HashScan
-	TopicID string
-}
-
 // LedgerAPI serves /api/v1/ledger: the outbox entries with their status and receipt,
 // and the exact bytes posted.
 type LedgerAPI struct {
 	svc  *models.Service
-	info LedgerInfo
+	info ledger.Info
 }
 
 // NewLedgerAPI returns the ledger endpoints.
-func NewLedgerAPI(svc *models.Service, info LedgerInfo) *LedgerAPI {
+func NewLedgerAPI(svc *models.Service, info ledger.Info) *LedgerAPI {
 	return &LedgerAPI{svc: svc, info: info}
 }
 
@@ -39,10 +31,10 @@ type ledgerView struct {
 
 func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
 	v := ledgerView{LedgerEntry: e, Summarised: len(e.Payload) > 0}
-	if h.info.Kind == "hcs" && e.ConsensusAt != nil {
+	if e.Status == models.LedgerPosted {
 		// The topic, not a transaction: receipts carry no consensus timestamp, so ours
 		// is an upper bound; the entry is found on the topic by its sequence number.
-		v.HashScan = ledger.HashScanURL(h.info.Network, h.info.TopicID, time.Time{})
+		v.HashScan = h.info.TopicURL()
 	}
 	return v
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/ledger"
 )
 
 // Deps are what the HTTP server is built from.
@@ -19,7 +20,7 @@ type Deps struct {
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
 	// Ledger describes the ledger for HashScan links.
-	Ledger LedgerInfo
+	Ledger ledger.Info
 	// HTML renders error pages for browsers; nil renders JSON everywhere.
 	HTML HTMLErrorRenderer
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner/ledger"
@@ -91,22 +90,22 @@ func runHCSCreateTopic(ctx context.Context, args []string, out io.Writer) error 
 }
 
 // openLedger builds the configured ledger and what the pages and API show of it.
-func openLedger(c *config, db *store.DB) (ledger.Ledger, handlers.LedgerInfo, error) {
+func openLedger(c *config, db *store.DB) (ledger.Ledger, ledger.Info, error) {
 	if c.Ledger != "hcs" {
-		return ledger.NewLocal(db), handlers.LedgerInfo{Kind: "local"}, nil
+		return ledger.NewLocal(db), ledger.Info{Kind: "local"}, nil
 	}
 	cfg, err := ledger.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		return nil, handlers.LedgerInfo{}, err
+		return nil, ledger.Info{}, err
 	}
 	if err := cfg.RequireTopic(); err != nil {
-		return nil, handlers.LedgerInfo{}, err
+		return nil, ledger.Info{}, err
 	}
 	h, err := ledger.NewHCS(cfg)
 	if err != nil {
-		return nil, handlers.LedgerInfo{}, err
+		return nil, ledger.Info{}, err
 	}
-	return h, handlers.LedgerInfo{Kind: "hcs", Network: cfg.Network, TopicID: cfg.TopicID}, nil
+	return h, ledger.Info{Kind: "hcs", Network: cfg.Network, TopicID: cfg.TopicID}, nil
 }
 
 // startPublisher starts the ledger publisher. On PostgreSQL only one process across

@@ -98,7 +98,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		stops = append(stops, stopPool)
 	}
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: pages.LedgerInfo{Kind: ledInfo.Kind, Network: ledInfo.Network, TopicID: ledInfo.TopicID}})
+		Ledger: ledInfo})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo, HTML: dashboard.ErrorPage,

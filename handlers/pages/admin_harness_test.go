@@ -26,7 +26,7 @@ import (
 const admPassword = "admin pages password"
 
 // pagesLocal is the default ledger: a local hash chain.
-var pagesLocal = pages.LedgerInfo{Kind: "local"}
+var pagesLocal = ledger.Info{Kind: "local"}
 
 // admEnv is the full server (API and dashboard, as cmd builds it) over a fresh SQLite
 // database, with a lead+admin ("ada"), an editor ("eve") and a developer ("dev").
@@ -37,7 +37,7 @@ type admEnv struct {
 	srv *httptest.Server
 }
 
-func newAdmEnv(t *testing.T, info pages.LedgerInfo) *admEnv {
+func newAdmEnv(t *testing.T, info ledger.Info) *admEnv {
 	t.Helper()
 	db := storetest.Open(t, "sqlite")
 	svc := models.NewService(db, ledger.Composer{})

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,10 +30,8 @@ func (p *Pages) ledgerRow(e models.LedgerEntry) ledgerpage.Row {
 	}
 	if e.ConsensusAt != nil {
 		r.ConsensusAt = *e.ConsensusAt
-		if p.d.Ledger.Kind == "hcs" {
-			// The topic: our consensus time is an upper bound read with the receipt.
-			r.HashScan = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, time.Time{})
-		}
+		// The topic: our consensus time is an upper bound read with the receipt.
+		r.HashScan = p.d.Ledger.TopicURL()
 	}
 	return r
 }
@@ -51,7 +48,7 @@ func (p *Pages) ledgerView(c echo.Context, after int64) (ledgerpage.View, error)
 	v := ledgerpage.View{Meta: p.meta(c, "Ledger", layout.NavLedger), CSRF: CSRFToken(c), Kind: p.ledgerKind(), After: after}
 	if v.Kind == "hcs" {
 		v.TopicID = p.d.Ledger.TopicID
-		v.TopicURL = ledger.HashScanURL(p.d.Ledger.Network, p.d.Ledger.TopicID, time.Time{})
+		v.TopicURL = p.d.Ledger.TopicURL()
 	}
 	// One more than a page tells whether there is a next page.
 	entries, err := p.d.Service.Store().ListLedger(c.Request().Context(), models.LedgerFilter{AfterID: after, Limit: ledgerPageSize + 1})

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/handlers/pages"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/ledger"
 )
@@ -307,7 +306,7 @@ func TestLedgerPages(t *testing.T) {
 }
 
 func TestLedgerHashScanLinks(t *testing.T) {
-	e := newAdmEnv(t, pages.LedgerInfo{Kind: "hcs", Network: "testnet", TopicID: "0.0.4242"})
+	e := newAdmEnv(t, ledger.Info{Kind: "hcs", Network: "testnet", TopicID: "0.0.4242"})
 	ctx := context.Background()
 	task, _ := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "t", Role: "developer", Brief: "b"})
 	le, _ := ledger.TaskComplete{TaskID: task.ID, Contract: strings.Repeat("ab", 48), At: time.Now()}.Entry()

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/ledger"
 )
 
 // Deps are what the pages are built from.
@@ -22,14 +23,7 @@ type Deps struct {
 	SecureCookies bool
 	// Ledger describes the ledger for the ledger page: "local" or "hcs", and for
 	// HCS the network and topic, to build HashScan links.
-	Ledger LedgerInfo
-}
-
-// LedgerInfo names the ledger the publisher posts to.
-type LedgerInfo struct {
-	Kind    string // local | hcs
-	Network string // testnet | mainnet | previewnet | custom
-	TopicID string
+	Ledger ledger.Info
 }
 
 // Pages is the dashboard.

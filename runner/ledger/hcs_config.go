@@ -266,3 +266,20 @@ func HashScanURL(network, topicID string, consensusAt time.Time) string {
 	}
 	return fmt.Sprintf("https://hashscan.io/%s/transaction/%d.%09d", network, consensusAt.Unix(), consensusAt.Nanosecond())
 }
+
+// Info names the ledger the publisher posts to, for pages and the API: Kind "local"
+// or "hcs", and for HCS the network and topic.
+type Info struct {
+	Kind    string // local | hcs
+	Network string // testnet | mainnet | previewnet, or a custom node list (no HashScan)
+	TopicID string
+}
+
+// TopicURL links the HCS topic on HashScan, where entries are found by sequence
+// number; "" for the local ledger and for networks HashScan does not show.
+func (i Info) TopicURL() string {
+	if i.Kind != "hcs" {
+		return ""
+	}
+	return HashScanURL(i.Network, i.TopicID, time.Time{})
+}
