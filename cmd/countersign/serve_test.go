@@ -68,7 +68,9 @@ func TestServeDemo(t *testing.T) {
 		}
 		return states["verified"] >= 2 && states["blocked"] == 1 && kinds["blocked"] == 1 && kinds["advisory"] == 1
 	})
-	var led struct{ Entries []struct{ Type, Status string } }
+	var led struct {
+		Entries []struct{ Type, Status string }
+	}
 	waitFor(t, 30*time.Second, func() bool {
 		getJSON(t, base+"/api/v1/ledger", token, &led)
 		for _, e := range led.Entries {
