@@ -213,7 +213,7 @@ func (c *client) sessionEnded() string {
 		return ""
 	}
 	a, err := c.hub.store.GetAgent(ctx, s.AgentID)
-	if models.ErrorCode(err) == models.ENOTFOUND || (err == nil && !canSignIn(a)) {
+	if models.ErrorCode(err) == models.ENOTFOUND || (err == nil && !a.CanSignIn()) {
 		return "session ended"
 	}
 	c.expiry = s.ExpiresAt

@@ -16,7 +16,7 @@ import (
 
 // SessionCookie is the dashboard's session cookie (the same name handlers/pages sets):
 // it holds a random secret whose models.HashSecret is the stored session id.
-const SessionCookie = "cs_session"
+const SessionCookie = models.SessionCookie
 
 // Register mounts GET /ws on e.
 func (h *Hub) Register(e *echo.Echo) {
@@ -88,35 +88,14 @@ func (h *Hub) running() bool {
 func (h *Hub) authenticate(ctx context.Context, r *http.Request) (*models.Session, error) {
 	unauthorized := models.Errorf(models.EUNAUTHORIZED, "sign in to receive live updates")
 	ck, err := r.Cookie(SessionCookie)
-	if err != nil || ck.Value == "" || len(ck.Value) > 200 {
-		return nil, unauthorized
-	}
-	s, err := h.store.GetSession(ctx, models.HashSecret(ck.Value))
-	if models.ErrorCode(err) == models.ENOTFOUND {
-		return nil, unauthorized
-	}
 	if err != nil {
-		return nil, err
-	}
-	if !h.opts.Clock().Before(s.ExpiresAt) {
 		return nil, unauthorized
 	}
-	a, err := h.store.GetAgent(ctx, s.AgentID)
-	if models.ErrorCode(err) == models.ENOTFOUND {
+	_, s, err := models.ResolveSession(ctx, h.store, ck.Value, h.opts.Clock())
+	if models.ErrorCode(err) == models.EUNAUTHORIZED {
 		return nil, unauthorized
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !canSignIn(a) {
-		return nil, unauthorized
-	}
-	return s, nil
-}
-
-// canSignIn mirrors the dashboard's rule: enabled humans only.
-func canSignIn(a *models.Agent) bool {
-	return a != nil && !a.Disabled && a.Kind == models.KindHuman
+	return s, err
 }
 
 // checkOrigin is the upgrader's CheckOrigin: a browser's Origin must name the host the

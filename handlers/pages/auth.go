@@ -17,7 +17,7 @@ import (
 // Session cookie and lifetime.
 const (
 	// SessionCookie holds the session secret; only its SHA-256 is stored.
-	SessionCookie = "cs_session"
+	SessionCookie = models.SessionCookie
 	// SessionTTL is how long a session lasts after login (not sliding).
 	SessionTTL = 12 * time.Hour
 	// CSRFHeader is the request header that may carry the CSRF token instead of the
@@ -57,38 +57,14 @@ func (p *Pages) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 // is none, it expired, or its agent can no longer sign in.
 func (p *Pages) session(c echo.Context) (*models.Agent, *models.Session, error) {
 	ck, err := c.Cookie(SessionCookie)
-	if err != nil || ck.Value == "" || len(ck.Value) > 200 {
-		return nil, nil, nil
-	}
-	ctx := c.Request().Context()
-	st := p.d.Service.Store()
-	s, err := st.GetSession(ctx, models.HashSecret(ck.Value))
-	if models.ErrorCode(err) == models.ENOTFOUND {
-		return nil, nil, nil
-	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if !time.Now().Before(s.ExpiresAt) {
 		return nil, nil, nil
 	}
-	a, err := st.GetAgent(ctx, s.AgentID)
-	if models.ErrorCode(err) == models.ENOTFOUND {
+	a, s, err := models.ResolveSession(c.Request().Context(), p.d.Service.Store(), ck.Value, time.Now())
+	if models.ErrorCode(err) == models.EUNAUTHORIZED {
 		return nil, nil, nil
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if !canSignIn(a) {
-		return nil, nil, nil
-	}
-	return a, s, nil
-}
-
-// canSignIn reports whether a may use the dashboard: enabled humans only. Worker
-// agents are run by the runner and the runner's system identity is no person.
-func canSignIn(a *models.Agent) bool {
-	return a != nil && !a.Disabled && a.Kind == models.KindHuman
+	return a, s, err
 }
 
 // checkCSRF refuses every POST, PUT, PATCH and DELETE that does not carry the

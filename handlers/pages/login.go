@@ -78,7 +78,7 @@ func (p *Pages) login(c echo.Context) error {
 	} else {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(c.FormValue("password")))
 	}
-	if !ok || !canSignIn(a) {
+	if !ok || !a.CanSignIn() {
 		v.Error = wrongLogin
 		return p.renderLogin(c, http.StatusUnauthorized, v)
 	}
