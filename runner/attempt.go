@@ -101,26 +101,34 @@ func (p *Pool) runTask(tr *taskRun) {
 }
 
 // attempt makes one attempt: prepare, record its start, run the worker, check, and
-// record the outcome with the state change in one transaction.
+// record the outcome with the state change in one transaction. The first attempt of a
+// claim was usually prepared and begun by the claim itself.
 func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
-	t := &tr.task
-	attempts, err := p.store.ListAttempts(ctx, t.ID)
-	if err != nil {
-		p.log.Warn("listing attempts failed; releasing the task", "task_id", t.ID, "err", err)
-		p.releaseLease(tr)
-		return decision{done: true}
-	}
-	ar := &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now()}
-	if err := p.prepare(ctx, tr, ar); err != nil {
-		ar.infra("preparing the attempt failed: "+err.Error(), err)
+	ar := tr.next
+	tr.next = nil
+	if ar == nil {
+		ar = p.newAttempt(tr)
+		if err := p.prepare(ctx, tr, ar); err != nil {
+			ar.infra("preparing the attempt failed: "+err.Error(), err)
+			return p.settle(tr, ar)
+		}
+		if ok := p.begin(ctx, tr, ar); !ok {
+			return decision{done: true}
+		}
+	} else if ar.outcome != "" {
+		// The claim could not prepare it.
 		return p.settle(tr, ar)
-	}
-	if ok := p.begin(ctx, tr, ar); !ok {
-		return decision{done: true}
 	}
 	p.execute(ctx, tr, ar)
 	p.check(ctx, tr, ar)
 	return p.settle(tr, ar)
+}
+
+// newAttempt starts the next attempt of tr's task, numbered after the attempts the
+// pool knows of.
+func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
+	attempts := tr.attempts[:len(tr.attempts):len(tr.attempts)]
+	return &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now()}
 }
 
 // prepare lays out the workspace, resolves the output path and writes the brief.
@@ -152,7 +160,7 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 // begin records the attempt as running, after checking the lease is still ours.
 func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	lost := false
-	err := p.store.InTx(ctx, func(tx models.Tx) error {
+	err := p.inTx(ctx, func(tx models.Tx) error {
 		t, err := tx.LockTask(ctx, tr.task.ID)
 		if err != nil {
 			return err
@@ -161,15 +169,7 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 			lost = true
 			return nil
 		}
-		row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
-			Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC()}
-		if err := tx.CreateAttempt(ctx, row); err != nil {
-			return err
-		}
-		ar.row = row
-		return p.event(ctx, tx, "attempt.started", t, map[string]any{
-			"attempt": ar.num, "agent": tr.agent.Name, "runner_id": p.cfg.RunnerID, "revision": ar.previous != nil,
-		})
+		return p.recordStart(ctx, tx, tr, ar)
 	})
 	switch {
 	case err != nil:
@@ -181,6 +181,20 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 		return false
 	}
 	return true
+}
+
+// recordStart stores the attempt as running, with its attempt.started event, in tx.
+func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
+	t := &tr.task
+	row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
+		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC()}
+	if err := tx.CreateAttempt(ctx, row); err != nil {
+		return err
+	}
+	ar.row = row
+	return p.event(ctx, tx, "attempt.started", t, map[string]any{
+		"attempt": ar.num, "agent": tr.agent.Name, "runner_id": p.cfg.RunnerID, "revision": ar.previous != nil,
+	})
 }
 
 // execute runs the worker with the brief on stdin and the task facts in its

@@ -151,7 +151,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	}
 	var activities map[string]string
 	if len(crit) > 0 {
-		rules, err := p.svc.Rules(ctx)
+		rules, err := p.rules(ctx)
 		if err != nil {
 			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
 				Diagnosis: "reading the project rules failed: " + err.Error()}
@@ -161,6 +161,42 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	res, results := checks.Verify(ctx, ar.ws.Dir, cp.Verify, crit, activities, cp.VerifyTimeout.Duration, p.checkEnv(tr, ar))
 	ar.criteria = results
 	return res
+}
+
+// rulesTTL bounds how long the pool reuses the project rules it read. Saving them
+// (rules.saved) drops the copy as soon as the event reaches the pool; the bound covers
+// writers it does not hear from (another process on SQLite).
+const rulesTTL = time.Second
+
+// rules returns the project rules, read at most once per rulesTTL unless another
+// writer's events arrived since.
+func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
+	p.rulesMu.Lock()
+	gen, cached, at := p.rulesGen, p.rulesVal, p.rulesAt
+	p.rulesMu.Unlock()
+	if cached != nil && time.Since(at) < rulesTTL {
+		return *cached, nil
+	}
+	at = time.Now()
+	r, err := p.svc.Rules(ctx)
+	if err != nil {
+		return r, err
+	}
+	p.rulesMu.Lock()
+	if p.rulesGen == gen {
+		p.rulesVal, p.rulesAt = &r, at
+	}
+	p.rulesMu.Unlock()
+	return r, nil
+}
+
+// forgetRules drops the cached project rules: an event from another writer may have
+// been rules.saved.
+func (p *Pool) forgetRules() {
+	p.rulesMu.Lock()
+	p.rulesGen++
+	p.rulesVal = nil
+	p.rulesMu.Unlock()
 }
 
 // checkEnv is the environment of verify commands: the worker's minimal environment,

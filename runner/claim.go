@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,14 @@ type taskRun struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 
+	// attempts are the task's attempts, oldest first: read in the claim and kept up
+	// to date by this pool, which alone records attempts of the task while it holds
+	// the lease.
+	attempts []models.Attempt
+	// next is the first attempt when the claim already prepared it and recorded its
+	// start (or found that it cannot be prepared); nil otherwise.
+	next *attemptRun
+
 	dispatched bool        // Observer.Dispatched was reported
 	settled    atomic.Bool // the current attempt's outcome is being recorded
 }
@@ -29,13 +38,19 @@ func (tr *taskRun) settling() bool { return tr.settled.Load() }
 // claim hands out, in one transaction, as many (ready task, idle agent) pairs as it
 // can, at most ClaimBatch: it locks the worker agents and the ready tasks (skipping
 // rows other runners' claims hold), assigns and starts each task for its agent with
-// the runner as the actor — so the events are written with the change — and takes a
-// lease on it.
-func (p *Pool) claim(ctx context.Context) ([]*taskRun, error) {
-	var runs []*taskRun
-	err := p.store.InTx(ctx, func(tx models.Tx) error {
-		runs = runs[:0]
-		c, ok := tx.(models.Claimer)
+// the runner as the actor — so the events are written with the change — takes a
+// lease on it, and records the start of its first attempt (see beginInClaim). more
+// reports that the batch was full: another claim may find more.
+//
+// A claim that began runs to its end whatever happens to ctx: cancelling it during the
+// commit could leave a claim committed that the pool believes failed (a lease and a
+// running attempt that only the lease's expiry would recover).
+func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	err = p.inTx(ctx, func(tx models.Tx) error {
+		runs, more = runs[:0], false
+		c, ok := models.Tx(unwrapTx(tx)).(models.Claimer)
 		if !ok {
 			return fmt.Errorf("runner: the store's transactions cannot claim tasks")
 		}
@@ -88,12 +103,16 @@ func (p *Pool) claim(ctx context.Context) ([]*taskRun, error) {
 			l.Running++
 			runs = append(runs, tr)
 		}
+		// The query left ready tasks out, and an agent is still idle to take them.
+		more = len(ready) >= p.cfg.ClaimBatch && slices.ContainsFunc(idle, func(l *models.WorkerLoad) bool {
+			return l.Running < max(l.Agent.Concurrency, 1)
+		})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return runs, nil
+	return runs, more, nil
 }
 
 // pickAgent chooses the idle agent for t: its assignee when it has one, else the
@@ -124,6 +143,10 @@ func pickAgent(t *models.Task, idle []*models.WorkerLoad) *models.WorkerLoad {
 // lease, in tx.
 func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress}
+	// A task that was never started (start sets the builder) has no attempts: only
+	// the runner records attempts, of tasks in progress.
+	started := t.BuilderID != nil
+	var attempts []models.Attempt
 	ready, err := p.readyTime(ctx, tx, t)
 	if err != nil {
 		return nil, err
@@ -147,7 +170,7 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 		// Sent back by a rejection (no lease), or its runner died (lease expired): the
 		// dead runner's unfinished attempt is an infrastructure failure, not the
 		// worker's, and does not use up the budget.
-		if err := p.abandonAttempts(ctx, tx, t, prevOwner, now); err != nil {
+		if attempts, err = p.abandonAttempts(ctx, tx, t, prevOwner, now); err != nil {
 			return nil, err
 		}
 		t.LeaseOwner, t.LeaseUntil = p.cfg.RunnerID, &until
@@ -168,8 +191,37 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 			return nil, err
 		}
 	}
+	if attempts == nil && started {
+		if attempts, err = tx.ListAttempts(ctx, t.ID); err != nil {
+			return nil, err
+		}
+	}
+	tr.attempts = attempts
 	tr.task = *t
+	if err := p.beginInClaim(ctx, tx, tr); err != nil {
+		return nil, err
+	}
 	return tr, nil
+}
+
+// beginInClaim prepares the first attempt of a claimed task and records its start in
+// the claim's transaction, sparing the attempt a transaction of its own: the attempt
+// row exists from the moment the lease does, so a runner that dies before it settles
+// leaves a running attempt for the takeover to record as an infrastructure failure. A
+// preparation that fails is settled by the task's goroutine, as any other. Workspaces
+// that are git worktrees are prepared outside the transaction (git may be slow), by
+// the attempt itself.
+func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun) error {
+	if tr.agent.Worktree {
+		return nil
+	}
+	ar := p.newAttempt(tr)
+	tr.next = ar
+	if err := p.prepare(ctx, tr, ar); err != nil {
+		ar.infra("preparing the attempt failed: "+err.Error(), err)
+		return nil
+	}
+	return p.recordStart(ctx, tx, tr, ar)
 }
 
 // readyTime is when t became ready: its last change, its last dependency's
@@ -198,11 +250,11 @@ func (p *Pool) readyTime(ctx context.Context, tx models.Tx, t *models.Task) (tim
 }
 
 // abandonAttempts records the attempts a dead runner left running as infrastructure
-// failures.
-func (p *Pool) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task, prevOwner string, now time.Time) error {
+// failures, and returns the task's attempts as they are now.
+func (p *Pool) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task, prevOwner string, now time.Time) ([]models.Attempt, error) {
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i := range attempts {
 		a := &attempts[i]
@@ -220,16 +272,16 @@ func (p *Pool) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task
 		fin := now
 		a.FinishedAt = &fin
 		if err := tx.UpdateAttempt(ctx, a); err != nil {
-			return err
+			return nil, err
 		}
 		if err := p.event(ctx, tx, "attempt.finished", t, map[string]any{
 			"attempt": a.Number, "outcome": a.Outcome, "stage": a.Stage, "diagnosis": a.Diagnosis, "agent_id": a.AgentID,
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		p.observeAttempt(a.Outcome, a.Stage)
 	}
-	return nil
+	return attempts, nil
 }
 
 // event appends an event about t by the runner in tx.

@@ -29,7 +29,7 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tr.ctx), settleTimeout)
 	defer cancel()
 	var d decision
-	err := p.store.InTx(ctx, func(tx models.Tx) error {
+	err := p.inTx(ctx, func(tx models.Tx) error {
 		var err error
 		d, err = p.settleTx(ctx, tx, tr, ar)
 		return err
@@ -41,6 +41,7 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 		p.releaseLease(tr)
 		return decision{done: true}
 	}
+	tr.attempts = append(tr.attempts, *ar.row)
 	p.observeAttempt(ar.outcome, ar.stage)
 	p.log.Info("attempt finished", "task_id", tr.task.ID, "attempt", ar.num, "agent", tr.agent.Name,
 		"outcome", ar.outcome, "stage", ar.stage, "state", tr.task.State)

@@ -58,6 +58,15 @@ type Pool struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	rulesMu  sync.Mutex
+	rulesVal *models.ProjectRules // cached by rules; nil when none
+	rulesAt  time.Time
+	rulesGen int // bumped by forgetRules
+
+	evMu sync.Mutex
+	own  map[int64]bool // ids of events this pool appended that no wake-up has covered yet
+	seen int64          // the newest event id a wake-up covered
 }
 
 // New checks cfg, applies its defaults and returns a Pool that has not started.
@@ -74,6 +83,7 @@ func New(cfg Config) (*Pool, error) {
 		log:     cfg.Log.With("runner_id", cfg.RunnerID),
 		running: map[int64]*taskRun{},
 		wake:    make(chan struct{}, 1),
+		own:     map[int64]bool{},
 	}, nil
 }
 
@@ -188,17 +198,32 @@ func (p *Pool) notify() {
 }
 
 // loop claims until ctx ends, waking on events, on freed slots and on the poll tick.
+// Events this pool appended itself wake no claim: none of them makes work claimable
+// that the pool's own wake-up (a task goroutine ending frees its slot and follows any
+// task its outcome released) does not already cover.
 func (p *Pool) loop(ctx, taskCtx context.Context, events <-chan int64) {
 	tick := time.NewTicker(p.cfg.Poll)
 	defer tick.Stop()
+	claim := true
 	for {
-		p.claimAll(ctx, taskCtx)
+		if claim {
+			p.claimAll(ctx, taskCtx)
+		}
+		claim = true
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-events:
+		case id, ok := <-events:
 			if !ok {
 				events = nil // the store closed: polling still works
+				p.evMu.Lock()
+				p.own = nil
+				p.evMu.Unlock()
+				continue
+			}
+			claim = !p.onlyOwn(id)
+			if claim {
+				p.forgetRules()
 			}
 		case <-p.wake:
 		case <-tick.C:
@@ -206,21 +231,119 @@ func (p *Pool) loop(ctx, taskCtx context.Context, events <-chan int64) {
 	}
 }
 
-// claimAll claims batches until nothing more can be claimed now.
+// maxOwnEvents bounds the ids remembered by ownEvents; forgetting them only costs
+// claims that find nothing.
+const maxOwnEvents = 4096
+
+// onlyOwn reports whether every event up to id that no earlier wake-up covered was
+// appended by this pool. Ids are committed in order, so a wake-up for id covers every
+// event up to it; a gap (another writer's event, a rolled-back id) counts as foreign.
+func (p *Pool) onlyOwn(id int64) bool {
+	p.evMu.Lock()
+	defer p.evMu.Unlock()
+	if p.own == nil {
+		return false
+	}
+	only := id <= p.seen || int(id-p.seen) <= len(p.own)
+	for i := p.seen + 1; only && i <= id; i++ {
+		only = p.own[i]
+	}
+	for k := range p.own {
+		if k <= id {
+			delete(p.own, k)
+		}
+	}
+	p.seen = max(p.seen, id)
+	return only
+}
+
+// ownEvents remembers (add) or forgets (a transaction that did not commit) ids of
+// events this pool appended.
+func (p *Pool) ownEvents(ids []int64, add bool) {
+	if len(ids) == 0 {
+		return
+	}
+	p.evMu.Lock()
+	defer p.evMu.Unlock()
+	if p.own == nil {
+		return
+	}
+	if add && len(p.own)+len(ids) > maxOwnEvents {
+		clear(p.own)
+	}
+	for _, id := range ids {
+		if add {
+			p.own[id] = true
+		} else {
+			delete(p.own, id)
+		}
+	}
+}
+
+// inTx runs fn in a transaction of the store whose Tx remembers the events it
+// appends as this pool's (see loop). They are remembered before the commit, so that
+// the wake-up the commit causes finds them, and forgotten when fn fails, before the
+// rollback: an id that never commits may be handed out again to someone else.
+func (p *Pool) inTx(ctx context.Context, fn func(tx models.Tx) error) error {
+	var ids []int64
+	err := p.store.InTx(ctx, func(tx models.Tx) (err error) {
+		ids = ids[:0]
+		ok := false
+		defer func() {
+			if !ok {
+				p.ownEvents(ids, false)
+			}
+		}()
+		err = fn(ownTx{Tx: tx, p: p, ids: &ids})
+		ok = err == nil
+		return err
+	})
+	if err != nil {
+		p.ownEvents(ids, false)
+	}
+	return err
+}
+
+// ownTx is a Tx whose appended events are remembered as the pool's.
+type ownTx struct {
+	models.Tx
+	p   *Pool
+	ids *[]int64
+}
+
+func (o ownTx) AppendEvent(ctx context.Context, e *models.Event) error {
+	if err := o.Tx.AppendEvent(ctx, e); err != nil {
+		return err
+	}
+	*o.ids = append(*o.ids, e.ID)
+	o.p.ownEvents([]int64{e.ID}, true)
+	return nil
+}
+
+// unwrapTx returns the store's own Tx behind tx.
+func unwrapTx(tx models.Tx) models.Tx {
+	if o, ok := tx.(ownTx); ok {
+		return o.Tx
+	}
+	return tx
+}
+
+// claimAll claims batches until nothing more can be claimed now: a batch that was
+// not full considered every ready task an idle agent could take.
 func (p *Pool) claimAll(ctx, taskCtx context.Context) {
 	for ctx.Err() == nil {
-		runs, err := p.claim(ctx)
+		runs, more, err := p.claim(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				p.log.Warn("claim failed; retrying on the next wake-up", "err", err)
 			}
 			return
 		}
-		if len(runs) == 0 {
-			return
-		}
 		for _, tr := range runs {
 			p.launch(taskCtx, tr)
+		}
+		if len(runs) == 0 || !more {
+			return
 		}
 	}
 }
