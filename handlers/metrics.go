@@ -74,12 +74,16 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) { ch <- tasksDesc; ch
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if counts, err := c.store.CountTasks(ctx, 0); err == nil {
+	if counts, err := c.store.CountTasks(ctx, 0); err != nil {
+		ch <- prometheus.NewInvalidMetric(tasksDesc, err)
+	} else {
 		for _, st := range models.TaskStates {
 			ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(counts[st]), string(st))
 		}
 	}
-	if pending, err := c.store.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending, Limit: 100000}); err == nil {
-		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(len(pending)))
+	if n, err := c.store.CountLedger(ctx, models.LedgerPending); err != nil {
+		ch <- prometheus.NewInvalidMetric(backlogDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n))
 	}
 }

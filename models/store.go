@@ -80,11 +80,15 @@ type Tx interface {
 	UpdateInboxItem(ctx context.Context, i *InboxItem) error
 	GetInboxItem(ctx context.Context, id int64) (*InboxItem, error)
 	ListInbox(ctx context.Context, f InboxFilter) ([]InboxItem, error)
+	// CountInbox counts the items ListInbox would list without its limit.
+	CountInbox(ctx context.Context, f InboxFilter) (int, error)
 
 	// AppendEvent assigns e.ID (strictly increasing) and stores it.
 	AppendEvent(ctx context.Context, e *Event) error
 	// ListEvents returns up to limit events with ID > afterID, oldest first.
 	ListEvents(ctx context.Context, afterID int64, limit int) ([]Event, error)
+	// LastEventID returns the id of the newest event, 0 when there is none.
+	LastEventID(ctx context.Context) (int64, error)
 	// ListTaskEvents returns the newest limit events of one task, oldest first.
 	ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error)
 
@@ -93,6 +97,8 @@ type Tx interface {
 	UpdateLedgerEntry(ctx context.Context, e *LedgerEntry) error
 	GetLedgerEntry(ctx context.Context, id int64) (*LedgerEntry, error)
 	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+	// CountLedger counts the entries with a status ("" for all).
+	CountLedger(ctx context.Context, status string) (int, error)
 
 	// GetRules returns the project rules; ENOTFOUND when none were saved yet.
 	GetRules(ctx context.Context) (*ProjectRules, error)

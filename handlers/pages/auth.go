@@ -122,8 +122,8 @@ func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
 		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
 	}
 	ctx := c.Request().Context()
-	if items, err := p.d.Service.Store().ListInbox(ctx, models.InboxFilter{Limit: 100}); err == nil {
-		m.InboxCount = len(items)
+	if n, err := p.d.Service.Store().CountInbox(ctx, models.InboxFilter{}); err == nil {
+		m.InboxCount = n
 	}
 	if id, err := p.lastEventID(ctx); err == nil {
 		m.LastEventID = id

@@ -6,7 +6,6 @@ package pages
 
 import (
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,10 +27,9 @@ type Deps struct {
 
 // Pages is the dashboard.
 type Pages struct {
-	d         Deps
-	limiter   *limiter     // failed sign-ins per client address
-	lastEvent atomic.Int64 // newest event id seen; where the next probe starts
-	counts    countCache   // task counts per goal, valid until the next event
+	d       Deps
+	limiter *limiter   // failed sign-ins per client address
+	counts  countCache // task counts per goal, valid until the next event
 }
 
 // New returns the dashboard over d. A nil Log discards.

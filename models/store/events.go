@@ -117,3 +117,12 @@ func (o *ops) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]mo
 	}
 	return out, nil
 }
+
+// LastEventID returns the id of the newest event, 0 when there is none.
+func (o *ops) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := o.q(ctx).Model(&eventRecord{}).Select("COALESCE(MAX(id), 0)").Scan(&id).Error; err != nil {
+		return 0, mapError(err, "events")
+	}
+	return id, nil
+}

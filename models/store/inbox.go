@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"gorm.io/gorm"
 	"time"
 
 	"github.com/countersign/countersign/models"
@@ -96,16 +97,7 @@ func (o *ops) GetInboxItem(ctx context.Context, id int64) (*models.InboxItem, er
 // ListInbox returns inbox items newest first: open ones only unless
 // f.IncludeResolved, at most f.Limit (default 100, at most 1000).
 func (o *ops) ListInbox(ctx context.Context, f models.InboxFilter) ([]models.InboxItem, error) {
-	q := o.q(ctx).Order("id DESC").Limit(listLimit(f.Limit))
-	if !f.IncludeResolved {
-		q = q.Where("resolved = ?", false)
-	}
-	if f.Kind != "" {
-		q = q.Where("kind = ?", f.Kind)
-	}
-	if f.TaskID > 0 {
-		q = q.Where("task_id = ?", f.TaskID)
-	}
+	q := inboxWhere(o.q(ctx), f).Order("id DESC").Limit(listLimit(f.Limit))
 	var recs []inboxRecord
 	if err := q.Find(&recs).Error; err != nil {
 		return nil, mapError(err, "inbox items")
@@ -115,4 +107,27 @@ func (o *ops) ListInbox(ctx context.Context, f models.InboxFilter) ([]models.Inb
 		out = append(out, *fromInboxRecord(&recs[i]))
 	}
 	return out, nil
+}
+
+// CountInbox counts the items ListInbox would list without its limit.
+func (o *ops) CountInbox(ctx context.Context, f models.InboxFilter) (int, error) {
+	var n int64
+	if err := inboxWhere(o.q(ctx).Model(&inboxRecord{}), f).Count(&n).Error; err != nil {
+		return 0, mapError(err, "inbox items")
+	}
+	return int(n), nil
+}
+
+// inboxWhere applies an inbox filter's conditions.
+func inboxWhere(q *gorm.DB, f models.InboxFilter) *gorm.DB {
+	if !f.IncludeResolved {
+		q = q.Where("resolved = ?", false)
+	}
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.TaskID > 0 {
+		q = q.Where("task_id = ?", f.TaskID)
+	}
+	return q
 }

@@ -142,3 +142,16 @@ func (o *ops) ListLedger(ctx context.Context, f models.LedgerFilter) ([]models.L
 	}
 	return out, nil
 }
+
+// CountLedger counts the entries with a status ("" for all).
+func (o *ops) CountLedger(ctx context.Context, status string) (int, error) {
+	q := o.q(ctx).Model(&ledgerRecord{})
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	var n int64
+	if err := q.Count(&n).Error; err != nil {
+		return 0, mapError(err, "ledger entries")
+	}
+	return int(n), nil
+}

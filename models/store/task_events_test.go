@@ -47,3 +47,46 @@ func TestListTaskEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestCounts: the count queries behind every page render and /metrics.
+func TestCounts(t *testing.T) {
+	for _, d := range storetest.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			if id, err := db.LastEventID(ctx); err != nil || id != 0 {
+				t.Fatalf("empty: %d %v", id, err)
+			}
+			for i := 0; i < 3; i++ {
+				if err := db.AppendEvent(ctx, &models.Event{Type: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			all, _ := db.ListEvents(ctx, 0, 10)
+			if id, err := db.LastEventID(ctx); err != nil || id != all[2].ID {
+				t.Fatalf("last event %d, want %d (%v)", id, all[2].ID, err)
+			}
+			for i := 0; i < 3; i++ {
+				e := &models.LedgerEntry{Type: models.LedgerTaskComplete, Message: []byte(`{}`), Status: models.LedgerPending}
+				if err := db.AppendLedgerEntry(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					e.Status = models.LedgerPosted
+					if err := db.UpdateLedgerEntry(ctx, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n, err := db.CountLedger(ctx, models.LedgerPending); err != nil || n != 2 {
+				t.Fatalf("pending %d %v", n, err)
+			}
+			if n, _ := db.CountLedger(ctx, ""); n != 3 {
+				t.Fatalf("all %d", n)
+			}
+			if n, err := db.CountInbox(ctx, models.InboxFilter{}); err != nil || n != 0 {
+				t.Fatalf("inbox %d %v", n, err)
+			}
+		})
+	}
+}
