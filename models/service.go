@@ -64,19 +64,3 @@ func requireAny(actor *Agent, rule string, roles ...string) error {
 	}
 	return Forbidden(rule, "this action needs one of the roles %v", roles)
 }
-
-// teamSize counts the agents who can take part in separation of duties: enabled,
-// and not the runner.
-func teamSize(ctx context.Context, tx Tx) (int, error) {
-	agents, err := tx.ListAgents(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, a := range agents {
-		if !a.Disabled && a.Kind != KindSystem {
-			n++
-		}
-	}
-	return n, nil
-}

@@ -271,7 +271,7 @@ func (s *Service) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 }
 
 func (s *Service) stepApprove(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
-	if err := s.mayAct(ctx, tx, actor, t, t.Approve, "approve"); err != nil {
+	if err := s.mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
 		return effect{}, err
 	}
 	t.ApproverID = &actor.ID
@@ -282,7 +282,7 @@ func (s *Service) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if err := requireReason(in, "a rejection"); err != nil {
 		return effect{}, err
 	}
-	if err := s.mayAct(ctx, tx, actor, t, t.Approve, "approve"); err != nil {
+	if err := s.mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
 		return effect{}, err
 	}
 	t.Reason, t.ApproverID, t.AttemptsUsed = in.Reason, nil, 0
@@ -291,7 +291,7 @@ func (s *Service) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 }
 
 func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
-	if err := s.mayAct(ctx, tx, actor, t, t.Verify, "verify"); err != nil {
+	if err := s.mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
 		return effect{}, err
 	}
 	now := s.now()
@@ -306,7 +306,7 @@ func (s *Service) stepRejectVerification(ctx context.Context, tx Tx, actor *Agen
 	if err := requireReason(in, "a verification rejection"); err != nil {
 		return effect{}, err
 	}
-	if err := s.mayAct(ctx, tx, actor, t, t.Verify, "verify"); err != nil {
+	if err := s.mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
 		return effect{}, err
 	}
 	t.Rejections++

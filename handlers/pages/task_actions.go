@@ -52,28 +52,21 @@ func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory)
 	case models.ActSubmit:
 		return isBuilder
 	case models.ActApprove, models.ActReject:
-		return policyGuess(me, t, t.Approve, dir) && !isBuilder
+		return dir.permitted(me, t, models.DutyApprove)
 	case models.ActVerify, models.ActRejectVerification:
-		return policyGuess(me, t, t.Verify, dir) && !isBuilder && (t.ApproverID == nil || *t.ApproverID != me.ID)
+		return dir.permitted(me, t, models.DutyVerify)
 	}
 	return false
 }
 
-// policyGuess: a role policy needs the role; the runner policy leaves a worker's
-// output to the runner.
-func policyGuess(me *models.Agent, t *models.Task, p models.Policy, dir *directory) bool {
-	switch p {
-	case "", models.PolicyRunner:
-		if t.BuilderID != nil {
-			if b := dir.byID[*t.BuilderID]; b != nil && b.Kind == models.KindWorker {
-				return false
-			}
-		}
-		return true
-	case models.PolicyAny:
-		return true
+// permitted asks the service's own rule (policy and separation of duties) with the
+// builder and team size the directory knows.
+func (d *directory) permitted(me *models.Agent, t *models.Task, stage string) bool {
+	var builder *models.Agent
+	if t.BuilderID != nil {
+		builder = d.byID[*t.BuilderID]
 	}
-	return me.HasRole(p)
+	return models.Permitted(me, t, stage, builder, models.TeamSize(d.list)) == nil
 }
 
 // actionForms lists the forms of the actions legal from t's state that me may try.
