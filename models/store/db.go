@@ -86,7 +86,8 @@ type ops struct {
 
 // txState is what a transaction remembers until it commits.
 type txState struct {
-	maxEvent int64 // the largest event id appended; subscribers hear of it after commit
+	maxEvent     int64 // the largest event id appended; subscribers hear of it after commit
+	appendLocked bool  // the append lock is held (PostgreSQL); it lasts until commit
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the

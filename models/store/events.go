@@ -47,10 +47,16 @@ const appendLockKey = 0x636f756e7466 // "countf"
 // needs (Lock*) before its first append, or two transactions may deadlock (PostgreSQL
 // then aborts one with an ECONFLICT "try again").
 func (o *ops) appendLock(ctx context.Context) error {
-	if o.db.dialect != DialectPostgres {
+	if o.db.dialect != DialectPostgres || (o.tx != nil && o.tx.appendLocked) {
 		return nil
 	}
-	return mapError(o.q(ctx).Exec("SELECT pg_advisory_xact_lock(?)", int64(appendLockKey)).Error, "append lock")
+	if err := o.q(ctx).Exec("SELECT pg_advisory_xact_lock(?)", int64(appendLockKey)).Error; err != nil {
+		return mapError(err, "append lock")
+	}
+	if o.tx != nil {
+		o.tx.appendLocked = true // held to the end of the transaction: once is enough
+	}
+	return nil
 }
 
 // AppendEvent assigns e.ID (strictly increasing, committed in order) and stores the
