@@ -281,14 +281,8 @@ func TestGenerateLabelledAccuracy(t *testing.T) {
 	}
 }
 
-func TestGenerateSpeed(t *testing.T) {
-	// The PRD allows 2 s per delegation; we promise well under a millisecond.
-	res := testing.Benchmark(BenchmarkGenerate)
-	if ns := res.NsPerOp(); ns > 1_000_000 {
-		t.Errorf("Generate takes %d ns/op, want < 1ms", ns)
-	}
-}
-
+// BenchmarkGenerate prints the cost of generating one contract (the promise: well
+// under a millisecond; the PRD allows two seconds per delegation).
 func BenchmarkGenerate(b *testing.B) {
 	rules := DefaultRules()
 	desc := "Add a dark mode toggle to the settings page. The toggle lives in src/components/DarkModeToggle.tsx " +
