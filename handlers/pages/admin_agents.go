@@ -83,6 +83,7 @@ func (p *Pages) agentsView(c echo.Context) (agentspage.View, error) {
 	rows, err := p.agentRows(c)
 	v := agentspage.View{Meta: p.meta(c, "Agents", layout.NavAgents), CSRF: CSRFToken(c), Admin: isAdmin(SignedIn(c)), Rows: rows,
 		Add: agentspage.AgentForm{Kind: string(models.KindWorker), Concurrency: "1"}}
+	v.Meta.LiveRefresh = "any" // statuses and current tasks change as the runner works
 	return v, err
 }
 

@@ -46,6 +46,7 @@ func (p *Pages) ledgerKind() string {
 // ledgerView reads one page of entries after the id in ?after=.
 func (p *Pages) ledgerView(c echo.Context, after int64) (ledgerpage.View, error) {
 	v := ledgerpage.View{Meta: p.meta(c, "Ledger", layout.NavLedger), CSRF: CSRFToken(c), Kind: p.ledgerKind(), After: after}
+	v.Meta.LiveRefresh = "any" // entries are written and posted as work is verified
 	if v.Kind == "hcs" {
 		v.TopicID = p.d.Ledger.TopicID
 		v.TopicURL = p.d.Ledger.TopicURL()

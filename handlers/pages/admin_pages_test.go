@@ -100,7 +100,7 @@ func TestAgentsPage(t *testing.T) {
 	ctx := context.Background()
 	admin := e.login("ada")
 
-	admin.get("/agents").want(t, http.StatusOK, `data-testid="agent-add-form"`, `data-testid="agent-row-eve"`)
+	admin.get("/agents").want(t, http.StatusOK, `data-live-refresh="any"`, `data-live-region="agents"`, `data-testid="agent-add-form"`, `data-testid="agent-row-eve"`)
 
 	// Add a worker.
 	r := admin.post("/agents", url.Values{"name": {"builder-1"}, "kind": {"worker"}, "roles": {"developer, tester"},
@@ -322,7 +322,7 @@ func TestLedgerHashScanLinks(t *testing.T) {
 	// Entries link to the topic (found there by sequence number): our consensus time
 	// is an upper bound read with the receipt, so a transaction link built from it
 	// could point at the wrong message.
-	c.get("/ledger").want(t, http.StatusOK, `data-testid="hashscan-1"`, "https://hashscan.io/testnet/topic/0.0.4242", "0.0.2@1700000000.000000001")
+	c.get("/ledger").want(t, http.StatusOK, `data-live-refresh="any"`, `data-live-region="ledger"`, `data-testid="hashscan-1"`, "https://hashscan.io/testnet/topic/0.0.4242", "0.0.2@1700000000.000000001")
 	if strings.Contains(c.get("/ledger").Body, "hashscan.io/testnet/transaction/") {
 		t.Fatal("a transaction link built from an approximate consensus time")
 	}
