@@ -12,18 +12,15 @@ import (
 // the task's policies leave those steps to it; a step that belongs to a person stops
 // the walk there. For an advisory task the output also lands in the inbox for a look.
 func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary string, advisory bool) error {
-	if err := s.Apply(ctx, tx, runner, t, ActSubmit, ActionInput{Summary: summary}); err != nil {
-		return err
-	}
+	moves := []Move{{Act: ActSubmit, In: ActionInput{Summary: summary}}}
 	if runnerOwns(t.Approve) {
-		if err := s.Apply(ctx, tx, runner, t, ActApprove, ActionInput{}); err != nil {
-			return err
-		}
+		moves = append(moves, Move{Act: ActApprove})
 		if runnerOwns(t.Verify) {
-			if err := s.Apply(ctx, tx, runner, t, ActVerify, ActionInput{Notes: "every check of the contract passed"}); err != nil {
-				return err
-			}
+			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed"}})
 		}
+	}
+	if err := s.Walk(ctx, tx, runner, t, moves...); err != nil {
+		return err
 	}
 	if !advisory {
 		return nil

@@ -37,32 +37,77 @@ func (s *Service) TaskAction(ctx context.Context, actor *Agent, id int64, act Ac
 }
 
 // Apply is TaskAction inside a caller's transaction, on a task the caller has locked:
-// the runner uses it to combine a claim or its checks' outcome with the transitions.
-// It checks the transition and the actor's right to take it, changes t, saves it,
+// it checks the transition and the actor's right to take it, changes t, saves it,
 // appends the event and runs the side effects (goal state, ledger, escalation, inbox).
 func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) error {
-	from := t.State
-	to, err := CheckTransition(from, act)
-	if err != nil {
-		return err
-	}
+	return s.Walk(ctx, tx, actor, t, Move{Act: act, In: in})
+}
+
+// Move is one transition of a Walk.
+type Move struct {
+	Act Action
+	In  ActionInput
+}
+
+// Walk applies moves to t in order inside the caller's transaction, on a task the
+// caller has locked — the runner walks assign → start when it claims, and submit →
+// approve → verify when every check passed. Each move is checked and recorded (its
+// event) as Apply would; the task row is written once before the first move with side
+// effects (which read it back: the ledger, released dependents) and once at the end,
+// rather than after every move, and the goal is moved along once.
+func (s *Service) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves ...Move) error {
 	// Lock the goal before the first event: on PostgreSQL appending an event holds a
 	// transaction-wide lock, so every row lock must come first (task → goal → events).
-	syncsGoal := t.GoalID != nil && movesGoal(act)
+	syncsGoal, reopened := false, false
+	for _, m := range moves {
+		syncsGoal = syncsGoal || (t.GoalID != nil && movesGoal(m.Act))
+	}
 	if syncsGoal {
 		if _, err := tx.LockGoal(ctx, *t.GoalID); err != nil {
 			return err
 		}
 	}
+	for i, m := range moves {
+		reopened = reopened || (m.Act == ActReopen && t.State == TaskVerified)
+		after, err := s.transition(ctx, tx, actor, t, m.Act, m.In)
+		if err != nil {
+			return err
+		}
+		if len(after) == 0 && i < len(moves)-1 {
+			continue
+		}
+		if err := tx.UpdateTask(ctx, t); err != nil {
+			return err
+		}
+		for _, f := range after {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+	}
+	if syncsGoal {
+		return s.syncGoal(ctx, tx, actor, *t.GoalID, reopened)
+	}
+	return nil
+}
+
+// transition checks one move, changes t in memory and appends its event; it returns
+// the side effects to run once t is saved.
+func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) ([]func() error, error) {
+	from := t.State
+	to, err := CheckTransition(from, act)
+	if err != nil {
+		return nil, err
+	}
 	in.Reason = strings.TrimSpace(in.Reason)
 	in.Notes = strings.TrimSpace(in.Notes)
 	step, ok := actionSteps[act]
 	if !ok {
-		return Errorf(EINVALID, "unknown action %q", act)
+		return nil, Errorf(EINVALID, "unknown action %q", act)
 	}
 	eff, err := step(s, ctx, tx, actor, t, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if eff.to != "" {
 		to = eff.to
@@ -72,9 +117,6 @@ func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act A
 	if to != TaskInProgress && to != TaskAssigned {
 		t.LeaseOwner, t.LeaseUntil = "", nil
 	}
-	if err := tx.UpdateTask(ctx, t); err != nil {
-		return err
-	}
 	data := map[string]any{"from": from, "to": to, "action": act}
 	for k, v := range map[string]string{"reason": in.Reason, "notes": in.Notes, "summary": in.Summary, "agent": in.Agent} {
 		if v != "" {
@@ -82,17 +124,9 @@ func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act A
 		}
 	}
 	if err := s.emit(ctx, tx, "task."+eventVerb(act), actor, &t.ID, t.GoalID, data); err != nil {
-		return err
+		return nil, err
 	}
-	for _, f := range eff.after {
-		if err := f(); err != nil {
-			return err
-		}
-	}
-	if syncsGoal {
-		return s.syncGoal(ctx, tx, actor, *t.GoalID, act == ActReopen && from == TaskVerified)
-	}
-	return nil
+	return eff.after, nil
 }
 
 // movesGoal reports whether an action can change its goal's state. A goal's state

@@ -156,14 +156,15 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 	until := now.Add(p.cfg.Lease)
 
 	switch t.State {
-	case models.TaskPending:
-		if err := p.svc.Apply(ctx, tx, p.runner, t, models.ActAssign, models.ActionInput{Agent: agent.Name}); err != nil {
-			return nil, err
-		}
-		fallthrough
-	case models.TaskAssigned:
+	case models.TaskPending, models.TaskAssigned:
+		// Assign (when pending) and start in one walk: one write of the task row.
 		t.LeaseOwner, t.LeaseUntil = p.cfg.RunnerID, &until
-		if err := p.svc.Apply(ctx, tx, p.runner, t, models.ActStart, models.ActionInput{}); err != nil {
+		var moves []models.Move
+		if t.State == models.TaskPending {
+			moves = append(moves, models.Move{Act: models.ActAssign, In: models.ActionInput{Agent: agent.Name}})
+		}
+		moves = append(moves, models.Move{Act: models.ActStart})
+		if err := p.svc.Walk(ctx, tx, p.runner, t, moves...); err != nil {
 			return nil, err
 		}
 	case models.TaskInProgress:
