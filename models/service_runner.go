@@ -10,13 +10,15 @@ import (
 // RunnerPass moves a task whose attempt passed every check on, inside the runner's
 // transaction: submitted for review, then approved and verified by the runner where
 // the task's policies leave those steps to it; a step that belongs to a person stops
-// the walk there. For an advisory task the output also lands in the inbox for a look.
-func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary string, advisory bool) error {
+// the walk there. outputHash is the verified output's SHA-384, recorded in the
+// task.complete entry. For an advisory task the output also lands in the inbox for a
+// look.
+func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, advisory bool) error {
 	moves := []Move{{Act: ActSubmit, In: ActionInput{Summary: summary}}}
 	if runnerOwns(t.Approve) {
 		moves = append(moves, Move{Act: ActApprove})
 		if runnerOwns(t.Verify) {
-			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed"}})
+			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed", OutputHash: outputHash}})
 		}
 	}
 	if err := s.Walk(ctx, tx, runner, t, moves...); err != nil {

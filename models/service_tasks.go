@@ -16,6 +16,9 @@ type ActionInput struct {
 	Notes        string `json:"notes,omitempty"`
 	Summary      string `json:"summary,omitempty"`
 	FilesChanged string `json:"files_changed,omitempty"`
+	// OutputHash is the verified output's SHA-384, when the caller (the runner) has
+	// it; otherwise verifying looks it up in the task's passed attempts.
+	OutputHash string `json:"-"`
 }
 
 // TaskAction applies action to task id on behalf of actor, in one transaction with its
@@ -331,7 +334,7 @@ func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt = &actor.ID, in.Notes, &now
 	return effect{after: []func() error{
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor) },
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor, in.OutputHash) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}, nil
 }
@@ -427,7 +430,7 @@ func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true
 	return effect{after: []func() error{
 		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "accepted: "+in.Reason) },
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor) },
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor, "") },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}, nil
 }
@@ -476,8 +479,9 @@ func (s *Service) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t 
 	return nil
 }
 
-// writeTaskComplete puts the task.complete entry in the outbox.
-func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent) error {
+// writeTaskComplete puts the task.complete entry in the outbox. hash is the verified
+// output's SHA-384; when empty, the newest passed attempt's is used.
+func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent, hash string) error {
 	var builder *Agent
 	if t.BuilderID != nil {
 		b, err := tx.GetAgent(ctx, *t.BuilderID)
@@ -486,14 +490,15 @@ func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifie
 		}
 		builder = b
 	}
-	attempts, err := tx.ListAttempts(ctx, t.ID)
-	if err != nil {
-		return err
-	}
-	hash := ""
-	for _, a := range attempts {
-		if a.Outcome == OutcomePassed && a.OutputHash != "" {
-			hash = a.OutputHash
+	if hash == "" {
+		attempts, err := tx.ListAttempts(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		for _, a := range attempts {
+			if a.Outcome == OutcomePassed && a.OutputHash != "" {
+				hash = a.OutputHash
+			}
 		}
 	}
 	e, err := s.ledger.TaskComplete(t, builder, verifier, hash, s.now())

@@ -72,7 +72,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 	switch ar.outcome {
 	case models.OutcomePassed:
 		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
-		if err := p.svc.RunnerPass(ctx, tx, p.runner, t, passSummary(ar, advisory), advisory); err != nil {
+		if err := p.svc.RunnerPass(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, advisory); err != nil {
 			return decision{}, err
 		}
 		d.done = true
