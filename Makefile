@@ -5,10 +5,11 @@
 run:
 	go run ./cmd/countersign serve --demo
 
-# Run every test (SQLite and PostgreSQL, real processes, headless Chromium).
+# Run every test (SQLite and PostgreSQL, real processes, headless Chromium); the
+# browser tests leave a screenshot of every page they visit in ./artifacts.
 test:
 	go vet ./...
-	go test -race -count=1 -timeout 20m ./...
+	COUNTERSIGN_ARTIFACTS=$(CURDIR)/artifacts go test -race -count=1 -timeout 20m ./...
 
 # Print every benchmark figure the README names (about 5 minutes).
 bench:

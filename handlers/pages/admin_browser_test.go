@@ -55,18 +55,6 @@ func newChrome(t *testing.T) context.Context {
 	return ctx
 }
 
-// artifactsDir is where screenshots go: $COUNTERSIGN_ARTIFACTS, else a temp dir.
-func artifactsDir(t *testing.T) string {
-	dir := os.Getenv("COUNTERSIGN_ARTIFACTS")
-	if dir == "" {
-		return t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // read stores the value of a query action in *dst, so it can run among Do's steps.
 func read[T any](a chromedp.Action[T], dst *T) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -98,7 +86,7 @@ func TestBrowserTemplateEditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, blocked := ledgerEntries(t, e)
-	dir := artifactsDir(t)
+	dir := artifacts(t)
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
