@@ -61,7 +61,7 @@ func validGoalState(s models.GoalState) bool {
 
 // Get answers GET /goals/{id}: the goal, its tasks and counts per state.
 func (h *GoalsAPI) Get(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (h *GoalsAPI) Get(c echo.Context) error {
 
 // Verify answers POST /goals/{id}/verify {notes} (the lead, in person).
 func (h *GoalsAPI) Verify(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (h *GoalsAPI) Verify(c echo.Context) error {
 
 // Reject answers POST /goals/{id}/reject {reason, fix_tasks}.
 func (h *GoalsAPI) Reject(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (h *GoalsAPI) Reject(c echo.Context) error {
 
 // StartRun answers POST /goals/{id}/runs {template, version, params}.
 func (h *GoalsAPI) StartRun(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}

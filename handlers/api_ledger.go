@@ -99,7 +99,7 @@ func (h *LedgerAPI) Payload(c echo.Context) error {
 }
 
 func (h *LedgerAPI) entry(c echo.Context) (*models.LedgerEntry, error) {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return nil, err
 	}

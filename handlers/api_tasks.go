@@ -77,7 +77,7 @@ type TaskDetail struct {
 
 // Get answers GET /tasks/{id}.
 func (h *TasksAPI) Get(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func nonNil[T any](s []T) []T {
 
 // Act answers POST /tasks/{id}/{action} with {agent, reason, notes, summary, files_changed}.
 func (h *TasksAPI) Act(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (h *TasksAPI) Act(c echo.Context) error {
 
 // Link answers POST /tasks/{id}/link {goal_id}.
 func (h *TasksAPI) Link(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// pathID parses the numeric path parameter name, or returns ENOTFOUND: a malformed id
+// PathID parses the numeric path parameter name, or returns ENOTFOUND: a malformed id
 // names nothing.
-func pathID(c echo.Context, name string) (int64, error) {
+func PathID(c echo.Context, name string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param(name), 10, 64)
 	if err != nil || id <= 0 {
 		return 0, models.NotFound(name, c.Param(name))

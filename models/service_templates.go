@@ -9,6 +9,10 @@ import (
 // Template editors: the roles that may save templates and project rules.
 var editorRoles = []string{RoleLead, RoleAdmin, "editor"}
 
+// CanEditTemplates reports whether a holds a role that may save templates and
+// project rules.
+func CanEditTemplates(a *Agent) bool { return requireAny(a, "editor_only", editorRoles...) == nil }
+
 // SaveTemplate validates t and saves it as the next version of its name.
 func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) error {
 	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {

@@ -185,7 +185,7 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 	data := map[string]any{"attempt": ar.num, "outcome": ar.outcome, "agent": tr.agent.Name,
 		"duration_ms": now.Sub(ar.start).Milliseconds()}
 	if row.Stage != "" {
-		data["stage"], data["diagnosis"] = row.Stage, truncate(row.Diagnosis, 500)
+		data["stage"], data["diagnosis"] = row.Stage, models.Truncate(row.Diagnosis, 500)
 	}
 	return p.event(ctx, tx, "attempt.finished", t, data)
 }
@@ -286,11 +286,4 @@ func sanitizeAttempt(a *models.Attempt) {
 	for i := range a.Criteria {
 		a.Criteria[i].Error = clean(a.Criteria[i].Error)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -25,7 +25,7 @@ func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	entries, err := allLedgerEntries(ctx, db)
+	entries, err := ledger.ReadAll(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -42,23 +42,6 @@ func runLedgerVerify(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "ledger chain intact: %d entries, %d posted; tip sequence %d running hash %s\n", len(entries), posted, seq, hash)
 	fmt.Fprintln(out, "keep the tip elsewhere: entries removed from the end can only be seen against it")
 	return nil
-}
-
-// allLedgerEntries reads every ledger entry in posting order, a page at a time.
-func allLedgerEntries(ctx context.Context, db *store.DB) ([]models.LedgerEntry, error) {
-	var all []models.LedgerEntry
-	var after int64
-	for {
-		page, err := db.ListLedger(ctx, models.LedgerFilter{AfterID: after, Limit: 1000})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page...)
-		if len(page) < 1000 {
-			return all, nil
-		}
-		after = page[len(page)-1].ID
-	}
 }
 
 func runHCSCreateTopic(ctx context.Context, args []string, out io.Writer) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
@@ -134,7 +135,7 @@ func formInt(fe *models.FieldErrors, field, s string) int {
 
 // agentView loads the agent of the :id parameter for its page.
 func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, error) {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return agentspage.AgentView{}, nil, err
 	}

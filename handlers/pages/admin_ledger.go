@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/ledger"
 	"github.com/countersign/countersign/web/layout"
@@ -94,7 +95,7 @@ func (p *Pages) ledgerVerify(c echo.Context) error {
 	if v.Kind == "hcs" {
 		res.Note = "This ledger is an HCS topic: its entries are verified against the topic's running hashes on the mirror node (HashScan), not here."
 	} else {
-		entries, err := p.allLedger(c)
+		entries, err := ledger.ReadAll(c.Request().Context(), p.d.Service.Store())
 		if err != nil {
 			return err
 		}
@@ -119,27 +120,10 @@ func (p *Pages) ledgerVerify(c echo.Context) error {
 	return render(c, http.StatusOK, ledgerpage.Page(v))
 }
 
-// allLedger reads every entry in posting order, a page at a time.
-func (p *Pages) allLedger(c echo.Context) ([]models.LedgerEntry, error) {
-	var all []models.LedgerEntry
-	var after int64
-	for {
-		page, err := p.d.Service.Store().ListLedger(c.Request().Context(), models.LedgerFilter{AfterID: after, Limit: 1000})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page...)
-		if len(page) < 1000 {
-			return all, nil
-		}
-		after = page[len(page)-1].ID
-	}
-}
-
 // ledgerEntry answers GET /ledger/:id: the entry with its exact message bytes (shown
 // as text, escaped) and the full payload of a summarised entry.
 func (p *Pages) ledgerEntry(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (p *Pages) rulesForm(c echo.Context) error {
 }
 
 func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
-	v := rules.View{Meta: p.meta(c, "Rules", layout.NavRules), CSRF: CSRFToken(c), CanEdit: canEdit(SignedIn(c))}
+	v := rules.View{Meta: p.meta(c, "Rules", layout.NavRules), CSRF: CSRFToken(c), CanEdit: models.CanEditTemplates(SignedIn(c))}
 	r, err := p.d.Service.Store().GetRules(c.Request().Context())
 	switch {
 	case models.ErrorCode(err) == models.ENOTFOUND:

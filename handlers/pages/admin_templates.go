@@ -29,13 +29,6 @@ const (
 	maxImportBytes  = 1 << 20
 )
 
-// editorRoles may save templates and rules; the service checks again.
-var editorRoles = []string{models.RoleLead, models.RoleAdmin, "editor"}
-
-func canEdit(a *models.Agent) bool {
-	return a != nil && slices.ContainsFunc(editorRoles, a.HasRole)
-}
-
 // agentNames maps agent ids to names for "by" columns; errors leave it empty (a
 // missing name is not worth failing a page for).
 func (p *Pages) agentNames(c echo.Context) map[int64]string {
@@ -57,7 +50,7 @@ func (p *Pages) templatesList(c echo.Context) error {
 		return err
 	}
 	names := p.agentNames(c)
-	v := templates.View{Meta: p.meta(c, "Templates", layout.NavTemplates), CanEdit: canEdit(SignedIn(c))}
+	v := templates.View{Meta: p.meta(c, "Templates", layout.NavTemplates), CanEdit: models.CanEditTemplates(SignedIn(c))}
 	for _, t := range list {
 		v.Rows = append(v.Rows, templates.Row{Name: t.Name, Description: t.Description, Latest: t.Version,
 			Steps: len(t.Steps), CreatedAt: t.CreatedAt, Creator: names[t.CreatorID]})
@@ -283,7 +276,7 @@ func (p *Pages) editorView(c echo.Context, action string) tplpage.View {
 	if n := c.Param("name"); n != "" {
 		title = n
 	}
-	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action, CanEdit: canEdit(a)}
+	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action, CanEdit: models.CanEditTemplates(a)}
 }
 
 func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error {

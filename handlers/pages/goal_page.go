@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
@@ -22,7 +23,7 @@ const fixRows = 3
 
 // goalPage answers GET /goals/:id.
 func (p *Pages) goalPage(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (p *Pages) goalGroups(ctx context.Context, id int64, counts map[models.Task
 
 // verifyGoal answers POST /goals/:id/verify with notes (leads only; the service decides).
 func (p *Pages) verifyGoal(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (p *Pages) verifyGoal(c echo.Context) error {
 // rejectGoal answers POST /goals/:id/reject with a reason and fix-task rows
 // (fix_title, fix_brief, fix_role, fix_assignee, repeated); blank rows are ignored.
 func (p *Pages) rejectGoal(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (p *Pages) rejectGoal(c echo.Context) error {
 
 // startRun answers POST /goals/:id/runs with a template name and name=value params.
 func (p *Pages) startRun(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -25,15 +25,6 @@ func render(c echo.Context, status int, comp templ.Component) error {
 // ok renders comp with 200.
 func ok(c echo.Context, comp templ.Component) error { return render(c, http.StatusOK, comp) }
 
-// idParam parses the numeric path parameter name; a malformed id names nothing (404).
-func idParam(c echo.Context, name string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param(name), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, models.NotFound(name, c.Param(name))
-	}
-	return id, nil
-}
-
 // fieldErrors returns the field messages of a domain error (nil for others).
 func fieldErrors(err error) map[string]string {
 	var e *models.Error

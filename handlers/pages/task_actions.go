@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/pages/task"
@@ -87,7 +88,7 @@ func actionForms(me *models.Agent, t *models.Task, dir *directory) []task.Action
 // taskAction answers POST /tasks/:id/action/:action with agent, reason, notes,
 // summary and files_changed, and back (where to return: the task page by default).
 func (p *Pages) taskAction(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
@@ -18,7 +19,7 @@ import (
 // taskPage answers GET /tasks/:id. A live re-fetch (X-Partial: 1) gets the same page;
 // live.js swaps its data-live-region elements.
 func (p *Pages) taskPage(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := handlers.PathID(c, "id")
 	if err != nil {
 		return err
 	}

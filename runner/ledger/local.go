@@ -249,3 +249,22 @@ func ChainTip(entries []models.LedgerEntry) (int64, string) {
 	}
 	return 0, ""
 }
+
+// ReadAll returns every entry in posting order, read a page at a time: what
+// VerifyChain needs.
+func ReadAll(ctx context.Context, r LedgerReader) ([]models.LedgerEntry, error) {
+	const page = 1000
+	var all []models.LedgerEntry
+	var after int64
+	for {
+		rows, err := r.ListLedger(ctx, models.LedgerFilter{AfterID: after, Limit: page})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+		if len(rows) < page {
+			return all, nil
+		}
+		after = rows[len(rows)-1].ID
+	}
+}

@@ -262,7 +262,7 @@ func (p *Publisher) PostNext(ctx context.Context) (bool, error) {
 // attemptFailed records a failed attempt and returns cause.
 func (p *Publisher) attemptFailed(ctx context.Context, e *models.LedgerEntry, cause error) error {
 	e.Attempts++
-	e.LastError = truncate(cause.Error(), 1000)
+	e.LastError = models.Truncate(cause.Error(), 1000)
 	if IsPermanent(cause) {
 		e.Status = models.LedgerFailed
 		p.log.Error("ledger entry failed permanently", "entry", e.ID, "err", cause)
@@ -307,11 +307,4 @@ func (p *Publisher) Drain(ctx context.Context) (int, error) {
 		}
 		n++
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return LimitName(s, n)
 }
