@@ -50,7 +50,8 @@ type Tx interface {
 	ListGoals(ctx context.Context, f GoalFilter) ([]Goal, error)
 
 	CreateTask(ctx context.Context, t *Task) error
-	// UpdateTask saves every field of t (including DependsOn).
+	// UpdateTask saves every field of t but CreatedAt and DependsOn: dependencies are
+	// fixed when the task is created.
 	UpdateTask(ctx context.Context, t *Task) error
 	GetTask(ctx context.Context, id int64) (*Task, error)
 	LockTask(ctx context.Context, id int64) (*Task, error)

@@ -114,6 +114,7 @@ func (o *ops) CreateAgent(ctx context.Context, a *models.Agent) error {
 		return err
 	}
 	*a = *out
+	o.memoAgent(a)
 	return nil
 }
 
@@ -124,6 +125,7 @@ func (o *ops) UpdateAgent(ctx context.Context, a *models.Agent) error {
 	if err != nil {
 		return err
 	}
+	o.forgetAgent(a.ID) // whatever happens next, the memo must not outlive the row
 	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
 	if res.Error != nil {
 		return conflictOr(res.Error, "agent", "an agent named %q already exists", a.Name)
@@ -136,25 +138,39 @@ func (o *ops) UpdateAgent(ctx context.Context, a *models.Agent) error {
 		return err
 	}
 	*a = *out
+	o.memoAgent(a)
 	return nil
 }
 
-// GetAgent returns the agent with this id.
+// GetAgent returns the agent with this id. Inside a transaction an agent is read once:
+// later calls return a copy of what was read (or written) before.
 func (o *ops) GetAgent(ctx context.Context, id int64) (*models.Agent, error) {
-	var rec agentRecord
-	if err := o.q(ctx).Take(&rec, "id = ?", id).Error; err != nil {
-		return nil, readError(err, "agent", id)
+	if a := o.memoByID(id); a != nil {
+		return a, nil
 	}
-	return fromAgentRecord(&rec)
+	return o.takeAgent(ctx, "id = ?", id, id)
 }
 
-// GetAgentByName returns the agent with this name.
+// GetAgentByName returns the agent with this name; inside a transaction it is read
+// once, as for GetAgent.
 func (o *ops) GetAgentByName(ctx context.Context, name string) (*models.Agent, error) {
-	var rec agentRecord
-	if err := o.q(ctx).Take(&rec, "name = ?", name).Error; err != nil {
-		return nil, readError(err, "agent", strconv.Quote(name))
+	if a := o.memoByName(name); a != nil {
+		return a, nil
 	}
-	return fromAgentRecord(&rec)
+	return o.takeAgent(ctx, "name = ?", name, strconv.Quote(name))
+}
+
+func (o *ops) takeAgent(ctx context.Context, where string, arg, key any) (*models.Agent, error) {
+	var rec agentRecord
+	if err := o.q(ctx).Take(&rec, where, arg).Error; err != nil {
+		return nil, readError(err, "agent", key)
+	}
+	a, err := fromAgentRecord(&rec)
+	if err != nil {
+		return nil, err
+	}
+	o.memoAgent(a)
+	return a, nil
 }
 
 // ListAgents returns every agent, by name.

@@ -63,6 +63,7 @@ func (o *ops) LockWorkers(ctx context.Context, now time.Time) ([]models.WorkerLo
 		if err != nil {
 			return nil, err
 		}
+		o.memoAgent(a)
 		out = append(out, models.WorkerLoad{Agent: *a, Running: running[a.ID]})
 	}
 	return out, nil

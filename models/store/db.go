@@ -88,6 +88,7 @@ type ops struct {
 type txState struct {
 	maxEvent     int64 // the largest event id appended; subscribers hear of it after commit
 	appendLocked bool  // the append lock is held (PostgreSQL); it lasts until commit
+	agents       agentMemo
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
@@ -202,6 +203,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 		}
 	}()
 	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.notifyListeners(ctx); err != nil {
 		return err
 	}
 	if err := gtx.Commit().Error; err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/models"
@@ -61,7 +60,8 @@ func (o *ops) appendLock(ctx context.Context) error {
 
 // AppendEvent assigns e.ID (strictly increasing, committed in order) and stores the
 // event; a zero CreatedAt is set to now. Subscribers hear of it once its transaction
-// commits; outside InTx it runs in a transaction of its own.
+// commits (InTx notifies once per transaction, with its largest id); outside InTx it
+// runs in a transaction of its own.
 func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
 	if o.tx == nil {
 		return o.atomic(ctx, func(o *ops) error { return o.AppendEvent(ctx, e) })
@@ -82,13 +82,6 @@ func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
 	}
 	if err := o.q(ctx).Create(rec).Error; err != nil {
 		return mapError(err, "event")
-	}
-	if o.db.dialect == DialectPostgres {
-		// Delivered to listeners when (and only if) the transaction commits.
-		err := o.q(ctx).Exec("SELECT pg_notify(?, ?)", notifyChannel, strconv.FormatInt(rec.ID, 10)).Error
-		if err != nil {
-			return mapError(err, "event notification")
-		}
 	}
 	o.tx.maxEvent = max(o.tx.maxEvent, rec.ID)
 	*e = *fromEventRecord(rec)

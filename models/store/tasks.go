@@ -175,32 +175,24 @@ func (o *ops) CreateTask(ctx context.Context, t *models.Task) error {
 	return nil
 }
 
-// UpdateTask saves every field of t but CreatedAt, including DependsOn, and sets
-// UpdatedAt.
+// UpdateTask saves every field of t but CreatedAt and DependsOn, and sets UpdatedAt.
+// Dependencies are fixed when the task is created (like its contract, they are part of
+// what was delegated), so t.DependsOn is neither saved nor refreshed; that also keeps
+// the runner's frequent saves to one statement.
 func (o *ops) UpdateTask(ctx context.Context, t *models.Task) error {
 	t.UpdatedAt = now()
 	rec, err := toTaskRecord(t)
 	if err != nil {
 		return err
 	}
-	deps := normDeps(t.DependsOn)
-	err = o.atomic(ctx, func(o *ops) error {
-		res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
-		if res.Error != nil {
-			return mapError(res.Error, "task")
-		}
-		if res.RowsAffected == 0 {
-			return models.NotFound("task", t.ID)
-		}
-		if err := o.q(ctx).Delete(&taskDepRecord{}, "task_id = ?", t.ID).Error; err != nil {
-			return mapError(err, "task dependencies")
-		}
-		return o.saveDeps(ctx, t.ID, deps)
-	})
-	if err != nil {
-		return err
+	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
+	if res.Error != nil {
+		return mapError(res.Error, "task")
 	}
-	out, err := fromTaskRecord(rec, deps)
+	if res.RowsAffected == 0 {
+		return models.NotFound("task", t.ID)
+	}
+	out, err := fromTaskRecord(rec, t.DependsOn)
 	if err != nil {
 		return err
 	}

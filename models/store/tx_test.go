@@ -340,3 +340,57 @@ func TestInMemorySQLite(t *testing.T) {
 		t.Fatalf("in-memory store lost its data: %+v", a)
 	}
 }
+
+// TestTxReadsAgentsOnce checks the transaction's agent memo: repeated reads agree with
+// what the transaction wrote, callers cannot change it through what they were given,
+// and it ends with the transaction.
+func TestTxReadsAgentsOnce(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		a := agent(t, db, "memo", "developer")
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			got, err := tx.GetAgent(ctx, a.ID)
+			must(t, err)
+			got.Roles[0], got.Name = "tampered", "tampered"
+			again, err := tx.GetAgent(ctx, a.ID)
+			must(t, err)
+			if again.Name != "memo" || again.Roles[0] != "developer" {
+				t.Fatalf("a caller's change leaked into the memo: %+v", again)
+			}
+			again.Name, again.Roles = "renamed", []string{"reviewer"}
+			must(t, tx.UpdateAgent(ctx, again))
+			byID, err := tx.GetAgent(ctx, a.ID)
+			must(t, err)
+			byName, err := tx.GetAgentByName(ctx, "renamed")
+			must(t, err)
+			for _, g := range []*models.Agent{byID, byName} {
+				if g.Name != "renamed" || g.Roles[0] != "reviewer" || g.ID != a.ID {
+					t.Fatalf("after UpdateAgent in the transaction: %+v", g)
+				}
+			}
+			_, err = tx.GetAgentByName(ctx, "memo")
+			wantCode(t, err, models.ENOTFOUND)
+			return nil
+		}))
+		// A rolled-back write leaves nothing behind in a later transaction.
+		boom := errors.New("boom")
+		err := db.InTx(ctx, func(tx models.Tx) error {
+			cur, err := tx.GetAgent(ctx, a.ID)
+			must(t, err)
+			cur.Name = "rolled-back"
+			must(t, tx.UpdateAgent(ctx, cur))
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("InTx = %v", err)
+		}
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			got, err := tx.GetAgent(ctx, a.ID)
+			must(t, err)
+			if got.Name != "renamed" {
+				t.Fatalf("after the rollback the agent is %q, want renamed", got.Name)
+			}
+			return nil
+		}))
+	})
+}
