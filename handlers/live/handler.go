@@ -60,6 +60,12 @@ func (h *Hub) Handler(c echo.Context) error {
 		})
 	}
 
+	if after < 0 {
+		// "From now" is fixed before the handshake answers: registering happens after
+		// it, and events committed in between must not be lost on a client that
+		// already believes it is connected.
+		after = h.newest()
+	}
 	conn, err := h.upgrader.Upgrade(c.Response(), req, nil)
 	if err != nil {
 		return nil // the upgrader has answered the request
@@ -74,6 +80,13 @@ func (h *Hub) Handler(c echo.Context) error {
 	go cl.readLoop()
 	cl.writeLoop()
 	return nil
+}
+
+// newest returns the largest event id the hub has read.
+func (h *Hub) newest() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
 }
 
 // running reports whether the hub accepts clients.

@@ -108,7 +108,7 @@ func (o *ops) ReadyTasks(ctx context.Context, rq models.ReadyQuery) ([]models.Ta
 	if err := o.skipLocked(q).Find(&recs).Error; err != nil {
 		return nil, mapError(err, "tasks")
 	}
-	return o.withDeps(ctx, recs)
+	return fromTaskRecords(recs)
 }
 
 // RenewLeases extends the leases owner still holds among ids; see models.Claimer.

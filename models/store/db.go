@@ -86,9 +86,8 @@ type ops struct {
 
 // txState is what a transaction remembers until it commits.
 type txState struct {
-	maxEvent     int64 // the largest event id appended; subscribers hear of it after commit
-	appendLocked bool  // the append lock is held (PostgreSQL); it lasts until commit
-	agents       agentMemo
+	maxEvent int64 // the largest event id appended; subscribers hear of it after commit
+	agents   agentMemo
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
@@ -203,9 +202,6 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 		}
 	}()
 	if err := fn(t); err != nil {
-		return err
-	}
-	if err := t.notifyListeners(ctx); err != nil {
 		return err
 	}
 	if err := gtx.Commit().Error; err != nil {

@@ -32,45 +32,20 @@ func fromEventRecord(r *eventRecord) *models.Event {
 	}
 }
 
-// appendLockKey is the PostgreSQL advisory lock every transaction that appends events
-// or ledger entries holds until it ends.
-const appendLockKey = 0x636f756e7466 // "countf"
-
-// appendLock makes appends commit in id order. Sequence values are handed out when a
-// row is inserted, not when it commits, so without it a reader could see id 11 before
-// id 10 commits and skip 10 forever. Holding one transaction-scoped lock from the
-// first append to the end of the transaction makes id order commit order. SQLite has
-// one writer at a time and needs nothing.
-//
-// Because the lock is held to the end of the transaction, lock the rows a transaction
-// needs (Lock*) before its first append, or two transactions may deadlock (PostgreSQL
-// then aborts one with an ECONFLICT "try again").
-func (o *ops) appendLock(ctx context.Context) error {
-	if o.db.dialect != DialectPostgres || (o.tx != nil && o.tx.appendLocked) {
-		return nil
-	}
-	if err := o.q(ctx).Exec("SELECT pg_advisory_xact_lock(?)", int64(appendLockKey)).Error; err != nil {
-		return mapError(err, "append lock")
-	}
-	if o.tx != nil {
-		o.tx.appendLocked = true // held to the end of the transaction: once is enough
-	}
-	return nil
-}
-
 // AppendEvent assigns e.ID (strictly increasing, committed in order) and stores the
 // event; a zero CreatedAt is set to now. Subscribers hear of it once its transaction
-// commits (InTx notifies once per transaction, with its largest id); outside InTx it
-// runs in a transaction of its own.
+// commits; outside InTx it runs in a transaction of its own.
+//
+// On PostgreSQL, triggers (migration 0003) keep the ids in commit order and notify
+// other processes: each insert first takes a transaction-scoped advisory lock, so lock
+// the rows a transaction needs (Lock*) before its first append, or two transactions
+// may deadlock (PostgreSQL then aborts one with an ECONFLICT "try again").
 func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
 	if o.tx == nil {
 		return o.atomic(ctx, func(o *ops) error { return o.AppendEvent(ctx, e) })
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now()
-	}
-	if err := o.appendLock(ctx); err != nil {
-		return err
 	}
 	rec := &eventRecord{
 		Type:      e.Type,

@@ -89,9 +89,6 @@ func (o *ops) AppendLedgerEntry(ctx context.Context, e *models.LedgerEntry) erro
 		e.CreatedAt = now()
 	}
 	e.Status = models.LedgerPending
-	if err := o.appendLock(ctx); err != nil {
-		return err
-	}
 	rec := toLedgerRecord(e)
 	rec.ID = 0
 	if err := o.q(ctx).Create(rec).Error; err != nil {

@@ -9,21 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// notifyChannel is the PostgreSQL channel a transaction that appended events notifies
-// with the largest id it appended.
+// notifyChannel is the PostgreSQL channel on which a trigger (migration 0003)
+// announces the largest id of every insert into events, when its transaction commits.
 const notifyChannel = "countersign_events"
-
-// notifyListeners tells the LISTEN connections of every process (on PostgreSQL) about
-// the events this transaction appended. PostgreSQL delivers the notification when, and
-// only if, the transaction commits. Once per transaction is enough: subscribers only
-// ever want the newest id.
-func (o *ops) notifyListeners(ctx context.Context) error {
-	if o.db.dialect != DialectPostgres || o.tx == nil || o.tx.maxEvent == 0 {
-		return nil
-	}
-	err := o.q(ctx).Exec("SELECT pg_notify(?, ?)", notifyChannel, strconv.FormatInt(o.tx.maxEvent, 10)).Error
-	return mapError(err, "event notification")
-}
 
 // hub fans the newest committed event id out to subscribers. Each subscriber channel
 // has room for one value and always holds the newest: a slow reader misses

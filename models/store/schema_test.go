@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/models/store/storetest"
 )
 
 // TestSchemaMatchesRecords checks every record type against its migrated table: a
@@ -104,5 +105,39 @@ func TestMigrationsPaired(t *testing.T) {
 	}
 	if _, err := store.Migrations("oracle"); err == nil {
 		t.Error("Migrations(oracle) succeeded")
+	}
+}
+
+// TestMigration3CopiesDependencies upgrades a database holding tasks with
+// dependencies from version 2: each task row gets its dependencies, sorted.
+func TestMigration3CopiesDependencies(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := ctxT(t)
+			db, err := store.Open(ctx, storetest.Empty(t, dialect))
+			must(t, err)
+			defer db.Close()
+			must(t, db.MigrateTo(ctx, 2))
+			for _, title := range []string{"a", "b", "c", "d"} {
+				var id int64
+				must(t, db.SQL().QueryRowContext(ctx, "INSERT INTO tasks (title, role, state) VALUES ($1, 'developer', 'pending') RETURNING id", title).Scan(&id))
+			}
+			for _, dep := range [][2]int{{4, 3}, {4, 1}, {3, 1}} {
+				_, err := db.SQL().ExecContext(ctx, "INSERT INTO task_deps (task_id, depends_on_id) VALUES ($1, $2)", dep[0], dep[1])
+				must(t, err)
+			}
+			must(t, db.Migrate(ctx))
+			got, err := db.GetTasks(ctx, []int64{1, 2, 3, 4})
+			must(t, err)
+			want := map[int64][]int64{1: nil, 2: nil, 3: {1}, 4: {1, 3}}
+			for _, tk := range got {
+				if !slices.Equal(tk.DependsOn, want[tk.ID]) {
+					t.Errorf("task %d depends on %v after the upgrade, want %v", tk.ID, tk.DependsOn, want[tk.ID])
+				}
+			}
+			if len(got) != 4 {
+				t.Fatalf("%d tasks after the upgrade", len(got))
+			}
+		})
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// taskRecord is a row of tasks; contract is JSON, dependencies live in task_deps.
+// taskRecord is a row of tasks; contract is JSON. Dependencies live in task_deps, and
+// as they never change after creation, DependsOn keeps a copy (a JSON array of ids,
+// "" for none) so that reading a task takes one query.
 type taskRecord struct {
 	ID           int64 `gorm:"primaryKey"`
 	GoalID       *int64
@@ -24,6 +26,7 @@ type taskRecord struct {
 	Approve      string
 	Verify       string
 	Contract     string
+	DependsOn    string
 	CreatorID    *int64 // NULL: created by the operator from the command line
 	AssigneeID   *int64
 	BuilderID    *int64
@@ -58,6 +61,10 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	deps, err := toJSON(normDeps(t.DependsOn), "")
+	if err != nil {
+		return nil, err
+	}
 	return &taskRecord{
 		ID:           t.ID,
 		GoalID:       t.GoalID,
@@ -71,6 +78,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Approve:      t.Approve,
 		Verify:       t.Verify,
 		Contract:     contract,
+		DependsOn:    deps,
 		CreatorID:    creatorRef(t.CreatorID),
 		AssigneeID:   t.AssigneeID,
 		BuilderID:    t.BuilderID,
@@ -91,7 +99,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 	}, nil
 }
 
-func fromTaskRecord(r *taskRecord, deps []int64) (*models.Task, error) {
+func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 	t := &models.Task{
 		ID:           r.ID,
 		GoalID:       r.GoalID,
@@ -104,7 +112,6 @@ func fromTaskRecord(r *taskRecord, deps []int64) (*models.Task, error) {
 		Priority:     r.Priority,
 		Approve:      r.Approve,
 		Verify:       r.Verify,
-		DependsOn:    deps,
 		CreatorID:    creatorID(r.CreatorID),
 		AssigneeID:   r.AssigneeID,
 		BuilderID:    r.BuilderID,
@@ -126,7 +133,24 @@ func fromTaskRecord(r *taskRecord, deps []int64) (*models.Task, error) {
 	if err := fromJSON(r.Contract, &t.Contract, "tasks.contract"); err != nil {
 		return nil, err
 	}
+	if err := fromJSON(r.DependsOn, &t.DependsOn, "tasks.depends_on"); err != nil {
+		return nil, err
+	}
+	t.DependsOn = normDeps(t.DependsOn)
 	return t, nil
+}
+
+// fromTaskRecords maps task rows to tasks.
+func fromTaskRecords(recs []taskRecord) ([]models.Task, error) {
+	out := make([]models.Task, 0, len(recs))
+	for i := range recs {
+		t, err := fromTaskRecord(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
 }
 
 // normDeps sorts and de-duplicates dependency ids; nil when there are none.
@@ -157,17 +181,16 @@ func (o *ops) CreateTask(ctx context.Context, t *models.Task) error {
 		return err
 	}
 	rec.ID = 0
-	deps := normDeps(t.DependsOn)
 	err = o.atomic(ctx, func(o *ops) error {
 		if err := o.q(ctx).Create(rec).Error; err != nil {
 			return mapError(err, "task")
 		}
-		return o.saveDeps(ctx, rec.ID, deps)
+		return o.saveDeps(ctx, rec.ID, normDeps(t.DependsOn))
 	})
 	if err != nil {
 		return err
 	}
-	out, err := fromTaskRecord(rec, deps)
+	out, err := fromTaskRecord(rec)
 	if err != nil {
 		return err
 	}
@@ -177,22 +200,22 @@ func (o *ops) CreateTask(ctx context.Context, t *models.Task) error {
 
 // UpdateTask saves every field of t but CreatedAt and DependsOn, and sets UpdatedAt.
 // Dependencies are fixed when the task is created (like its contract, they are part of
-// what was delegated), so t.DependsOn is neither saved nor refreshed; that also keeps
-// the runner's frequent saves to one statement.
+// what was delegated), so t.DependsOn is neither saved nor refreshed: after the call it
+// holds what the caller put there, and the stored dependencies stay as created.
 func (o *ops) UpdateTask(ctx context.Context, t *models.Task) error {
 	t.UpdatedAt = now()
 	rec, err := toTaskRecord(t)
 	if err != nil {
 		return err
 	}
-	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
+	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at", "depends_on").Updates(rec)
 	if res.Error != nil {
 		return mapError(res.Error, "task")
 	}
 	if res.RowsAffected == 0 {
 		return models.NotFound("task", t.ID)
 	}
-	out, err := fromTaskRecord(rec, t.DependsOn)
+	out, err := fromTaskRecord(rec)
 	if err != nil {
 		return err
 	}
@@ -236,11 +259,7 @@ func (o *ops) getTask(ctx context.Context, q *gorm.DB, id int64) (*models.Task, 
 	if err := q.Take(&rec, "id = ?", id).Error; err != nil {
 		return nil, readError(err, "task", id)
 	}
-	tasks, err := o.withDeps(ctx, []taskRecord{rec})
-	if err != nil {
-		return nil, err
-	}
-	return &tasks[0], nil
+	return fromTaskRecord(&rec)
 }
 
 // GetTasks returns the tasks with these ids in ascending id order; ids that do not
@@ -253,7 +272,7 @@ func (o *ops) GetTasks(ctx context.Context, ids []int64) ([]models.Task, error) 
 	if err := o.q(ctx).Where("id IN ?", normDeps(ids)).Order("id").Find(&recs).Error; err != nil {
 		return nil, mapError(err, "tasks")
 	}
-	return o.withDeps(ctx, recs)
+	return fromTaskRecords(recs)
 }
 
 // ListTasks returns tasks newest first, at most f.Limit (default 100, at most 1000),
@@ -279,7 +298,7 @@ func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task
 	if err := q.Find(&recs).Error; err != nil {
 		return nil, mapError(err, "tasks")
 	}
-	return o.withDeps(ctx, recs)
+	return fromTaskRecords(recs)
 }
 
 // Dependents lists the tasks that depend on task id, in ascending id order.
@@ -291,7 +310,7 @@ func (o *ops) Dependents(ctx context.Context, id int64) ([]models.Task, error) {
 	if err != nil {
 		return nil, mapError(err, "tasks")
 	}
-	return o.withDeps(ctx, recs)
+	return fromTaskRecords(recs)
 }
 
 // CountTasks counts tasks per state, of one goal when goalID > 0, else of all. Every
@@ -314,34 +333,6 @@ func (o *ops) CountTasks(ctx context.Context, goalID int64) (map[models.TaskStat
 	}
 	for _, r := range rows {
 		out[models.TaskState(r.State)] = r.N
-	}
-	return out, nil
-}
-
-// withDeps maps task rows to tasks, loading their dependencies in one query.
-func (o *ops) withDeps(ctx context.Context, recs []taskRecord) ([]models.Task, error) {
-	out := make([]models.Task, 0, len(recs))
-	if len(recs) == 0 {
-		return out, nil
-	}
-	ids := make([]int64, len(recs))
-	for i := range recs {
-		ids[i] = recs[i].ID
-	}
-	var deps []taskDepRecord
-	if err := o.q(ctx).Where("task_id IN ?", ids).Order("task_id, depends_on_id").Find(&deps).Error; err != nil {
-		return nil, mapError(err, "task dependencies")
-	}
-	byTask := map[int64][]int64{}
-	for _, d := range deps {
-		byTask[d.TaskID] = append(byTask[d.TaskID], d.DependsOnID)
-	}
-	for i := range recs {
-		t, err := fromTaskRecord(&recs[i], byTask[recs[i].ID])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *t)
 	}
 	return out, nil
 }

@@ -42,10 +42,9 @@ func Open(t testing.TB, dialect string) *store.DB {
 	return db
 }
 
-// Config returns the configuration of a fresh, migrated database of dialect, for a
-// test that opens it itself (or lets another process open it). It is removed when the
-// test ends.
-func Config(t testing.TB, dialect string) store.Config {
+// Empty returns the configuration of a fresh database of dialect with no schema at
+// all, removed when the test ends.
+func Empty(t testing.TB, dialect string) store.Config {
 	t.Helper()
 	var cfg store.Config
 	switch dialect {
@@ -56,6 +55,15 @@ func Config(t testing.TB, dialect string) store.Config {
 	default:
 		t.Fatalf("storetest: unknown dialect %q", dialect)
 	}
+	return cfg
+}
+
+// Config returns the configuration of a fresh, migrated database of dialect, for a
+// test that opens it itself (or lets another process open it). It is removed when the
+// test ends.
+func Config(t testing.TB, dialect string) store.Config {
+	t.Helper()
+	cfg := Empty(t, dialect)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	db, err := store.Open(ctx, cfg)

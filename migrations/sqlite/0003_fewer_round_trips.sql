@@ -1,0 +1,9 @@
+-- Dependencies are fixed when a task is created. A copy on the task row (a JSON array
+-- of ids, '' for none) spares every read of a task a second query; task_deps keeps the
+-- references checked and answers "who depends on this task".
+ALTER TABLE tasks ADD COLUMN depends_on TEXT NOT NULL DEFAULT '';
+UPDATE tasks SET depends_on = (SELECT json_group_array(depends_on_id) FROM task_deps WHERE task_id = tasks.id)
+WHERE id IN (SELECT task_id FROM task_deps);
+
+-- SQLite needs no append triggers: it has one writer at a time, so id order is commit
+-- order, and notifications stay within the process.
