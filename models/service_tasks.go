@@ -59,6 +59,14 @@ type Move struct {
 // effects (which read it back: the ledger, released dependents) and once at the end,
 // rather than after every move, and the goal is moved along once.
 func (s *Service) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves ...Move) error {
+	buf := BufferEvents(tx) // the walk's events go out in one statement at the end
+	if err := s.walk(ctx, buf, actor, t, moves); err != nil {
+		return err
+	}
+	return buf.Flush(ctx)
+}
+
+func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves []Move) error {
 	// Lock the goal before the first event: on PostgreSQL appending an event holds a
 	// transaction-wide lock, so every row lock must come first (task → goal → events).
 	syncsGoal, reopened := false, false

@@ -86,6 +86,8 @@ type Tx interface {
 
 	// AppendEvent assigns e.ID (strictly increasing) and stores it.
 	AppendEvent(ctx context.Context, e *Event) error
+	// AppendEvents stores es in order with one statement, assigning their IDs.
+	AppendEvents(ctx context.Context, es []*Event) error
 	// ListEvents returns up to limit events with ID > afterID, oldest first.
 	ListEvents(ctx context.Context, afterID int64, limit int) ([]Event, error)
 	// LastEventID returns the id of the newest event, 0 when there is none.

@@ -140,8 +140,18 @@ func pickAgent(t *models.Task, idle []*models.WorkerLoad) *models.WorkerLoad {
 }
 
 // claimTask moves one locked ready task to in_progress for agent under this runner's
-// lease, in tx.
+// lease, in tx. Its events are stored together at the end, and not at all when it
+// fails, so that a refused claim leaves nothing behind for the rest of the batch.
 func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
+	buf := models.BufferEvents(tx)
+	tr, err := p.claimTaskIn(ctx, buf, t, agent, now)
+	if err != nil {
+		return nil, err
+	}
+	return tr, buf.Flush(ctx)
+}
+
+func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress}
 	// A task that was never started (start sets the builder) has no attempts: only
 	// the runner records attempts, of tasks in progress.

@@ -30,9 +30,12 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 	defer cancel()
 	var d decision
 	err := p.inTx(ctx, func(tx models.Tx) error {
+		buf := models.BufferEvents(tx) // the outcome's events in one statement
 		var err error
-		d, err = p.settleTx(ctx, tx, tr, ar)
-		return err
+		if d, err = p.settleTx(ctx, buf, tr, ar); err != nil {
+			return err
+		}
+		return buf.Flush(ctx)
 	})
 	if err != nil {
 		// Nothing was recorded. Let the lease go: a claim (ours or another runner's)

@@ -312,11 +312,19 @@ type ownTx struct {
 }
 
 func (o ownTx) AppendEvent(ctx context.Context, e *models.Event) error {
-	if err := o.Tx.AppendEvent(ctx, e); err != nil {
+	return o.AppendEvents(ctx, []*models.Event{e})
+}
+
+func (o ownTx) AppendEvents(ctx context.Context, es []*models.Event) error {
+	if err := o.Tx.AppendEvents(ctx, es); err != nil {
 		return err
 	}
-	*o.ids = append(*o.ids, e.ID)
-	o.p.ownEvents([]int64{e.ID}, true)
+	ids := make([]int64, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	*o.ids = append(*o.ids, ids...)
+	o.p.ownEvents(ids, true)
 	return nil
 }
 

@@ -647,3 +647,51 @@ func TestRules(t *testing.T) {
 		equal(t, "GetRules after second save", got, want)
 	})
 }
+
+// TestAppendEventsBatch: one call stores the events in order with increasing ids,
+// sets each event as stored, and tells subscribers the largest id once committed;
+// the buffered form holds events back until Flush.
+func TestAppendEventsBatch(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		ch := db.Subscribe(ctx)
+		var es []*models.Event
+		for _, typ := range []string{"a", "b", "c"} {
+			es = append(es, &models.Event{Type: typ, TaskID: i64(7), Data: json.RawMessage(`{"k":"` + typ + `"}`)})
+		}
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			buf := models.BufferEvents(tx)
+			must(t, buf.AppendEvent(ctx, es[0]))
+			must(t, buf.AppendEvents(ctx, es[1:]))
+			if es[0].ID != 0 {
+				t.Fatalf("a held event has id %d before Flush", es[0].ID)
+			}
+			seen, err := tx.ListEvents(ctx, 0, 0)
+			must(t, err)
+			if len(seen) != 0 {
+				t.Fatalf("held events were stored before Flush: %v", seen)
+			}
+			must(t, buf.Flush(ctx))
+			must(t, buf.Flush(ctx)) // nothing left: no second copy
+			return nil
+		}))
+		if es[0].ID == 0 || es[1].ID != es[0].ID+1 || es[2].ID != es[1].ID+1 {
+			t.Fatalf("ids %d, %d, %d: want consecutive, in append order", es[0].ID, es[1].ID, es[2].ID)
+		}
+		all, err := db.ListEvents(ctx, 0, 0)
+		must(t, err)
+		if len(all) != 3 {
+			t.Fatalf("%d events stored, want 3", len(all))
+		}
+		for i, e := range all {
+			equal(t, "stored event", &all[i], es[i])
+			if e.Type != []string{"a", "b", "c"}[i] {
+				t.Fatalf("event %d is %q", i, e.Type)
+			}
+		}
+		if id, _ := next(t, ch); id != es[2].ID {
+			t.Fatalf("subscribers heard %d, want the batch's largest id %d", id, es[2].ID)
+		}
+		must(t, db.AppendEvents(ctx, nil)) // nothing to store is not an error
+	})
+}

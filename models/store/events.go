@@ -41,25 +41,38 @@ func fromEventRecord(r *eventRecord) *models.Event {
 // the rows a transaction needs (Lock*) before its first append, or two transactions
 // may deadlock (PostgreSQL then aborts one with an ECONFLICT "try again").
 func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
+	return o.AppendEvents(ctx, []*models.Event{e})
+}
+
+// AppendEvents stores es in one statement, in order, as AppendEvent would one by one.
+func (o *ops) AppendEvents(ctx context.Context, es []*models.Event) error {
+	if len(es) == 0 {
+		return nil
+	}
 	if o.tx == nil {
-		return o.atomic(ctx, func(o *ops) error { return o.AppendEvent(ctx, e) })
+		return o.atomic(ctx, func(o *ops) error { return o.AppendEvents(ctx, es) })
 	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
+	recs := make([]eventRecord, len(es))
+	for i, e := range es {
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = now()
+		}
+		recs[i] = eventRecord{
+			Type:      e.Type,
+			TaskID:    e.TaskID,
+			GoalID:    e.GoalID,
+			ActorID:   e.ActorID,
+			Data:      string(e.Data),
+			CreatedAt: normTime(e.CreatedAt),
+		}
 	}
-	rec := &eventRecord{
-		Type:      e.Type,
-		TaskID:    e.TaskID,
-		GoalID:    e.GoalID,
-		ActorID:   e.ActorID,
-		Data:      string(e.Data),
-		CreatedAt: normTime(e.CreatedAt),
-	}
-	if err := o.q(ctx).Create(rec).Error; err != nil {
+	if err := o.q(ctx).Create(&recs).Error; err != nil {
 		return mapError(err, "event")
 	}
-	o.tx.maxEvent = max(o.tx.maxEvent, rec.ID)
-	*e = *fromEventRecord(rec)
+	for i, e := range es {
+		o.tx.maxEvent = max(o.tx.maxEvent, recs[i].ID)
+		*e = *fromEventRecord(&recs[i])
+	}
 	return nil
 }
 
