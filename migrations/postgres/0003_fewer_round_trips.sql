@@ -6,6 +6,11 @@ UPDATE tasks SET depends_on = d.ids
 FROM (SELECT task_id, json_agg(depends_on_id ORDER BY depends_on_id)::text AS ids FROM task_deps GROUP BY task_id) d
 WHERE d.task_id = tasks.id;
 
+-- A claim takes the first ready tasks by priority: walking this index it stops at the
+-- first that fits, instead of sorting every pending task (7 ms for 10,000 of them).
+-- ReadyTasks repeats the WHERE term so that SQLite sees the index applies.
+CREATE INDEX tasks_ready_idx ON tasks (priority DESC, id) WHERE state IN ('pending', 'assigned', 'in_progress');
+
 -- Appends commit in id order. Ids are drawn from a sequence when a row is inserted,
 -- not when it commits, so a reader could see id 11 before id 10 commits and skip 10
 -- forever. Every statement that inserts into events or ledger_entries first takes one
