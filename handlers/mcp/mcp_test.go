@@ -14,6 +14,8 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
+// TestListTools: tools/list returns the 14 tools, each with a description, input and
+// output schemas and the arguments the seed and the rules need.
 func TestListTools(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *env) {
 		e.agent("a", "developer")
@@ -49,7 +51,7 @@ func TestListTools(t *testing.T) {
 			}
 		}
 		want := []string{"approve_task", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
-			"reject_task", "reject_verification", "reopen_task", "submit_for_review", "update_task", "verify_goal", "verify_task"}
+			"reject_goal", "reject_task", "reject_verification", "reopen_task", "submit_for_review", "update_task", "verify_goal", "verify_task"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v", names, want)
@@ -65,6 +67,7 @@ func TestListTools(t *testing.T) {
 			"verify_task":         {"agent_name", "task_id", "notes"},
 			"reject_verification": {"agent_name", "task_id", "reason"},
 			"verify_goal":         {"agent_name", "goal_id", "notes"},
+			"reject_goal":         {"agent_name", "goal_id", "reason", "fix_tasks"},
 			"create_task":         {"creator", "title", "brief", "role", "assign_to", "goal_id", "approve", "verify", "depends_on"},
 			"update_task":         {"agent_name", "task_id", "status"},
 			"submit_for_review":   {"agent_name", "task_id", "summary", "files_changed"},
@@ -80,13 +83,31 @@ func TestListTools(t *testing.T) {
 				}
 			}
 		}
-		for tool, req := range map[string][]string{"reject_verification": {"reason", "task_id"}, "verify_goal": {"goal_id", "notes"}, "update_task": {"status", "task_id"}} {
+		for tool, req := range map[string][]string{"reject_verification": {"reason", "task_id"}, "verify_goal": {"goal_id", "notes"},
+			"reject_goal": {"goal_id", "reason", "fix_tasks"}, "update_task": {"status", "task_id"}} {
 			got, _ := byName[tool].InputSchema.(map[string]any)["required"].([]any)
 			for _, r := range req {
 				if !slices.Contains(got, any(r)) {
 					t.Errorf("%s: %s is not required (%v)", tool, r, got)
 				}
 			}
+		}
+		// A fix task of reject_goal takes create_task's fields (not its creator or goal).
+		fix, _ := byName["reject_goal"].InputSchema.(map[string]any)["properties"].(map[string]any)["fix_tasks"].(map[string]any)
+		items, _ := fix["items"].(map[string]any)
+		fields, _ := items["properties"].(map[string]any)
+		for _, a := range []string{"title", "brief", "role", "assign_to", "approve", "verify", "depends_on"} {
+			if _, ok := fields[a]; !ok {
+				t.Errorf("reject_goal fix_tasks items have no %s: %v", a, fix)
+			}
+		}
+		for _, a := range []string{"creator", "goal_id"} {
+			if _, ok := fields[a]; ok {
+				t.Errorf("reject_goal fix_tasks items take %s", a)
+			}
+		}
+		if req, _ := items["required"].([]any); !slices.Equal(req, []any{"title"}) {
+			t.Errorf("reject_goal fix task required %v, want [title]", req)
 		}
 	})
 }

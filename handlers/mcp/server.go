@@ -54,7 +54,7 @@ const instructions = `Countersign governs work: nothing is done until someone ot
 You act as the agent that owns your bearer token; agent_name and creator arguments are optional and, when given, must be that agent.
 Task lifecycle: pending -> assigned -> in_progress -> review -> completed -> verified. The assignee starts a task (update_task status=in_progress), the builder submits it (submit_for_review), a reviewer approves or rejects it (approve_task / reject_task), an independent verifier verifies or rejects it (verify_task / reject_verification).
 Separation of duties is enforced: the builder cannot verify; with three or more agents builder, approver and verifier all differ. Rejections need a reason.
-A goal becomes pending_verify when all its tasks are verified; only a lead verifies it (verify_goal) after testing the integrated result. To send a goal back, create a fix task in it (create_task with goal_id, or link_task_to_goal).
+A goal becomes pending_verify when all its tasks are verified; only a lead verifies it (verify_goal) after testing the integrated result. To send it back, the lead calls reject_goal with the reason and at least one fix task; the goal is active again until the fix tasks are verified.
 No tool marks work completed for you: completion of worker tasks belongs to the runner.`
 
 // New returns the MCP endpoint over svc: the governance tools served over stateless
@@ -186,7 +186,7 @@ var taskActionTools = map[string]string{
 	string(models.ActCancel):             "update_task status=cancelled",
 }
 
-var goalActionTools = map[string]string{"verify": "verify_goal"}
+var goalActionTools = map[string]string{"verify": "verify_goal", "reject": "reject_goal"}
 
 // elsewhere says where the actions without a tool are taken.
 var elsewhere = map[string]string{string(models.ActBlock): "runner only"}

@@ -15,7 +15,7 @@ import (
 // ToolNames lists the tools the server offers, in the order they are registered.
 // None of them posts a completion: completion belongs to the runner.
 var ToolNames = []string{
-	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal",
+	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal", "reject_goal",
 	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "reopen_task", "inbox_list",
 }
 
@@ -100,17 +100,38 @@ type VerifyGoalArgs struct {
 	Notes     string `json:"notes" jsonschema:"required, non-empty: the integration test you ran on the whole result and what you saw"`
 }
 
-// CreateTaskArgs are the arguments of create_task.
-type CreateTaskArgs struct {
-	Creator   string  `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+// TaskFields describe a new task: the arguments create_task takes and each fix task
+// of reject_goal, so that both create tasks from the same fields with the same rules.
+type TaskFields struct {
 	Title     string  `json:"title" jsonschema:"the unit of work, e.g. Create login form component (at most 200 characters)"`
 	Brief     string  `json:"brief,omitempty" jsonschema:"what to do and the acceptance criteria; the completion contract is generated from it and fixed now"`
 	Role      string  `json:"role,omitempty" jsonschema:"the role the work needs, e.g. developer (the default), tester, reviewer"`
 	AssignTo  string  `json:"assign_to,omitempty" jsonschema:"agent to assign it to: yourself, or anyone if you are a lead or exec; leave out to leave it pending for the runner or a later assignment"`
-	GoalID    int64   `json:"goal_id,omitempty" jsonschema:"goal to put the task in (a goal waiting for verification goes back to active)"`
 	Approve   string  `json:"approve,omitempty" jsonschema:"who approves in review: runner (default; for work a person does, any eligible agent), any, or a role such as lead"`
 	Verify    string  `json:"verify,omitempty" jsonschema:"who verifies: runner (default; for work a person does, any eligible agent), any, or a role such as tester"`
 	DependsOn []int64 `json:"depends_on,omitempty" jsonschema:"ids of tasks that must be verified before this one can start"`
+}
+
+// spec is the service's task specification for these fields (no goal: the caller sets it).
+func (f TaskFields) spec() models.TaskSpec {
+	return models.TaskSpec{Title: f.Title, Brief: f.Brief, Role: f.Role, Approve: f.Approve, Verify: f.Verify,
+		DependsOn: f.DependsOn, Assignee: f.AssignTo}
+}
+
+// CreateTaskArgs are the arguments of create_task: the task's fields, who creates it
+// and the goal it joins.
+type CreateTaskArgs struct {
+	Creator string `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskFields
+	GoalID int64 `json:"goal_id,omitempty" jsonschema:"goal to put the task in (a goal waiting for verification goes back to active; to send it back with a recorded reason, use reject_goal)"`
+}
+
+// RejectGoalArgs are the arguments of reject_goal.
+type RejectGoalArgs struct {
+	AgentName string       `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token (a lead)"`
+	GoalID    int64        `json:"goal_id" jsonschema:"a goal in state pending_verify"`
+	Reason    string       `json:"reason" jsonschema:"required, non-empty: what the integration test showed is wrong; recorded in the goal's history (event goal.rejected)"`
+	FixTasks  []TaskFields `json:"fix_tasks" jsonschema:"required, at least one: the tasks that fix it, created in the goal; each takes create_task's fields (title required; brief, role, assign_to, approve, verify, depends_on). Put what each must fix in its brief: the builder reads the task, not the goal's reason"`
 }
 
 // UpdateTaskArgs are the arguments of update_task.
@@ -206,15 +227,36 @@ func (t *tools) register(srv *sdk.Server) {
 			return newNamer(ctx, svc).goal(g), fmt.Sprintf("goal %d verified by %s", g.ID, a.Name), nil
 		})
 
+	// The service names a fix task's assignee and dependencies without saying which fix
+	// task (they are checked inside the transaction); the field says they are a fix task's.
+	add(t, srv, &sdk.Tool{Name: "reject_goal",
+		Description: "As the lead, send a goal waiting for verification (pending_verify) back to active when your integration test fails: the reason is recorded in the goal's history (event goal.rejected) and the fix tasks are created in the goal, all in one step or not at all. Only a lead may (lead_only); a non-empty reason and at least one fix task (with create_task's fields) are required. Tasks already verified stay verified; the goal waits for verification again once the fix tasks are verified. Returns the goal's status, as goal_status does."},
+		refusalStyle{about: aboutGoal, renames: map[string]string{"agent": "fix_tasks[].assign_to", "depends_on": "fix_tasks[].depends_on"}},
+		func(ctx context.Context, a *models.Agent, in RejectGoalArgs) (GoalStatusView, string, error) {
+			if err := claim(a, "agent_name", in.AgentName); err != nil {
+				return GoalStatusView{}, "", err
+			}
+			specs := make([]models.TaskSpec, len(in.FixTasks))
+			for i, f := range in.FixTasks {
+				specs[i] = f.spec()
+			}
+			st, err := svc.RejectGoal(ctx, a, in.GoalID, in.Reason, specs)
+			if err != nil {
+				return GoalStatusView{}, "", err
+			}
+			v := newNamer(ctx, svc).status(st)
+			return v, fmt.Sprintf("goal %d sent back to %s by %s with %d fix tasks: %d of %d tasks verified",
+				v.Goal.ID, v.Goal.State, a.Name, len(specs), v.Counts[string(models.TaskVerified)], v.Total), nil
+		})
+
 	add(t, srv, &sdk.Tool{Name: "create_task",
-		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is generated from the title and brief and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal, which is how a lead sends a goal waiting for verification back to active with a fix task."},
+		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is generated from the title and brief and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
 		refusalStyle{about: aboutTask, renames: map[string]string{"agent": "assign_to"}},
 		func(ctx context.Context, a *models.Agent, in CreateTaskArgs) (TaskView, string, error) {
 			if err := claim(a, "creator", in.Creator); err != nil {
 				return TaskView{}, "", err
 			}
-			spec := models.TaskSpec{Title: in.Title, Brief: in.Brief, Role: in.Role, Approve: in.Approve, Verify: in.Verify,
-				DependsOn: in.DependsOn, Assignee: in.AssignTo}
+			spec := in.spec()
 			if in.GoalID != 0 {
 				spec.GoalID = &in.GoalID
 			}

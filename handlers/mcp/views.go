@@ -158,7 +158,7 @@ func goalNext(s models.GoalState, counts map[string]int, total int) string {
 	case models.GoalVerified:
 		return "nothing: the goal is verified"
 	case models.GoalPendingVerify:
-		return "a lead tests the integrated result and calls verify_goal; to send it back, create a fix task in the goal"
+		return "a lead tests the integrated result and calls verify_goal, or reject_goal with a reason and fix tasks to send it back"
 	}
 	if total == 0 {
 		return "tasks: create them with create_task (goal_id) or link them with link_task_to_goal"
