@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -120,10 +121,12 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 		fixes[i].GoalID = &id
 		t, err := fixes[i].build(rules, s.now())
 		if err != nil {
-			var fe2 FieldErrors
-			if e, ok := err.(*Error); ok {
-				fe2.Merge(fmt.Sprintf("fix_tasks[%d]", i), FieldErrors(e.Fields))
+			var e *Error
+			if !errors.As(err, &e) || len(e.Fields) == 0 {
+				return nil, err
 			}
+			var fe2 FieldErrors
+			fe2.Merge(fmt.Sprintf("fix_tasks[%d]", i), FieldErrors(e.Fields))
 			return nil, fe2.Err()
 		}
 		tasks[i] = t
