@@ -88,6 +88,7 @@ func Routes(e *echo.Echo, d Deps) {
 
 	feed := NewFeedAPI(d.Service)
 	api.GET("/inbox", feed.Inbox)
+	api.POST("/inbox/:id/resolve", NewInboxAPI(d.Service).Resolve)
 	api.GET("/events", feed.Events)
 
 	led := NewLedgerAPI(d.Service, d.Ledger)

@@ -23,6 +23,7 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 //	GET  /goals, /goals/new, /goals/:id     POST /goals, /goals/:id/{verify,reject,runs}
 //	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action
 //	GET  /inbox                             (its forms post to the task actions)
+//	                                        POST /tasks/:id/action/dismiss (advisory items)
 func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/logout", p.logout)
 	g.GET("/", p.overviewPage)
@@ -38,6 +39,7 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.GET("/tasks", p.tasksPage)
 	g.GET("/tasks/:id", p.taskPage)
 	g.POST("/tasks/:id/action/:action", p.taskAction)
+	g.POST("/tasks/:id/action/"+actDismiss, p.dismissAdvisory) // echo prefers the static segment
 
 	g.GET("/inbox", p.inboxPage)
 }

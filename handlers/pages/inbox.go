@@ -78,7 +78,8 @@ func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 }
 
 // inboxItem builds one item: the blocked payload's exact criteria and attempts, or
-// the escalation's and advisory output's details, and the forms me may try.
+// the escalation's and advisory output's details, and the forms me may try (for an
+// advisory item, Dismiss).
 func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *directory) inbox.Item {
 	out := inbox.Item{ID: it.ID, Kind: it.Kind, Title: it.Title, CreatedAt: it.CreatedAt, TaskID: it.TaskID}
 	if it.GoalID != nil {
@@ -104,17 +105,21 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			}
 		}
 	}
-	if t == nil {
-		return out
-	}
-	out.TaskTitle, out.TaskState = t.Title, string(t.State)
-	for _, act := range inboxActions {
-		if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
-			continue
+	if t != nil {
+		out.TaskTitle, out.TaskState = t.Title, string(t.State)
+		for _, act := range inboxActions {
+			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
+				continue
+			}
+			sp := actionSpecs[act]
+			out.Forms = append(out.Forms, inbox.Form{Action: string(act), Label: sp.label, Variant: sp.variant,
+				Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
 		}
-		sp := actionSpecs[act]
-		out.Forms = append(out.Forms, inbox.Form{Action: string(act), Label: sp.label, Variant: sp.variant,
-			Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
+	}
+	if it.Kind == models.InboxAdvisory {
+		if f, ok := dismissForm(me); ok {
+			out.Forms = append(out.Forms, f)
+		}
 	}
 	return out
 }

@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// InboxAPI serves the inbox's state-changing endpoint; listing is FeedAPI.Inbox.
+type InboxAPI struct{ svc *models.Service }
+
+// NewInboxAPI returns the inbox endpoints over svc.
+func NewInboxAPI(svc *models.Service) *InboxAPI { return &InboxAPI{svc: svc} }
+
+// Resolve answers POST /inbox/{id}/resolve {note}: it dismisses an open advisory item
+// and returns it resolved. Only a lead or an exec may (403); a blocked item or an
+// escalation, or an item already resolved, is a 409.
+func (h *InboxAPI) Resolve(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Note string `json:"note"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	it, err := h.svc.ResolveInboxItem(c.Request().Context(), Actor(c), id, in.Note)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, it)
+}
