@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// output drains the worker's pipe through one fixed buffer into the log file, the
-// live callback and the tail ring, so memory stays flat however much the worker prints.
+// output drains one of the worker's pipes through one fixed buffer into the log file,
+// the live callback and the tail ring (each optional), so memory stays flat however
+// much the worker prints.
 type output struct {
 	log      *os.File
 	logErr   error // first log write failure; later chunks skip the log but still drain
@@ -35,7 +36,9 @@ func (o *output) drain(r *os.File) {
 					o.logErr = werr
 				}
 			}
-			o.tail.Write(chunk)
+			if o.tail != nil {
+				o.tail.Write(chunk)
+			}
 			if o.onOutput != nil {
 				o.onOutput(chunk)
 			}

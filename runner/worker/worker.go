@@ -3,6 +3,10 @@
 // bounded by a timeout, with its combined output streamed to a log file, to a live
 // callback and to a bounded in-memory tail.
 //
+// It is also how the rest of the runner starts any child process (verify commands,
+// git, evaluator commands), so that each gets the same process-group kill, pid-reuse
+// guard, output bound and allow-listed environment rather than a copy of them.
+//
 // Task data never becomes part of the shell string: Spec.Command comes from the agent
 // definition, which only an admin may change; everything a task contributes arrives
 // through Spec.Stdin and Spec.Env, where the shell never parses it.
@@ -40,12 +44,16 @@ const stdinWaitDelay = time.Second
 // concludes that only an escaped process is holding it open.
 const drainQuiet = 100 * time.Millisecond
 
-// Spec describes one run. Only Command is required.
+// Spec describes one run. Exactly one of Command and Argv is required.
 type Spec struct {
 	// Command is run as `Shell -c Command`. It is admin-defined and must never contain
 	// task data: pass that through Stdin and Env.
 	Command string
-	// Shell is the interpreter for Command; DefaultShell when empty.
+	// Argv, when set instead of Command, is run without a shell: Argv[0] (looked up in
+	// the runner's PATH unless it contains a slash) with Argv[1:] as its arguments. It
+	// suits a fixed program such as git, whose arguments must reach it verbatim.
+	Argv []string
+	// Shell is the interpreter for Command; DefaultShell when empty. Unused with Argv.
 	Shell string
 	// Dir is the working directory; the runner's own when empty.
 	Dir string
@@ -56,6 +64,10 @@ type Spec struct {
 	// Env holds extra KEY=VALUE pairs appended to BaseEnv(); a key given here
 	// overrides an inherited one.
 	Env []string
+	// ExactEnv makes Env the whole environment, without BaseEnv(), for a caller that
+	// has built its own allow-list; a nil Env then means an empty environment, never
+	// the runner's own.
+	ExactEnv bool
 	// Timeout bounds the run; zero means no limit other than ctx.
 	Timeout time.Duration
 	// KillGrace is how long the group has between SIGTERM and SIGKILL;
@@ -72,12 +84,19 @@ type Spec struct {
 	// so copy it to keep it; and OnOutput must be fast (or hand the copy off), because
 	// while it runs nothing drains the pipe and the worker blocks on its next write.
 	OnOutput func(chunk []byte)
+	// Stdout, when set, receives the command's standard output on its own, for a
+	// command whose stdout is a reply to parse rather than a log to show; only stderr
+	// then reaches LogPath, OnOutput, Tail and OutputBytes. It is written from one
+	// goroutine and never after Run returns; a Write error is ignored and the output
+	// still drained, because a command blocked on a full pipe would hang the run.
+	Stdout io.Writer
 }
 
 // Result is the outcome of a run that started. A non-zero exit, a timeout or a
 // cancellation is a normal Result, not an error.
 type Result struct {
-	// ExitCode is the shell's exit status, or -1 when a signal ended it (see Signal).
+	// ExitCode is the exit status of the shell (or of Argv[0]), or -1 when a signal
+	// ended it (see Signal).
 	ExitCode int
 	// TimedOut is set when Spec.Timeout expired and the group was terminated.
 	TimedOut bool
@@ -85,6 +104,9 @@ type Result struct {
 	Cancelled bool
 	// Signal names the signal that ended the shell ("SIGTERM", "SIGKILL", ...), if any.
 	Signal string
+	// SignalNum is that signal as a number, 0 when none, for callers that describe it
+	// in their own words.
+	SignalNum syscall.Signal
 	// Tail holds exactly the last Spec.TailBytes of combined output (all of it when
 	// shorter).
 	Tail []byte
@@ -135,20 +157,30 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL",
 // variables of the runner's own environment (PATH, HOME, USER, LOGNAME, LANG, LC_ALL,
 // LC_CTYPE, TZ, TMPDIR) that are set, and a default PATH when it is not.
 func BaseEnv() []string {
-	env := make([]string, 0, len(inheritedEnv))
-	for _, k := range inheritedEnv {
+	env := Inherit(inheritedEnv...)
+	if _, ok := os.LookupEnv("PATH"); !ok {
+		// First, where inheritedEnv would have put it.
+		env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
+	}
+	return env
+}
+
+// Inherit returns KEY=VALUE for each of keys that is set in the runner's environment,
+// in the order given. It is the way to build an allow-listed environment for
+// Spec.ExactEnv: the runner's own environment holds secrets no child may see.
+func Inherit(keys ...string) []string {
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
-		} else if k == "PATH" {
-			env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
 		}
 	}
 	return env
 }
 
-// Run starts s.Command and waits for it and its whole process group to finish. On
-// timeout or when ctx is done the group gets SIGTERM, then SIGKILL after KillGrace.
-// When the shell exits on its own, whatever it left running in its group gets the same
+// Run starts s.Command (or s.Argv) and waits for it and its whole process group to
+// finish. On timeout or when ctx is done the group gets SIGTERM, then SIGKILL after
+// KillGrace. When the shell exits on its own, whatever it left running in its group gets the same
 // treatment, because a run's processes must not outlive it: stragglers still holding
 // the output pipe get KillGrace to finish writing. Processes that leave the group
 // (setsid) cannot be killed this way; Run stops reading from them rather than hang.
@@ -183,19 +215,41 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 		logFile = f
 	}
-	// One pipe for stdout and stderr, handed to the child as an *os.File so that
-	// os/exec starts no copying goroutine of its own: our reader is the only one.
+	// One pipe for stdout and stderr (a second one for stdout when s.Stdout is set),
+	// handed to the child as an *os.File so that os/exec starts no copying goroutine
+	// of its own: our readers are the only ones, and Run alone decides when to stop.
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		closeIfOpen(logFile)
 		return Result{}, &StartError{Op: "pipe", Err: err}
 	}
+	var sr, sw *os.File
+	if s.Stdout != nil {
+		if sr, sw, err = os.Pipe(); err != nil {
+			pr.Close()
+			pw.Close()
+			closeIfOpen(logFile)
+			return Result{}, &StartError{Op: "pipe", Err: err}
+		}
+	}
 
-	cmd := exec.Command(shell, "-c", s.Command)
+	var cmd *exec.Cmd
+	if len(s.Argv) > 0 {
+		cmd = exec.Command(s.Argv[0], s.Argv[1:]...)
+	} else {
+		cmd = exec.Command(shell, "-c", s.Command)
+	}
 	cmd.Dir = s.Dir
-	cmd.Env = append(BaseEnv(), s.Env...)
+	if s.ExactEnv {
+		cmd.Env = append([]string{}, s.Env...) // non-nil: nil would inherit everything
+	} else {
+		cmd.Env = append(BaseEnv(), s.Env...)
+	}
 	cmd.Stdin = s.Stdin
 	cmd.Stdout = pw
+	if sw != nil {
+		cmd.Stdout = sw
+	}
 	cmd.Stderr = pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = stdinWaitDelay
@@ -204,15 +258,38 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		pw.Close()
 		pr.Close()
+		closeIfOpen(sw)
+		closeIfOpen(sr)
 		closeIfOpen(logFile)
 		return Result{}, &StartError{Op: "start", Err: err}
 	}
-	// The child has its copy; ours must go or the reader never sees EOF.
+	// The child has its copies; ours must go or the readers never see EOF.
 	pw.Close()
+	closeIfOpen(sw)
 	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group id is the leader's pid
 
 	out := newOutput(tailSize, logFile, s.OnOutput)
 	go out.drain(pr)
+	outs, readers := []*output{out}, []*os.File{pr}
+	if sr != nil {
+		so := &output{onOutput: func(b []byte) { _, _ = s.Stdout.Write(b) }, done: make(chan struct{})}
+		go so.drain(sr)
+		outs, readers = append(outs, so), append(readers, sr)
+	}
+	// Closed once every pipe has reached EOF (or its read deadline).
+	drained := make(chan struct{})
+	go func() {
+		for _, o := range outs {
+			<-o.done
+		}
+		close(drained)
+	}()
+	outputBytes := func() (n int64) {
+		for _, o := range outs {
+			n += o.n.Load()
+		}
+		return n
+	}
 
 	exited := make(chan struct{})
 	var reap func() error
@@ -270,7 +347,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	if !killed {
 		select {
-		case <-out.done:
+		case <-drained:
 		case <-killC:
 		}
 	}
@@ -285,25 +362,29 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// The group is dead, so the pipe normally reaches EOF at once. If it does not, a
 	// process that left the group still holds it: keep reading only while output still
 	// arrives (what was buffered when the group died), then stop rather than hang.
-	for drained := false; !drained; {
-		before := out.n.Load()
+	for done := false; !done; {
+		before := outputBytes()
 		select {
-		case <-out.done:
-			drained = true
+		case <-drained:
+			done = true
 		case <-time.After(drainQuiet):
-			if out.n.Load() == before {
-				_ = pr.SetReadDeadline(time.Now())
-				<-out.done
-				drained = true
+			if outputBytes() == before {
+				for _, r := range readers {
+					_ = r.SetReadDeadline(time.Now())
+				}
+				<-drained
+				done = true
 			}
 		}
 	}
-	pr.Close()
+	for _, r := range readers {
+		r.Close()
+	}
 
 	if ps := cmd.ProcessState; ps != nil {
 		res.ExitCode = ps.ExitCode()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = signalName(ws.Signal())
+			res.Signal, res.SignalNum = signalName(ws.Signal()), ws.Signal()
 		}
 	} else if waitErr != nil {
 		// Cannot happen after a successful Start; keep the failure visible if it does.
@@ -325,7 +406,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 // validate rejects specs that could only fail or that would smuggle data into the
 // environment in a form the child would misread.
 func validate(s Spec) error {
-	if strings.TrimSpace(s.Command) == "" {
+	switch {
+	case len(s.Argv) > 0 && s.Command != "":
+		return errors.New("both a command and an argv given")
+	case len(s.Argv) > 0:
+		if strings.TrimSpace(s.Argv[0]) == "" {
+			return errors.New("empty program name")
+		}
+	case strings.TrimSpace(s.Command) == "":
 		return errors.New("empty command")
 	}
 	for _, kv := range s.Env {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -153,7 +155,7 @@ func TestTimeoutKillsCommandAndChild(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	// sh waits for its child; SIGTERM to the group ends both at once, no SIGKILL needed.
-	if res.Signal != "SIGTERM" || res.ExitCode != -1 {
+	if res.Signal != "SIGTERM" || res.SignalNum != syscall.SIGTERM || res.ExitCode != -1 {
 		t.Fatalf("signal = %q, exit = %d", res.Signal, res.ExitCode)
 	}
 	if res.Duration > 1500*time.Millisecond {
@@ -207,22 +209,117 @@ func TestEscapedGrandchildDoesNotHang(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
 		t.Skip("setsid(1) not installed")
 	}
-	// setsid leaves the group, so no signal reaches it; Run must stop reading instead.
-	marker := filepath.Join(t.TempDir(), "pid")
-	cmd := "setsid sh -c 'echo $$ > " + shQuote(marker) + "; exec sleep 30' & sleep 0.2; echo done"
+	// setsid leaves the group, so no signal reaches it; Run must stop reading instead,
+	// from the separate stdout pipe too.
+	for _, separate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("separate stdout %v", separate), func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "pid")
+			cmd := "setsid sh -c 'echo $$ > " + shQuote(marker) + "; exec sleep 30' & sleep 0.2; echo done"
+			s := Spec{Command: cmd, KillGrace: 100 * time.Millisecond}
+			var stdout bytes.Buffer
+			if separate {
+				s.Stdout = &stdout
+			}
+			start := time.Now()
+			res := run(t, s)
+			if b, err := os.ReadFile(marker); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Fatalf("Run took %v", took)
+			}
+			got := string(res.Tail)
+			if separate {
+				got = stdout.String()
+			}
+			if res.ExitCode != 0 || got != "done\n" {
+				t.Fatalf("result = %+v, stdout %q", res, stdout.String())
+			}
+		})
+	}
+}
+
+func TestArgvIsNotParsedByAShell(t *testing.T) {
+	dir := t.TempDir()
+	hostile := "$(touch pwned); touch pwned2"
+	res := run(t, Spec{Argv: []string{"printf", "%s|%s", hostile, "two words"}, Dir: dir})
+	if res.ExitCode != 0 || string(res.Tail) != hostile+"|two words" {
+		t.Fatalf("result = %+v", res)
+	}
+	for _, name := range []string{"pwned", "pwned2"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Fatalf("an argument was run by a shell (%s: %v)", name, err)
+		}
+	}
+}
+
+func TestArgvProgramNotFound(t *testing.T) {
+	_, err := Run(context.Background(), Spec{Argv: []string{"no-such-program-xyz", "arg"}})
+	var se *StartError
+	if !errors.As(err, &se) || se.Op != "start" || !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestExactEnv(t *testing.T) {
+	t.Setenv("COUNTERSIGN_TEST_SECRET", "hunter2")
+	res := run(t, Spec{Argv: []string{"env"}, Env: []string{"A=1", "B=2", "A=3"}, ExactEnv: true})
+	if got := string(res.Tail); got != "B=2\nA=3\n" {
+		t.Fatalf("environment = %q: want exactly Env, the later A winning", got)
+	}
+	// nil means empty, not the runner's environment.
+	res = run(t, Spec{Argv: []string{"env"}, ExactEnv: true})
+	if res.ExitCode != 0 || len(res.Tail) != 0 {
+		t.Fatalf("result = %+v, environment %q", res, res.Tail)
+	}
+}
+
+func TestInheritAndBaseEnv(t *testing.T) {
+	t.Setenv("COUNTERSIGN_TEST_A", "x=y")
+	t.Setenv("COUNTERSIGN_TEST_B", "")
+	t.Setenv("COUNTERSIGN_TEST_UNSET", "")
+	os.Unsetenv("COUNTERSIGN_TEST_UNSET")
+	got := Inherit("COUNTERSIGN_TEST_B", "COUNTERSIGN_TEST_UNSET", "COUNTERSIGN_TEST_A")
+	if strings.Join(got, " ") != "COUNTERSIGN_TEST_B= COUNTERSIGN_TEST_A=x=y" {
+		t.Fatalf("Inherit = %q", got)
+	}
+	t.Setenv("PATH", "")
+	os.Unsetenv("PATH")
+	if env := BaseEnv(); len(env) == 0 || env[0] != "PATH=/usr/local/bin:/usr/bin:/bin" {
+		t.Fatalf("BaseEnv without PATH = %q", env)
+	}
+}
+
+func TestStdoutApartFromStderr(t *testing.T) {
+	var stdout bytes.Buffer
+	logPath := filepath.Join(t.TempDir(), "err.log")
+	res := run(t, Spec{Command: "echo reply; echo noise >&2; echo more", Stdout: &stdout, LogPath: logPath})
+	if stdout.String() != "reply\nmore\n" {
+		t.Fatalf("stdout = %q", stdout.String())
+	}
+	if string(res.Tail) != "noise\n" || res.OutputBytes != 6 {
+		t.Fatalf("tail = %q, bytes = %d: only stderr belongs there", res.Tail, res.OutputBytes)
+	}
+	if b, _ := os.ReadFile(logPath); string(b) != "noise\n" {
+		t.Fatalf("log = %q", b)
+	}
+}
+
+func TestGrandchildHoldingStdoutIsKilled(t *testing.T) {
+	var stdout bytes.Buffer
 	start := time.Now()
-	res := run(t, Spec{Command: cmd, KillGrace: 100 * time.Millisecond})
+	// The child holds only the separate stdout pipe; stderr reaches EOF at once.
+	res := run(t, Spec{Command: `sleep 100 & echo "child $!" >&2; echo reply`, Stdout: &stdout,
+		KillGrace: 200 * time.Millisecond})
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("Run took %v", took)
 	}
-	if res.ExitCode != 0 || !strings.Contains(string(res.Tail), "done") {
-		t.Fatalf("result = %+v", res)
+	if res.ExitCode != 0 || stdout.String() != "reply\n" {
+		t.Fatalf("result = %+v, stdout %q", res, stdout.String())
 	}
-	if b, err := os.ReadFile(marker); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	waitGone(t, childPID(t, res.Tail))
 }
 
 func TestContextCancel(t *testing.T) {
@@ -255,6 +352,8 @@ func TestStartErrors(t *testing.T) {
 		"bad dir":       {Command: "true", Dir: filepath.Join(dir, "no-such-dir")},
 		"bad log":       {Command: "true", LogPath: filepath.Join(dir, "no-such-dir", "x.log")},
 		"empty command": {Command: "  "},
+		"empty argv":    {Argv: []string{" "}},
+		"both forms":    {Command: "true", Argv: []string{"true"}},
 		"bad env":       {Command: "true", Env: []string{"NOEQUALS"}},
 	}
 	for name, s := range cases {
@@ -356,6 +455,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 		run(t, Spec{Command: script(t, "grandchild.sh"), KillGrace: 50 * time.Millisecond,
 			Stdin: strings.NewReader("ignored")})
 		run(t, Spec{Command: "sleep 10", Timeout: 20 * time.Millisecond})
+		// Two pipes, two drains, and the goroutine that waits for both.
+		run(t, Spec{Command: script(t, "grandchild.sh"), KillGrace: 50 * time.Millisecond, Stdout: io.Discard})
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > before {
