@@ -256,26 +256,20 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-func TestTailBuffer(t *testing.T) {
-	tb := newTailBuffer(8)
-	tb.Write([]byte("hello "))
-	if got := tb.String(); got != "hello " {
+func TestFormatTail(t *testing.T) {
+	if got := formatTail([]byte("hello "), 6); got != "hello " {
 		t.Errorf("got %q", got)
 	}
-	tb.Write([]byte("world, and more"))
-	if got := tb.String(); got != "[… 13 earlier bytes omitted]\nand more" {
+	if got := formatTail([]byte("and more"), 21); got != "[… 13 earlier bytes omitted]\nand more" {
 		t.Errorf("got %q", got)
 	}
-	for i := 0; i < 100; i++ {
-		tb.Write([]byte("ab"))
-	}
-	if got := tb.String(); !strings.HasSuffix(got, "\nabababab") || !strings.Contains(got, "213 earlier") {
+	// A cut inside a multi-byte rune does not start the tail with a broken rune, and
+	// the dropped fragment counts as omitted.
+	tail := []byte("xxé€")[3:] // the second byte of é, then €
+	if got := formatTail(tail, 7); got != "[… 4 earlier bytes omitted]\n€" {
 		t.Errorf("got %q", got)
 	}
-	// A cut inside a multi-byte rune does not start the tail with a broken rune.
-	tb = newTailBuffer(4)
-	tb.Write([]byte("xxé€"))
-	if got := tb.String(); !strings.HasSuffix(got, "\n€") {
+	if got := formatTail(nil, 0); got != "" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -4,16 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/worker"
 )
 
 // DefaultVerifyTimeout bounds each verify command when the contract sets none.
 const DefaultVerifyTimeout = 10 * time.Minute
+
+// TailSize is how much of a command's combined output a diagnosis keeps: the last
+// 4 KiB, where compilers and test runners print their summary.
+const TailSize = 4 << 10
+
+// killGrace is how long a check command's process group has between SIGTERM and
+// SIGKILL, on timeout and for whatever it leaves running once it exits. Long enough
+// for a test runner to remove its temporary files, short because nobody is waiting
+// for anything of value from it any more.
+const killGrace = 2 * time.Second
+
+// defaultEnvKeys are the runner variables a check command sees when the caller passes
+// no environment: what tools need to find themselves and Go's caches, so that
+// `go test` does not start cold. Everything else of the runner's environment may be a
+// secret. Unlike worker.BaseEnv there is no default PATH, LOGNAME, LC_CTYPE or TZ.
+var defaultEnvKeys = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE"}
 
 // VerifyActivity is the Activity recorded for the contract's verify commands, which
 // belong to no criterion.
@@ -60,7 +77,7 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 		timeout = DefaultVerifyTimeout
 	}
 	if env == nil {
-		env = minimalEnv()
+		env = worker.Inherit(defaultEnvKeys...)
 	}
 
 	var jobs []verifyJob
@@ -158,44 +175,63 @@ func (o commandOutcome) tailOrNone() string {
 	return o.tail
 }
 
-// runCheckCommand runs command with /bin/sh -c in dir and classifies how it ended.
+// runCheckCommand runs command with /bin/sh -c in dir, with exactly env, and
+// classifies how it ended.
 func runCheckCommand(ctx context.Context, dir, command string, timeout time.Duration, env []string) commandOutcome {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tail := newTailBuffer(TailSize)
-	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = env
-
 	start := time.Now()
-	started, err := runInGroup(cmd, tail)
-	if !started {
-		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + err.Error(), duration: time.Since(start)}
+	res, err := worker.Run(ctx, worker.Spec{
+		Command:   command,
+		Dir:       dir,
+		Env:       env,
+		ExactEnv:  true,
+		Timeout:   timeout,
+		KillGrace: killGrace,
+		TailBytes: TailSize,
+	})
+	if err != nil { // no log file, so this can only be a *worker.StartError
+		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + startFailure(err), duration: time.Since(start)}
 	}
-	o := commandOutcome{tail: tail.String(), duration: time.Since(start)}
+	o := commandOutcome{tail: formatTail(res.Tail, res.OutputBytes), duration: res.Duration}
 	took := FormatDuration(o.duration.Round(100 * time.Millisecond))
 
-	var exitErr *exec.ExitError
+	// The group is killed once the shell exits, so a background child still holding
+	// the output does not hold up the verdict: the shell's own status decides it.
 	switch {
 	case ctx.Err() != nil:
 		o.verdict, o.how = models.VerdictError, "was interrupted: "+ctx.Err().Error()
-	case cctx.Err() != nil:
+	case res.TimedOut:
 		o.verdict, o.how = models.VerdictFail, "timed out after "+FormatDuration(timeout)+" and was killed"
-	case err == nil:
-		o.verdict, o.how = models.VerdictPass, "exited with status 0 after "+took
-	case errors.As(err, &exitErr):
-		o.verdict = models.VerdictFail
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			o.how = fmt.Sprintf("was killed by signal %s after %s", ws.Signal(), took)
-		} else {
-			o.how = fmt.Sprintf("exited with status %d after %s", exitErr.ExitCode(), took)
-		}
-	case errors.Is(err, exec.ErrWaitDelay):
-		// The shell exited 0 but a background child held the output open; the
-		// command itself succeeded.
-		o.verdict, o.how = models.VerdictPass, "exited with status 0 after "+took
+	case res.SignalNum != 0:
+		// Go's name for the signal ("terminated"), as diagnoses have always said.
+		o.verdict, o.how = models.VerdictFail, fmt.Sprintf("was killed by signal %s after %s", res.SignalNum, took)
+	case res.ExitCode != 0:
+		o.verdict, o.how = models.VerdictFail, fmt.Sprintf("exited with status %d after %s", res.ExitCode, took)
 	default:
-		o.verdict, o.how = models.VerdictError, "could not be waited for: "+err.Error()
+		o.verdict, o.how = models.VerdictPass, "exited with status 0 after "+took
 	}
 	return o
+}
+
+// startFailure is the cause of a failed worker.Run without the package's own
+// "worker: start:" prefix, which means nothing to the reader of a diagnosis.
+func startFailure(err error) string {
+	var se *worker.StartError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	return err.Error()
+}
+
+// formatTail renders the last bytes of a command's output for a diagnosis: starting
+// on a rune boundary (the cut may fall inside one), and saying how much came before,
+// so a reader knows the start of the story is missing.
+func formatTail(tail []byte, total int64) string {
+	b := tail
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	if dropped := total - int64(len(b)); dropped > 0 {
+		return "[… " + strconv.FormatInt(dropped, 10) + " earlier bytes omitted]\n" + string(b)
+	}
+	return string(b)
 }

@@ -1,10 +1,16 @@
 package checks
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,4 +184,120 @@ func TestVerifyEnvironment(t *testing.T) {
 func TestVerifyKilledBySignal(t *testing.T) {
 	r, _ := Verify(t.Context(), t.TempDir(), []string{"kill -TERM $$"}, nil, nil, time.Minute, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "was killed by signal terminated")
+}
+
+// termIgnoringChild is shell text that starts a background process ignoring SIGTERM,
+// holding the command's output open, and waits until it has written its pid to
+// child.pid, so that only SIGKILL to the whole group can end it.
+const termIgnoringChild = `sh -c 'trap "" TERM; echo $$ > child.pid.tmp; mv child.pid.tmp child.pid; exec sleep 30' &
+while [ ! -f child.pid ]; do sleep 0.01; done; echo started; `
+
+// childPID reads the pid termIgnoringChild wrote.
+func childPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// wantGone fails when pid still runs a moment after its command finished (SIGKILL
+// takes effect asynchronously), and then kills it so that it cannot outlive the test.
+// A zombie counts as gone: it is dead, and reaping it is its new parent's business.
+func wantGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("process %d outlived its verify command", pid)
+			return
+		}
+	}
+}
+
+func TestVerifyTimeoutKillsAChildIgnoringSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	r, _ := Verify(t.Context(), dir, []string{termIgnoringChild + "sleep 30"}, nil, nil, 300*time.Millisecond, nil)
+	took := time.Since(start)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "timed out after 300ms and was killed", "started")
+	// SIGTERM ends the shell at once; the child holding the output gets the grace.
+	if took < killGrace || took > killGrace+2*time.Second {
+		t.Errorf("Verify took %v: want the timeout plus the %v grace", took, killGrace)
+	}
+	wantGone(t, childPID(t, dir))
+}
+
+func TestVerifyBackgroundChildIgnoringSIGTERMAfterSuccess(t *testing.T) {
+	// The shell passes; what it left behind holds the output open and shrugs off
+	// SIGTERM. The verdict is still the shell's, and the child does not survive.
+	dir := t.TempDir()
+	start := time.Now()
+	r, crs := Verify(t.Context(), dir, []string{termIgnoringChild + "exit 0"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	if crs[0].Status != models.VerdictPass {
+		t.Errorf("result = %+v", crs[0])
+	}
+	if took := time.Since(start); took > killGrace+2*time.Second {
+		t.Errorf("Verify took %v", took)
+	}
+	wantGone(t, childPID(t, dir))
+}
+
+func TestVerifyEscapedChildHoldingOutputDoesNotHang(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
+		t.Skip("setsid(1) not installed")
+	}
+	// setsid takes the child out of the group, where no group signal reaches it; the
+	// command must still finish on the shell's status rather than wait for the pipe.
+	dir := t.TempDir()
+	cmd := `setsid sh -c 'echo $$ > child.pid.tmp; mv child.pid.tmp child.pid; exec sleep 30' &
+while [ ! -f child.pid ]; do sleep 0.01; done; echo done; exit 4`
+	start := time.Now()
+	r, _ := Verify(t.Context(), dir, []string{cmd}, nil, nil, time.Minute, nil)
+	took := time.Since(start)
+	_ = syscall.Kill(childPID(t, dir), syscall.SIGKILL)
+	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 4", "done")
+	if took > killGrace+2*time.Second {
+		t.Errorf("Verify took %v", took)
+	}
+}
+
+func TestVerifyDefaultEnvironment(t *testing.T) {
+	// nil env is an allow-list: Go's caches get through; the runner's other variables,
+	// secrets or not, do not.
+	dir := t.TempDir()
+	t.Setenv("GOCACHE", "/tmp/countersign-gocache")
+	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
+	t.Setenv("TZ", "UTC")
+	r, _ := Verify(t.Context(), dir, []string{"env > env.txt"}, nil, nil, time.Minute, nil)
+	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
+	b, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := "\n" + string(b)
+	if !strings.Contains(env, "\nGOCACHE=/tmp/countersign-gocache\n") || !strings.Contains(env, "\nPATH=") {
+		t.Errorf("environment lacks GOCACHE or PATH:%s", env)
+	}
+	for _, k := range []string{"COUNTERSIGN_TEST_SECRET", "TZ"} {
+		if strings.Contains(env, "\n"+k+"=") {
+			t.Errorf("environment has %s:%s", k, env)
+		}
+	}
 }

@@ -1,18 +1,19 @@
 package checks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/worker"
 )
 
 // maxListedChanges is how many uncommitted paths a diagnosis names.
@@ -53,23 +54,36 @@ func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Ch
 
 // checkClean runs git status and fails on any uncommitted change.
 func checkClean(ctx context.Context, dir string, start time.Time) models.CheckResult {
-	// No hooks or fsmonitor: the repository is the worker's, and so would be their code.
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status", "--porcelain")
-	cmd.Env = append(minimalEnv(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
-	inOwnGroup(cmd)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
+	var stdout bytes.Buffer
+	res, err := worker.Run(ctx, worker.Spec{
+		// No hooks or fsmonitor: the repository is the worker's, and so would be their code.
+		Argv:      []string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status", "--porcelain"},
+		Env:       append(worker.Inherit(defaultEnvKeys...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C"),
+		ExactEnv:  true,
+		Stdout:    &stdout,
+		KillGrace: killGrace,
+	})
+	var failure string // what went wrong, when git did not report a status
+	switch {
+	case err != nil:
+		failure = startFailure(err)
+	case res.Cancelled:
+		failure = ctx.Err().Error()
+	case res.SignalNum != 0 || res.ExitCode != 0:
+		// git explains itself on stderr ("not a git repository"); the status is a fallback.
+		if failure = strings.TrimSpace(string(res.Tail)); failure == "" {
+			failure = fmt.Sprintf("exit status %d", res.ExitCode)
+			if res.SignalNum != 0 {
+				failure = "signal: " + res.SignalNum.String()
+			}
 		}
+	}
+	if failure != "" {
 		return result(models.StageWorkspace, models.VerdictError,
-			fmt.Sprintf("git status failed in %s: %s", dir, quoteLine(msg, 400)), start)
+			fmt.Sprintf("git status failed in %s: %s", dir, quoteLine(failure, 400)), start)
 	}
 	var changes []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(stdout.String(), "\n") {
 		if strings.TrimSpace(line) != "" {
 			changes = append(changes, strings.TrimRight(line, "\r"))
 		}

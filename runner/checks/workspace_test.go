@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,4 +124,20 @@ func TestWorkspaceCleanThenChecklist(t *testing.T) {
 	write(t, filepath.Join(dir, "tasks.md"), "- [x] a\n- [x] b\n")
 	r = Workspace(t.Context(), dir, true, cl, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "1 uncommitted change(s)", "M tasks.md")
+}
+
+func TestWorkspaceGitIgnoresTheRunnersGitVariables(t *testing.T) {
+	// The runner may itself run under git (a hook, a CI job) with GIT_DIR set; git
+	// status must look at the workspace, not where that points.
+	dir := gitRepo(t)
+	t.Setenv("GIT_DIR", filepath.Join(t.TempDir(), "elsewhere"))
+	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil), models.StageWorkspace, models.VerdictPass)
+}
+
+func TestWorkspaceCancelledIsInfrastructure(t *testing.T) {
+	dir := gitRepo(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := Workspace(ctx, dir, true, nil, nil)
+	wantVerdict(t, r, models.StageWorkspace, models.VerdictError, "git status failed in "+dir, "context canceled")
 }

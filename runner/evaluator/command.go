@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/worker"
 )
 
 // DefaultCommandTimeout bounds one run of an evaluator command.
@@ -23,6 +20,15 @@ const DefaultCommandTimeout = 5 * time.Minute
 // maxCommandStdout bounds what is read of an evaluator command's stdout; a verdict is
 // small, and anything past this is not one.
 const maxCommandStdout = 1 << 20
+
+// maxCommandStderr is how much of the end of an evaluator command's stderr is kept to
+// explain a failure: a CLI's last words ("rate limited") are what matter.
+const maxCommandStderr = 2 << 10
+
+// commandKillGrace is how long an evaluator command's process group has between
+// SIGTERM and SIGKILL, on timeout and for whatever it leaves running once it exits:
+// enough for a CLI to close its connection, while the task waits for a verdict.
+const commandKillGrace = 2 * time.Second
 
 // CommandInput is the JSON an evaluator command reads on stdin. Prompt is the
 // ready-made instruction (system and user text, as the Anthropic evaluator sends
@@ -45,7 +51,9 @@ type CommandInput struct {
 // CommandInput JSON object (never into its arguments, so task data cannot reach a
 // shell or a flag) and it must print a JSON verdict {"pass": …, "diagnosis": …} on
 // stdout (text around the object is ignored). A non-zero exit, a timeout, or stdout
-// without a verdict is an *InfraError.
+// without a verdict is an *InfraError. The command runs in a process group of its own
+// that is killed as a whole on timeout, when ctx ends, and once the command exits, so
+// nothing it started outlives the evaluation.
 type Command struct {
 	argv      []string
 	timeout   time.Duration
@@ -80,7 +88,9 @@ func (c *Command) WithMaxOutputBytes(n int) *Command {
 	return c
 }
 
-// Evaluate runs the command on r.
+// Evaluate runs the command on r and returns its verdict. Of the command's output it
+// keeps only the first 1 MiB of stdout (more is ErrMalformed) and the last 2 KiB of
+// stderr, whose start an exit error quotes.
 func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if strings.TrimSpace(r.Evaluate) == "" {
 		return Verdict{}, infra("command", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
@@ -99,91 +109,65 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		return Verdict{}, infra("command", err)
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, c.argv[0], c.argv[1:]...)
-	cmd.Env = c.Env
-	cmd.Dir = c.Dir
-	cmd.Stdin = bytes.NewReader(in)
-	stdout := &limitedBuffer{limit: maxCommandStdout}
-	stderr := &limitedBuffer{limit: 2 << 10, keepTail: true}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = 2 * time.Second
-
-	err = cmd.Run()
-	_ = killGroup(cmd)
+	env := c.Env
+	if env == nil {
+		env = os.Environ() // as documented on Env; ExactEnv would make nil mean empty
+	}
+	stdout := &headBuffer{limit: maxCommandStdout}
+	res, err := worker.Run(ctx, worker.Spec{
+		Argv:      c.argv,
+		Dir:       c.Dir,
+		Env:       env,
+		ExactEnv:  true,
+		Stdin:     bytes.NewReader(in),
+		Stdout:    stdout,
+		Timeout:   c.timeout,
+		KillGrace: commandKillGrace,
+		TailBytes: maxCommandStderr,
+	})
 	name := c.argv[0]
+	// The group is killed once the command exits, so a background child still holding
+	// stdout does not hold up the verdict: the command's own status decides it.
 	switch {
 	case ctx.Err() != nil:
 		return Verdict{}, infra("command", fmt.Errorf("%s interrupted: %w", name, ctx.Err()))
-	case cctx.Err() != nil:
-		return Verdict{}, infra("command", fmt.Errorf("%s gave no verdict within %s: %w", name, c.timeout, context.DeadlineExceeded))
-	case err != nil && !errors.Is(err, exec.ErrWaitDelay):
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			return Verdict{}, infra("command", fmt.Errorf("%s exited with status %d: %s", name, exitErr.ExitCode(), clip(stderr.String(), 500)))
+	case err != nil: // no log file, so this can only be a *worker.StartError
+		var se *worker.StartError
+		if errors.As(err, &se) {
+			err = se.Err // "running x: exec: not found", without the worker's own prefix
 		}
 		return Verdict{}, infra("command", fmt.Errorf("running %s: %w", name, err))
+	case res.TimedOut:
+		return Verdict{}, infra("command", fmt.Errorf("%s gave no verdict within %s: %w", name, c.timeout, context.DeadlineExceeded))
+	case res.ExitCode != 0:
+		return Verdict{}, infra("command", fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, clip(string(res.Tail), 500)))
 	}
 	if stdout.overflow {
 		return Verdict{}, infra("command", fmt.Errorf("%w: %s printed more than %d bytes", ErrMalformed, name, maxCommandStdout))
 	}
-	v, err := ParseVerdict(stdout.String())
+	v, err := ParseVerdict(string(stdout.buf))
 	if err != nil {
 		return Verdict{}, infra("command", err)
 	}
 	return v, nil
 }
 
-// killGroup kills cmd's process group, so that nothing the evaluator command started
-// outlives it.
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
-	}
-	return nil
-}
-
-// limitedBuffer keeps at most limit bytes: the first ones, or with keepTail the last
-// ones. Safe for concurrent writers.
-type limitedBuffer struct {
-	mu       sync.Mutex
+// headBuffer keeps the first limit bytes written to it and notes whether more came,
+// so that a runaway command costs at most limit bytes of memory. worker.Run writes it
+// from one goroutine and not after it returns, so it needs no lock.
+type headBuffer struct {
 	buf      []byte
 	limit    int
-	keepTail bool
 	overflow bool
 }
 
-var _ io.Writer = (*limitedBuffer)(nil)
-
 // Write implements io.Writer; it never fails, so the command is never blocked.
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.limit {
+func (b *headBuffer) Write(p []byte) (int, error) {
+	keep := p
+	if room := b.limit - len(b.buf); len(keep) > room {
 		b.overflow = true
-		if b.keepTail {
-			b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.limit:]...)
-		} else {
-			b.buf = b.buf[:b.limit]
-		}
+		keep = keep[:room]
 	}
+	b.buf = append(b.buf, keep...)
 	return len(p), nil
-}
-
-// String returns the kept bytes.
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

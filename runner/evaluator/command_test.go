@@ -1,12 +1,17 @@
 package evaluator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -137,5 +142,119 @@ func TestNewCommandValidates(t *testing.T) {
 	_, err = c.Evaluate(t.Context(), sampleRequest)
 	if !IsInfra(err) || !strings.Contains(err.Error(), "running definitely-not-a-command-xyz") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// withEnv returns the evaluator running testdata/name with extra variables.
+func withEnv(t *testing.T, name string, timeout time.Duration, env ...string) *Command {
+	t.Helper()
+	c := script(t, name, timeout)
+	c.Env = append(os.Environ(), env...)
+	return c
+}
+
+// wantGone fails when the pid recorded in dir/child.pid still runs a moment after the
+// evaluation (SIGKILL takes effect asynchronously), and then kills it. A zombie counts
+// as gone: it is dead, and reaping it is its new parent's business.
+func wantGone(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("process %d outlived the evaluator command", pid)
+			return
+		}
+	}
+}
+
+func TestCommandTimeoutKillsItsChildren(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	_, err := withEnv(t, "child.sh", 300*time.Millisecond, "RECORD_DIR="+dir, "MODE=hang").Evaluate(t.Context(), sampleRequest)
+	if !IsInfra(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %v", took)
+	}
+	wantGone(t, dir)
+}
+
+func TestCommandBackgroundChildAfterVerdict(t *testing.T) {
+	// The command answers and exits, leaving a child that holds stdout open: the
+	// verdict stands, at once, and the child does not survive.
+	dir := t.TempDir()
+	start := time.Now()
+	v, err := withEnv(t, "child.sh", 10*time.Second, "RECORD_DIR="+dir).Evaluate(t.Context(), sampleRequest)
+	if err != nil || !v.Pass || v.Diagnosis != "answered" {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("waited %v for a background child", took)
+	}
+	wantGone(t, dir)
+}
+
+func TestCommandStdoutBound(t *testing.T) {
+	verdict := `{"pass": true, "diagnosis": "padded"}` + "\n"
+	exact := maxCommandStdout - len(verdict)
+	v, err := withEnv(t, "pad.sh", 10*time.Second, "PAD="+strconv.Itoa(exact)).Evaluate(t.Context(), sampleRequest)
+	if err != nil || !v.Pass || v.Diagnosis != "padded" {
+		t.Fatalf("stdout of exactly %d bytes: got %+v, %v", maxCommandStdout, v, err)
+	}
+	v, err = withEnv(t, "pad.sh", 10*time.Second, "PAD="+strconv.Itoa(exact+1)).Evaluate(t.Context(), sampleRequest)
+	if v.Pass || !IsInfra(err) || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "printed more than 1048576 bytes") {
+		t.Fatalf("one byte over: got %+v, %v", v, err)
+	}
+}
+
+func TestCommandStderrTailInError(t *testing.T) {
+	_, err := script(t, "stderr.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if !IsInfra(err) || !strings.Contains(err.Error(), "exited with status 2: \"eeee") {
+		t.Fatalf("err = %v: want the end of stderr", err)
+	}
+	if strings.Contains(err.Error(), "hhh") || len(err.Error()) > 700 {
+		t.Fatalf("error not bounded to the end of stderr: %d bytes", len(err.Error()))
+	}
+}
+
+func TestCommandEnvIsExactlyEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
+	c := script(t, "env.sh", 10*time.Second)
+	c.Env = []string{"PATH=" + os.Getenv("PATH"), "RECORD_DIR=" + dir}
+	if _, err := c.Evaluate(t.Context(), sampleRequest); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := "\n" + string(b)
+	for _, k := range []string{"COUNTERSIGN_TEST_SECRET", "HOME", "USER"} {
+		if strings.Contains(env, "\n"+k+"=") {
+			t.Errorf("the command saw %s, which Env does not hold:%s", k, env)
+		}
+	}
+	if !strings.Contains(env, "\nRECORD_DIR="+dir+"\n") {
+		t.Errorf("environment:%s", env)
 	}
 }
