@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -58,9 +57,10 @@ type Command struct {
 	argv      []string
 	timeout   time.Duration
 	maxOutput int
-	// Env is the command's environment; nil means the runner's own environment. The
-	// command reads worker output, so callers should pass an allow-list (serve and
-	// runner pass the workers' minimal environment plus -evaluator-env).
+	// Env is the command's environment; nil means the workers' allow-listed one
+	// (worker.BaseEnv), never the runner's own: the command reads worker output, and
+	// the runner's environment holds its secrets. Serve and runner pass BaseEnv plus
+	// -evaluator-env.
 	Env []string
 	// Dir is the working directory; empty means the runner's.
 	Dir string
@@ -111,7 +111,7 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 
 	env := c.Env
 	if env == nil {
-		env = os.Environ() // as documented on Env; ExactEnv would make nil mean empty
+		env = worker.BaseEnv()
 	}
 	stdout := &headBuffer{limit: maxCommandStdout}
 	res, err := worker.Run(ctx, worker.Spec{
