@@ -14,11 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/worker"
@@ -203,22 +203,33 @@ func (m *Manager) Cleanup(ctx context.Context, ws *Workspace) error {
 	return nil
 }
 
+// gitTimeout bounds one git command: adding or removing a worktree of a large
+// repository takes seconds, and a git stuck on a lock must not hold a claim forever.
+const gitTimeout = 5 * time.Minute
+
 // git runs git in dir with arguments passed as argv, never through a shell, with the
 // workers' minimal environment: the repository belongs to a worker, whose hooks (a
 // post-checkout hook runs on worktree add) must never see the runner's secrets, and a
 // GIT_DIR or GIT_WORK_TREE inherited from, say, a hook would point git elsewhere.
-// Hooks and fsmonitor commands are switched off for the same reason.
+// Hooks and fsmonitor commands are switched off for the same reason. It runs through
+// worker.Run, in a process group of its own that is killed with anything git left
+// behind, and within gitTimeout.
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", argv...)
-	cmd.Env = worker.BaseEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	argv := append([]string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	var out bytes.Buffer
+	res, err := worker.Run(ctx, worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout})
+	what := "git " + strings.Join(args, " ")
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", what, err)
+	case res.Cancelled:
+		return nil, fmt.Errorf("%s: %w", what, context.Cause(ctx))
+	case res.TimedOut:
+		return nil, fmt.Errorf("%s: timed out after %s", what, gitTimeout)
+	case res.ExitCode != 0:
+		return out.Bytes(), fmt.Errorf("%s: exit status %d: %s", what, res.ExitCode, strings.TrimSpace(string(res.Tail)))
 	}
-	return out, nil
+	return out.Bytes(), nil
 }
 
 // BriefPath is where the brief of attempt n is written.
