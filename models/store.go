@@ -48,6 +48,8 @@ type Tx interface {
 	GetGoal(ctx context.Context, id int64) (*Goal, error)
 	LockGoal(ctx context.Context, id int64) (*Goal, error)
 	ListGoals(ctx context.Context, f GoalFilter) ([]Goal, error)
+	// CountGoals counts all goals per state; every state of GoalStates is present.
+	CountGoals(ctx context.Context) (map[GoalState]int, error)
 
 	CreateTask(ctx context.Context, t *Task) error
 	// UpdateTask saves every field of t but CreatedAt and DependsOn: dependencies are
@@ -113,6 +115,7 @@ type GoalFilter struct {
 	State   GoalState
 	Project string
 	Limit   int
+	AfterID int64 // keyset pagination: goals with a smaller ID than this, newest first
 }
 
 // InboxFilter selects inbox items. By default only open items are listed.

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -11,10 +12,12 @@ import (
 	"github.com/countersign/countersign/web/pages/goals"
 )
 
-// goalsListLimit caps the goals list; each row costs one count query.
-const goalsListLimit = 100
+// goalsPageSize is the number of goals per page of the list; each row costs one
+// count query.
+const goalsPageSize = 100
 
-// goalsPage answers GET /goals?state=.
+// goalsPage answers GET /goals?state=&after=: a page of goals newest first, with
+// links to the next (older) page and back to the newest, as the task list pages.
 func (p *Pages) goalsPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := goals.View{State: c.QueryParam("state")}
@@ -27,11 +30,25 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	if !valid {
 		v.State = ""
 	}
-	list, err := p.d.Service.Store().ListGoals(ctx, models.GoalFilter{State: models.GoalState(v.State), Limit: goalsListLimit})
+	f := models.GoalFilter{State: models.GoalState(v.State), Limit: goalsPageSize}
+	if after := c.QueryParam("after"); after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err == nil && n > 0 {
+			f.AfterID, v.After = n, n
+		}
+	}
+	list, err := p.d.Service.Store().ListGoals(ctx, f)
 	if err != nil {
 		return err
 	}
-	v.More = len(list) == goalsListLimit
+	// A full page may be the last one; the next then shows "No goals match." with
+	// the link back, which is what the task list does too.
+	if n := len(list); n == goalsPageSize {
+		v.Next = v.Href(list[n-1].ID)
+	}
+	if v.After > 0 {
+		v.First = v.Href(0)
+	}
 	for _, g := range list {
 		counts, err := p.d.Service.Store().CountTasks(ctx, g.ID)
 		if err != nil {

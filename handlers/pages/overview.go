@@ -29,13 +29,9 @@ func (p *Pages) overviewPage(c echo.Context) error {
 		v.Tasks = append(v.Tasks, overview.Tile{Label: components.StateLabel(string(s)), State: string(s), Count: counts[s], Href: "/tasks?state=" + string(s)})
 		v.TotalTasks += counts[s]
 	}
-	goals, err := st.ListGoals(ctx, models.GoalFilter{Limit: 1000})
+	gc, err := st.CountGoals(ctx)
 	if err != nil {
 		return err
-	}
-	gc := map[models.GoalState]int{}
-	for _, g := range goals {
-		gc[g.State]++
 	}
 	for _, s := range models.GoalStates {
 		v.Goals = append(v.Goals, overview.Tile{Label: "goals " + components.StateLabel(string(s)), State: string(s), Count: gc[s], Href: "/goals?state=" + string(s)})

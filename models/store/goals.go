@@ -112,7 +112,7 @@ func (o *ops) getGoal(q *gorm.DB, id int64) (*models.Goal, error) {
 	return fromGoalRecord(&rec), nil
 }
 
-// ListGoals returns goals newest first.
+// ListGoals returns goals newest first, with ids below f.AfterID when it is set.
 func (o *ops) ListGoals(ctx context.Context, f models.GoalFilter) ([]models.Goal, error) {
 	q := o.q(ctx).Order("id DESC").Limit(listLimit(f.Limit))
 	if f.State != "" {
@@ -121,6 +121,9 @@ func (o *ops) ListGoals(ctx context.Context, f models.GoalFilter) ([]models.Goal
 	if f.Project != "" {
 		q = q.Where("project = ?", f.Project)
 	}
+	if f.AfterID > 0 {
+		q = q.Where("id < ?", f.AfterID)
+	}
 	var recs []goalRecord
 	if err := q.Find(&recs).Error; err != nil {
 		return nil, mapError(err, "goals")
@@ -128,6 +131,26 @@ func (o *ops) ListGoals(ctx context.Context, f models.GoalFilter) ([]models.Goal
 	out := make([]models.Goal, 0, len(recs))
 	for i := range recs {
 		out = append(out, *fromGoalRecord(&recs[i]))
+	}
+	return out, nil
+}
+
+// CountGoals counts all goals per state with one query. Every state of
+// models.GoalStates is present, with 0 when no goal is in it.
+func (o *ops) CountGoals(ctx context.Context) (map[models.GoalState]int, error) {
+	var rows []struct {
+		State string
+		N     int
+	}
+	if err := o.q(ctx).Model(&goalRecord{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+		return nil, mapError(err, "goals")
+	}
+	out := make(map[models.GoalState]int, len(models.GoalStates))
+	for _, s := range models.GoalStates {
+		out[s] = 0
+	}
+	for _, r := range rows {
+		out[models.GoalState(r.State)] = r.N
 	}
 	return out, nil
 }

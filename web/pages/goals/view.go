@@ -1,6 +1,7 @@
 package goals
 
 import (
+	"net/url"
 	"strconv"
 	"time"
 
@@ -12,9 +13,27 @@ import (
 type View struct {
 	Meta   layout.PageMeta
 	State  string              // the state filter, "" for all
+	After  int64               // the keyset cursor: goals below this id, 0 on the first page
 	States []components.Option // the filter's choices
 	Goals  []Row
-	More   bool // the list was cut at its limit
+	Next   string // href of the next (older) page, "" on the last one
+	First  string // href of the first (newest) page, "" on the first one
+}
+
+// Href returns the list's URL with the state filter and the keyset cursor after
+// (0: the first page).
+func (v View) Href(after int64) string {
+	q := url.Values{}
+	if v.State != "" {
+		q.Set("state", v.State)
+	}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	if len(q) == 0 {
+		return "/goals"
+	}
+	return "/goals?" + q.Encode()
 }
 
 // Row is one goal of the list.
