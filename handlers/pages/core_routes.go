@@ -22,8 +22,8 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 //	GET  /                                  overview
 //	GET  /goals, /goals/new, /goals/:id     POST /goals, /goals/:id/{verify,reject,runs}
 //	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action
-//	GET  /inbox                             (its forms post to the task actions)
-//	                                        POST /tasks/:id/action/dismiss (advisory items)
+//	GET  /inbox                             POST /inbox/:id/dismiss (an advisory item)
+//	                                        (its other forms post to the task actions)
 func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/logout", p.logout)
 	g.GET("/", p.overviewPage)
@@ -39,7 +39,7 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.GET("/tasks", p.tasksPage)
 	g.GET("/tasks/:id", p.taskPage)
 	g.POST("/tasks/:id/action/:action", p.taskAction)
-	g.POST("/tasks/:id/action/"+actDismiss, p.dismissAdvisory) // echo prefers the static segment
 
 	g.GET("/inbox", p.inboxPage)
+	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)
 }

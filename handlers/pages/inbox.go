@@ -112,12 +112,12 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				continue
 			}
 			sp := actionSpecs[act]
-			out.Forms = append(out.Forms, inbox.Form{Action: string(act), Label: sp.label, Variant: sp.variant,
-				Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
+			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(act)), Action: string(act),
+				Label: sp.label, Variant: sp.variant, Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
 		}
 	}
 	if it.Kind == models.InboxAdvisory {
-		if f, ok := dismissForm(me); ok {
+		if f, ok := dismissForm(me, it.ID); ok {
 			out.Forms = append(out.Forms, f)
 		}
 	}
@@ -157,8 +157,21 @@ func anyText(v any) string {
 	return string(b)
 }
 
-// inboxForm re-renders the inbox with one form's input and errors (422).
+// taskActionPath is where an inbox form that acts on task id posts.
+func taskActionPath(id int64, act string) string {
+	return "/tasks/" + itoa(id) + "/action/" + act
+}
+
+// inboxForm re-renders the inbox with the input and errors of task taskID's action
+// form act, on every item of that task (422).
 func (p *Pages) inboxForm(c echo.Context, taskID int64, act string, values, errs map[string]string) error {
+	return p.inboxFormAt(c, taskActionPath(taskID, act), values, errs)
+}
+
+// inboxFormAt re-renders the inbox with the input and errors of the forms that post
+// to path (422): a task action's form on every item of that task, a dismiss form on
+// its one item.
+func (p *Pages) inboxFormAt(c echo.Context, path string, values, errs map[string]string) error {
 	v, err := p.inboxView(c)
 	if err != nil {
 		return err
@@ -166,11 +179,8 @@ func (p *Pages) inboxForm(c echo.Context, taskID int64, act string, values, errs
 	for gi := range v.Groups {
 		for ii := range v.Groups[gi].Items {
 			it := &v.Groups[gi].Items[ii]
-			if it.TaskID != taskID {
-				continue
-			}
 			for fi := range it.Forms {
-				if it.Forms[fi].Action == act {
+				if it.Forms[fi].Path == path {
 					it.Forms[fi].Values, it.Forms[fi].Errors = values, errs
 				}
 			}

@@ -74,7 +74,7 @@ func matrixCases() []matrixCase {
 		taskCase("inbox cancel", "", true, models.ActCancel, models.ActionInput{}, true, "lead", "exec"),
 		{name: "inbox dismiss", allowed: []string{"lead", "exec"}, setup: func(e *env) (string, url.Values, string, any, int64, int64) {
 			t, it := e.advisoryTask("matrix dismiss")
-			return "/tasks/" + itoa64(t.ID) + "/action/dismiss", url.Values{"reason": {"seen"}, "back": {"/inbox"}},
+			return "/inbox/" + itoa64(it.ID) + "/dismiss", url.Values{"reason": {"seen"}, "back": {"/inbox"}},
 				"/inbox/" + itoa64(it.ID) + "/resolve", map[string]any{"note": "seen"}, t.ID, 0
 		}},
 	}

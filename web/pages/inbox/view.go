@@ -48,9 +48,11 @@ type Attempt struct {
 	Failure string
 }
 
-// Form is one resolving action: retry, reassign, accept, cancel.
+// Form is one resolving action: retry, reassign, accept or cancel on the item's task,
+// or dismiss on the (advisory) item itself.
 type Form struct {
-	Action      string
+	Path        string // where the form posts: the task action's or the item's route
+	Action      string // names the form in its test ids and field ids
 	Label       string
 	Variant     string
 	Agent       bool
