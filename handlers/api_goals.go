@@ -33,10 +33,12 @@ func (h *GoalsAPI) Create(c echo.Context) error {
 	return c.JSON(http.StatusCreated, g)
 }
 
-// List answers GET /goals?state=&project=.
+// List answers GET /goals?state=&project=&after=&limit=: newest first, ids below after
+// (keyset pagination, as for tasks).
 func (h *GoalsAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.GoalFilter{State: models.GoalState(c.QueryParam("state")), Project: c.QueryParam("project"), Limit: int(queryInt(c, "limit", &fe))}
+	f := models.GoalFilter{State: models.GoalState(c.QueryParam("state")), Project: c.QueryParam("project"),
+		AfterID: queryInt(c, "after", &fe), Limit: int(queryInt(c, "limit", &fe))}
 	if f.State != "" && !validGoalState(f.State) {
 		fe.Add("state", "must be one of open, active, pending_verify, verified")
 	}
