@@ -108,6 +108,17 @@ func TestFlowTwoRejectionEscalation(t *testing.T) {
 		if !found {
 			t.Fatal("no task.escalated event")
 		}
+		// Verified work settles the escalation: the item leaves the open inbox.
+		e.buildAndApprove(id)
+		e.must(200, "b", "POST", "/tasks/"+id+"/verify", map[string]any{"notes": "third time right"})
+		if open := e.must(200, "c", "GET", "/inbox?kind=escalation", nil).Body["items"].([]any); len(open) != 0 {
+			t.Fatalf("escalation still open after the task was verified: %v", open)
+		}
+		task := e.must(200, "c", "GET", "/tasks/"+id, nil).Body
+		items, _ = task["inbox"].([]any)
+		if len(items) != 1 || items[0].(map[string]any)["resolution"] != "verified by b" {
+			t.Fatalf("the task's inbox items = %v, want the escalation resolved \"verified by b\"", task["inbox"])
+		}
 	})
 }
 

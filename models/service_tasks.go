@@ -271,7 +271,7 @@ func (s *Service) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
+	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "reassigned to "+a.Name) }}}, nil
 }
 
 func (s *Service) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
@@ -341,10 +341,17 @@ func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	}
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt = &actor.ID, in.Notes, &now
-	return effect{after: []func() error{
+	eff := effect{after: []func() error{
 		func() error { return s.writeTaskComplete(ctx, tx, t, actor, in.OutputHash) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
-	}}, nil
+	}}
+	if t.Rejections >= 2 {
+		// It was escalated (see stepRejectVerification); verified work settles that.
+		eff.after = append(eff.after, func() error {
+			return s.resolveInbox(ctx, tx, actor, t.ID, InboxEscalation, "verified by "+actor.Name)
+		})
+	}
+	return eff, nil
 }
 
 func (s *Service) stepRejectVerification(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
@@ -399,7 +406,7 @@ func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "cancelled") }}}, nil
+	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}}, nil
 }
 
 func (s *Service) stepBlock(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
@@ -417,7 +424,7 @@ func (s *Service) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, i
 		return effect{}, &Error{Code: EINVALID, Message: "a retry needs guidance for the worker", Fields: map[string]string{"reason": "must not be empty"}}
 	}
 	t.Reason, t.AttemptsUsed = in.Reason, 0
-	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "retried: "+in.Reason) }}}
+	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "retried: "+in.Reason) }}}
 	if t.AssigneeID == nil {
 		eff.to = TaskPending
 	}
@@ -437,15 +444,16 @@ func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true
 	return effect{after: []func() error{
-		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "accepted: "+in.Reason) },
+		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "accepted: "+in.Reason) },
 		func() error { return s.writeTaskComplete(ctx, tx, t, actor, "") },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}, nil
 }
 
-// resolveInbox closes the open inbox items of a task with a resolution.
-func (s *Service) resolveInbox(ctx context.Context, tx Tx, actor *Agent, taskID int64, resolution string) error {
-	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID})
+// resolveInbox closes the open inbox items of a task (of one kind, or all when kind is
+// empty) with a resolution.
+func (s *Service) resolveInbox(ctx context.Context, tx Tx, actor *Agent, taskID int64, kind, resolution string) error {
+	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID, Kind: kind})
 	if err != nil {
 		return err
 	}
