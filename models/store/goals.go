@@ -138,21 +138,7 @@ func (o *ops) ListGoals(ctx context.Context, f models.GoalFilter) ([]models.Goal
 // CountGoals counts all goals per state with one query. Every state of
 // models.GoalStates is present, with 0 when no goal is in it.
 func (o *ops) CountGoals(ctx context.Context) (map[models.GoalState]int, error) {
-	var rows []struct {
-		State string
-		N     int
-	}
-	if err := o.q(ctx).Model(&goalRecord{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
-		return nil, mapError(err, "goals")
-	}
-	out := make(map[models.GoalState]int, len(models.GoalStates))
-	for _, s := range models.GoalStates {
-		out[s] = 0
-	}
-	for _, r := range rows {
-		out[models.GoalState(r.State)] = r.N
-	}
-	return out, nil
+	return countByState(o.q(ctx).Model(&goalRecord{}), models.GoalStates, "goals")
 }
 
 // forUpdate locks the rows read until the transaction ends. On PostgreSQL that is

@@ -316,23 +316,29 @@ func (o *ops) Dependents(ctx context.Context, id int64) ([]models.Task, error) {
 // CountTasks counts tasks per state, of one goal when goalID > 0, else of all. Every
 // state of models.TaskStates is present, with 0 when no task is in it.
 func (o *ops) CountTasks(ctx context.Context, goalID int64) (map[models.TaskState]int, error) {
+	q := o.q(ctx).Model(&taskRecord{})
+	if goalID > 0 {
+		q = q.Where("goal_id = ?", goalID)
+	}
+	return countByState(q, models.TaskStates, "tasks")
+}
+
+// countByState counts the rows q selects per state, with every one of states present
+// (0 when no row is in it).
+func countByState[S ~string](q *gorm.DB, states []S, what string) (map[S]int, error) {
 	var rows []struct {
 		State string
 		N     int
 	}
-	q := o.q(ctx).Model(&taskRecord{}).Select("state, COUNT(*) AS n").Group("state")
-	if goalID > 0 {
-		q = q.Where("goal_id = ?", goalID)
+	if err := q.Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+		return nil, mapError(err, what)
 	}
-	if err := q.Scan(&rows).Error; err != nil {
-		return nil, mapError(err, "tasks")
-	}
-	out := make(map[models.TaskState]int, len(models.TaskStates))
-	for _, s := range models.TaskStates {
+	out := make(map[S]int, len(states))
+	for _, s := range states {
 		out[s] = 0
 	}
 	for _, r := range rows {
-		out[models.TaskState(r.State)] = r.N
+		out[S(r.State)] = r.N
 	}
 	return out, nil
 }

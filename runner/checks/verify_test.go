@@ -1,11 +1,7 @@
 package checks
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/internal/proctest"
 )
 
 func TestVerifyAllPass(t *testing.T) {
@@ -206,29 +203,8 @@ func childPID(t *testing.T, dir string) int {
 	return pid
 }
 
-// wantGone fails when pid still runs a moment after its command finished (SIGKILL
-// takes effect asynchronously), and then kills it so that it cannot outlive the test.
-// A zombie counts as gone: it is dead, and reaping it is its new parent's business.
-func wantGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X') {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("process %d outlived its verify command", pid)
-			return
-		}
-	}
-}
+// wantGone fails when pid outlives its verify command.
+func wantGone(t *testing.T, pid int) { proctest.WantGone(t, pid, "its verify command") }
 
 func TestVerifyTimeoutKillsAChildIgnoringSIGTERM(t *testing.T) {
 	dir := t.TempDir()

@@ -1,19 +1,17 @@
 package evaluator
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/runner/internal/proctest"
 )
 
 func script(t *testing.T, name string, timeout time.Duration) *Command {
@@ -153,9 +151,7 @@ func withEnv(t *testing.T, name string, timeout time.Duration, env ...string) *C
 	return c
 }
 
-// wantGone fails when the pid recorded in dir/child.pid still runs a moment after the
-// evaluation (SIGKILL takes effect asynchronously), and then kills it. A zombie counts
-// as gone: it is dead, and reaping it is its new parent's business.
+// wantGone fails when the pid recorded in dir/child.pid outlives the evaluation.
 func wantGone(t *testing.T, dir string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
@@ -166,23 +162,7 @@ func wantGone(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("process %d outlived the evaluator command", pid)
-			return
-		}
-	}
+	proctest.WantGone(t, pid, "the evaluator command")
 }
 
 func TestCommandTimeoutKillsItsChildren(t *testing.T) {
