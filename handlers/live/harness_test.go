@@ -235,18 +235,6 @@ func expectNothing(t testing.TB, c *websocket.Conn, d time.Duration) {
 	}
 }
 
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // waitFor polls cond until it holds or fails the test after d.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,20 +128,20 @@ func TestReplay(t *testing.T) {
 			ahead := en.mustDial(itoa(ids[39] + 3)) // claims ids the hub has not seen yet
 
 			got := readEvents(t, from, ids[39], 5*time.Second)
-			if !equalIDs(got, ids[10:]) {
+			if !slices.Equal(got, ids[10:]) {
 				t.Fatalf("replay after %d: got %v, want %v", ids[9], got, ids[10:])
 			}
-			if got := readEvents(t, all, ids[39], 5*time.Second); !equalIDs(got, ids) {
+			if got := readEvents(t, all, ids[39], 5*time.Second); !slices.Equal(got, ids) {
 				t.Fatalf("replay after %d: got %v, want %v", base, got, ids)
 			}
 			more := en.appendEvents(5)
-			if got := readEvents(t, from, more[4], 5*time.Second); !equalIDs(got, more) {
+			if got := readEvents(t, from, more[4], 5*time.Second); !slices.Equal(got, more) {
 				t.Fatalf("live after replay: got %v, want %v", got, more)
 			}
-			if got := readEvents(t, fresh, more[4], 5*time.Second); !equalIDs(got, more) {
+			if got := readEvents(t, fresh, more[4], 5*time.Second); !slices.Equal(got, more) {
 				t.Fatalf("no after: got %v, want only the new %v", got, more)
 			}
-			if got := readEvents(t, ahead, more[4], 5*time.Second); !equalIDs(got, more[3:]) {
+			if got := readEvents(t, ahead, more[4], 5*time.Second); !slices.Equal(got, more[3:]) {
 				t.Fatalf("after beyond the newest: got %v, want %v", got, more[3:])
 			}
 			expectNothing(t, from, 200*time.Millisecond)
@@ -219,7 +220,7 @@ func TestReconnectMissesNothing(t *testing.T) {
 				}
 				c.Close()
 			}
-			if !equalIDs(got, want) {
+			if !slices.Equal(got, want) {
 				t.Fatalf("after %d connections: received %d ids, want %d; first difference at %d",
 					conns, len(got), len(want), firstDiff(got, want))
 			}
@@ -320,7 +321,7 @@ func TestSlowClientDropped(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the slow client to be dropped", func() bool { return en.hub.Clients() == 1 })
 	wg.Wait()
-	if !equalIDs(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("fast client got %d events (first difference at %d), want %d", len(got), firstDiff(got, want), n)
 	}
 	// The slow client's stream ends: after what was buffered, the connection is closed.
@@ -336,7 +337,7 @@ func TestSlowClientDropped(t *testing.T) {
 	t.Logf("slow client ended with: %v", readErr)
 	// The fast client is still served.
 	id, _ := en.appendEvent(nil)
-	if got := readEvents(t, fast, id, 5*time.Second); !equalIDs(got, []int64{id}) {
+	if got := readEvents(t, fast, id, 5*time.Second); !slices.Equal(got, []int64{id}) {
 		t.Fatalf("after the drop: got %v, want [%d]", got, id)
 	}
 }

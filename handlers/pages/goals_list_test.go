@@ -3,6 +3,7 @@ package pages_test
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func TestGoalsPaging(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("GET %s: %d", c.path, r.Status)
 			}
-			if got := goalRows(t, r.Body); !equalInts(got, want(20, 120)) {
+			if got := goalRows(t, r.Body); !slices.Equal(got, want(20, 120)) {
 				t.Fatalf("GET %s: %d rows %v…, want the 100 newest", c.path, len(got), head(got))
 			}
 			links := pageLinks(r.Body)
@@ -106,7 +107,7 @@ func TestGoalsPaging(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("GET %s: %d", next, r.Status)
 			}
-			if got := goalRows(t, r.Body); !equalInts(got, want(0, 20)) {
+			if got := goalRows(t, r.Body); !slices.Equal(got, want(0, 20)) {
 				t.Fatalf("GET %s: rows %v, want the 20 oldest", next, got)
 			}
 			links = pageLinks(r.Body)
@@ -158,18 +159,6 @@ func TestOverviewGoalCounts(t *testing.T) {
 			}
 		}
 	})
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func head(xs []int64) []int64 { return xs[:min(len(xs), 5)] }

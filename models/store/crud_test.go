@@ -268,18 +268,6 @@ func TestTasksRoundTrip(t *testing.T) {
 	})
 }
 
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestListAndCountTasks(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
@@ -327,7 +315,7 @@ func TestListAndCountTasks(t *testing.T) {
 			{models.TaskFilter{Role: "developer", State: models.TaskPending}, rev(ids[5], ids[4], ids[3])},
 		}
 		for _, c := range cases {
-			if got := list(c.f); !equalIDs(got, c.want) {
+			if got := list(c.f); !slices.Equal(got, c.want) {
 				t.Errorf("ListTasks(%+v) = %v, want %v", c.f, got, c.want)
 			}
 		}
@@ -488,13 +476,13 @@ func TestInboxRoundTrip(t *testing.T) {
 			}
 			return out
 		}
-		if got := ids(models.InboxFilter{}); !equalIDs(got, []int64{esc.ID, open.ID}) {
+		if got := ids(models.InboxFilter{}); !slices.Equal(got, []int64{esc.ID, open.ID}) {
 			t.Fatalf("open inbox = %v", got)
 		}
-		if got := ids(models.InboxFilter{IncludeResolved: true}); !equalIDs(got, []int64{esc.ID, open.ID, it.ID}) {
+		if got := ids(models.InboxFilter{IncludeResolved: true}); !slices.Equal(got, []int64{esc.ID, open.ID, it.ID}) {
 			t.Fatalf("whole inbox = %v", got)
 		}
-		if got := ids(models.InboxFilter{Kind: models.InboxAdvisory, TaskID: tk.ID}); !equalIDs(got, []int64{open.ID}) {
+		if got := ids(models.InboxFilter{Kind: models.InboxAdvisory, TaskID: tk.ID}); !slices.Equal(got, []int64{open.ID}) {
 			t.Fatalf("advisory inbox = %v", got)
 		}
 		open.Resolved, open.ResolvedBy, open.ResolvedAt, open.Resolution = true, &boss.ID, tsp(9), "seen"
@@ -503,7 +491,7 @@ func TestInboxRoundTrip(t *testing.T) {
 		got, err = db.GetInboxItem(ctx, open.ID)
 		must(t, err)
 		equal(t, "after UpdateInboxItem", got, &want)
-		if got := ids(models.InboxFilter{Limit: 5}); !equalIDs(got, []int64{esc.ID}) {
+		if got := ids(models.InboxFilter{Limit: 5}); !slices.Equal(got, []int64{esc.ID}) {
 			t.Fatalf("open inbox after resolving = %v", got)
 		}
 		_, err = db.GetInboxItem(ctx, 4242)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/countersign/countersign/models"
@@ -46,7 +47,7 @@ func TestListGoalsAfterID(t *testing.T) {
 			{models.GoalFilter{Project: "web", AfterID: ids[4], Limit: 1}, of(ids[2])},
 		}
 		for _, c := range cases {
-			if got := list(c.f); !equalIDs(got, c.want) {
+			if got := list(c.f); !slices.Equal(got, c.want) {
 				t.Errorf("ListGoals(%+v) = %v, want %v", c.f, got, c.want)
 			}
 		}
