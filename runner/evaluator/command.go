@@ -90,7 +90,7 @@ func (c *Command) WithMaxOutputBytes(n int) *Command {
 
 // Evaluate runs the command on r and returns its verdict. Of the command's output it
 // keeps only the first 1 MiB of stdout (more is ErrMalformed) and the last 2 KiB of
-// stderr, whose start an exit error quotes.
+// stderr, whose end an exit error quotes.
 func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if strings.TrimSpace(r.Evaluate) == "" {
 		return Verdict{}, infra("command", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
@@ -140,7 +140,7 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	case res.TimedOut:
 		return Verdict{}, infra("command", fmt.Errorf("%s gave no verdict within %s: %w", name, c.timeout, context.DeadlineExceeded))
 	case res.ExitCode != 0:
-		return Verdict{}, infra("command", fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, clip(string(res.Tail), 500)))
+		return Verdict{}, infra("command", fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, clipEnd(string(res.Tail), 500)))
 	}
 	if stdout.overflow {
 		return Verdict{}, infra("command", fmt.Errorf("%w: %s printed more than %d bytes", ErrMalformed, name, maxCommandStdout))

@@ -208,8 +208,9 @@ func TestCommandStdoutBound(t *testing.T) {
 
 func TestCommandStderrTailInError(t *testing.T) {
 	_, err := script(t, "stderr.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
-	if !IsInfra(err) || !strings.Contains(err.Error(), "exited with status 2: \"eeee") {
-		t.Fatalf("err = %v: want the end of stderr", err)
+	if !IsInfra(err) || !strings.Contains(err.Error(), "exited with status 2: \"…eeee") ||
+		!strings.HasSuffix(err.Error(), `evaluator: rate limited"`) {
+		t.Fatalf("err = %v: want the end of stderr, its last line included", err)
 	}
 	if strings.Contains(err.Error(), "hhh") || len(err.Error()) > 700 {
 		t.Fatalf("error not bounded to the end of stderr: %d bytes", len(err.Error()))

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
 )
@@ -265,6 +266,20 @@ func clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) > n {
 		s = string(trimRuneEnd([]byte(s[:n]))) + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// clipEnd is clip keeping the end of s: the last words of a failing command's stderr
+// are usually the reason.
+func clipEnd(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		cut := len(s) - n
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s = "…" + s[cut:]
 	}
 	return fmt.Sprintf("%q", s)
 }
