@@ -79,6 +79,16 @@ func (o *ops) ReadyTasks(ctx context.Context, rq models.ReadyQuery) ([]models.Ta
 	if len(rq.Roles) == 0 && len(rq.AgentIDs) == 0 {
 		return []models.Task{}, nil
 	}
+	var recs []taskRecord
+	if err := o.readyQuery(ctx, rq).Find(&recs).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	return fromTaskRecords(recs)
+}
+
+// readyQuery selects, locks and orders what ReadyTasks returns; rq names at least one
+// role or agent.
+func (o *ops) readyQuery(ctx context.Context, rq models.ReadyQuery) *gorm.DB {
 	limit := rq.Limit
 	if limit <= 0 {
 		limit = defaultReadyLimit
@@ -103,18 +113,13 @@ func (o *ops) ReadyTasks(ctx context.Context, rq models.ReadyQuery) ([]models.Ta
 			string(models.TaskInProgress), rq.AgentIDs, now)
 	}
 	// readyStates is implied by cond; spelled out, it lets SQLite use the index.
-	q := o.q(ctx).Where(readyStates).Where(cond).
+	q := o.q(ctx).Model(&taskRecord{}).Where(readyStates).Where(cond).
 		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on_id WHERE d.task_id = tasks.id AND dt.state <> ?)",
 			string(models.TaskVerified))
 	if len(rq.Exclude) > 0 {
 		q = q.Where("id NOT IN ?", rq.Exclude)
 	}
-	q = q.Order("priority DESC, id").Limit(limit)
-	var recs []taskRecord
-	if err := o.skipLocked(q).Find(&recs).Error; err != nil {
-		return nil, mapError(err, "tasks")
-	}
-	return fromTaskRecords(recs)
+	return o.skipLocked(q.Order("priority DESC, id").Limit(limit))
 }
 
 // RenewLeases extends the leases owner still holds among ids; see models.Claimer.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,6 +235,32 @@ func TestRenewAndReleaseLeases(t *testing.T) {
 		tk, _ = db.GetTask(ctx, running)
 		if tk.LeaseOwner != "" || tk.LeaseUntil != nil || tk.State != models.TaskInProgress {
 			t.Fatalf("after release: owner %q until %v state %s", tk.LeaseOwner, tk.LeaseUntil, tk.State)
+		}
+	})
+}
+
+// TestReadyTasksWalkTheReadyIndex: with a backlog of thousands of tasks, a claim's
+// query walks tasks_ready_idx in priority order instead of sorting every candidate.
+// On SQLite this holds only while ReadyTasks repeats the index's WHERE term with the
+// same literals.
+func TestReadyTasksWalkTheReadyIndex(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		w := agent(t, db, "w", "developer")
+		must(t, db.Gorm().WithContext(ctx).Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM g WHERE n < 5000)
+			INSERT INTO tasks (title, role, state, creator_id, created_at, updated_at)
+			SELECT 'backlog', 'developer', CASE WHEN n % 10 = 0 THEN 'pending' ELSE 'verified' END, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM g`, boss.ID).Error)
+		must(t, db.Gorm().WithContext(ctx).Exec("ANALYZE").Error)
+		plan, err := db.ReadyPlan(ctx, models.ReadyQuery{Now: time.Now(), Roles: []string{"developer"}, AgentIDs: []int64{w.ID}, Limit: 16})
+		must(t, err)
+		if !strings.Contains(plan, "tasks_ready_idx") {
+			t.Fatalf("the claim query does not use tasks_ready_idx:\n%s", plan)
+		}
+		got, err := db.ReadyTasks(ctx, models.ReadyQuery{Now: time.Now(), Roles: []string{"developer"}, AgentIDs: []int64{w.ID}, Limit: 16})
+		must(t, err)
+		if len(got) != 16 || got[0].State != models.TaskPending {
+			t.Fatalf("ReadyTasks returned %d tasks (first %+v), want 16 pending", len(got), got[0])
 		}
 	})
 }

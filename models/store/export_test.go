@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"github.com/countersign/countersign/models"
+	"strings"
 
 	"gorm.io/gorm"
 )
@@ -31,4 +34,40 @@ func (d *DB) MigrateTo(ctx context.Context, version int64) error {
 		}
 	}
 	return nil
+}
+
+// ReadyPlan returns the query plan of the statement ReadyTasks runs for rq, as the
+// database explains it (EXPLAIN on PostgreSQL, EXPLAIN QUERY PLAN on SQLite).
+func (d *DB) ReadyPlan(ctx context.Context, rq models.ReadyQuery) (string, error) {
+	stmt := d.readyQuery(ctx, rq).Session(&gorm.Session{DryRun: true}).Find(&[]taskRecord{}).Statement
+	explain := "EXPLAIN "
+	if d.dialect == DialectSQLite {
+		explain = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := d.sqlDB.QueryContext(ctx, explain+stmt.SQL.String(), stmt.Vars...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	var plan strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		detail := vals[len(vals)-1] // SQLite's last column is the step's description
+		if b, ok := detail.([]byte); ok {
+			detail = string(b)
+		}
+		fmt.Fprintln(&plan, detail)
+	}
+	return plan.String(), rows.Err()
 }
