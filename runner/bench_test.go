@@ -19,7 +19,6 @@
 package runner
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"runtime"
@@ -162,40 +161,41 @@ func BenchmarkPeakMemory1GB(b *testing.B) {
 	if os.Getenv("COUNTERSIGN_BENCH_1GB") != "1" {
 		b.Skip("set COUNTERSIGN_BENCH_1GB=1 to push 1 GB through the pool")
 	}
-	h, obs := benchHarness(b, "sqlite", 0, 1)
-	h.worker("big", "developer", script(b, "big.sh", "1024"))
-	h.start()
-	runtime.GC()
-	var mu sync.Mutex
-	var peakHeap, peakSys uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			mu.Lock()
-			peakHeap, peakSys = max(peakHeap, ms.HeapInuse), max(peakSys, ms.Sys)
-			mu.Unlock()
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
+	forDialects(b, func(b *testing.B, d string) {
+		h, obs := benchHarness(b, d, 0, 1)
+		h.worker("big", "developer", script(b, "big.sh", "1024"))
+		h.start()
+		runtime.GC()
+		var mu sync.Mutex
+		var peakHeap, peakSys uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				mu.Lock()
+				peakHeap, peakSys = max(peakHeap, ms.HeapInuse), max(peakSys, ms.Sys)
+				mu.Unlock()
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		b.ResetTimer()
+		for b.Loop() {
+			h.task("print a gigabyte", "developer", noopContract())
+			if o := <-obs.finished; o != models.OutcomePassed {
+				b.Fatalf("outcome %s", o)
 			}
 		}
-	}()
-	b.ResetTimer()
-	for b.Loop() {
-		h.task("print a gigabyte", "developer", noopContract())
-		if o := <-obs.finished; o != models.OutcomePassed {
-			b.Fatalf("outcome %s", o)
-		}
-	}
-	b.StopTimer()
-	close(stop)
-	<-done
-	b.ReportMetric(float64(peakHeap)/(1<<20), "peak_heap_MB")
-	b.ReportMetric(float64(peakSys)/(1<<20), "peak_sys_MB")
-	_ = context.Background
+		b.StopTimer()
+		close(stop)
+		<-done
+		b.ReportMetric(float64(peakHeap)/(1<<20), "peak_heap_MB")
+		b.ReportMetric(float64(peakSys)/(1<<20), "peak_sys_MB")
+	})
 }
