@@ -30,7 +30,7 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	if !valid {
 		v.State = ""
 	}
-	f := models.GoalFilter{State: models.GoalState(v.State), Limit: goalsPageSize}
+	f := models.GoalFilter{State: models.GoalState(v.State), Limit: goalsPageSize + 1} // one more: is there a next page?
 	if after := c.QueryParam("after"); after != "" {
 		n, err := strconv.ParseInt(after, 10, 64)
 		if err == nil && n > 0 {
@@ -41,10 +41,9 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// A full page may be the last one; the next then shows "No goals match." with
-	// the link back, which is what the task list does too.
-	if n := len(list); n == goalsPageSize {
-		v.Next = v.Href(list[n-1].ID)
+	if len(list) > goalsPageSize {
+		list = list[:goalsPageSize]
+		v.Next = v.Href(list[goalsPageSize-1].ID)
 	}
 	if v.After > 0 {
 		v.First = v.Href(0)

@@ -162,3 +162,63 @@ func TestOverviewGoalCounts(t *testing.T) {
 }
 
 func head(xs []int64) []int64 { return xs[:min(len(xs), 5)] }
+
+// TestGoalsPagingFullLastPage: exactly one page of goals shows no Older link, which
+// would lead to an empty page.
+func TestGoalsPagingFullLastPage(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		e.team()
+		states := make([]models.GoalState, 100)
+		for i := range states {
+			states[i] = models.GoalOpen
+		}
+		e.bulkGoals(states)
+		r := e.browser().login("lead").get("/goals")
+		if got := goalRows(t, r.Body); len(got) != 100 {
+			t.Fatalf("%d rows, want all 100", len(got))
+		}
+		if links := pageLinks(r.Body); len(links) != 0 {
+			t.Fatalf("links %v on the only page", links)
+		}
+	})
+}
+
+var taskRowRE = regexp.MustCompile(`data-testid="task-row-(\d+)"`)
+
+// TestTasksPaging: the task list pages by 50, with an Older link only when there is
+// more to see (50 tasks: none; 51: one, then a last page of one task).
+func TestTasksPaging(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newEnv(t, dialect)
+		e.team()
+		var ids []int64
+		add := func(n int) {
+			for range n {
+				tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Task", Role: "developer"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, tk.ID)
+			}
+		}
+		b := e.browser().login("lead")
+		add(50)
+		r := b.get("/tasks")
+		if rows := taskRowRE.FindAllStringSubmatch(r.Body, -1); len(rows) != 50 || len(pageLinks(r.Body)) != 0 {
+			t.Fatalf("exactly one page: %d rows, links %v; want 50 rows and no link", len(rows), pageLinks(r.Body))
+		}
+		add(1)
+		r = b.get("/tasks")
+		rows := taskRowRE.FindAllStringSubmatch(r.Body, -1)
+		links := pageLinks(r.Body)
+		if len(rows) != 50 || links["pagination-next"] != "/tasks?after="+itoa64(ids[1]) {
+			t.Fatalf("first page: %d rows, links %v; want 50 rows and Older after %d", len(rows), links, ids[1])
+		}
+		r = b.get(links["pagination-next"])
+		rows = taskRowRE.FindAllStringSubmatch(r.Body, -1)
+		if len(rows) != 1 || rows[0][1] != itoa64(ids[0]) || pageLinks(r.Body)["pagination-next"] != "" {
+			t.Fatalf("last page: rows %v, links %v; want task %d alone and no Older link", rows, pageLinks(r.Body), ids[0])
+		}
+	})
+}

@@ -26,7 +26,7 @@ func (p *Pages) tasksPage(c echo.Context) error {
 	v := tasks.View{Filter: tasks.Filter{State: c.QueryParam("state"), Goal: c.QueryParam("goal"),
 		Assignee: c.QueryParam("assignee"), Role: c.QueryParam("role")}}
 	var fe models.FieldErrors
-	f := models.TaskFilter{Limit: tasksPageSize, Role: v.Filter.Role}
+	f := models.TaskFilter{Limit: tasksPageSize + 1, Role: v.Filter.Role} // one more: is there a next page?
 	if s := v.Filter.State; s != "" {
 		if models.ValidTaskState(s) {
 			f.State = models.TaskState(s)
@@ -63,15 +63,16 @@ func (p *Pages) tasksPage(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		if len(list) > tasksPageSize {
+			list = list[:tasksPageSize]
+			v.Next = v.Filter.Href(list[tasksPageSize-1].ID)
+		}
 		for _, t := range list {
 			r := tasks.Row{ID: t.ID, Title: t.Title, State: string(t.State), Role: t.Role, Assignee: dir.name(t.AssigneeID)}
 			if t.GoalID != nil {
 				r.GoalID = *t.GoalID
 			}
 			v.Tasks = append(v.Tasks, r)
-		}
-		if n := len(list); n == tasksPageSize {
-			v.Next = v.Filter.Href(list[n-1].ID)
 		}
 	}
 	if v.Filter.After > 0 {
