@@ -63,6 +63,9 @@ type Tx interface {
 	Dependents(ctx context.Context, id int64) ([]Task, error)
 	// CountTasks counts tasks per state, of one goal when goalID > 0, else of all.
 	CountTasks(ctx context.Context, goalID int64) (map[TaskState]int, error)
+	// CountTasksByGoal is CountTasks for each of goalIDs, in one query: every id is a
+	// key, and each of its maps has every state.
+	CountTasksByGoal(ctx context.Context, goalIDs []int64) (map[int64]map[TaskState]int, error)
 
 	// CreateTemplate saves t as the next version of its name and sets t.Version.
 	CreateTemplate(ctx context.Context, t *Template) error

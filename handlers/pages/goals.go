@@ -48,12 +48,16 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	if v.After > 0 {
 		v.First = v.Href(0)
 	}
+	ids := make([]int64, len(list))
+	for i, g := range list {
+		ids[i] = g.ID
+	}
+	byGoal, err := p.d.Service.Store().CountTasksByGoal(ctx, ids)
+	if err != nil {
+		return err
+	}
 	for _, g := range list {
-		counts, err := p.d.Service.Store().CountTasks(ctx, g.ID)
-		if err != nil {
-			return err
-		}
-		done, total := progress(counts)
+		done, total := progress(byGoal[g.ID])
 		v.Goals = append(v.Goals, goals.Row{ID: g.ID, Title: g.Title, State: string(g.State), Project: g.Project,
 			Done: done, Total: total, CreatedAt: g.CreatedAt})
 	}

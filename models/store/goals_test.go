@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -96,5 +97,46 @@ func TestCountGoals(t *testing.T) {
 			}
 			return err
 		}))
+	})
+}
+
+// TestCountTasksByGoal: one query gives what CountTasks gives goal by goal, with every
+// asked-for goal present (also one with no tasks) and tasks of other goals left out.
+func TestCountTasksByGoal(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		var goals []int64
+		for _, title := range []string{"a", "b", "empty", "other"} {
+			g := &models.Goal{Title: title}
+			must(t, db.CreateGoal(ctx, g))
+			goals = append(goals, g.ID)
+		}
+		states := map[int64][]models.TaskState{
+			goals[0]: {models.TaskPending, models.TaskPending, models.TaskVerified},
+			goals[1]: {models.TaskBlocked},
+			goals[3]: {models.TaskVerified, models.TaskCancelled},
+		}
+		for g, ss := range states {
+			for _, s := range ss {
+				must(t, db.CreateTask(ctx, &models.Task{Title: "t", Role: "developer", State: s, GoalID: &g, CreatorID: boss.ID}))
+			}
+		}
+		asked := goals[:3]
+		got, err := db.CountTasksByGoal(ctx, asked)
+		must(t, err)
+		if len(got) != len(asked) {
+			t.Fatalf("%d goals counted, want %d: %v", len(got), len(asked), got)
+		}
+		for _, g := range asked {
+			want, err := db.CountTasks(ctx, g)
+			must(t, err)
+			equal(t, fmt.Sprintf("counts of goal %d", g), got[g], want)
+		}
+		none, err := db.CountTasksByGoal(ctx, nil)
+		must(t, err)
+		if len(none) != 0 {
+			t.Fatalf("no goals asked, got %v", none)
+		}
 	})
 }

@@ -323,6 +323,37 @@ func (o *ops) CountTasks(ctx context.Context, goalID int64) (map[models.TaskStat
 	return countByState(q, models.TaskStates, "tasks")
 }
 
+// CountTasksByGoal counts the tasks of each goal per state with one grouped query
+// (the goals list would otherwise ask once per goal). Every id of goalIDs is a key,
+// and each of its maps has every state of models.TaskStates.
+func (o *ops) CountTasksByGoal(ctx context.Context, goalIDs []int64) (map[int64]map[models.TaskState]int, error) {
+	out := make(map[int64]map[models.TaskState]int, len(goalIDs))
+	for _, id := range goalIDs {
+		m := make(map[models.TaskState]int, len(models.TaskStates))
+		for _, s := range models.TaskStates {
+			m[s] = 0
+		}
+		out[id] = m
+	}
+	if len(goalIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		GoalID int64
+		State  string
+		N      int
+	}
+	err := o.q(ctx).Model(&taskRecord{}).Select("goal_id, state, COUNT(*) AS n").
+		Where("goal_id IN ?", goalIDs).Group("goal_id, state").Scan(&rows).Error
+	if err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	for _, r := range rows {
+		out[r.GoalID][models.TaskState(r.State)] = r.N
+	}
+	return out, nil
+}
+
 // countByState counts the rows q selects per state, with every one of states present
 // (0 when no row is in it).
 func countByState[S ~string](q *gorm.DB, states []S, what string) (map[S]int, error) {
