@@ -1,21 +1,15 @@
 package handlers_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
-	"github.com/countersign/countersign/models/store/storetest"
-	"github.com/countersign/countersign/runner/ledger"
 )
 
 // apiEnv is a running API server over a fresh database of one dialect.
@@ -30,37 +24,21 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T, dialect string) *apiEnv {
 	t.Helper()
-	db := storetest.Open(t, dialect)
-	svc := models.NewService(db, ledger.Composer{})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test"}))
-	t.Cleanup(srv.Close)
+	db, svc := handlertest.Open(t, dialect)
+	_, srv := handlertest.Serve(t, handlers.Deps{Service: svc})
 	return &apiEnv{t: t, db: db, svc: svc, srv: srv, tokens: map[string]string{}, agents: map[string]*models.Agent{}}
 }
 
 // forEachDialect runs f as a subtest on SQLite and on PostgreSQL.
 func forEachDialect(t *testing.T, f func(t *testing.T, e *apiEnv)) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) { f(t, newAPIEnv(t, d)) })
-	}
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) { f(t, newAPIEnv(t, d)) })
 }
 
 // agent creates an agent with a bearer token.
 func (e *apiEnv) agent(name string, kind models.AgentKind, roles ...string) *models.Agent {
 	e.t.Helper()
-	a := &models.Agent{Name: name, Kind: kind, Roles: roles}
-	if kind == models.KindWorker {
-		a.Command = "true"
-	}
-	ctx := context.Background()
-	if err := e.svc.CreateAgent(ctx, models.System, a, ""); err != nil {
-		e.t.Fatalf("create agent %s: %v", name, err)
-	}
-	tok, err := e.svc.CreateToken(ctx, models.System, name, "test")
-	if err != nil {
-		e.t.Fatalf("token for %s: %v", name, err)
-	}
-	e.tokens[name], e.agents[name] = tok, a
+	a := handlertest.CreateAgent(e.t, e.svc, name, kind, "", roles...)
+	e.tokens[name], e.agents[name] = handlertest.CreateToken(e.t, e.svc, name, "test"), a
 	return a
 }
 
@@ -92,28 +70,20 @@ func (r resp) fields() map[string]any {
 // do sends a request as agent (empty: no token) with body (a string is sent as is).
 func (e *apiEnv) do(as, method, path string, body any) resp {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, e.srv.URL+"/api/v1"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	return e.send(as, method, path, "application/json", handlertest.Body(body))
+}
+
+// send sends body as content type ctype as agent (empty: no token) and decodes the
+// answer as JSON where it is.
+func (e *apiEnv) send(as, method, path, ctype string, body io.Reader) resp {
+	e.t.Helper()
+	tok := ""
 	if as != "" {
-		req.Header.Set("Authorization", "Bearer "+e.tokens[as])
+		tok = e.tokens[as]
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := resp{Status: res.StatusCode, Raw: raw, Body: map[string]any{}}
-	_ = jsonUnmarshal(raw, &r.Body)
+	status, raw := handlertest.Request(e.t, method, e.srv.URL+"/api/v1"+path, tok, ctype, body)
+	r := resp{Status: status, Raw: raw, Body: map[string]any{}}
+	_ = json.Unmarshal(raw, &r.Body)
 	return r
 }
 
@@ -155,16 +125,10 @@ func (e *apiEnv) anyToken() string {
 // eventCount is the number of events stored: a refused request must not change it.
 func (e *apiEnv) eventCount() int {
 	e.t.Helper()
-	evs, err := e.db.ListEvents(context.Background(), 0, 100000)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return len(evs)
+	return handlertest.EventCount(e.t, e.db)
 }
 
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,9 +1,6 @@
 package handlers_test
 
 import (
-	"bytes"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -111,16 +108,5 @@ func TestAuthentication(t *testing.T) {
 // raw sends body with a given content type.
 func (e *apiEnv) raw(as, method, path, ctype, body string) resp {
 	e.t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+"/api/v1"+path, bytes.NewBufferString(body))
-	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Authorization", "Bearer "+e.tokens[as])
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	r := resp{Status: res.StatusCode, Raw: b, Body: map[string]any{}}
-	_ = jsonUnmarshal(b, &r.Body)
-	return r
+	return e.send(as, method, path, ctype, strings.NewReader(body))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store/storetest"
 )
@@ -42,7 +42,7 @@ func newEnv(t testing.TB, dialect string, opts Options) *env {
 
 func newEnvOn(t testing.TB, st models.Store, opts Options) *env {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := handlertest.DiscardLog()
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -91,13 +91,7 @@ func (en *env) human(name string) *models.Agent {
 // returns its cookie secret.
 func (en *env) session(a *models.Agent, ttl time.Duration) string {
 	en.t.Helper()
-	secret := models.NewSecret("")
-	s := &models.Session{ID: models.HashSecret(secret), AgentID: a.ID, CSRF: models.NewSecret(""),
-		CreatedAt: time.Now().Add(-2 * time.Hour), ExpiresAt: time.Now().Add(ttl)}
-	if err := en.store.CreateSession(context.Background(), s); err != nil {
-		en.t.Fatalf("create session: %v", err)
-	}
-	return secret
+	return handlertest.Session(en.t, en.store, a, ttl)
 }
 
 // dial connects with the cookie secret (none when ""), after ("" = no parameter) and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
@@ -111,168 +112,162 @@ func TestCrossOriginRefused(t *testing.T) {
 // TestReplay: a client gets exactly the events after its id, in order (paged), then
 // the live ones; without after it gets only new events.
 func TestReplay(t *testing.T) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) {
-			en := newEnv(t, d, Options{BatchSize: 7})
-			base := en.newest()
-			ids := en.appendEvents(40)
-			waitFor(t, 5*time.Second, "hub to read the events", func() bool {
-				en.hub.mu.Lock()
-				defer en.hub.mu.Unlock()
-				return en.hub.last == ids[len(ids)-1]
-			})
-
-			from := en.mustDial(itoa(ids[9]))
-			fresh := en.mustDial("")
-			all := en.mustDial(itoa(base))
-			ahead := en.mustDial(itoa(ids[39] + 3)) // claims ids the hub has not seen yet
-
-			got := readEvents(t, from, ids[39], 5*time.Second)
-			if !slices.Equal(got, ids[10:]) {
-				t.Fatalf("replay after %d: got %v, want %v", ids[9], got, ids[10:])
-			}
-			if got := readEvents(t, all, ids[39], 5*time.Second); !slices.Equal(got, ids) {
-				t.Fatalf("replay after %d: got %v, want %v", base, got, ids)
-			}
-			more := en.appendEvents(5)
-			if got := readEvents(t, from, more[4], 5*time.Second); !slices.Equal(got, more) {
-				t.Fatalf("live after replay: got %v, want %v", got, more)
-			}
-			if got := readEvents(t, fresh, more[4], 5*time.Second); !slices.Equal(got, more) {
-				t.Fatalf("no after: got %v, want only the new %v", got, more)
-			}
-			if got := readEvents(t, ahead, more[4], 5*time.Second); !slices.Equal(got, more[3:]) {
-				t.Fatalf("after beyond the newest: got %v, want %v", got, more[3:])
-			}
-			expectNothing(t, from, 200*time.Millisecond)
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		en := newEnv(t, d, Options{BatchSize: 7})
+		base := en.newest()
+		ids := en.appendEvents(40)
+		waitFor(t, 5*time.Second, "hub to read the events", func() bool {
+			en.hub.mu.Lock()
+			defer en.hub.mu.Unlock()
+			return en.hub.last == ids[len(ids)-1]
 		})
-	}
+
+		from := en.mustDial(itoa(ids[9]))
+		fresh := en.mustDial("")
+		all := en.mustDial(itoa(base))
+		ahead := en.mustDial(itoa(ids[39] + 3)) // claims ids the hub has not seen yet
+
+		got := readEvents(t, from, ids[39], 5*time.Second)
+		if !slices.Equal(got, ids[10:]) {
+			t.Fatalf("replay after %d: got %v, want %v", ids[9], got, ids[10:])
+		}
+		if got := readEvents(t, all, ids[39], 5*time.Second); !slices.Equal(got, ids) {
+			t.Fatalf("replay after %d: got %v, want %v", base, got, ids)
+		}
+		more := en.appendEvents(5)
+		if got := readEvents(t, from, more[4], 5*time.Second); !slices.Equal(got, more) {
+			t.Fatalf("live after replay: got %v, want %v", got, more)
+		}
+		if got := readEvents(t, fresh, more[4], 5*time.Second); !slices.Equal(got, more) {
+			t.Fatalf("no after: got %v, want only the new %v", got, more)
+		}
+		if got := readEvents(t, ahead, more[4], 5*time.Second); !slices.Equal(got, more[3:]) {
+			t.Fatalf("after beyond the newest: got %v, want %v", got, more[3:])
+		}
+		expectNothing(t, from, 200*time.Millisecond)
+	})
 }
 
 // TestReconnectMissesNothing: while another goroutine appends 500 events, a client
 // connects, reads a little, disconnects and reconnects with its last id, again and
 // again; the union of what it received is every id exactly once, in order.
 func TestReconnectMissesNothing(t *testing.T) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) {
-			en := newEnv(t, d, Options{BatchSize: 50})
-			base := en.newest()
-			const n = 500
-			appended := make(chan []int64, 1)
-			go func() {
-				ids := make([]int64, 0, n)
-				for i := range n {
-					id, err := en.appendEvent(nil)
-					if err != nil {
-						t.Errorf("append: %v", err)
-						break
-					}
-					ids = append(ids, id)
-					if i%25 == 0 {
-						time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
-					}
-				}
-				appended <- ids
-			}()
-
-			var got []int64
-			last := base
-			var want []int64
-			conns := 0
-			deadline := time.Now().Add(60 * time.Second)
-			for want == nil || last < want[len(want)-1] {
-				if time.Now().After(deadline) {
-					t.Fatalf("timed out after %d connections with last id %d", conns, last)
-				}
-				select {
-				case want = <-appended:
-				default:
-				}
-				after := itoa(last)
-				if conns%4 == 3 {
-					// Connecting from an older id than the last one seen also works;
-					// the client ignores what it already has, like live.js.
-					after = itoa(max(base, last-3))
-				}
-				c, resp, err := en.dial(en.cookie, after, nil)
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		en := newEnv(t, d, Options{BatchSize: 50})
+		base := en.newest()
+		const n = 500
+		appended := make(chan []int64, 1)
+		go func() {
+			ids := make([]int64, 0, n)
+			for i := range n {
+				id, err := en.appendEvent(nil)
 				if err != nil {
-					t.Fatalf("dial: %v (%s)", err, status(resp))
+					t.Errorf("append: %v", err)
+					break
 				}
-				conns++
-				reads := 1 + rand.IntN(6)
-				_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-				for range reads {
-					_, b, err := c.ReadMessage()
-					if err != nil {
-						break // nothing new within the deadline: reconnect anyway
+				ids = append(ids, id)
+				if i%25 == 0 {
+					time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
+				}
+			}
+			appended <- ids
+		}()
+
+		var got []int64
+		last := base
+		var want []int64
+		conns := 0
+		deadline := time.Now().Add(60 * time.Second)
+		for want == nil || last < want[len(want)-1] {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %d connections with last id %d", conns, last)
+			}
+			select {
+			case want = <-appended:
+			default:
+			}
+			after := itoa(last)
+			if conns%4 == 3 {
+				// Connecting from an older id than the last one seen also works;
+				// the client ignores what it already has, like live.js.
+				after = itoa(max(base, last-3))
+			}
+			c, resp, err := en.dial(en.cookie, after, nil)
+			if err != nil {
+				t.Fatalf("dial: %v (%s)", err, status(resp))
+			}
+			conns++
+			reads := 1 + rand.IntN(6)
+			_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			for range reads {
+				_, b, err := c.ReadMessage()
+				if err != nil {
+					break // nothing new within the deadline: reconnect anyway
+				}
+				for _, it := range parse(t, b) {
+					if it.Type == "log" || it.ID <= last {
+						continue
 					}
-					for _, it := range parse(t, b) {
-						if it.Type == "log" || it.ID <= last {
-							continue
-						}
-						got = append(got, it.ID)
-						last = it.ID
-					}
+					got = append(got, it.ID)
+					last = it.ID
 				}
-				if conns%2 == 0 {
-					_ = c.WriteControl(websocket.CloseMessage,
-						websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-				}
-				c.Close()
 			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("after %d connections: received %d ids, want %d; first difference at %d",
-					conns, len(got), len(want), firstDiff(got, want))
+			if conns%2 == 0 {
+				_ = c.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 			}
-			if conns < 5 {
-				t.Fatalf("only %d connections; the test did not exercise reconnects", conns)
-			}
-			t.Logf("%d events over %d connections, none missed or repeated", len(got), conns)
-		})
-	}
+			c.Close()
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("after %d connections: received %d ids, want %d; first difference at %d",
+				conns, len(got), len(want), firstDiff(got, want))
+		}
+		if conns < 5 {
+			t.Fatalf("only %d connections; the test did not exercise reconnects", conns)
+		}
+		t.Logf("%d events over %d connections, none missed or repeated", len(got), conns)
+	})
 }
 
 // TestReplayHandoverDuplicates checks the raw stream of one connection (no client-side
 // filtering) while events are appended concurrently: strictly increasing, contiguous.
 func TestReplayHandoverDuplicates(t *testing.T) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) {
-			en := newEnv(t, d, Options{BatchSize: 20})
-			base := en.newest()
-			en.appendEvents(60)
-			done := make(chan []int64, 1)
-			go func() {
-				ids := make([]int64, 0, 200)
-				for range 200 {
-					id, err := en.appendEvent(nil)
-					if err != nil {
-						t.Errorf("append: %v", err)
-						break
-					}
-					ids = append(ids, id)
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		en := newEnv(t, d, Options{BatchSize: 20})
+		base := en.newest()
+		en.appendEvents(60)
+		done := make(chan []int64, 1)
+		go func() {
+			ids := make([]int64, 0, 200)
+			for range 200 {
+				id, err := en.appendEvent(nil)
+				if err != nil {
+					t.Errorf("append: %v", err)
+					break
 				}
-				done <- ids
-			}()
-			var conns []*websocket.Conn
-			for i := range 8 {
-				time.Sleep(time.Duration(i) * 3 * time.Millisecond)
-				conns = append(conns, en.mustDial(itoa(base)))
+				ids = append(ids, id)
 			}
-			ids := <-done
-			lastID := ids[len(ids)-1]
-			for i, c := range conns {
-				got := readEvents(t, c, lastID, 20*time.Second)
-				for j := 1; j < len(got); j++ {
-					if got[j] != got[j-1]+1 {
-						t.Fatalf("conn %d: %d followed by %d", i, got[j-1], got[j])
-					}
-				}
-				if got[0] != base+1 || got[len(got)-1] != lastID {
-					t.Fatalf("conn %d: got %d..%d, want %d..%d", i, got[0], got[len(got)-1], base+1, lastID)
+			done <- ids
+		}()
+		var conns []*websocket.Conn
+		for i := range 8 {
+			time.Sleep(time.Duration(i) * 3 * time.Millisecond)
+			conns = append(conns, en.mustDial(itoa(base)))
+		}
+		ids := <-done
+		lastID := ids[len(ids)-1]
+		for i, c := range conns {
+			got := readEvents(t, c, lastID, 20*time.Second)
+			for j := 1; j < len(got); j++ {
+				if got[j] != got[j-1]+1 {
+					t.Fatalf("conn %d: %d followed by %d", i, got[j-1], got[j])
 				}
 			}
-		})
-	}
+			if got[0] != base+1 || got[len(got)-1] != lastID {
+				t.Fatalf("conn %d: got %d..%d, want %d..%d", i, got[0], got[len(got)-1], base+1, lastID)
+			}
+		}
+	})
 }
 
 // TestSlowClientDropped: a client that never reads is dropped with its queue full,

@@ -3,8 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,11 +13,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/handlers/mcp"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
-	"github.com/countersign/countersign/models/store/storetest"
-	"github.com/countersign/countersign/runner/ledger"
 )
 
 // env is the whole HTTP server (API and /mcp, as serve wires it) over a fresh database,
@@ -35,21 +32,15 @@ type env struct {
 
 func newEnv(t *testing.T, dialect string) *env {
 	t.Helper()
-	db := storetest.Open(t, dialect)
-	svc := models.NewService(db, ledger.Composer{})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test",
+	db, svc := handlertest.Open(t, dialect)
+	_, srv := handlertest.Serve(t, handlers.Deps{Service: svc,
 		Extra: []func(*echo.Echo){func(e *echo.Echo) { mcp.Register(e, mcp.New(svc, nil, "test")) }}})
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
 	return &env{t: t, db: db, svc: svc, srv: srv, tokens: map[string]string{}, clients: map[string]*sdk.ClientSession{}}
 }
 
 // forEachDialect runs f on SQLite and on PostgreSQL.
 func forEachDialect(t *testing.T, f func(t *testing.T, e *env)) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) { f(t, newEnv(t, d)) })
-	}
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) { f(t, newEnv(t, d)) })
 }
 
 // bearer adds a token to every request of a client.
@@ -72,14 +63,8 @@ var protocolFor = map[string]string{"a": "2025-06-18", "b": "2025-11-25"}
 // agent creates an agent, a token for it, and an MCP client holding that token.
 func (e *env) agent(name string, roles ...string) {
 	e.t.Helper()
-	ctx := context.Background()
-	if err := e.svc.CreateAgent(ctx, models.System, &models.Agent{Name: name, Kind: models.KindHuman, Roles: roles}, ""); err != nil {
-		e.t.Fatalf("create agent %s: %v", name, err)
-	}
-	tok, err := e.svc.CreateToken(ctx, models.System, name, "mcp")
-	if err != nil {
-		e.t.Fatalf("token for %s: %v", name, err)
-	}
+	handlertest.CreateAgent(e.t, e.svc, name, models.KindHuman, "", roles...)
+	tok := handlertest.CreateToken(e.t, e.svc, name, "mcp")
 	e.tokens[name] = tok
 	cs, err := e.connect(tok, protocolFor[name])
 	if err != nil {
@@ -167,13 +152,10 @@ func (e *env) refused(as, tool string, args map[string]any, wants ...string) str
 	return msg
 }
 
+// eventCount is the number of stored events.
 func (e *env) eventCount() int {
 	e.t.Helper()
-	evs, err := e.db.ListEvents(context.Background(), 0, 100000)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return len(evs)
+	return handlertest.EventCount(e.t, e.db)
 }
 
 // text joins a result's text content.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/handlers/mcp"
 	"github.com/countersign/countersign/models"
 )
@@ -163,12 +164,8 @@ func (e *env) tasksOf(goal int64) []models.Task {
 // lastEventID returns the id of the newest event (0 when there is none).
 func (e *env) lastEventID() int64 {
 	e.t.Helper()
-	evs, err := e.db.ListEvents(context.Background(), 0, 100000)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var last int64
-	for _, ev := range evs {
+	for _, ev := range handlertest.Events(e.t, e.db) {
 		last = max(last, ev.ID)
 	}
 	return last

@@ -3,57 +3,15 @@ package pages_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/models"
 )
-
-// chromiumPath is Debian's headless-capable Chromium.
-const chromiumPath = "/usr/bin/chromium"
-
-// newChrome starts a headless Chromium with a fresh profile, or skips (fails with
-// CI=true) when it is missing.
-func newChrome(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium not found at %s: %v", chromiumPath, err)
-		}
-		t.Skipf("chromium not found at %s: %v", chromiumPath, err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("start chromium: %v", err)
-		}
-		t.Skipf("chromium does not start: %v", err)
-	}
-	return ctx
-}
 
 // read stores the value of a query action in *dst, so it can run among Do's steps.
 func read[T any](a chromedp.Action[T], dst *T) chromedp.Action[chromedp.Void] {
@@ -70,7 +28,7 @@ func byTestID(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + i
 // workspace, sees the error beside that field, fixes it and sees the new version; it
 // screenshots every admin page.
 func TestBrowserTemplateEditor(t *testing.T) {
-	ctx := newChrome(t)
+	ctx := chrome(t)
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()
 	tpl := &models.Template{Name: "feature-flow", Description: "Build, then review", Steps: []models.Step{

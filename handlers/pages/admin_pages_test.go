@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/ledger"
 )
@@ -88,11 +89,7 @@ func TestRulesPage(t *testing.T) {
 
 func mustEvents(t *testing.T, e *admEnv) []models.Event {
 	t.Helper()
-	evs, err := e.db.ListEvents(context.Background(), 0, 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
+	return handlertest.Events(t, e.db)
 }
 
 func TestAgentsPage(t *testing.T) {

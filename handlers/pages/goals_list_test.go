@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 )
 
@@ -65,7 +66,7 @@ func pageLinks(body string) map[string]string {
 // following it shows the remaining 20, a link back to the newest and no Older link.
 // The state filter is kept in the links.
 func TestGoalsPaging(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		states := make([]models.GoalState, 120)
@@ -132,7 +133,7 @@ func TestGoalsPaging(t *testing.T) {
 // TestOverviewGoalCounts: the overview counts every goal per state, past the 1,000
 // newest the old list-and-count covered.
 func TestOverviewGoalCounts(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		// The oldest are verified and active, so that the newest 1,000 are all open.
@@ -166,7 +167,7 @@ func head(xs []int64) []int64 { return xs[:min(len(xs), 5)] }
 // TestGoalsPagingFullLastPage: exactly one page of goals shows no Older link, which
 // would lead to an empty page.
 func TestGoalsPagingFullLastPage(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		states := make([]models.GoalState, 100)
@@ -189,7 +190,7 @@ var taskRowRE = regexp.MustCompile(`data-testid="task-row-(\d+)"`)
 // TestTasksPaging: the task list pages by 50, with an Older link only when there is
 // more to see (50 tasks: none; 51: one, then a last page of one task).
 func TestTasksPaging(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		var ids []int64

@@ -1,9 +1,7 @@
 package pages_test
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -15,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/handlers/pages"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
@@ -39,7 +38,8 @@ type env struct {
 
 // envOptions change how the test server is built.
 type envOptions struct {
-	extra []func(*echo.Echo) // more routes (e.g. /ws)
+	extra  []func(*echo.Echo) // more routes (e.g. /ws)
+	ledger ledger.Info        // the ledger the pages describe (zero: none given)
 }
 
 func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
@@ -51,32 +51,19 @@ func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 }
 
 func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
-	svc := models.NewService(db, ledger.Composer{})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := pages.New(pages.Deps{Service: svc, Log: log, Version: "test"})
+	t.Helper()
+	svc := handlertest.NewService(db)
+	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
-	e := handlers.NewServer(handlers.Deps{Service: svc, Log: log, Version: "test", HTML: p.ErrorPage, Extra: extra})
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}
 }
 
 // agent creates a human (or worker) agent with the test password and a bearer token.
 func (e *env) agent(name string, kind models.AgentKind, roles ...string) *models.Agent {
 	e.t.Helper()
-	a := &models.Agent{Name: name, Kind: kind, Roles: roles}
-	if kind == models.KindWorker {
-		a.Command = "true"
-	}
-	ctx := context.Background()
-	if err := e.svc.CreateAgent(ctx, models.System, a, testPassword); err != nil {
-		e.t.Fatalf("create agent %s: %v", name, err)
-	}
-	tok, err := e.svc.CreateToken(ctx, models.System, name, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.agents[name], e.tokens[name] = a, tok
+	a := handlertest.CreateAgent(e.t, e.svc, name, kind, testPassword, roles...)
+	e.agents[name], e.tokens[name] = a, handlertest.CreateToken(e.t, e.svc, name, "test")
 	return a
 }
 
@@ -144,21 +131,30 @@ func csrfOf(html string) string {
 	return m[1]
 }
 
-// login signs in as name and remembers the session's CSRF token.
-func (b *browser) login(name string) *browser {
+// login signs in as name with the test password and remembers the session's CSRF
+// token, read from the overview.
+func (b *browser) login(name string) *browser { return b.signIn(name, testPassword, "/") }
+
+// signIn signs in as name with password through the login form, then loads landing
+// (which must answer 200 with a form) and remembers the session's CSRF token.
+func (b *browser) signIn(name, password, landing string) *browser {
 	b.e.t.Helper()
 	form := b.get("/login")
-	r := b.do("POST", "/login", url.Values{"name": {name}, "password": {testPassword}, "csrf": {csrfOf(form.Body)}}, nil)
+	tok := csrfOf(form.Body)
+	if tok == "" {
+		b.e.t.Fatalf("no CSRF token on the login form: %s", form.Body)
+	}
+	r := b.do("POST", "/login", url.Values{"name": {name}, "password": {password}, "csrf": {tok}}, nil)
 	if r.Status != http.StatusSeeOther {
 		b.e.t.Fatalf("login %s: status %d: %s", name, r.Status, r.Body)
 	}
-	home := b.get("/")
-	if home.Status != 200 {
-		b.e.t.Fatalf("after login: GET / = %d", home.Status)
+	home := b.get(landing)
+	if home.Status != http.StatusOK {
+		b.e.t.Fatalf("after login: GET %s = %d", landing, home.Status)
 	}
 	b.csrf = csrfOf(home.Body)
 	if b.csrf == "" {
-		b.e.t.Fatal("no CSRF token on the overview")
+		b.e.t.Fatalf("no CSRF token on %s", landing)
 	}
 	return b
 }
@@ -176,22 +172,5 @@ func (b *browser) post(path string, form url.Values) page {
 // eventCount is the number of events stored: a refused request changes nothing.
 func (e *env) eventCount() int {
 	e.t.Helper()
-	n, after := 0, int64(0)
-	for {
-		evs, err := e.db.ListEvents(context.Background(), after, 1000)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(evs) == 0 {
-			return n
-		}
-		n += len(evs)
-		after = evs[len(evs)-1].ID
-	}
-}
-
-func forEachDialect(t *testing.T, f func(t *testing.T, dialect string)) {
-	for _, d := range storetest.Dialects() {
-		t.Run(d, func(t *testing.T) { f(t, d) })
-	}
+	return handlertest.EventCount(e.t, e.db)
 }

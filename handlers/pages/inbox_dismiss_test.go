@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 )
 
@@ -217,7 +218,7 @@ func (e *env) item(id int64) *models.InboxItem {
 
 // TestInboxResolveAPI: POST /api/v1/inbox/{id}/resolve follows the same rules.
 func TestInboxResolveAPI(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		_, adv := e.advisoryTask("Investigate the slow API")

@@ -3,13 +3,12 @@ package pages_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 )
 
@@ -84,7 +83,7 @@ func matrixCases() []matrixCase {
 // (session + CSRF) and through the JSON API (bearer), on both dialects: the outcome
 // is the service's rule, and a refused action changes nothing.
 func TestAuthorizationMatrix(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, dialect string) {
+	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
 		browsers := map[string]*browser{}
@@ -145,14 +144,6 @@ func goalOr(e *env, id int64) models.GoalState {
 func (e *env) apiDo(name, path string, body any) (int, string) {
 	e.t.Helper()
 	j, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1"+path, bytes.NewReader(j))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+e.tokens[name])
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	return res.StatusCode, strings.TrimSpace(string(raw))
+	status, raw := handlertest.Request(e.t, "POST", e.srv.URL+"/api/v1"+path, e.tokens[name], "application/json", bytes.NewReader(j))
+	return status, strings.TrimSpace(string(raw))
 }
