@@ -69,11 +69,7 @@ func TestGoalsPaging(t *testing.T) {
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
-		states := make([]models.GoalState, 120)
-		for i := range states {
-			states[i] = models.GoalOpen
-		}
-		ids := e.bulkGoals(states)
+		ids := e.bulkGoals(slices.Repeat([]models.GoalState{models.GoalOpen}, 120))
 		b := e.browser().login("lead")
 
 		// want returns ids[hi-1] down to ids[lo]: newest first.
@@ -170,11 +166,7 @@ func TestGoalsPagingFullLastPage(t *testing.T) {
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
 		e.team()
-		states := make([]models.GoalState, 100)
-		for i := range states {
-			states[i] = models.GoalOpen
-		}
-		e.bulkGoals(states)
+		e.bulkGoals(slices.Repeat([]models.GoalState{models.GoalOpen}, 100))
 		r := e.browser().login("lead").get("/goals")
 		if got := goalRows(t, r.Body); len(got) != 100 {
 			t.Fatalf("%d rows, want all 100", len(got))

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
 )
@@ -275,11 +274,7 @@ func clip(s string, n int) string {
 func clipEnd(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) > n {
-		cut := len(s) - n
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		s = "…" + s[cut:]
+		s = "…" + string(trimRuneStart([]byte(s[len(s)-n:])))
 	}
 	return fmt.Sprintf("%q", s)
 }
