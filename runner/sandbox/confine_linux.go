@@ -1,0 +1,370 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// maskedDirs are the directories where pathname unix sockets live (PostgreSQL's,
+// MySQL's, an X server's, tmux's). Landlock below ABI 9 does not restrict connect(2) on
+// them, so a run that may open unix sockets gets an empty tmpfs over each.
+var maskedDirs = []string{"/run", "/var/run", "/tmp"}
+
+// The main goroutine keeps the main thread: a goroutine that locks itself to a thread
+// and exits is normally given a fresh one that dies with it, but Go never destroys the
+// main thread, so a confinement applied there would outlive its run and, worse, put
+// the process's own thread group leader inside the sandbox (where a confined worker
+// could signal it and read its /proc files).
+func init() { runtime.LockOSThread() }
+
+// Probe finds out what the kernel can confine and proves it by starting /bin/true
+// confined. With mode off it checks nothing.
+func Probe(mode Mode) *Sandbox {
+	s := &Sandbox{mode: mode}
+	if mode == ModeOff {
+		return s
+	}
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		s.reason = "the kernel has no Landlock (enable it at boot: lsm=landlock,...)"
+		return s
+	}
+	s.abi = abi
+	s.root = hasCapability(unix.CAP_SYS_ADMIN)
+	s.lastCap = lastCapability()
+	cmd := exec.Command("/bin/true")
+	done := make(chan error, 1)
+	if err := s.start(cmd, Policy{ReadExec: systemDirs}, func() { done <- cmd.Wait() }); err != nil {
+		s.reason = "a confined test command could not start: " + err.Error()
+		return s
+	}
+	if err := <-done; err != nil {
+		s.reason = "a confined /bin/true failed: " + err.Error()
+	}
+	return s
+}
+
+// start runs cmd from a fresh locked thread that confines itself first (when the
+// sandbox is on), then calls whileRunning on that thread. The goroutine ends without
+// unlocking, so the Go runtime destroys the tainted thread.
+func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: the thread's confinement must never run other goroutines.
+		if s.mode == ModeOn && unix.Gettid() == unix.Getpid() {
+			started <- errors.New("sandbox: refusing to confine the main thread")
+			return
+		}
+		if s.mode == ModeOn {
+			if err := s.confineThread(p); err != nil {
+				started <- err
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		whileRunning()
+	}()
+	return <-started
+}
+
+// confineThread confines the calling (locked) thread, in the order each step needs:
+// mounts need CAP_SYS_ADMIN, the capability drops need CAP_SETPCAP, Landlock and
+// seccomp need no_new_privs.
+func (s *Sandbox) confineThread(p Policy) error {
+	p = p.Normalize()
+	if s.root && p.AllowUnix {
+		// Without AllowUnix the seccomp filter refuses every unix socket already.
+		if err := maskSocketDirs(p); err != nil {
+			return fmt.Errorf("sandbox: mount namespace: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if s.root {
+		if err := dropCapabilities(s.lastCap); err != nil {
+			return fmt.Errorf("sandbox: dropping capabilities: %w", err)
+		}
+	}
+	if err := restrictLandlock(s.abi, p); err != nil {
+		return fmt.Errorf("sandbox: landlock: %w", err)
+	}
+	if err := installSeccomp(p.AllowUnix); err != nil {
+		return fmt.Errorf("sandbox: seccomp: %w", err)
+	}
+	return nil
+}
+
+// maskSocketDirs gives the thread a private mount namespace in which /run, /var/run and
+// /tmp are empty, except for the policy's own paths below them, which are cloned from
+// the host and mounted back in place (a workspace under /tmp stays reachable).
+func maskSocketDirs(p Policy) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return err
+	}
+	// Nothing mounted here may propagate back to the host's namespace.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, d := range maskedDirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
+		if err := maskDir(real, append(append([]string{}, p.ReadWrite...), p.ReadExec...)); err != nil {
+			return fmt.Errorf("%s: %w", real, err)
+		}
+	}
+	return nil
+}
+
+// maskDir mounts an empty tmpfs over dir and mounts back the kept paths below it.
+func maskDir(dir string, paths []string) error {
+	type kept struct {
+		path  string
+		fd    int
+		isDir bool
+	}
+	var keep []kept
+	defer func() {
+		for _, k := range keep {
+			unix.Close(k.fd)
+		}
+	}()
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || !within(dir, real) || real == dir {
+			continue
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, real, unix.OPEN_TREE_CLONE|unix.AT_RECURSIVE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("cloning %s: %w", real, err)
+		}
+		keep = append(keep, kept{path: real, fd: fd, isDir: fi.IsDir()})
+	}
+	mode := "mode=0755"
+	if dir == "/tmp" {
+		mode = "mode=1777"
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode+",size=16m"); err != nil {
+		return err
+	}
+	for _, k := range keep {
+		if err := mountPoint(k.path, k.isDir); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(k.fd, "", unix.AT_FDCWD, k.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("mounting back %s: %w", k.path, err)
+		}
+	}
+	return nil
+}
+
+// mountPoint creates an empty directory or file at path, inside the fresh tmpfs.
+func mountPoint(path string, isDir bool) error {
+	if isDir {
+		return os.MkdirAll(path, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// dropCapabilities leaves the thread, and every program it executes, with no
+// capability at all: bounding and ambient sets emptied, root no longer special on exec,
+// then effective, permitted and inheritable cleared. CAP_SYS_MODULE alone would load
+// kernel code past any file rule.
+func dropCapabilities(lastCap int) error {
+	// linux/securebits.h: NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each with
+	// its lock, and KEEP_CAPS locked off.
+	const locked = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, locked, 0, 0, 0); err != nil {
+		return fmt.Errorf("securebits: %w", err)
+	}
+	for c := 0; c <= lastCap; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("bounding set: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("ambient set: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capset(&hdr, &data[0])
+}
+
+// fileRights are the Landlock rights that apply to a file rather than a directory.
+const fileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+
+// handledFS are the filesystem rights the kernel at abi can restrict: every one of
+// them is denied unless a rule grants it.
+func handledFS(abi int) uint64 {
+	rights := uint64(ll.AccessFSMakeSym<<1 - 1) // ABI 1: execute … make_sym
+	if abi >= 2 {
+		rights |= ll.AccessFSRefer
+	}
+	if abi >= 3 {
+		rights |= ll.AccessFSTruncate
+	}
+	if abi >= 5 {
+		rights |= ll.AccessFSIoctlDev
+	}
+	if abi >= 9 {
+		rights |= ll.AccessFSResolveUnix
+	}
+	return rights
+}
+
+// devices every program expects to open for reading and writing.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// readOnlyEverywhere are read-only hierarchies every run gets: /proc (Landlock keeps
+// other domains' /proc/<pid>/environ, mem and fds out of reach, as ptrace would) and
+// /sys (CPU counts, cgroup limits).
+var readOnlyEverywhere = []string{"/proc", "/sys"}
+
+// restrictLandlock confines the thread to p's paths and ports, and scopes signals and
+// abstract unix sockets to the sandbox where the ABI allows.
+func restrictLandlock(abi int, p Policy) error {
+	fs := handledFS(abi)
+	attr := ll.RulesetAttr{HandledAccessFS: fs}
+	if abi >= 4 {
+		attr.HandledAccessNet = ll.AccessNetConnectTCP
+	}
+	if abi >= 6 {
+		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("creating the ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	read := uint64(ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir)
+	rw := uint64(ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSTruncate|ll.AccessFSIoctlDev) & fs
+	for _, r := range []struct {
+		paths  []string
+		rights uint64
+	}{
+		{p.ReadExec, read},
+		{readOnlyEverywhere, ll.AccessFSReadFile | ll.AccessFSReadDir},
+		{devices, rw},
+		{p.ReadWrite, fs},
+	} {
+		for _, path := range r.paths {
+			if err := addPathRule(fd, path, r.rights&fs); err != nil {
+				return err
+			}
+		}
+	}
+	if abi >= 4 {
+		for _, port := range p.ConnectTCP {
+			rule := ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(port)}
+			if err := ll.LandlockAddNetPortRule(fd, &rule, 0); err != nil {
+				return fmt.Errorf("port %d: %w", port, err)
+			}
+		}
+	}
+	return ll.LandlockRestrictSelf(fd, 0)
+}
+
+// addPathRule grants rights beneath path; a path that does not exist is skipped, and a
+// file gets only the rights that apply to files.
+func addPathRule(rulesetFD int, path string, rights uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
+			return nil
+		}
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fileRights
+	}
+	if rights == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(rulesetFD, &attr, 0); err != nil {
+		return fmt.Errorf("rule for %s: %w", path, err)
+	}
+	return nil
+}
+
+// hasCapability reports whether the process holds capability c in its effective set.
+func hasCapability(c int) bool {
+	eff, ok := statusField("CapEff")
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseUint(eff, 16, 64)
+	return err == nil && v&(1<<uint(c)) != 0
+}
+
+// lastCapability is the highest capability number the kernel knows.
+func lastCapability() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 63
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 63
+	}
+	return n
+}
+
+// statusField returns a field of /proc/self/status.
+func statusField(name string) (string, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == name {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}

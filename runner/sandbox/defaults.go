@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// systemDirs are read and executed by every confined run: the programs, libraries and
+// configuration a shell, git or a compiler needs.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// SystemReadPaths returns the hierarchies every confined run may read and execute:
+// the system directories, each directory on PATH, and the installs of the Go and Node
+// toolchains found on PATH (their root, which holds the standard library or the global
+// modules beside the binary).
+func SystemReadPaths(path string) []string {
+	out := append([]string{}, systemDirs...)
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) {
+			out = append(out, dir)
+		}
+	}
+	for _, tool := range []string{"go", "node"} {
+		if root := toolRoot(tool, path); root != "" {
+			out = append(out, root)
+		}
+	}
+	return Policy{ReadExec: out}.Normalize().ReadExec
+}
+
+// toolRoot finds tool on path and returns the directory above its bin directory
+// (/usr/local/go for /usr/local/go/bin/go), or "" when it is not found or lies
+// directly in a system directory.
+func toolRoot(tool, path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, tool)
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return ""
+		}
+		bin := filepath.Dir(real)
+		if filepath.Base(bin) != "bin" {
+			return ""
+		}
+		root := filepath.Dir(bin)
+		if root == "/" || root == "/usr" {
+			return ""
+		}
+		return root
+	}
+	return ""
+}

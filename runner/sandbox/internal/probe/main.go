@@ -1,0 +1,169 @@
+// Command probe is the hostile worker of the sandbox tests: it tries every way out of
+// its sandbox that the trust boundary closes, and the ways in that it must keep, and
+// prints one line per attempt, "name: ok" or "name: denied: <error>". It judges
+// nothing itself; the tests compare its lines with what the policy allows.
+//
+// Targets come from flags so that one binary serves the sandbox package's tests and
+// the runner's end-to-end tests.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	db := flag.String("db", "", "a file of the judge (the database) to read")
+	pid := flag.Int("pid", 0, "the server's pid: read its environ, signal it")
+	other := flag.String("other", "", "another task's workspace to list")
+	pgPort := flag.Int("pg-port", 5432, "PostgreSQL's TCP port")
+	pgSocket := flag.String("pg-socket", "/var/run/postgresql/.s.PGSQL.5432", "PostgreSQL's unix socket")
+	api := flag.String("api", "", "URL to GET with $COUNTERSIGN_TOKEN (Countersign's API)")
+	gotest := flag.Bool("go-test", false, "also run `go test` on a tiny module in the workspace")
+	flag.Parse()
+
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	try := func(name string, f func() error) {
+		if err := f(); err != nil {
+			fmt.Fprintf(w, "%s: denied: %v\n", name, err)
+		} else {
+			fmt.Fprintf(w, "%s: ok\n", name)
+		}
+	}
+	if *db != "" {
+		try("read-db", func() error { _, err := os.ReadFile(*db); return err })
+	}
+	if *pid != 0 {
+		try("read-environ", func() error {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", *pid))
+			if err == nil && len(b) == 0 {
+				return errors.New("empty")
+			}
+			return err
+		})
+		try("signal-server", func() error { return syscall.Kill(*pid, 0) })
+	}
+	if *other != "" {
+		try("list-other-workspace", func() error { _, err := os.ReadDir(*other); return err })
+	}
+	stamp := fmt.Sprintf("probe-%d", os.Getpid())
+	try("write-tmp", func() error { return writeAndRemove(filepath.Join("/tmp", stamp)) })
+	try("write-parent", func() error { return writeAndRemove(filepath.Join("..", stamp)) })
+	try("tcp-postgres", func() error { return dial("tcp", fmt.Sprintf("127.0.0.1:%d", *pgPort)) })
+	try("mptcp-postgres", func() error { return dialMPTCP(*pgPort) })
+	try("unix-postgres", func() error { return dial("unix", *pgSocket) })
+	try("capabilities", heldCapabilities)
+
+	try("write-workspace", func() error { return os.WriteFile(stamp+".txt", []byte("mine"), 0o644) })
+	try("write-tmpdir", func() error { return writeAndRemove(filepath.Join(os.Getenv("TMPDIR"), stamp)) })
+	try("write-home", func() error { return writeAndRemove(filepath.Join(os.Getenv("HOME"), stamp)) })
+	try("run-sh", func() error { return exec.Command("/bin/sh", "-c", "echo hi >/dev/null").Run() })
+	try("run-git", func() error { return exec.Command("git", "--version").Run() })
+	if *gotest {
+		try("go-test", goTest)
+	}
+	if *api != "" {
+		try("api", func() error { return get(*api) })
+	}
+}
+
+func writeAndRemove(p string) error {
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		return err
+	}
+	return os.Remove(p)
+}
+
+func dial(network, addr string) error {
+	c, err := net.DialTimeout(network, addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// dialMPTCP connects over Multipath TCP, which Landlock's TCP rules do not see.
+func dialMPTCP(port int) error {
+	const ipprotoMPTCP = 262
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer syscall.Close(fd)
+	return syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+}
+
+// heldCapabilities fails (reports "ok") only when the process holds no capability in
+// any set: "ok" means it could use one.
+func heldCapabilities() error {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
+	}
+	var held []string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb":
+			if strings.Trim(strings.TrimSpace(v), "0") != "" {
+				held = append(held, k)
+			}
+		}
+	}
+	if len(held) == 0 {
+		return errors.New("none held")
+	}
+	return nil
+}
+
+func goTest() error {
+	dir, err := os.MkdirTemp(".", "gotest-")
+	if err != nil {
+		return err
+	}
+	files := map[string]string{
+		"go.mod":      "module probe\n\ngo 1.21\n",
+		"add.go":      "package probe\n\nfunc Add(a, b int) int { return a + b }\n",
+		"add_test.go": "package probe\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command("go", "test", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func get(url string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("COUNTERSIGN_TOKEN"))
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
