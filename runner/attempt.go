@@ -36,6 +36,7 @@ type attemptRun struct {
 	start    time.Time
 
 	ws     *workspace.Workspace
+	tmp    string // the attempt's private temp dir, its TMPDIR
 	outAbs string // resolved output path; "" for type none
 	brief  string
 	row    *models.Attempt // stored once the attempt has begun
@@ -119,6 +120,15 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 		// The claim could not prepare it.
 		return p.settle(tr, ar)
 	}
+	defer os.RemoveAll(ar.tmp)
+	if p.cfg.Procs != nil {
+		// A process of an earlier attempt of this task (a runner that died here) must
+		// not write beside this one.
+		if _, err := p.cfg.Procs.ReapTask(ctx, tr.task.ID); err != nil {
+			ar.infra("reaping an earlier attempt's processes failed: "+err.Error(), err)
+			return p.settle(tr, ar)
+		}
+	}
 	p.execute(ctx, tr, ar)
 	p.check(ctx, tr, ar)
 	return p.settle(tr, ar)
@@ -141,6 +151,9 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 		return err
 	}
 	ar.ws = ws
+	if err := p.prepareConfinement(tr, ar); err != nil {
+		return err
+	}
 	if rel := t.Contract.OutputPath(t.ID); rel != "" {
 		abs, err := ws.Resolve(rel)
 		if err != nil {
@@ -211,10 +224,11 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		Command:   tr.agent.Command,
 		Dir:       ar.ws.Dir,
 		Stdin:     strings.NewReader(ar.brief),
-		Env:       p.taskEnv(tr, ar),
+		Env:       append(p.taskEnv(tr, ar), p.confinedEnv(ar, &tr.agent)...),
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
 		LogPath:   ar.ws.LogPath(ar.num),
+		Confine:   p.confinement(tr, ar, &tr.agent),
 		OnOutput: func(chunk []byte) {
 			ar.stream.Write(chunk)
 			if onLog != nil {

@@ -93,7 +93,7 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	}
 	skip := t.Contract.Verification.Type == models.VerifySkip
 	if !skip {
-		if !ar.record(checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve)) || p.interrupted(ctx, ar) {
+		if !ar.record(checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))) || p.interrupted(ctx, ar) {
 			return
 		}
 		if !p.evaluate(ctx, tr, ar) || p.interrupted(ctx, ar) {
@@ -158,7 +158,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		}
 		activities = rules.Activities
 	}
-	res, results := checks.Verify(ctx, ar.ws.Dir, cp.Verify, crit, activities, cp.VerifyTimeout.Duration, p.checkEnv(tr, ar))
+	res, results := checks.Verify(ctx, ar.ws.Dir, cp.Verify, crit, activities, cp.VerifyTimeout.Duration, p.checkEnv(tr, ar), p.confinement(tr, ar, &tr.agent))
 	ar.criteria = results
 	return res
 }
@@ -199,16 +199,18 @@ func (p *Pool) forgetRules() {
 	p.rulesMu.Unlock()
 }
 
-// checkEnv is the environment of verify commands: the worker's minimal environment,
-// Go's caches (so `go test` does not start cold), and the task facts.
+// checkEnv is the environment of verify commands: the worker's minimal environment
+// and GOFLAGS, the task facts, and the worker agent's home and the attempt's temp dir.
+// Go's caches live in that home (warm from the agent's earlier tasks), never the
+// runner's own: a verify command runs the worker's code, which must not write into a
+// cache the runner builds from.
 func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun) []string {
-	env := worker.BaseEnv()
-	for _, k := range []string{"GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
+	env := append(worker.BaseEnv(), worker.Inherit("GOFLAGS")...)
+	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
+		env = append(env, worker.Inherit("GOPATH", "GOCACHE", "GOMODCACHE")...)
 	}
-	return append(env, p.taskEnv(tr, ar)...)
+	env = append(env, p.taskEnv(tr, ar)...)
+	return append(env, p.confinedEnv(ar, &tr.agent)...)
 }
 
 // evaluate asks the evaluator when the contract has `evaluate`. No verdict (an

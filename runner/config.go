@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -79,8 +81,33 @@ type Config struct {
 	OnLog func(taskID int64, chunk []byte)
 	// Observer receives measurements; nil means none.
 	Observer Observer
+	// Sandbox confines every process the pool starts (worker, verify commands, git
+	// status, reviewer). serve and runner always give one (possibly in mode off); nil
+	// runs them unconfined.
+	Sandbox *sandbox.Sandbox
+	// APIURL is how confined workers reach Countersign's API and MCP server (given to
+	// them as COUNTERSIGN_URL); its port is one they may connect to.
+	APIURL string
+	// ConnectPorts are the TCP ports every confined run may connect to besides
+	// APIURL's; DefaultConnectPorts when nil.
+	ConnectPorts []uint16
+	// Procs records the process groups of attempts, so that a runner started after a
+	// crash reaps what the dead one left (ReapAll at Start) and a task's new attempt
+	// never runs beside an old one (ReapTask); nil tracks nothing.
+	Procs ProcessTracker
 	// Log receives the pool's structured logs; nil means slog.Default().
 	Log *slog.Logger
+}
+
+// ProcessTracker records and reaps the process groups of attempts on this host
+// (runner/procs implements it).
+type ProcessTracker interface {
+	// Track returns the worker.Confinement.OnStart hook for one run of an attempt.
+	Track(taskID int64, attempt int) func(pid int) (done func())
+	// ReapAll kills every recorded group left by an earlier runner and waits for it.
+	ReapAll(ctx context.Context) (int, error)
+	// ReapTask does the same for one task's groups, before its next attempt starts.
+	ReapTask(ctx context.Context, taskID int64) (int, error)
 }
 
 func (c *Config) defaults() error {
@@ -126,6 +153,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.ConnectPorts == nil {
+		c.ConnectPorts = DefaultConnectPorts
 	}
 	return nil
 }

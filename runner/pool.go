@@ -15,6 +15,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -102,6 +103,17 @@ func (p *Pool) Start(ctx context.Context) error {
 		return err
 	}
 	p.runner = runner
+	if p.cfg.Procs != nil {
+		// Before any claim: what a runner that died on this host left running must not
+		// write beside the attempts this one starts.
+		n, err := p.cfg.Procs.ReapAll(ctx)
+		if err != nil {
+			return fmt.Errorf("runner: reaping the processes an earlier runner left: %w", err)
+		}
+		if n > 0 {
+			p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
+		}
+	}
 	p.started = true
 	p.startedAt = time.Now()
 

@@ -73,14 +73,18 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	if timeout <= 0 {
 		timeout = models.DefaultTimeout
 	}
+	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
+		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: err.Error()})
+	}
 	res, err := worker.Run(ctx, worker.Spec{
 		Command: reviewer.Command,
 		Dir:     ar.ws.Dir,
 		Stdin:   strings.NewReader(brief),
-		Env: append(p.taskEnv(tr, ar), EnvReviewRound+"="+strconv.Itoa(round),
+		Env: append(append(p.taskEnv(tr, ar), p.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(round),
 			EnvBriefFile+"="+briefPath), // the later entry wins: the review brief
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
+		Confine:   p.confinement(tr, ar, reviewer),
 		LogPath:   filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.log", ar.num)),
 	})
 	took := time.Since(start).Milliseconds()

@@ -15,6 +15,8 @@ import (
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/procs"
+	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/worker"
 	"github.com/countersign/countersign/runner/workspace"
 )
@@ -93,7 +95,19 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
+	sb, ports, err := openSandbox(c, log)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := procs.Open(filepath.Join(c.DataDir, "procs"))
+	if err != nil {
+		return nil, err
+	}
 	pool, err := runner.New(runner.Config{
+		Sandbox:      sb,
+		APIURL:       c.URL,
+		ConnectPorts: ports,
+		Procs:        procs,
 		Service:    svc,
 		Workspaces: ws,
 		Evaluator:  ev,
@@ -112,6 +126,30 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		return nil, err
 	}
 	return pool.Stop, nil
+}
+
+// openSandbox probes what the kernel can confine and logs it. With the sandbox on and
+// nothing to confine with, it fails: workers must not start unconfined unless an
+// admin said --sandbox=off.
+func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, []uint16, error) {
+	mode, err := sandbox.ParseMode(c.Sandbox)
+	if err != nil {
+		return nil, nil, err
+	}
+	ports, err := c.sandboxPorts()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb := sandbox.Probe(mode)
+	switch {
+	case !sb.Ready():
+		return nil, nil, errors.New(sb.Status())
+	case !sb.Enabled():
+		log.Warn(sb.Status())
+	default:
+		log.Info(sb.Status(), "url", c.URL, "ports", ports)
+	}
+	return sb, ports, nil
 }
 
 // newEvaluator picks the semantic evaluator: anthropic when asked for, or with auto

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/countersign/countersign/runner/sandbox"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,6 +32,9 @@ type config struct {
 	Grace         time.Duration
 	NoRunner      bool
 	SecureCookies bool
+	Sandbox       string // on or off
+	URL           string // how confined workers reach Countersign (COUNTERSIGN_URL)
+	SandboxPorts  string // TCP ports every confined run may connect to, besides URL's
 }
 
 // envOr returns the first non-empty environment variable of names, else def.
@@ -98,7 +102,26 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "task lease; renewed by heartbeat, taken over by another runner when it expires (env COUNTERSIGN_LEASE)")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "fallback polling interval; runners wake on events first (env COUNTERSIGN_POLL)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "on shutdown, how long running workers may finish before they are cancelled (env COUNTERSIGN_GRACE)")
+	fs.StringVar(&c.Sandbox, "sandbox", envOr("on", "COUNTERSIGN_SANDBOX"), "confine workers, verify commands, git and reviewers (Landlock, seccomp): on, or off to run them with the runner's own rights (env COUNTERSIGN_SANDBOX)")
+	fs.StringVar(&c.URL, "url", envOr("", "COUNTERSIGN_URL"), "URL workers reach Countersign's API and MCP at, given to them as COUNTERSIGN_URL; serve defaults to its own address (env COUNTERSIGN_URL)")
+	fs.StringVar(&c.SandboxPorts, "sandbox-ports", envOr("80,443", "COUNTERSIGN_SANDBOX_PORTS"), "comma-separated TCP ports every confined worker may connect to, besides Countersign's own (env COUNTERSIGN_SANDBOX_PORTS)")
 	return nil
+}
+
+// sandboxPorts parses --sandbox-ports.
+func (c *config) sandboxPorts() ([]uint16, error) {
+	ports := []uint16{}
+	for _, f := range strings.Split(c.SandboxPorts, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 16)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("flag -sandbox-ports: %q is not a TCP port", f)
+		}
+		ports = append(ports, uint16(n))
+	}
+	return ports, nil
 }
 
 // check validates the settings shared by every subcommand.
@@ -123,6 +146,12 @@ func (c *config) check() error {
 	case "", "auto", "anthropic", "command", "none":
 	default:
 		return fmt.Errorf("flag -evaluator: %q is not anthropic, command, none or auto", c.Evaluator)
+	}
+	if _, err := sandbox.ParseMode(c.Sandbox); err != nil {
+		return fmt.Errorf("flag -sandbox: %q is not on or off", c.Sandbox)
+	}
+	if _, err := c.sandboxPorts(); err != nil {
+		return err
 	}
 	if c.Evaluator == "command" && strings.TrimSpace(c.EvalCommand) == "" {
 		return fmt.Errorf("flag -evaluator-command: required with -evaluator=command")

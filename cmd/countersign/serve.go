@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -43,6 +44,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", secure, "mark the session cookie Secure (behind TLS) (env COUNTERSIGN_SECURE_COOKIES)")
+	metricsPublic, err := envBool("COUNTERSIGN_METRICS_PUBLIC", false)
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&c.MetricsPublic, "metrics-public", metricsPublic, "serve /metrics without a bearer token (env COUNTERSIGN_METRICS_PUBLIC)")
 	if err := runnerFlags(fs, &c); err != nil {
 		return err
 	}
@@ -85,6 +91,15 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("seeding the demo: %w", err)
 		}
 	}
+	// Listening first tells the runner the port its confined workers may reach.
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("flag -addr: %w", err)
+	}
+	defer ln.Close()
+	if c.URL == "" {
+		c.URL = selfURL(ln.Addr())
+	}
 	if !c.NoRunner {
 		stopPub, err := startPublisher(ctx, &c, db, led, log)
 		if err != nil {
@@ -101,17 +116,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		Ledger: ledInfo})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
-		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), Ledger: ledInfo, HTML: dashboard.ErrorPage,
+		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,
 			func(e *echo.Echo) { mcpserver.Register(e, mcpHandler) },
 		},
 	})
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return fmt.Errorf("flag -addr: %w", err)
-	}
 	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -160,4 +171,18 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
 	return nil
+}
+
+// selfURL is how a process on this machine reaches the listener at addr: a wildcard
+// address becomes the loopback one.
+func selfURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	host := tcp.IP
+	if host == nil || host.IsUnspecified() {
+		host = net.IPv4(127, 0, 0, 1)
+	}
+	return "http://" + net.JoinHostPort(host.String(), strconv.Itoa(tcp.Port))
 }

@@ -70,8 +70,9 @@ type verifyJob struct {
 // and does not fail the check. A command that cannot be started at all, or a ctx that
 // ends, is Verdict error (infrastructure). With nothing to run the check is skipped.
 // Criterion.Timing is not interpreted here: the caller drops what it wants deferred.
+// Every command runs confined by confine (nil: unconfined): it runs the worker's code.
 func Verify(ctx context.Context, dir string, commands []string, criteria []models.Criterion,
-	activityCommands map[string]string, timeout time.Duration, env []string) (models.CheckResult, []models.CriterionResult) {
+	activityCommands map[string]string, timeout time.Duration, env []string, confine *worker.Confinement) (models.CheckResult, []models.CriterionResult) {
 	start := time.Now()
 	if timeout <= 0 {
 		timeout = DefaultVerifyTimeout
@@ -118,7 +119,7 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 				cmdEnv = append(append([]string(nil), env...),
 					EnvCriterionActivity+"="+j.activity, EnvCriterionPattern+"="+j.pattern)
 			}
-			out := runCheckCommand(ctx, dir, j.command, timeout, cmdEnv)
+			out := runCheckCommand(ctx, dir, j.command, timeout, cmdEnv, confine)
 			r.Attempts = 1
 			r.DurationMS = out.duration.Milliseconds()
 			r.Status = out.verdict
@@ -177,7 +178,7 @@ func (o commandOutcome) tailOrNone() string {
 
 // runCheckCommand runs command with /bin/sh -c in dir, with exactly env, and
 // classifies how it ended.
-func runCheckCommand(ctx context.Context, dir, command string, timeout time.Duration, env []string) commandOutcome {
+func runCheckCommand(ctx context.Context, dir, command string, timeout time.Duration, env []string, confine *worker.Confinement) commandOutcome {
 	start := time.Now()
 	res, err := worker.Run(ctx, worker.Spec{
 		Command:   command,
@@ -187,6 +188,7 @@ func runCheckCommand(ctx context.Context, dir, command string, timeout time.Dura
 		Timeout:   timeout,
 		KillGrace: killGrace,
 		TailBytes: TailSize,
+		Confine:   confine,
 	})
 	if err != nil { // no log file, so this can only be a *worker.StartError
 		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + startFailure(err), duration: time.Since(start)}

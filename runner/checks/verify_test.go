@@ -22,7 +22,7 @@ func TestVerifyAllPass(t *testing.T) {
 		{Activity: "typecheck", Description: "types"},
 	}
 	rules := map[string]string{"typecheck": "echo typecheck ok"}
-	r, crs := Verify(t.Context(), dir, []string{"true", "echo hi"}, criteria, rules, time.Minute, nil)
+	r, crs := Verify(t.Context(), dir, []string{"true", "echo hi"}, criteria, rules, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	if len(crs) != 4 {
 		t.Fatalf("got %d criterion results", len(crs))
@@ -44,7 +44,7 @@ func TestVerifyFailStopsAndSkipsTheRest(t *testing.T) {
 		{Activity: "lint", Command: "touch ran-lint"},
 		{Activity: "e2e"}, // no command
 	}
-	r, crs := Verify(t.Context(), dir, []string{"true"}, criteria, nil, time.Minute, nil)
+	r, crs := Verify(t.Context(), dir, []string{"true"}, criteria, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail,
 		`criterion unit-test ("Toggle renders"): command "echo FAIL: TestToggle >&2; exit 3" exited with status 3 after`,
 		"last output:\nFAIL: TestToggle", "(2 later verification command(s) not run)")
@@ -65,7 +65,7 @@ func TestVerifyFailStopsAndSkipsTheRest(t *testing.T) {
 }
 
 func TestVerifyCommandDiagnosis(t *testing.T) {
-	r, crs := Verify(t.Context(), t.TempDir(), []string{"exit 1"}, nil, nil, time.Minute, nil)
+	r, crs := Verify(t.Context(), t.TempDir(), []string{"exit 1"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, `verify command "exit 1" exited with status 1`, "(no output)")
 	if strings.Contains(r.Diagnosis, "later verification") {
 		t.Errorf("diagnosis mentions later commands: %q", r.Diagnosis)
@@ -74,14 +74,14 @@ func TestVerifyCommandDiagnosis(t *testing.T) {
 		t.Errorf("error = %q", crs[0].Error)
 	}
 	// A missing program is the command's failure (status 127), not infrastructure.
-	r, _ = Verify(t.Context(), t.TempDir(), []string{"no-such-program-xyz"}, nil, nil, time.Minute, nil)
+	r, _ = Verify(t.Context(), t.TempDir(), []string{"no-such-program-xyz"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 127", "not found")
 }
 
 func TestVerifyOutputTailIsBounded(t *testing.T) {
 	// 100 KiB of output, then the line that matters.
 	cmd := `i=0; while [ $i -lt 1600 ]; do echo "noise line number $i padded to sixty four bytes........"; i=$((i+1)); done; echo "the real error"; exit 2`
-	r, crs := Verify(t.Context(), t.TempDir(), []string{cmd}, nil, nil, time.Minute, nil)
+	r, crs := Verify(t.Context(), t.TempDir(), []string{cmd}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 2", "the real error\n", "earlier bytes omitted")
 	if len(crs[0].Error) > TailSize+200 {
 		t.Errorf("criterion error not bounded: %d bytes", len(crs[0].Error))
@@ -97,7 +97,7 @@ func TestVerifyTimeoutKillsTheGroup(t *testing.T) {
 	// the output pipe open; the timeout must kill both and return promptly.
 	cmd := `(sleep 3; touch survived) & echo started; sleep 30`
 	start := time.Now()
-	r, crs := Verify(t.Context(), dir, []string{cmd}, nil, nil, 300*time.Millisecond, nil)
+	r, crs := Verify(t.Context(), dir, []string{cmd}, nil, nil, 300*time.Millisecond, nil, nil)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("Verify took %v after a 300ms timeout", took)
 	}
@@ -114,7 +114,7 @@ func TestVerifyTimeoutKillsTheGroup(t *testing.T) {
 func TestVerifyBackgroundChildAfterSuccess(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	r, _ := Verify(t.Context(), dir, []string{`(sleep 2; touch survived) & echo ok`}, nil, nil, time.Minute, nil)
+	r, _ := Verify(t.Context(), dir, []string{`(sleep 2; touch survived) & echo ok`}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	if took := time.Since(start); took > 1500*time.Millisecond {
 		t.Errorf("Verify waited %v for a background child", took)
@@ -127,7 +127,7 @@ func TestVerifyBackgroundChildAfterSuccess(t *testing.T) {
 
 func TestVerifyCannotStartIsInfrastructure(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "gone")
-	r, crs := Verify(t.Context(), missing, []string{"true", "true"}, nil, nil, time.Minute, nil)
+	r, crs := Verify(t.Context(), missing, []string{"true", "true"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictError, `verify command "true" could not be started`)
 	if crs[0].Status != models.VerdictError || crs[1].Status != models.VerdictSkipped {
 		t.Errorf("results = %+v", crs)
@@ -137,23 +137,23 @@ func TestVerifyCannotStartIsInfrastructure(t *testing.T) {
 func TestVerifyCancelledContextIsInfrastructure(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
-	r, _ := Verify(ctx, t.TempDir(), []string{"sleep 20"}, nil, nil, time.Minute, nil)
+	r, _ := Verify(ctx, t.TempDir(), []string{"sleep 20"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictError, "was interrupted: context canceled")
 }
 
 func TestVerifySkippedCriteria(t *testing.T) {
-	r, crs := Verify(t.Context(), t.TempDir(), nil, []models.Criterion{{Activity: "e2e", Description: "browser"}}, map[string]string{"lint": "true"}, 0, nil)
+	r, crs := Verify(t.Context(), t.TempDir(), nil, []models.Criterion{{Activity: "e2e", Description: "browser"}}, map[string]string{"lint": "true"}, 0, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictSkipped, "none of the 1 verification item(s) has a command")
 	if crs[0].Status != models.VerdictSkipped || !strings.Contains(crs[0].Error, `activity "e2e"`) {
 		t.Errorf("result = %+v", crs[0])
 	}
-	r, crs = Verify(t.Context(), t.TempDir(), nil, nil, nil, 0, nil)
+	r, crs = Verify(t.Context(), t.TempDir(), nil, nil, nil, 0, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictSkipped, "no verify commands or criteria")
 	if len(crs) != 0 {
 		t.Errorf("results = %+v", crs)
 	}
 	// A criterion without a command does not fail the check when others pass.
-	r, crs = Verify(t.Context(), t.TempDir(), []string{" "}, []models.Criterion{{Activity: "e2e"}, {Activity: "lint"}}, map[string]string{"lint": "true"}, 0, nil)
+	r, crs = Verify(t.Context(), t.TempDir(), []string{" "}, []models.Criterion{{Activity: "e2e"}, {Activity: "lint"}}, map[string]string{"lint": "true"}, 0, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	if crs[0].Error != "empty verify command" || crs[1].Status != models.VerdictSkipped || crs[2].Status != models.VerdictPass {
 		t.Errorf("results = %+v", crs)
@@ -164,7 +164,7 @@ func TestVerifyEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
 	crit := []models.Criterion{{Activity: "unit-test", Pattern: "Dark$Mode; rm -rf /", Command: `printf '%s|%s|%s|%s' "$COUNTERSIGN_CRITERION_ACTIVITY" "$COUNTERSIGN_CRITERION_PATTERN" "$TASK_ID" "$COUNTERSIGN_TEST_SECRET" > env.txt`}}
-	r, _ := Verify(t.Context(), dir, nil, crit, nil, time.Minute, []string{"PATH=" + os.Getenv("PATH"), "TASK_ID=42"})
+	r, _ := Verify(t.Context(), dir, nil, crit, nil, time.Minute, []string{"PATH=" + os.Getenv("PATH"), "TASK_ID=42"}, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	got, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 	if err != nil {
@@ -174,12 +174,12 @@ func TestVerifyEnvironment(t *testing.T) {
 		t.Errorf("env seen by the command = %q", got)
 	}
 	// nil env: minimal, without the runner's other variables.
-	r, _ = Verify(t.Context(), dir, []string{`test -z "$COUNTERSIGN_TEST_SECRET" && test -n "$PATH"`}, nil, nil, time.Minute, nil)
+	r, _ = Verify(t.Context(), dir, []string{`test -z "$COUNTERSIGN_TEST_SECRET" && test -n "$PATH"`}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 }
 
 func TestVerifyKilledBySignal(t *testing.T) {
-	r, _ := Verify(t.Context(), t.TempDir(), []string{"kill -TERM $$"}, nil, nil, time.Minute, nil)
+	r, _ := Verify(t.Context(), t.TempDir(), []string{"kill -TERM $$"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "was killed by signal terminated")
 }
 
@@ -209,7 +209,7 @@ func wantGone(t *testing.T, pid int) { proctest.WantGone(t, pid, "its verify com
 func TestVerifyTimeoutKillsAChildIgnoringSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	r, _ := Verify(t.Context(), dir, []string{termIgnoringChild + "sleep 30"}, nil, nil, 300*time.Millisecond, nil)
+	r, _ := Verify(t.Context(), dir, []string{termIgnoringChild + "sleep 30"}, nil, nil, 300*time.Millisecond, nil, nil)
 	took := time.Since(start)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "timed out after 300ms and was killed", "started")
 	// SIGTERM ends the shell at once; the child holding the output gets the grace.
@@ -224,7 +224,7 @@ func TestVerifyBackgroundChildIgnoringSIGTERMAfterSuccess(t *testing.T) {
 	// SIGTERM. The verdict is still the shell's, and the child does not survive.
 	dir := t.TempDir()
 	start := time.Now()
-	r, crs := Verify(t.Context(), dir, []string{termIgnoringChild + "exit 0"}, nil, nil, time.Minute, nil)
+	r, crs := Verify(t.Context(), dir, []string{termIgnoringChild + "exit 0"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	if crs[0].Status != models.VerdictPass {
 		t.Errorf("result = %+v", crs[0])
@@ -245,7 +245,7 @@ func TestVerifyEscapedChildHoldingOutputDoesNotHang(t *testing.T) {
 	cmd := `setsid sh -c 'echo $$ > child.pid.tmp; mv child.pid.tmp child.pid; exec sleep 30' &
 while [ ! -f child.pid ]; do sleep 0.01; done; echo done; exit 4`
 	start := time.Now()
-	r, _ := Verify(t.Context(), dir, []string{cmd}, nil, nil, time.Minute, nil)
+	r, _ := Verify(t.Context(), dir, []string{cmd}, nil, nil, time.Minute, nil, nil)
 	took := time.Since(start)
 	_ = syscall.Kill(childPID(t, dir), syscall.SIGKILL)
 	wantVerdict(t, r, models.StageVerify, models.VerdictFail, "exited with status 4", "done")
@@ -261,7 +261,7 @@ func TestVerifyDefaultEnvironment(t *testing.T) {
 	t.Setenv("GOCACHE", "/tmp/countersign-gocache")
 	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
 	t.Setenv("TZ", "UTC")
-	r, _ := Verify(t.Context(), dir, []string{"env > env.txt"}, nil, nil, time.Minute, nil)
+	r, _ := Verify(t.Context(), dir, []string{"env > env.txt"}, nil, nil, time.Minute, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	b, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 	if err != nil {

@@ -34,13 +34,16 @@ var checkedBoxRE = regexp.MustCompile(`^\s*[-*+]\s+\[[xX]\]`)
 // refuses paths outside the workspace; nil means filepath.Join(dir, path) for local
 // paths only. Skipped when the contract asks for neither. Git failing to run (not a
 // repository, no git) or a path that cannot be resolved is Verdict error.
-func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Checklist, resolve func(string) (string, error)) models.CheckResult {
+//
+// git runs confined by confine (nil: unconfined): the repository, its config
+// included, is the worker's.
+func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Checklist, resolve func(string) (string, error), confine *worker.Confinement) models.CheckResult {
 	start := time.Now()
 	if !clean && checklist == nil {
 		return result(models.StageWorkspace, models.VerdictSkipped, "the contract asks for no workspace checks", start)
 	}
 	if clean {
-		if r := checkClean(ctx, dir, start); !Passed(r) {
+		if r := checkClean(ctx, dir, start, confine); !Passed(r) {
 			return r
 		}
 	}
@@ -53,7 +56,7 @@ func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Ch
 }
 
 // checkClean runs git status and fails on any uncommitted change.
-func checkClean(ctx context.Context, dir string, start time.Time) models.CheckResult {
+func checkClean(ctx context.Context, dir string, start time.Time, confine *worker.Confinement) models.CheckResult {
 	var stdout bytes.Buffer
 	res, err := worker.Run(ctx, worker.Spec{
 		// No hooks or fsmonitor: the repository is the worker's, and so would be their code.
@@ -62,6 +65,7 @@ func checkClean(ctx context.Context, dir string, start time.Time) models.CheckRe
 		ExactEnv:  true,
 		Stdout:    &stdout,
 		KillGrace: killGrace,
+		Confine:   confine,
 	})
 	var failure string // what went wrong, when git did not report a status
 	switch {

@@ -40,21 +40,21 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 func TestWorkspaceSkipped(t *testing.T) {
-	wantVerdict(t, Workspace(t.Context(), t.TempDir(), false, nil, nil), models.StageWorkspace, models.VerdictSkipped)
+	wantVerdict(t, Workspace(t.Context(), t.TempDir(), false, nil, nil, nil), models.StageWorkspace, models.VerdictSkipped)
 }
 
 func TestWorkspaceClean(t *testing.T) {
 	dir := gitRepo(t)
-	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil, nil), models.StageWorkspace, models.VerdictPass)
 
 	write(t, filepath.Join(dir, "README.md"), "changed\n")
 	write(t, filepath.Join(dir, "new.go"), "package x\n")
-	r := Workspace(t.Context(), dir, true, nil, nil)
+	r := Workspace(t.Context(), dir, true, nil, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "2 uncommitted change(s)", " M README.md", "?? new.go")
 
 	git(t, dir, "add", ".")
 	git(t, dir, "commit", "-q", "-m", "work")
-	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil, nil), models.StageWorkspace, models.VerdictPass)
 }
 
 func TestWorkspaceCleanListsAtMostTen(t *testing.T) {
@@ -62,7 +62,7 @@ func TestWorkspaceCleanListsAtMostTen(t *testing.T) {
 	for i := 0; i < 13; i++ {
 		write(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), "x")
 	}
-	r := Workspace(t.Context(), dir, true, nil, nil)
+	r := Workspace(t.Context(), dir, true, nil, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "13 uncommitted change(s)", "?? f00.txt", "?? f09.txt", "… and 3 more")
 	if strings.Contains(r.Diagnosis, "f10.txt") {
 		t.Errorf("diagnosis lists more than ten: %q", r.Diagnosis)
@@ -75,7 +75,7 @@ func TestWorkspaceNotARepository(t *testing.T) {
 	}
 	dir := t.TempDir()
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
-	r := Workspace(t.Context(), dir, true, nil, nil)
+	r := Workspace(t.Context(), dir, true, nil, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictError, "git status failed in "+dir, "not a git repository")
 }
 
@@ -83,7 +83,7 @@ func TestWorkspaceChecklist(t *testing.T) {
 	dir := t.TempDir()
 	cl := &models.Checklist{Path: "tasks.md", Count: 3}
 
-	r := Workspace(t.Context(), dir, false, cl, nil)
+	r := Workspace(t.Context(), dir, false, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "checklist file tasks.md is missing", "at least 3 checked boxes")
 
 	write(t, filepath.Join(dir, "tasks.md"), strings.Join([]string{
@@ -94,22 +94,22 @@ func TestWorkspaceChecklist(t *testing.T) {
 		"text mentioning - [x] inline",
 		"",
 	}, "\n"))
-	r = Workspace(t.Context(), dir, false, cl, nil)
+	r = Workspace(t.Context(), dir, false, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail,
 		`checklist tasks.md has 2 checked box(es) ("- [x]"); the contract requires at least 3`)
 
 	write(t, filepath.Join(dir, "tasks.md"), "- [x] a\n* [X] b\n  - [x] nested c\n+ [x] d\n")
-	wantVerdict(t, Workspace(t.Context(), dir, false, cl, nil), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, false, cl, nil, nil), models.StageWorkspace, models.VerdictPass)
 
 	// Outside the workspace is refused by the default resolver.
-	r = Workspace(t.Context(), dir, false, &models.Checklist{Path: "../tasks.md", Count: 1}, nil)
+	r = Workspace(t.Context(), dir, false, &models.Checklist{Path: "../tasks.md", Count: 1}, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictError, `checklist path "../tasks.md" cannot be resolved`)
 
 	// A custom resolver is used as given.
 	other := t.TempDir()
 	write(t, filepath.Join(other, "list.md"), "- [x] one\n")
 	resolve := func(p string) (string, error) { return filepath.Join(other, p), nil }
-	wantVerdict(t, Workspace(t.Context(), dir, false, &models.Checklist{Path: "list.md", Count: 1}, resolve), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, false, &models.Checklist{Path: "list.md", Count: 1}, resolve, nil), models.StageWorkspace, models.VerdictPass)
 }
 
 func TestWorkspaceCleanThenChecklist(t *testing.T) {
@@ -118,11 +118,11 @@ func TestWorkspaceCleanThenChecklist(t *testing.T) {
 	git(t, dir, "add", ".")
 	git(t, dir, "commit", "-q", "-m", "list")
 	cl := &models.Checklist{Path: "tasks.md", Count: 2}
-	r := Workspace(t.Context(), dir, true, cl, nil)
+	r := Workspace(t.Context(), dir, true, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "has 1 checked box(es)")
 
 	write(t, filepath.Join(dir, "tasks.md"), "- [x] a\n- [x] b\n")
-	r = Workspace(t.Context(), dir, true, cl, nil)
+	r = Workspace(t.Context(), dir, true, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "1 uncommitted change(s)", "M tasks.md")
 }
 
@@ -131,13 +131,13 @@ func TestWorkspaceGitIgnoresTheRunnersGitVariables(t *testing.T) {
 	// status must look at the workspace, not where that points.
 	dir := gitRepo(t)
 	t.Setenv("GIT_DIR", filepath.Join(t.TempDir(), "elsewhere"))
-	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, true, nil, nil, nil), models.StageWorkspace, models.VerdictPass)
 }
 
 func TestWorkspaceCancelledIsInfrastructure(t *testing.T) {
 	dir := gitRepo(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	r := Workspace(ctx, dir, true, nil, nil)
+	r := Workspace(ctx, dir, true, nil, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictError, "git status failed in "+dir, "context canceled")
 }

@@ -72,7 +72,9 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 	}
 	for _, w := range workers {
 		a := &models.Agent{Name: w.name, Kind: models.KindWorker, Roles: []string{w.role},
-			Command: "sh " + shellQuote(filepath.Join(dir, w.script))}
+			Command: "sh " + shellQuote(filepath.Join(dir, w.script)),
+			// The scripts live in the data dir, which a confined worker cannot read.
+			Sandbox: models.AgentSandbox{Read: []string{dir}}}
 		if err := svc.CreateAgent(ctx, models.System, a, ""); err != nil {
 			return fmt.Errorf("demo: agent %s: %w", w.name, err)
 		}

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 // Defaults applied when the corresponding Spec field is zero.
@@ -90,7 +92,27 @@ type Spec struct {
 	// goroutine and never after Run returns; a Write error is ignored and the output
 	// still drained, because a command blocked on a full pipe would hang the run.
 	Stdout io.Writer
+	// Confine says how the run is confined and tracked; nil runs it unconfined (still
+	// in its own process group, still killed when the runner dies).
+	Confine *Confinement
 }
+
+// Confinement is how a run is confined and tracked. Every process the runner starts in
+// a task's workspace gets one.
+type Confinement struct {
+	// Sandbox starts the command; nil means unconfined.
+	Sandbox *sandbox.Sandbox
+	// Policy is what the run may touch.
+	Policy sandbox.Policy
+	// OnStart, when set, is called with the pid of the started process (its group id)
+	// and returns the func Run calls once the whole group is dead: how a runner records
+	// the groups a successor must reap if it dies.
+	OnStart func(pid int) (done func())
+}
+
+// unconfined starts runs with no sandbox: a process group of their own and a
+// parent-death signal, nothing more.
+var unconfined = sandbox.Probe(sandbox.ModeOff)
 
 // Result is the outcome of a run that started. A non-zero exit, a timeout or a
 // cancellation is a normal Result, not an error.
@@ -251,11 +273,27 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		cmd.Stdout = sw
 	}
 	cmd.Stderr = pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = stdinWaitDelay
 
+	sb, policy, onStart := unconfined, sandbox.Policy{}, func(int) func() { return func() {} }
+	if c := s.Confine; c != nil {
+		if c.Sandbox != nil {
+			sb, policy = c.Sandbox, c.Policy
+		}
+		if c.OnStart != nil {
+			onStart = c.OnStart
+		}
+	}
+	exited := make(chan struct{})
+	var reap func() error
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// The sandbox waits for the exit on the thread that started the command: the
+	// command's parent-death signal is tied to that thread.
+	err = sb.Start(cmd, policy, func() {
+		reap = awaitExit(cmd)
+		close(exited)
+	})
+	if err != nil {
 		pw.Close()
 		pr.Close()
 		closeIfOpen(sw)
@@ -291,12 +329,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return n
 	}
 
-	exited := make(chan struct{})
-	var reap func() error
-	go func() {
-		reap = awaitExit(cmd)
-		close(exited)
-	}()
+	groupDone := onStart(pgid)
 
 	res := Result{LogPath: s.LogPath}
 	var timeoutC <-chan time.Time
@@ -358,6 +391,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	waitErr := reap()
 	res.Duration = time.Since(start)
+	groupDone()
 
 	// The group is dead, so the pipe normally reaches EOF at once. If it does not, a
 	// process that left the group still holds it: keep reading only while output still

@@ -306,3 +306,22 @@ func escapes(rel, msg string) error {
 	}
 	return models.Errorf(models.EINVALID, "%s: %q", msg, rel)
 }
+
+// GitWritable lists what git in a worktree writes outside the worktree itself: the
+// repository's object store, refs and reflogs, and the worktree's own administrative
+// directory. The rest of the repository's git directory (config, hooks, other
+// worktrees' state) stays out of a confined worker's reach. Empty for a workspace that
+// is not a worktree.
+func (w *Workspace) GitWritable() []string {
+	if !w.worktree {
+		return nil
+	}
+	common := filepath.Join(w.repo, ".git")
+	paths := []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}
+	if b, err := os.ReadFile(filepath.Join(w.Dir, ".git")); err == nil {
+		if gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok && within(common, filepath.Clean(gitdir)) {
+			paths = append(paths, filepath.Clean(gitdir))
+		}
+	}
+	return paths
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/sandbox"
+	"github.com/countersign/countersign/runner/worker"
+)
+
+// DefaultConnectPorts are the TCP ports every confined run may connect to besides
+// Countersign's own: HTTP and HTTPS, for package registries and model APIs.
+var DefaultConnectPorts = []uint16{80, 443}
+
+// EnvURL is how a worker reaches Countersign's API and MCP server, as itself.
+const EnvURL = "COUNTERSIGN_URL"
+
+// agentHome is the agent's own home directory, its HOME when confined: caches,
+// ~/.claude, a Go build cache. It outlives attempts; nothing else of the data dir is
+// visible to the agent.
+func (p *Pool) agentHome(a *models.Agent) string {
+	return filepath.Join(p.cfg.Workspaces.Root(), "agents", a.Name, "home")
+}
+
+// attemptTmp is the attempt's private temp dir, its TMPDIR; removed when the attempt
+// is settled.
+func (p *Pool) attemptTmp(taskID int64, attempt int) string {
+	return filepath.Join(p.cfg.Workspaces.Root(), "tmp", fmt.Sprintf("task-%d-attempt-%d", taskID, attempt))
+}
+
+// prepareConfinement creates the attempt's temp dir and the agent's home.
+func (p *Pool) prepareConfinement(tr *taskRun, ar *attemptRun) error {
+	ar.tmp = p.attemptTmp(tr.task.ID, ar.num)
+	for _, d := range []string{ar.tmp, p.agentHome(&tr.agent)} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// confinement is how every process of an attempt runs — the worker, its verify
+// commands, git status, the reviewer — given the agent whose code or rights are at
+// stake: the attempt's workspace, temp dir and that agent's home writable; the system
+// and the agent's extra paths readable; Countersign's port, the default ports and the
+// agent's own reachable.
+func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker.Confinement {
+	pol := sandbox.Policy{
+		ReadExec:   append(sandbox.SystemReadPaths(os.Getenv("PATH")), append([]string{ar.ws.MetaDir}, a.Sandbox.Read...)...),
+		ReadWrite:  append([]string{ar.ws.Dir, ar.tmp, p.agentHome(a)}, a.Sandbox.Write...),
+		ConnectTCP: append(p.connectPorts(), toPorts(a.Sandbox.Connect)...),
+		AllowUnix:  a.Sandbox.AllowUnix,
+	}
+	pol.ReadWrite = append(pol.ReadWrite, ar.ws.GitWritable()...)
+	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
+	if p.cfg.Procs != nil {
+		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
+	}
+	return c
+}
+
+// confinedEnv is what a confined process's environment says about where it lives.
+func (p *Pool) confinedEnv(ar *attemptRun, a *models.Agent) []string {
+	env := []string{"HOME=" + p.agentHome(a), "TMPDIR=" + ar.tmp}
+	if p.cfg.APIURL != "" {
+		env = append(env, EnvURL+"="+p.cfg.APIURL)
+	}
+	return env
+}
+
+// connectPorts are the ports every run may reach: Countersign's own and the defaults.
+func (p *Pool) connectPorts() []uint16 {
+	ports := append([]uint16{}, p.cfg.ConnectPorts...)
+	if port := urlPort(p.cfg.APIURL); port != 0 {
+		ports = append(ports, port)
+	}
+	return ports
+}
+
+// urlPort is the TCP port a URL names or implies; 0 when it names none.
+func urlPort(raw string) uint16 {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return 0
+	}
+	if s := u.Port(); s != "" {
+		n, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return 0
+		}
+		return uint16(n)
+	}
+	switch u.Scheme {
+	case "https":
+		return 443
+	case "http":
+		return 80
+	}
+	return 0
+}
+
+func toPorts(in []int) []uint16 {
+	out := make([]uint16, 0, len(in))
+	for _, n := range in {
+		if n > 0 && n <= 65535 {
+			out = append(out, uint16(n))
+		}
+	}
+	return out
+}

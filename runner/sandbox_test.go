@@ -1,0 +1,134 @@
+//go:build linux && (amd64 || arm64)
+
+package runner
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/sandbox"
+)
+
+// buildProbe builds the sandbox package's hostile worker into dir.
+func buildProbe(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "probe")
+	if out, err := exec.Command("go", "build", "-o", bin, "./sandbox/internal/probe").CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// readProbe parses a probe report the worker, a verify command or the reviewer left
+// in the workspace.
+func readProbe(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the probe left no report: %v", err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		name, verdict, _ := strings.Cut(line, ": ")
+		got[name] = verdict
+	}
+	return got
+}
+
+// TestHostileWorkerConfined runs the hostile probe as a worker, as a verify command and
+// as a reviewer, through the pool: each tries to read the judge's database and the
+// server's environment, list another workspace, write outside its own, signal the
+// server, reach PostgreSQL over TCP, Multipath TCP and its unix socket, and use a
+// capability. Confined, every one of those fails while the task is still verified;
+// with the sandbox off every one succeeds, so the test can fail.
+func TestHostileWorkerConfined(t *testing.T) {
+	if c, err := net.Dial("tcp", "127.0.0.1:5432"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		t.Skip("no PostgreSQL on 127.0.0.1:5432")
+	} else {
+		c.Close()
+	}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer api.Close()
+	probeDir := t.TempDir()
+	probe := buildProbe(t, probeDir)
+
+	escapes := []string{"read-db", "read-environ", "signal-server", "list-other-workspace", "write-tmp",
+		"write-parent", "tcp-postgres", "mptcp-postgres", "unix-postgres"}
+	if os.Geteuid() == 0 {
+		escapes = append(escapes, "capabilities")
+	}
+	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git", "api"}
+
+	for _, tc := range []struct {
+		name string
+		mode sandbox.Mode
+	}{{"confined", sandbox.ModeOn}, {"sandbox off", sandbox.ModeOff}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := sandbox.Probe(tc.mode)
+			if !sb.Ready() {
+				t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+			}
+			h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.APIURL = sb, api.URL })
+			other := filepath.Join(h.root, "work", "tasks", "999")
+			must(t, os.MkdirAll(other, 0o750))
+			db := filepath.Join(h.root, "countersign.db")
+			must(t, os.WriteFile(db, []byte("the judge's records"), 0o640))
+			run := func(report string, extra ...string) string {
+				args := []string{shq(probe), "-db", shq(db), "-pid", fmt.Sprint(os.Getpid()), "-other", shq(other),
+					"-api", `"$COUNTERSIGN_URL/ping"`}
+				return strings.Join(append(args, extra...), " ") + " > " + report + " 2>&1"
+			}
+			readProbeDir := func(a *models.Agent) { a.Sandbox.Read = []string{probeDir} }
+			workerArgs := []string{}
+			if tc.mode == sandbox.ModeOn {
+				workerArgs = append(workerArgs, "-go-test")
+			}
+			h.worker("mallory", "developer", run("worker.txt", workerArgs...)+"; echo TASK_COMPLETE", readProbeDir)
+			h.worker("rex", "reviewer", run("review.txt")+"; echo REVIEW_PASS", readProbeDir)
+			c := models.Contract{
+				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run("verify.txt")}},
+				Verification: models.Verification{Type: models.VerifyVerifiable},
+				Review:       &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}},
+			}
+			task := h.task("probe the sandbox", "developer", c)
+			h.start()
+			got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
+			if got.State != models.TaskVerified {
+				t.Fatalf("task %s, want verified; attempts %+v", got.State, h.attempts(task.ID))
+			}
+			dir := filepath.Join(h.root, "work", "tasks", fmt.Sprint(task.ID))
+			for _, who := range []string{"worker", "verify", "review"} {
+				report := readProbe(t, filepath.Join(dir, who+".txt"))
+				for _, name := range escapes {
+					denied := strings.HasPrefix(report[name], "denied")
+					if tc.mode == sandbox.ModeOn && !denied {
+						t.Errorf("%s %s: %q, want denied", who, name, report[name])
+					}
+					if tc.mode == sandbox.ModeOff && denied {
+						t.Errorf("%s %s: %q, want ok with the sandbox off", who, name, report[name])
+					}
+				}
+				wantNeeds := needs
+				if who == "worker" && tc.mode == sandbox.ModeOn {
+					wantNeeds = append(wantNeeds, "go-test")
+				}
+				for _, name := range wantNeeds {
+					if report[name] != "ok" {
+						t.Errorf("%s %s: %q, want ok", who, name, report[name])
+					}
+				}
+			}
+		})
+	}
+}
