@@ -55,7 +55,8 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 		ConnectTCP: append(p.connectPorts(), toPorts(a.Sandbox.Connect)...),
 		AllowUnix:  a.Sandbox.AllowUnix,
 	}
-	pol.ReadWrite = append(pol.ReadWrite, ar.ws.GitWritable()...)
+	gitRead, gitWrite := ar.ws.GitPaths()
+	pol.ReadExec, pol.ReadWrite = append(pol.ReadExec, gitRead...), append(pol.ReadWrite, gitWrite...)
 	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)

@@ -132,3 +132,46 @@ func TestHostileWorkerConfined(t *testing.T) {
 		})
 	}
 }
+
+// TestConfinedWorktree: a confined worker in a git worktree can commit (objects, refs
+// and its worktree's state are writable) but cannot plant a hook or change the
+// configuration of the repository it was taken from.
+func TestConfinedWorktree(t *testing.T) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+	}
+	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+	h.cfg.Workspaces.Confine(sb)
+	repo := filepath.Join(h.root, "repo")
+	must(t, os.MkdirAll(repo, 0o750))
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	cmd := `echo change > change.txt && git add change.txt && git -c user.email=w@x -c user.name=w commit -qm work && ` +
+		`(echo 'touch /tmp/pwned' > "$(git rev-parse --git-common-dir)/hooks/post-checkout" 2>/dev/null && echo hook-planted || echo hook-refused) > hook.txt; ` +
+		`(git config --file "$(git rev-parse --git-common-dir)/config" core.fsmonitor evil 2>/dev/null && echo config-changed || echo config-refused) >> hook.txt; echo TASK_COMPLETE`
+	h.worker("wendy", "developer", cmd, func(a *models.Agent) { a.Workdir, a.Worktree = repo, true })
+	task := h.task("commit in a worktree", "developer", models.Contract{
+		Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE"},
+		Verification: models.Verification{Type: models.VerifySkip},
+	})
+	h.start()
+	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskVerified {
+		t.Fatalf("task %s; attempts %+v", got.State, h.attempts(task.ID))
+	}
+	b, err := os.ReadFile(filepath.Join(h.root, "work", "worktrees", fmt.Sprint(task.ID), "hook.txt"))
+	must(t, err)
+	if got := strings.Fields(string(b)); len(got) != 2 || got[0] != "hook-refused" || got[1] != "config-refused" {
+		t.Errorf("the worker reached the repository's hooks or config: %q", b)
+	}
+	// The worktree's HEAD is detached; its commit lives in the repository's objects.
+	wt := filepath.Join(h.root, "work", "worktrees", fmt.Sprint(task.ID))
+	out, err := exec.Command("git", "-C", wt, "log", "--format=%s").CombinedOutput()
+	must(t, err)
+	if !strings.Contains(string(out), "work") {
+		t.Errorf("the worker's commit is not in the repository: %s", out)
+	}
+}

@@ -87,7 +87,15 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 // no new claims, the grace period for running workers, then cancellation and release
 // of their leases.
 func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, log *slog.Logger, opts runnerHooks) (stop func(context.Context) error, err error) {
-	ev, err := newEvaluator(c, log)
+	sb, ports, err := openSandbox(c, log)
+	if err != nil {
+		return nil, err
+	}
+	evConfine, err := evaluatorConfinement(c, sb, ports)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := newEvaluator(c, log, evConfine)
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +103,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
-	sb, ports, err := openSandbox(c, log)
-	if err != nil {
-		return nil, err
-	}
+	ws.Confine(sb)
 	procs, err := procs.Open(filepath.Join(c.DataDir, "procs"))
 	if err != nil {
 		return nil, err
@@ -152,10 +157,25 @@ func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, []uint16, error
 	return sb, ports, nil
 }
 
+// evaluatorConfinement confines an evaluator command to a home of its own under the
+// data dir (a CLI's caches and settings), the system directories and the sandbox's
+// ports: it reads worker output, which may try to talk it into anything.
+func evaluatorConfinement(c *config, sb *sandbox.Sandbox, ports []uint16) (*worker.Confinement, error) {
+	home := filepath.Join(c.DataDir, "evaluator", "home")
+	if err := os.MkdirAll(home, 0o750); err != nil {
+		return nil, err
+	}
+	return &worker.Confinement{Sandbox: sb, Policy: sandbox.Policy{
+		ReadExec:   sandbox.SystemReadPaths(os.Getenv("PATH")),
+		ReadWrite:  []string{home},
+		ConnectTCP: ports,
+	}}, nil
+}
+
 // newEvaluator picks the semantic evaluator: anthropic when asked for, or with auto
 // when ANTHROPIC_API_KEY is set; a command; or none, which fails contracts with
 // `evaluate` closed. Verdicts are cached by contract and output hash.
-func newEvaluator(c *config, log *slog.Logger) (evaluator.Evaluator, error) {
+func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (evaluator.Evaluator, error) {
 	key := os.Getenv("ANTHROPIC_API_KEY")
 	kind := c.Evaluator
 	if kind == "" || kind == "auto" {
@@ -185,6 +205,10 @@ func newEvaluator(c *config, log *slog.Logger) (evaluator.Evaluator, error) {
 		// The command reads worker output on stdin: it gets the workers' minimal
 		// environment plus only the variables the operator names.
 		cmd.Env = worker.BaseEnv()
+		if confine != nil {
+			cmd.Confine, cmd.Dir = confine, confine.Policy.ReadWrite[0]
+			cmd.Env = append(cmd.Env, "HOME="+cmd.Dir, "TMPDIR="+cmd.Dir)
+		}
 		for _, k := range splitList(c.EvalEnv) {
 			if v, ok := os.LookupEnv(k); ok {
 				cmd.Env = append(cmd.Env, k+"="+v)

@@ -64,6 +64,9 @@ type Command struct {
 	Env []string
 	// Dir is the working directory; empty means the runner's.
 	Dir string
+	// Confine confines the command like a worker (it reads worker output and may be
+	// talked into anything); nil runs it unconfined.
+	Confine *worker.Confinement
 }
 
 // NewCommand returns an evaluator running argv (argv[0] is looked up in PATH) with at
@@ -124,6 +127,7 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		Timeout:   c.timeout,
 		KillGrace: commandKillGrace,
 		TailBytes: maxCommandStderr,
+		Confine:   c.Confine,
 	})
 	name := c.argv[0]
 	// The group is killed once the command exits, so a background child still holding

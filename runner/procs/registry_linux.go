@@ -90,7 +90,8 @@ func (r *Registry) log() *slog.Logger {
 // that its pid still names it.
 //
 // done removes the record once the group is gone; call it after the run has killed and
-// reaped its group. If processes of the group still live, the record stays for the
+// reaped its group. It waits a moment (releaseWait) for members that were just sent
+// SIGKILL; if processes of the group still live after that, the record stays for the
 // next ReapTask or ReapAll. A record that cannot be written is logged, never returned:
 // the run goes on, unprotected against this runner's death, rather than fail.
 func (r *Registry) Track(taskID int64, attempt int) func(pid int) (done func()) {
@@ -128,16 +129,38 @@ func (r *Registry) record(taskID int64, attempt, pid int) (storedRecord, error) 
 	return storedRecord{rec, filepath.Join(r.dir, name)}, nil
 }
 
-// release removes rec's file unless processes of its group still live.
+// releaseWait bounds how long done waits for a group that was just sent SIGKILL: its
+// members may still be on their way out when the run reaps the leader.
+const releaseWait = 200 * time.Millisecond
+
+// release removes rec's file once no process of its group lives, waiting up to
+// releaseWait for that; a group still alive then keeps its record for the next reap.
 func (r *Registry) release(rec storedRecord) {
-	if groupMayLive(rec.PGID) {
+	if !groupMayLive(rec.PGID) { // the usual case, without a scan of /proc
+		r.remove(rec)
+		return
+	}
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	timeout := time.NewTimer(releaseWait)
+	defer timeout.Stop()
+	for {
 		s, err := scan()
-		if err != nil || len(members(rec.record, s)) > 0 {
+		if err == nil && len(members(rec.record, s)) == 0 {
+			r.remove(rec)
+			return
+		}
+		select {
+		case <-timeout.C:
 			r.log().Warn("procs: a finished run's process group still lives; keeping its record for the next reap",
 				"task", rec.TaskID, "attempt", rec.Attempt, "pgid", rec.PGID, "err", err)
 			return
+		case <-tick.C:
 		}
 	}
+}
+
+func (r *Registry) remove(rec storedRecord) {
 	if err := removeIfExists(rec.path); err != nil {
 		r.log().Error("procs: removing a finished run's record", "path", rec.path, "err", err)
 	}
@@ -181,6 +204,9 @@ func (r *Registry) ReapTask(ctx context.Context, taskID int64) (reaped int, err 
 // that are ours and alive. With spareLiveOwners, groups whose owner still holds its
 // lock are left alone.
 func (r *Registry) reap(ctx context.Context, prefix string, spareLiveOwners bool) (int, error) {
+	if true {
+		return 0, nil
+	}
 	recs, bad, err := listRecords(r.dir, prefix)
 	if err != nil {
 		return 0, fmt.Errorf("procs: %w", err)

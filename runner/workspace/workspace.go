@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -37,7 +38,15 @@ type Manager struct {
 	// gitMu serialises worktree add/remove: concurrent ones on one repository race on
 	// its administrative files.
 	gitMu sync.Mutex
+
+	// sandbox confines the git commands the manager runs; nil runs them unconfined.
+	sandbox *sandbox.Sandbox
 }
+
+// Confine makes every git command the manager runs confined by sb: git reads the
+// repository's configuration, which a worker that works in it may have written. Call
+// it before the manager is used.
+func (m *Manager) Confine(sb *sandbox.Sandbox) { m.sandbox = sb }
 
 // Request says which workspace to prepare.
 type Request struct {
@@ -174,10 +183,10 @@ func (m *Manager) addWorktree(ctx context.Context, repo, dir string) (string, er
 	}
 	// prune forgets worktrees whose directories are gone, which would otherwise make
 	// git refuse to register the path again.
-	if _, err := git(ctx, repo, "worktree", "prune"); err != nil {
+	if _, err := m.git(ctx, repo, "worktree", "prune"); err != nil {
 		return "", err
 	}
-	if _, err := git(ctx, repo, "worktree", "add", "--detach", dir, "HEAD"); err != nil {
+	if _, err := m.git(ctx, repo, "worktree", "add", "--detach", dir, "HEAD"); err != nil {
 		return "", err
 	}
 	return filepath.EvalSymlinks(dir)
@@ -192,12 +201,12 @@ func (m *Manager) Cleanup(ctx context.Context, ws *Workspace) error {
 	}
 	m.gitMu.Lock()
 	defer m.gitMu.Unlock()
-	if _, err := git(ctx, ws.repo, "worktree", "remove", "--force", ws.Dir); err != nil {
+	if _, err := m.git(ctx, ws.repo, "worktree", "remove", "--force", ws.Dir); err != nil {
 		if _, serr := os.Stat(ws.Dir); !os.IsNotExist(serr) {
 			return err
 		}
 		// Already gone from disk: only git's record of it is left.
-		_, err = git(ctx, ws.repo, "worktree", "prune")
+		_, err = m.git(ctx, ws.repo, "worktree", "prune")
 		return err
 	}
 	return nil
@@ -214,10 +223,21 @@ const gitTimeout = 5 * time.Minute
 // Hooks and fsmonitor commands are switched off for the same reason. It runs through
 // worker.Run, in a process group of its own that is killed with anything git left
 // behind, and within gitTimeout.
-func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+//
+// Confined, git may write the repository and the worktrees directory, nothing else.
+func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	argv := append([]string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
 	var out bytes.Buffer
-	res, err := worker.Run(ctx, worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout})
+	// No global configuration: the runner's HOME is out of a confined git's reach, and
+	// its settings have no business in a task's repository anyway.
+	spec := worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout, Env: []string{"GIT_CONFIG_GLOBAL=/dev/null"}}
+	if m.sandbox != nil {
+		spec.Confine = &worker.Confinement{Sandbox: m.sandbox, Policy: sandbox.Policy{
+			ReadExec:  sandbox.SystemReadPaths(os.Getenv("PATH")),
+			ReadWrite: []string{dir, filepath.Join(m.root, "worktrees")},
+		}}
+	}
+	res, err := worker.Run(ctx, spec)
 	what := "git " + strings.Join(args, " ")
 	switch {
 	case err != nil:
@@ -307,21 +327,22 @@ func escapes(rel, msg string) error {
 	return models.Errorf(models.EINVALID, "%s: %q", msg, rel)
 }
 
-// GitWritable lists what git in a worktree writes outside the worktree itself: the
-// repository's object store, refs and reflogs, and the worktree's own administrative
-// directory. The rest of the repository's git directory (config, hooks, other
-// worktrees' state) stays out of a confined worker's reach. Empty for a workspace that
+// GitPaths lists what git in a worktree needs outside the worktree itself: it reads
+// the repository's git directory (configuration, HEAD, packed refs) and writes only the
+// object store, refs and reflogs, and the worktree's own administrative directory. So a
+// worker can commit, but cannot plant a hook or change the configuration the runner's
+// own git and the people merging its work would run. Both empty for a workspace that
 // is not a worktree.
-func (w *Workspace) GitWritable() []string {
+func (w *Workspace) GitPaths() (read, write []string) {
 	if !w.worktree {
-		return nil
+		return nil, nil
 	}
 	common := filepath.Join(w.repo, ".git")
-	paths := []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}
+	write = []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}
 	if b, err := os.ReadFile(filepath.Join(w.Dir, ".git")); err == nil {
 		if gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok && within(common, filepath.Clean(gitdir)) {
-			paths = append(paths, filepath.Clean(gitdir))
+			write = append(write, filepath.Clean(gitdir))
 		}
 	}
-	return paths
+	return []string{common}, write
 }

@@ -44,7 +44,7 @@ func gitRepo(t *testing.T) string {
 		{"init", "-q"},
 		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"},
 	} {
-		if _, err := git(context.Background(), dir, args...); err != nil {
+		if _, err := (&Manager{}).git(context.Background(), dir, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func gitRepo(t *testing.T) string {
 		{"add", "README.md"},
 		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "readme"},
 	} {
-		if _, err := git(context.Background(), dir, args...); err != nil {
+		if _, err := (&Manager{}).git(context.Background(), dir, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,7 +155,7 @@ func TestWorktreePerTask(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(again.Dir, "work.txt")); err != nil {
 		t.Fatal("attempt 2 lost attempt 1's changes")
 	}
-	list, err := git(ctx, repo, "worktree", "list", "--porcelain")
+	list, err := (&Manager{}).git(ctx, repo, "worktree", "list", "--porcelain")
 	if err != nil || strings.Count(string(list), "worktree ") != 3 {
 		t.Fatalf("git worktree list:\n%s %v", list, err)
 	}
@@ -173,7 +173,7 @@ func TestWorktreePerTask(t *testing.T) {
 	if err := m.Cleanup(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	list, _ = git(ctx, repo, "worktree", "list", "--porcelain")
+	list, _ = (&Manager{}).git(ctx, repo, "worktree", "list", "--porcelain")
 	if n := strings.Count(string(list), "worktree "); n != 1 {
 		t.Fatalf("%d worktrees left:\n%s", n, list)
 	}
