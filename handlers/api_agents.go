@@ -2,13 +2,14 @@ package handlers
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
 )
 
-// AgentsAPI serves /api/v1/agents.
+// AgentsAPI serves /api/v1/agents and the agents' tokens.
 type AgentsAPI struct{ svc *models.Service }
 
 // NewAgentsAPI returns the agents endpoints over svc.
@@ -16,23 +17,42 @@ func NewAgentsAPI(svc *models.Service) *AgentsAPI { return &AgentsAPI{svc: svc} 
 
 // agentInput is the body of POST /agents.
 type agentInput struct {
-	Name        string   `json:"name"`
-	Kind        string   `json:"kind"`
-	Roles       []string `json:"roles"`
-	Command     string   `json:"command"`
-	Workdir     string   `json:"workdir"`
-	Worktree    bool     `json:"worktree"`
-	Concurrency int      `json:"concurrency"`
-	Password    string   `json:"password"`
+	Name        string              `json:"name"`
+	Kind        string              `json:"kind"`
+	Roles       []string            `json:"roles"`
+	Command     string              `json:"command"`
+	Workdir     string              `json:"workdir"`
+	Worktree    bool                `json:"worktree"`
+	Concurrency int                 `json:"concurrency"`
+	Password    string              `json:"password"`
+	Sandbox     models.AgentSandbox `json:"sandbox"`
 }
 
-// List answers GET /agents.
+// agentPatch is the body of PATCH /agents/{name}: the fields to change, each left as
+// it is when absent.
+type agentPatch struct {
+	Roles       *[]string            `json:"roles"`
+	Command     *string              `json:"command"`
+	Workdir     *string              `json:"workdir"`
+	Worktree    *bool                `json:"worktree"`
+	Concurrency *int                 `json:"concurrency"`
+	Disabled    *bool                `json:"disabled"`
+	Sandbox     *models.AgentSandbox `json:"sandbox"`
+}
+
+// List answers GET /agents. Commands, workdirs and sandbox settings are shown to
+// admins only.
 func (h *AgentsAPI) List(c echo.Context) error {
 	agents, err := h.svc.Store().ListAgents(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"agents": agents})
+	viewer := Actor(c)
+	out := make([]models.Agent, len(agents))
+	for i := range agents {
+		out[i] = agents[i].VisibleTo(viewer)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"agents": out})
 }
 
 // Create answers POST /agents (admins only).
@@ -42,9 +62,90 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 		return err
 	}
 	a := &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
-		Workdir: in.Workdir, Worktree: in.Worktree, Concurrency: in.Concurrency}
+		Workdir: in.Workdir, Worktree: in.Worktree, Concurrency: in.Concurrency, Sandbox: in.Sandbox}
 	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, a)
+}
+
+// Update answers PATCH /agents/{name} (admins only): the fields given change, and
+// each change is an agent.changed event.
+func (h *AgentsAPI) Update(c echo.Context) error {
+	ctx := c.Request().Context()
+	actor := Actor(c)
+	var in agentPatch
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	a, err := h.svc.Store().GetAgentByName(ctx, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	if a.Kind == models.KindSystem {
+		return models.NotFound("agent", c.Param("name"))
+	}
+	if in.Roles != nil {
+		a.Roles = *in.Roles
+	}
+	if in.Command != nil {
+		a.Command = *in.Command
+	}
+	if in.Workdir != nil {
+		a.Workdir = *in.Workdir
+	}
+	if in.Worktree != nil {
+		a.Worktree = *in.Worktree
+	}
+	if in.Concurrency != nil {
+		a.Concurrency = *in.Concurrency
+	}
+	if in.Disabled != nil {
+		a.Disabled = *in.Disabled
+	}
+	if in.Sandbox != nil {
+		a.Sandbox = *in.Sandbox
+	}
+	if err := h.svc.UpdateAgent(ctx, actor, a); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// Tokens answers GET /agents/{name}/tokens: the agent's tokens (never their secrets)
+// with their status; an admin or the agent itself may list them.
+func (h *AgentsAPI) Tokens(c echo.Context) error {
+	tokens, err := h.svc.ListTokens(c.Request().Context(), Actor(c), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tokens": tokenViews(tokens, h.svc.Now())})
+}
+
+// RevokeToken answers DELETE /tokens/{id}: the token is refused from now on. An admin
+// or the token's own agent may revoke it.
+func (h *AgentsAPI) RevokeToken(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	t, err := h.svc.RevokeToken(c.Request().Context(), Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, tokenViews([]models.Token{*t}, h.svc.Now())[0])
+}
+
+// tokenView is a token as the API shows it: with its status.
+type tokenView struct {
+	models.Token
+	Status string `json:"status"`
+}
+
+func tokenViews(ts []models.Token, now time.Time) []tokenView {
+	out := make([]tokenView, len(ts))
+	for i, t := range ts {
+		out[i] = tokenView{Token: t, Status: t.Status(now)}
+	}
+	return out
 }

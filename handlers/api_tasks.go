@@ -86,6 +86,9 @@ func (h *TasksAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := Actor(c).MayReadTask(t); err != nil {
+		return err
+	}
 	attempts, err := h.svc.Store().ListAttempts(ctx, id)
 	if err != nil {
 		return err

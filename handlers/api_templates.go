@@ -61,7 +61,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 		return models.Errorf(models.EBADREQUEST, "could not read the request body")
 	}
 	if len(body) > maxTemplateBytes {
-		return models.Errorf(models.EBADREQUEST, "template larger than 1 MiB")
+		return models.Errorf(models.ETOOLARGE, "template larger than 1 MiB")
 	}
 	t, err := models.ParseTemplate(body)
 	if err != nil {

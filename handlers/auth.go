@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -10,8 +11,9 @@ import (
 
 const actorKey = "countersign.actor"
 
-// BearerAuth is middleware that requires a valid bearer token and records the token's
-// agent as the request's actor.
+// BearerAuth is middleware that requires a valid bearer token (not expired, not
+// revoked) and records the token's agent as the request's actor. An attempt token
+// reaches only the routes of its scope; any other is 403 attempt_token_scope.
 func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -24,10 +26,21 @@ func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
+			if a.Scope != nil && !scopedRoutes[c.Request().Method+" "+c.Path()] {
+				return a.Unscoped("call " + c.Request().Method + " " + c.Path())
+			}
 			SetActor(c, a)
 			return next(c)
 		}
 	}
+}
+
+// scopedRoutes are the only routes an attempt token may call (see models.TokenScope):
+// create a task, read a task, act on a task. The service checks again which task.
+var scopedRoutes = map[string]bool{
+	http.MethodPost + " /api/v1/tasks":             true,
+	http.MethodGet + " /api/v1/tasks/:id":          true,
+	http.MethodPost + " /api/v1/tasks/:id/:action": true,
 }
 
 // SetActor records the authenticated agent for the request.

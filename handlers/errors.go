@@ -28,6 +28,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case models.EINVALID:
 		return http.StatusUnprocessableEntity
+	case models.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }
@@ -36,8 +38,8 @@ func statusOf(code string) int {
 type HTMLErrorRenderer func(c echo.Context, status int, e *models.Error) error
 
 // ErrorHandler is the one place errors become responses: domain errors keep their
-// code and caller-safe message; echo's own errors (unknown route, body too large)
-// become domain errors; anything else is logged and shown as a generic internal
+// code and caller-safe message; echo's own errors (unknown route, body too large:
+// 413 ETOOLARGE) become domain errors; anything else is logged and shown as a generic internal
 // error, so internal details never reach a user.
 type ErrorHandler struct {
 	log  *slog.Logger
@@ -95,7 +97,7 @@ func (h *ErrorHandler) domainError(err error, c echo.Context) *models.Error {
 		case http.StatusMethodNotAllowed:
 			return &models.Error{Code: models.EBADREQUEST, Message: "method not allowed"}
 		case http.StatusRequestEntityTooLarge:
-			return &models.Error{Code: models.EBADREQUEST, Message: "request body too large"}
+			return bodyTooLarge()
 		case http.StatusUnauthorized:
 			return &models.Error{Code: models.EUNAUTHORIZED, Message: msg}
 		case http.StatusForbidden:
@@ -157,7 +159,16 @@ func jsonError(err error) error {
 	if errors.As(err, &de) {
 		return de
 	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+		return bodyTooLarge() // the body limit cut the body off while it was read
+	}
 	return models.Errorf(models.EBADREQUEST, "malformed JSON: %v", err)
+}
+
+// bodyTooLarge is the error of a request body over MaxBodyBytes.
+func bodyTooLarge() *models.Error {
+	return models.Errorf(models.ETOOLARGE, "request body too large: the limit is %d MiB", MaxBodyBytes>>20)
 }
 
 func jsonKind(k string) string {

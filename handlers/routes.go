@@ -3,6 +3,7 @@ package handlers
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,8 +18,10 @@ type Deps struct {
 	Service *models.Service
 	Log     *slog.Logger
 	Version string
-	// Metrics serves /metrics; nil leaves the route out.
-	Metrics http.Handler
+	// Metrics serves /metrics; nil leaves the route out. It needs a bearer token (any
+	// agent's, not an attempt token) unless MetricsPublic is set.
+	Metrics       http.Handler
+	MetricsPublic bool
 	// Ledger describes the ledger for HashScan links.
 	Ledger ledger.Info
 	// HTML renders error pages for browsers; nil renders JSON everywhere.
@@ -28,6 +31,11 @@ type Deps struct {
 	Extra []func(e *echo.Echo)
 }
 
+// MaxBodyBytes is the largest request body the server reads (2 MiB); a larger one is
+// refused with 413 and code ETOOLARGE, whether its Content-Length says so or the body
+// turns out longer while it is read.
+const MaxBodyBytes = 2 << 20
+
 // NewServer returns the Echo server with every route, the central error handler and
 // the common middleware (recover, body limit, security headers, request log).
 func NewServer(d Deps) *echo.Echo {
@@ -35,7 +43,7 @@ func NewServer(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = NewErrorHandler(d.Log, d.HTML).Handle
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("2M"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.Itoa(MaxBodyBytes>>20) + "M"}))
 	e.Use(securityHeaders)
 	e.Use(requestLog(d.Log))
 	Routes(e, d)
@@ -47,8 +55,9 @@ func NewServer(d Deps) *echo.Echo {
 
 // Routes registers the JSON API and the operations endpoints:
 //
-//	GET  /healthz, /readyz, /metrics
-//	/api/v1: agents, templates, rules, goals, tasks and their actions, inbox, events, ledger.
+//	GET  /healthz, /readyz, /metrics (bearer token unless Deps.MetricsPublic)
+//	/api/v1: agents and their tokens, templates, rules, goals, tasks and their actions,
+//	inbox, events, ledger.
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
 func Routes(e *echo.Echo, d Deps) {
@@ -56,13 +65,20 @@ func Routes(e *echo.Echo, d Deps) {
 	e.GET("/healthz", ops.Health)
 	e.GET("/readyz", ops.Ready)
 	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+		if d.MetricsPublic {
+			e.GET("/metrics", echo.WrapHandler(d.Metrics))
+		} else {
+			e.GET("/metrics", echo.WrapHandler(d.Metrics), BearerAuth(d.Service))
+		}
 	}
 
 	api := e.Group("/api/v1", BearerAuth(d.Service))
 	agents := NewAgentsAPI(d.Service)
 	api.GET("/agents", agents.List)
 	api.POST("/agents", agents.Create)
+	api.PATCH("/agents/:name", agents.Update)
+	api.GET("/agents/:name/tokens", agents.Tokens)
+	api.DELETE("/tokens/:id", agents.RevokeToken)
 
 	tpl := NewTemplatesAPI(d.Service)
 	api.GET("/templates", tpl.List)

@@ -41,11 +41,18 @@ type Agent struct {
 	Worktree    bool      `json:"worktree,omitempty"` // worker: a git worktree of Workdir per task
 	Concurrency int       `json:"concurrency"`        // worker: tasks at once (>= 1)
 	Disabled    bool      `json:"disabled,omitempty"` // takes no new work, may not log in
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// Sandbox is what the worker's confined processes may reach besides their
+	// workspace; admin-controlled like Command, and shown to admins only.
+	Sandbox   AgentSandbox `json:"sandbox,omitzero"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// PasswordHash is a bcrypt hash for dashboard login; never rendered or serialised.
 	PasswordHash string `json:"-"`
+
+	// Scope is set by authentication when the request came with an attempt token: the
+	// agent then acts only within that scope (see TokenScope). Never stored.
+	Scope *TokenScope `json:"-"`
 }
 
 // HasRole reports whether the agent holds role.
@@ -74,6 +81,7 @@ func (a *Agent) Normalize() {
 	}
 	a.Roles = roles
 	a.Command = strings.TrimSpace(a.Command)
+	a.Sandbox.Normalize()
 	if a.Kind == "" {
 		a.Kind = KindHuman
 	}
@@ -99,6 +107,9 @@ func (a *Agent) Validate() error {
 		if a.Command != "" {
 			fe.Add("command", "only worker agents have a command")
 		}
+		if !a.Sandbox.IsZero() {
+			fe.Add("sandbox", "only worker agents have a sandbox")
+		}
 	case KindSystem:
 	default:
 		fe.Add("kind", "must be worker or human")
@@ -117,17 +128,24 @@ func (a *Agent) Validate() error {
 	if a.Worktree && a.Workdir == "" {
 		fe.Add("worktree", "needs a workdir to take worktrees of")
 	}
+	a.Sandbox.validate(&fe)
 	return fe.Err()
 }
 
 // Token is a bearer credential of an agent. Only the SHA-256 of the secret is kept.
+// A token with a TaskID is an attempt token: the runner issues it for one attempt of
+// that task, and it acts only within that task (see TokenScope).
 type Token struct {
 	ID         int64      `json:"id"`
 	AgentID    int64      `json:"agent_id"`
 	Name       string     `json:"name"`
 	Hash       string     `json:"-"`
 	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"` // written at most once a minute
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`   // nil: never
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	TaskID     *int64     `json:"task_id,omitempty"` // attempt tokens: the task they serve
+	Attempt    int        `json:"attempt,omitempty"` // attempt tokens: the attempt number
 }
 
 // Session is a signed-in dashboard session. The cookie holds a random secret; only its

@@ -16,6 +16,7 @@ const (
 	ECONFLICT     = "conflict"     // the thing is in a state that does not allow this
 	EFORBIDDEN    = "forbidden"    // the actor may not do this (role, separation of duties)
 	EUNAUTHORIZED = "unauthorized" // no valid credentials
+	ETOOLARGE     = "too_large"    // the request body is larger than the server reads
 	EINTERNAL     = "internal"     // our fault; the message shown is generic
 )
 

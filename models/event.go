@@ -13,6 +13,7 @@ type Event struct {
 	TaskID    *int64          `json:"task_id,omitempty"`
 	GoalID    *int64          `json:"goal_id,omitempty"`
 	ActorID   *int64          `json:"actor_id,omitempty"`
+	AgentID   *int64          `json:"agent_id,omitempty"` // the agent the event is about (agent.*, token.*)
 	Data      json.RawMessage `json:"data,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 }

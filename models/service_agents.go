@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -43,12 +42,16 @@ func (s *Service) CreateAgent(ctx context.Context, actor *Agent, a *Agent, passw
 		if err := tx.CreateAgent(ctx, a); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, "agent.created", actor, nil, nil, agentEventData(a))
+		data := agentEventData(a)
+		data["by"] = actorName(actor)
+		return s.emitAbout(ctx, tx, "agent.created", actor, a.ID, data)
 	})
 }
 
-// UpdateAgent saves an agent's roles, command, workdir, concurrency and disabled flag.
-// Only an admin may; every change is an event that records the command.
+// UpdateAgent saves an agent's roles, command, workdir, worktree, concurrency,
+// disabled flag and sandbox settings. Only an admin may. Every change is an
+// agent.changed event naming who changed which fields, with their values before and
+// after (see AgentChanges); a save that changes nothing records nothing.
 func (s *Service) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error {
 	if err := requireAny(actor, "admin_only", RoleAdmin); err != nil {
 		return err
@@ -70,16 +73,22 @@ func (s *Service) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error
 		if a.PasswordHash == "" {
 			a.PasswordHash = cur.PasswordHash
 		}
+		changes := AgentChanges(cur, a)
 		if err := tx.UpdateAgent(ctx, a); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, "agent.updated", actor, nil, nil, agentEventData(a))
+		if len(changes) == 0 {
+			return nil
+		}
+		return s.emitAbout(ctx, tx, AgentChangedEvent, actor, a.ID,
+			map[string]any{"agent": a.Name, "by": actorName(actor), "changes": changes})
 	})
 }
 
 func agentEventData(a *Agent) map[string]any {
 	return map[string]any{"agent": a.Name, "kind": a.Kind, "roles": a.Roles, "command": a.Command,
-		"workdir": a.Workdir, "concurrency": a.Concurrency, "disabled": a.Disabled}
+		"workdir": a.Workdir, "worktree": a.Worktree, "concurrency": a.Concurrency, "disabled": a.Disabled,
+		"sandbox": a.Sandbox}
 }
 
 // SetPassword stores a bcrypt hash of password after checking its length.
@@ -112,45 +121,6 @@ func NewSecret(prefix string) string {
 func HashSecret(secret string) string {
 	h := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(h[:])
-}
-
-// CreateToken issues a bearer token for the named agent and returns the secret, which
-// is shown once; only its hash is stored. Only an admin may issue tokens.
-func (s *Service) CreateToken(ctx context.Context, actor *Agent, agentName, name string) (string, error) {
-	if err := requireAny(actor, "admin_only", RoleAdmin); err != nil {
-		return "", err
-	}
-	secret := NewSecret("cs_")
-	err := s.store.InTx(ctx, func(tx Tx) error {
-		a, err := tx.GetAgentByName(ctx, strings.ToLower(strings.TrimSpace(agentName)))
-		if err != nil {
-			return err
-		}
-		if a.Kind == KindSystem {
-			return Forbidden("runner_immutable", "the runner agent has no tokens")
-		}
-		t := &Token{AgentID: a.ID, Name: name, Hash: HashSecret(secret), CreatedAt: s.now()}
-		if err := tx.CreateToken(ctx, t); err != nil {
-			return err
-		}
-		return s.emit(ctx, tx, "token.created", actor, nil, nil, map[string]any{"agent": a.Name, "name": name})
-	})
-	if err != nil {
-		return "", err
-	}
-	return secret, nil
-}
-
-// Authenticate returns the agent owning a bearer token, or EUNAUTHORIZED.
-func (s *Service) Authenticate(ctx context.Context, secret string) (*Agent, error) {
-	if secret == "" {
-		return nil, Errorf(EUNAUTHORIZED, "missing bearer token")
-	}
-	a, err := s.store.AgentByTokenHash(ctx, HashSecret(secret))
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, Errorf(EUNAUTHORIZED, "invalid bearer token")
-	}
-	return a, err
 }
 
 // RunnerAgent returns the built-in system agent that stands for the runner.

@@ -103,6 +103,9 @@ func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 			return &Error{Code: EINVALID, Message: "unknown dependency", Fields: map[string]string{"depends_on": "names a task that does not exist"}}
 		}
 	}
+	if err := actor.scopeCreate(ctx, tx, t); err != nil {
+		return err
+	}
 	t.CreatorID = actor.ID
 	var target *Agent
 	if strings.TrimSpace(assignee) != "" {

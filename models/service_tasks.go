@@ -105,6 +105,9 @@ func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 // transition checks one move, changes t in memory and appends its event; it returns
 // the side effects to run once t is saved.
 func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) ([]func() error, error) {
+	if err := actor.scopeAllowsAction(t, act); err != nil {
+		return nil, err
+	}
 	from := t.State
 	to, err := CheckTransition(from, act)
 	if err != nil {

@@ -35,9 +35,32 @@ type Tx interface {
 	ListAgents(ctx context.Context) ([]Agent, error)
 
 	CreateToken(ctx context.Context, t *Token) error
-	// AgentByTokenHash returns the enabled agent owning the token with this hash and
-	// records its use.
-	AgentByTokenHash(ctx context.Context, hash string) (*Agent, error)
+	// TokenByHash returns the token with this hash and its agent, whatever their state
+	// (revoked, expired, disabled: the service decides); ENOTFOUND when there is none.
+	TokenByHash(ctx context.Context, hash string) (*Token, *Agent, error)
+	GetToken(ctx context.Context, id int64) (*Token, error)
+	// ListTokens returns an agent's tokens, newest first: its own, without the attempt
+	// tokens the runner issues.
+	ListTokens(ctx context.Context, agentID int64) ([]Token, error)
+	// TouchToken records the token's use at at, unless it was recorded after since.
+	TouchToken(ctx context.Context, id int64, at, since time.Time) error
+	// RevokeTokens marks revoked at at the unrevoked tokens f selects and returns them.
+	RevokeTokens(ctx context.Context, f TokenFilter, at time.Time) ([]Token, error)
+	// DeleteAttemptTokens deletes the attempt tokens that expired before before, and
+	// returns how many.
+	DeleteAttemptTokens(ctx context.Context, before time.Time) (int64, error)
+
+	// GetLoginFailures returns the failed sign-ins recorded for an account name;
+	// ENOTFOUND when there are none.
+	GetLoginFailures(ctx context.Context, name string) (*LoginFailures, error)
+	// AddLoginFailure counts one failed sign-in at at and returns the count: the
+	// count starts again at 1 when the last failure was before since.
+	AddLoginFailure(ctx context.Context, name string, at, since time.Time) (int, error)
+	// LockLogin locks the account name until until and zeroes its count.
+	LockLogin(ctx context.Context, name string, until time.Time) error
+	// ClearLoginFailures forgets an account name's failures and lock.
+	ClearLoginFailures(ctx context.Context, name string) error
+
 
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)
@@ -99,6 +122,9 @@ type Tx interface {
 	LastEventID(ctx context.Context) (int64, error)
 	// ListTaskEvents returns the newest limit events of one task, oldest first.
 	ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error)
+	// ListAgentEvents returns the newest limit events about one agent (Event.AgentID),
+	// oldest first.
+	ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]Event, error)
 
 	// AppendLedgerEntry assigns e.ID (the posting order) and stores it as pending.
 	AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error
@@ -127,6 +153,14 @@ type InboxFilter struct {
 	TaskID          int64
 	IncludeResolved bool
 	Limit           int
+}
+
+// TokenFilter selects tokens; zero fields do not filter, but at least one must be set.
+type TokenFilter struct {
+	ID      int64
+	AgentID int64
+	Name    string
+	TaskID  int64 // attempt tokens of this task
 }
 
 // LedgerFilter selects ledger entries, oldest first.

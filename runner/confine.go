@@ -50,7 +50,7 @@ func (p *Pool) prepareConfinement(tr *taskRun, ar *attemptRun) error {
 // agent's own reachable.
 func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker.Confinement {
 	pol := sandbox.Policy{
-		ReadExec:   append(sandbox.SystemReadPaths(os.Getenv("PATH")), append([]string{ar.ws.MetaDir}, a.Sandbox.Read...)...),
+		ReadExec:   append(append([]string{ar.ws.MetaDir}, p.systemPaths...), a.Sandbox.Read...),
 		ReadWrite:  append([]string{ar.ws.Dir, ar.tmp, p.agentHome(a)}, a.Sandbox.Write...),
 		ConnectTCP: append(p.connectPorts(), toPorts(a.Sandbox.Connect)...),
 		AllowUnix:  a.Sandbox.AllowUnix,

@@ -17,10 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 // Causes a task's context is cancelled with; attempts cut short by them are
@@ -42,6 +44,8 @@ type Pool struct {
 	log     *slog.Logger
 
 	runner *models.Agent // the system agent the pool acts as
+
+	systemPaths []string // what every confined run may read: sandbox.SystemReadPaths, once
 
 	mu        sync.Mutex
 	running   map[int64]*taskRun
@@ -85,6 +89,8 @@ func New(cfg Config) (*Pool, error) {
 		running: map[int64]*taskRun{},
 		wake:    make(chan struct{}, 1),
 		own:     map[int64]bool{},
+
+		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
 	}, nil
 }
 

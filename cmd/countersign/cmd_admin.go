@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
@@ -71,12 +74,27 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// sandboxFlags are the sandbox settings of agent add and agent update.
+type sandboxFlags struct {
+	read, write listFlag
+	connect     portsFlag
+	unix        bool
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.read, "sandbox-read", "worker: an absolute path its confined processes may read (repeat, or comma-separate)")
+	fs.Var(&f.write, "sandbox-write", "worker: an absolute path its confined processes may write (repeat, or comma-separate)")
+	fs.Var(&f.connect, "sandbox-connect", "worker: a TCP port its confined processes may connect to (repeat, or comma-separate)")
+	fs.BoolVar(&f.unix, "sandbox-unix", false, "worker: its confined processes may open AF_UNIX sockets")
+}
+
 func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	var c config
 	var kind, roles, command, workdir string
 	var worktree, pwStdin bool
 	var concurrency int
-	fs := newFlags("agent add", "agent add NAME --kind worker|human --roles a,b [--command CMD] [--password-stdin] [flags]", out)
+	var sb sandboxFlags
+	fs := newFlags("agent add", "agent add NAME --kind worker|human --roles a,b [--command CMD] [--password-stdin] [--sandbox-read PATH] [--sandbox-write PATH] [--sandbox-connect PORT] [flags]", out)
 	storeFlags(fs, &c)
 	fs.StringVar(&kind, "kind", "human", "worker (run by the runner through --command) or human")
 	fs.StringVar(&roles, "roles", "", "comma-separated roles, e.g. developer,reviewer or lead,exec,admin")
@@ -85,6 +103,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&worktree, "worktree", false, "worker: give each task its own git worktree of --workdir")
 	fs.IntVar(&concurrency, "concurrency", 1, "worker: tasks it may run at once")
 	fs.BoolVar(&pwStdin, "password-stdin", false, "read a dashboard password from the first line of standard input")
+	sb.register(fs)
 	name, err := parseWithName(fs, args, "agent NAME")
 	if err != nil {
 		return err
@@ -109,11 +128,125 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	a := &models.Agent{Name: name, Kind: models.AgentKind(kind), Roles: splitList(roles), Command: command,
-		Workdir: workdir, Worktree: worktree, Concurrency: concurrency}
+		Workdir: workdir, Worktree: worktree, Concurrency: concurrency,
+		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix}}
 	if err := newService(db).CreateAgent(ctx, models.System, a, password); err != nil {
 		return describe(err)
 	}
 	fmt.Fprintf(out, "agent %s added (id %d, %s, roles %s)\n", a.Name, a.ID, a.Kind, strings.Join(a.Roles, ","))
+	return nil
+}
+
+func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	var roles, command, workdir string
+	var worktree, disabled bool
+	var concurrency int
+	var sb sandboxFlags
+	fs := newFlags("agent update", "agent update NAME [--roles a,b] [--command CMD] [--workdir DIR] [--sandbox-read PATH] [--sandbox-write PATH] [--sandbox-connect PORT] [--sandbox-unix=false] [flags]\n\nOnly the flags given change; a sandbox flag replaces that whole list (give it \"\" to empty it).", out)
+	storeFlags(fs, &c)
+	fs.StringVar(&roles, "roles", "", "comma-separated roles")
+	fs.StringVar(&command, "command", "", "worker: shell command, or a preset: claude")
+	fs.StringVar(&workdir, "workdir", "", "worker: directory to work in (\"\" for a fresh one per task)")
+	fs.BoolVar(&worktree, "worktree", false, "worker: a git worktree of --workdir per task")
+	fs.IntVar(&concurrency, "concurrency", 1, "worker: tasks it may run at once")
+	fs.BoolVar(&disabled, "disabled", false, "takes no new work and may not sign in")
+	sb.register(fs)
+	name, err := parseWithName(fs, args, "agent NAME")
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	a, err := db.GetAgentByName(ctx, strings.ToLower(strings.TrimSpace(name)))
+	if err != nil {
+		return describe(err)
+	}
+	changed := 0
+	fs.Visit(func(f *flag.Flag) {
+		changed++
+		switch f.Name {
+		case "roles":
+			a.Roles = splitList(roles)
+		case "command":
+			a.Command = command
+			if preset, ok := runner.Presets[command]; ok {
+				a.Command = preset
+			}
+		case "workdir":
+			a.Workdir = workdir
+		case "worktree":
+			a.Worktree = worktree
+		case "concurrency":
+			a.Concurrency = concurrency
+		case "disabled":
+			a.Disabled = disabled
+		case "sandbox-read":
+			a.Sandbox.Read = sb.read
+		case "sandbox-write":
+			a.Sandbox.Write = sb.write
+		case "sandbox-connect":
+			a.Sandbox.Connect = sb.connect
+		case "sandbox-unix":
+			a.Sandbox.AllowUnix = sb.unix
+		default:
+			changed--
+		}
+	})
+	if changed == 0 {
+		fs.Usage()
+		return fmt.Errorf("nothing to change: give at least one of the agent's flags")
+	}
+	if err := newService(db).UpdateAgent(ctx, models.System, a); err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(out, "agent %s updated\n", a.Name)
+	return nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated; giving it
+// "" sets it to the empty list.
+type listFlag []string
+
+// String implements flag.Value.
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Set implements flag.Value.
+func (l *listFlag) Set(v string) error {
+	if *l == nil {
+		*l = listFlag{}
+	}
+	*l = append(*l, splitList(v)...)
+	return nil
+}
+
+// portsFlag is a repeatable, comma-separable flag of TCP ports.
+type portsFlag []int
+
+// String implements flag.Value.
+func (p *portsFlag) String() string {
+	s := make([]string, len(*p))
+	for i, n := range *p {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// Set implements flag.Value.
+func (p *portsFlag) Set(v string) error {
+	if *p == nil {
+		*p = portsFlag{}
+	}
+	for _, s := range splitList(v) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q is not a TCP port (1-65535)", s)
+		}
+		*p = append(*p, n)
+	}
 	return nil
 }
 
@@ -129,10 +262,36 @@ func splitList(s string) []string {
 
 func runTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 	var c config
-	var name string
-	fs := newFlags("token create", "token create AGENT [--name LABEL] [flags]", out)
+	var name, expires string
+	fs := newFlags("token create", "token create AGENT [--name LABEL] [--expires 30d|720h|never] [flags]", out)
 	storeFlags(fs, &c)
 	fs.StringVar(&name, "name", "cli", "a label for the token")
+	fs.StringVar(&expires, "expires", "90d", "lifetime: days (30d), a duration (720h) or never")
+	agent, err := parseWithName(fs, args, "AGENT")
+	if err != nil {
+		return err
+	}
+	ttl, err := models.ParseTokenTTL(expires)
+	if err != nil {
+		return fmt.Errorf("flag -expires: %q is not a number of days (30d), a duration (720h) or never", expires)
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	secret, _, err := newService(db).IssueToken(ctx, models.System, agent, name, ttl)
+	if err != nil {
+		return describe(err)
+	}
+	fmt.Fprintln(out, secret)
+	return nil
+}
+
+func runTokenList(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	fs := newFlags("token list", "token list AGENT [flags]", out)
+	storeFlags(fs, &c)
 	agent, err := parseWithName(fs, args, "AGENT")
 	if err != nil {
 		return err
@@ -142,11 +301,82 @@ func runTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	secret, err := newService(db).CreateToken(ctx, models.System, agent, name)
+	svc := newService(db)
+	tokens, err := svc.ListTokens(ctx, models.System, agent)
 	if err != nil {
 		return describe(err)
 	}
-	fmt.Fprintln(out, secret)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tCREATED\tEXPIRES\tLAST USED")
+	for _, t := range tokens {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Status(svc.Now()), tokenTime(&t.CreatedAt, ""), tokenTime(t.ExpiresAt, "never"), tokenTime(t.LastUsedAt, "never"))
+	}
+	return tw.Flush()
+}
+
+// tokenTime formats an optional time for a table, none when it is nil.
+func tokenTime(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.UTC().Format("2006-01-02 15:04Z")
+}
+
+func runTokenRevoke(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	var agent, name string
+	fs := newFlags("token revoke", "token revoke ID | token revoke --agent NAME --name TOKNAME [flags]", out)
+	storeFlags(fs, &c)
+	fs.StringVar(&agent, "agent", "", "the agent whose tokens called --name are revoked")
+	fs.StringVar(&name, "name", "", "the label of the tokens to revoke (with --agent)")
+	var idArg string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		idArg, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if idArg == "" && fs.NArg() > 0 {
+		idArg = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var id int64
+	switch {
+	case idArg != "" && (agent != "" || name != ""):
+		return fmt.Errorf("give a token ID or --agent and --name, not both")
+	case idArg != "":
+		n, err := strconv.ParseInt(idArg, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("token ID %q is not a positive number (see countersign token list AGENT)", idArg)
+		}
+		id = n
+	case agent == "" || name == "":
+		fs.Usage()
+		return fmt.Errorf("a token ID, or --agent and --name, is required")
+	}
+	db, err := openStore(ctx, &c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	svc := newService(db)
+	var revoked []models.Token
+	if id != 0 {
+		t, err := svc.RevokeToken(ctx, models.System, id)
+		if err != nil {
+			return describe(err)
+		}
+		revoked = []models.Token{*t}
+	} else if revoked, err = svc.RevokeTokensByName(ctx, models.System, agent, name); err != nil {
+		return describe(err)
+	}
+	if len(revoked) == 0 {
+		return fmt.Errorf("agent %s has no unrevoked token called %q", agent, name)
+	}
+	for _, t := range revoked {
+		fmt.Fprintf(out, "token %d (%s) revoked\n", t.ID, t.Name)
+	}
 	return nil
 }
 

@@ -32,6 +32,7 @@ type config struct {
 	Grace         time.Duration
 	NoRunner      bool
 	SecureCookies bool
+	MetricsPublic bool   // serve /metrics without a bearer token
 	Sandbox       string // on or off
 	URL           string // how confined workers reach Countersign (COUNTERSIGN_URL)
 	SandboxPorts  string // TCP ports every confined run may connect to, besides URL's

@@ -1,6 +1,7 @@
 // Command countersign runs the Countersign web application, its runner pool and its
-// ledger publisher, and offers the operator's commands (migrate, agent add, token
-// create, template import/export, task import, ledger verify, hcs create-topic).
+// ledger publisher, and offers the operator's commands (migrate, agent add|update,
+// token create|list|revoke, template import/export, task import, ledger verify, hcs
+// create-topic).
 package main
 
 import (
@@ -32,7 +33,10 @@ func commands() []command {
 		{"runner", "run only the runner pool and publisher (more machines on one PostgreSQL)", runRunner},
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"agent add", "add an agent: countersign agent add NAME --kind worker|human --roles a,b", runAgentAdd},
-		{"token create", "print a new bearer token for an agent: countersign token create AGENT", runTokenCreate},
+		{"agent update", "change an agent's roles, command, workdir or sandbox: countersign agent update NAME --sandbox-write DIR", runAgentUpdate},
+		{"token create", "print a new bearer token for an agent: countersign token create AGENT [--expires 30d|720h|never]", runTokenCreate},
+		{"token list", "list an agent's tokens with their status: countersign token list AGENT", runTokenList},
+		{"token revoke", "revoke a token: countersign token revoke ID | --agent NAME --name TOKNAME", runTokenRevoke},
 		{"template import", "import a workflow template from a YAML or JSON file", runTemplateImport},
 		{"template export", "print a workflow template as YAML", runTemplateExport},
 		{"task import", "create a task from a Markdown file with YAML front matter", runTaskImport},

@@ -19,6 +19,10 @@ var ToolNames = []string{
 	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "reopen_task", "inbox_list",
 }
 
+// scopedTools are the only tools an attempt token may use (see models.TokenScope):
+// they act on one task, which the service checks is within the token's scope.
+var scopedTools = map[string]bool{"create_task": true, "update_task": true, "submit_for_review": true}
+
 // tools holds what the tool handlers need.
 type tools struct {
 	svc *models.Service
@@ -42,6 +46,9 @@ func add[In, Out any](t *tools, srv *sdk.Server, tool *sdk.Tool, style refusalSt
 	sdk.AddTool(srv, tool, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
 		var zero Out
 		actor, err := actorOf(req)
+		if err == nil && !scopedTools[tool.Name] {
+			err = actor.Unscoped("use the tool " + tool.Name)
+		}
 		if err != nil {
 			return nil, zero, t.refusal(tool.Name, err, style.about, style.renames)
 		}

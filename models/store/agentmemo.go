@@ -61,5 +61,7 @@ func (o *ops) memoByName(name string) *models.Agent {
 func cloneAgent(a *models.Agent) *models.Agent {
 	c := *a
 	c.Roles = slices.Clone(a.Roles)
+	c.Sandbox = a.Sandbox.Clone()
+	c.Scope = nil
 	return &c
 }

@@ -20,8 +20,13 @@ type agentRecord struct {
 	Concurrency  int
 	Disabled     bool
 	PasswordHash string
-	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt    time.Time `gorm:"autoUpdateTime:false"`
+	// The sandbox settings: JSON arrays of paths and ports.
+	SandboxRead      string
+	SandboxWrite     string
+	SandboxConnect   string
+	SandboxAllowUnix bool
+	CreatedAt        time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt        time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (agentRecord) TableName() string { return "agents" }
@@ -30,6 +35,12 @@ func toAgentRecord(a *models.Agent) (*agentRecord, error) {
 	roles, err := toJSON(a.Roles, "[]")
 	if err != nil {
 		return nil, err
+	}
+	var sb [3]string
+	for i, v := range []any{a.Sandbox.Read, a.Sandbox.Write, a.Sandbox.Connect} {
+		if sb[i], err = toJSON(v, "[]"); err != nil {
+			return nil, err
+		}
 	}
 	return &agentRecord{
 		ID:           a.ID,
@@ -44,6 +55,11 @@ func toAgentRecord(a *models.Agent) (*agentRecord, error) {
 		PasswordHash: a.PasswordHash,
 		CreatedAt:    normTime(a.CreatedAt),
 		UpdatedAt:    normTime(a.UpdatedAt),
+
+		SandboxRead:      sb[0],
+		SandboxWrite:     sb[1],
+		SandboxConnect:   sb[2],
+		SandboxAllowUnix: a.Sandbox.AllowUnix,
 	}, nil
 }
 
@@ -60,27 +76,26 @@ func fromAgentRecord(r *agentRecord) (*models.Agent, error) {
 		PasswordHash: r.PasswordHash,
 		CreatedAt:    normTime(r.CreatedAt),
 		UpdatedAt:    normTime(r.UpdatedAt),
+		Sandbox:      models.AgentSandbox{AllowUnix: r.SandboxAllowUnix},
 	}
 	if err := fromJSON(r.Roles, &a.Roles, "agents.roles"); err != nil {
 		return nil, err
 	}
+	if err := fromJSON(r.SandboxRead, &a.Sandbox.Read, "agents.sandbox_read"); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.SandboxWrite, &a.Sandbox.Write, "agents.sandbox_write"); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.SandboxConnect, &a.Sandbox.Connect, "agents.sandbox_connect"); err != nil {
+		return nil, err
+	}
+	a.Sandbox.Normalize() // [] reads back as nil, as an unset list is
 	if a.Roles == nil {
 		a.Roles = []string{}
 	}
 	return a, nil
 }
-
-// tokenRecord is a row of tokens.
-type tokenRecord struct {
-	ID         int64 `gorm:"primaryKey"`
-	AgentID    int64
-	Name       string
-	Hash       string
-	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
-	LastUsedAt *time.Time
-}
-
-func (tokenRecord) TableName() string { return "tokens" }
 
 // sessionRecord is a row of sessions.
 type sessionRecord struct {
@@ -188,45 +203,6 @@ func (o *ops) ListAgents(ctx context.Context) ([]models.Agent, error) {
 		out = append(out, *a)
 	}
 	return out, nil
-}
-
-// CreateToken stores a token (its hash only) and sets t.ID.
-func (o *ops) CreateToken(ctx context.Context, t *models.Token) error {
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = now()
-	}
-	rec := &tokenRecord{
-		AgentID:    t.AgentID,
-		Name:       t.Name,
-		Hash:       t.Hash,
-		CreatedAt:  normTime(t.CreatedAt),
-		LastUsedAt: normTimePtr(t.LastUsedAt),
-	}
-	if err := o.q(ctx).Create(rec).Error; err != nil {
-		return conflictOr(err, "token", "a token with this hash already exists")
-	}
-	t.ID, t.CreatedAt, t.LastUsedAt = rec.ID, rec.CreatedAt, rec.LastUsedAt
-	return nil
-}
-
-// AgentByTokenHash returns the enabled agent owning the token with this hash and
-// records the token's use. An unknown hash or a disabled agent is ENOTFOUND.
-func (o *ops) AgentByTokenHash(ctx context.Context, hash string) (*models.Agent, error) {
-	var rec agentRecord
-	err := o.q(ctx).Model(&agentRecord{}).Select("agents.*").
-		Joins("JOIN tokens ON tokens.agent_id = agents.id").
-		Where("tokens.hash = ? AND agents.disabled = ?", hash, false).
-		Take(&rec).Error
-	if err != nil {
-		if isNotFound(err) {
-			return nil, models.Errorf(models.ENOTFOUND, "no enabled agent holds this token")
-		}
-		return nil, mapError(err, "token")
-	}
-	if err := o.q(ctx).Model(&tokenRecord{}).Where("hash = ?", hash).Update("last_used_at", now()).Error; err != nil {
-		return nil, mapError(err, "token")
-	}
-	return fromAgentRecord(&rec)
 }
 
 // CreateSession stores a session, first deleting the expired ones.

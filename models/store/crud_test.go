@@ -24,9 +24,10 @@ func TestAgentsRoundTrip(t *testing.T) {
 			Name: "dev-1", Kind: models.KindWorker, Roles: []string{"developer", "tester"},
 			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, Concurrency: 3,
 			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
+			Sandbox: models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/var/cache/go", "/tmp/x"}, Connect: []int{443, 5432}, AllowUnix: true},
 		}
 		a.ID = 99 // ignored: the store assigns ids
-		allSet(t, a)
+		allSet(t, a, "Scope")
 		want := *a
 		must(t, db.CreateAgent(ctx, a))
 		if a.ID == 0 || a.ID == 99 {
@@ -42,6 +43,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 		equal(t, "GetAgentByName", got, &want)
 
 		a.Roles, a.Command, a.Disabled, a.Concurrency = []string{"reviewer"}, "other", false, 5
+		a.Sandbox = models.AgentSandbox{Write: []string{"/srv/out"}}
 		want = *a
 		must(t, db.UpdateAgent(ctx, a))
 		recent(t, a.UpdatedAt)
@@ -78,29 +80,39 @@ func TestTokensAndSessions(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
 		a := agent(t, db, "bot", "developer")
-		tok := &models.Token{AgentID: a.ID, Name: "ci", Hash: strings.Repeat("ab", 32), CreatedAt: ts(1)}
+		task := &models.Task{Title: "t", Role: "developer", State: models.TaskPending}
+		must(t, db.CreateTask(ctx, task))
+		tok := &models.Token{AgentID: a.ID, Name: "ci", Hash: strings.Repeat("ab", 32), CreatedAt: ts(1),
+			LastUsedAt: tsp(2), ExpiresAt: tsp(50), RevokedAt: tsp(3), TaskID: &task.ID, Attempt: 2}
+		allSet(t, tok, "ID")
+		want := *tok
 		must(t, db.CreateToken(ctx, tok))
 		if tok.ID == 0 {
 			t.Fatal("CreateToken did not set ID")
 		}
-		got, err := db.AgentByTokenHash(ctx, tok.Hash)
+		want.ID = tok.ID
+		equal(t, "token after CreateToken", tok, &want)
+		got, owner, err := db.TokenByHash(ctx, tok.Hash)
 		must(t, err)
-		equal(t, "AgentByTokenHash", got, a)
-		var lastUsed *time.Time
-		must(t, db.Gorm().WithContext(ctx).Table("tokens").Select("last_used_at").Where("id = ?", tok.ID).Scan(&lastUsed).Error)
-		if lastUsed == nil || time.Since(*lastUsed) > time.Minute {
-			t.Fatalf("last_used_at = %v, want now", lastUsed)
-		}
+		equal(t, "TokenByHash token", got, &want)
+		equal(t, "TokenByHash agent", owner, a)
+		gt, err := db.GetToken(ctx, tok.ID)
+		must(t, err)
+		equal(t, "GetToken", gt, &want)
 
-		_, err = db.AgentByTokenHash(ctx, "unknown")
+		_, _, err = db.TokenByHash(ctx, "unknown")
+		wantCode(t, err, models.ENOTFOUND)
+		_, err = db.GetToken(ctx, 12345)
 		wantCode(t, err, models.ENOTFOUND)
 		wantCode(t, db.CreateToken(ctx, &models.Token{AgentID: a.ID, Hash: tok.Hash}), models.ECONFLICT)
 		wantCode(t, db.CreateToken(ctx, &models.Token{AgentID: 9999, Hash: "x"}), models.EINVALID)
 		a.Disabled = true
 		must(t, db.UpdateAgent(ctx, a))
-		_, err = db.AgentByTokenHash(ctx, tok.Hash)
-		wantCode(t, err, models.ENOTFOUND)
-
+		_, owner, err = db.TokenByHash(ctx, tok.Hash)
+		must(t, err)
+		if !owner.Disabled {
+			t.Fatal("TokenByHash hid that the agent is disabled")
+		}
 		s := &models.Session{ID: "sess-hash", AgentID: a.ID, CSRF: "csrf-token", CreatedAt: ts(1), ExpiresAt: time.Now().Add(time.Hour)}
 		allSet(t, s)
 		wantS := *s
@@ -219,7 +231,7 @@ func TestTasksRoundTrip(t *testing.T) {
 		tk := &models.Task{
 			GoalID: &g.ID, RunID: &run.ID, StepNum: 2, Title: "Build toggle", Brief: "Do it",
 			Role: "developer", State: models.TaskCompleted, Priority: 7, Approve: "reviewer", Verify: "lead",
-			Contract: fullContract(), DependsOn: []int64{dep2.ID, dep1.ID, dep2.ID}, CreatorID: boss.ID,
+			Contract: fullContract(), DependsOn: []int64{dep2.ID, dep1.ID, dep2.ID}, CreatorID: boss.ID, ParentTaskID: &dep1.ID,
 			AssigneeID: &dev.ID, BuilderID: &dev.ID, ApproverID: &rev.ID, VerifierID: &boss.ID,
 			Summary: "done", FilesChanged: "a.go", Notes: "ok", Reason: "fix x", Rejections: 1,
 			AttemptsUsed: 2, Override: true, LeaseOwner: "runner-a", LeaseUntil: tsp(8),
@@ -503,7 +515,7 @@ func TestInboxRoundTrip(t *testing.T) {
 func TestEventsOrder(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
-		e := &models.Event{Type: "task.assigned", TaskID: i64(1), GoalID: i64(2), ActorID: i64(3), Data: json.RawMessage(`{"a":1}`), CreatedAt: ts(1)}
+		e := &models.Event{Type: "task.assigned", TaskID: i64(1), GoalID: i64(2), ActorID: i64(3), AgentID: i64(4), Data: json.RawMessage(`{"a":1}`), CreatedAt: ts(1)}
 		allSet(t, e, "ID")
 		want := *e
 		want.Data = slices.Clone(e.Data)

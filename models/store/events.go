@@ -14,6 +14,7 @@ type eventRecord struct {
 	TaskID    *int64
 	GoalID    *int64
 	ActorID   *int64
+	AgentID   *int64
 	Data      string
 	CreatedAt time.Time `gorm:"autoCreateTime:false"`
 }
@@ -27,6 +28,7 @@ func fromEventRecord(r *eventRecord) *models.Event {
 		TaskID:    r.TaskID,
 		GoalID:    r.GoalID,
 		ActorID:   r.ActorID,
+		AgentID:   r.AgentID,
 		Data:      rawOrNil(r.Data),
 		CreatedAt: normTime(r.CreatedAt),
 	}
@@ -62,6 +64,7 @@ func (o *ops) AppendEvents(ctx context.Context, es []*models.Event) error {
 			TaskID:    e.TaskID,
 			GoalID:    e.GoalID,
 			ActorID:   e.ActorID,
+			AgentID:   e.AgentID,
 			Data:      string(e.Data),
 			CreatedAt: normTime(e.CreatedAt),
 		}
@@ -95,6 +98,20 @@ func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]model
 func (o *ops) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]models.Event, error) {
 	var recs []eventRecord
 	err := o.q(ctx).Where("task_id = ?", taskID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
+	if err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make([]models.Event, len(recs))
+	for i := range recs {
+		out[len(recs)-1-i] = *fromEventRecord(&recs[i])
+	}
+	return out, nil
+}
+
+// ListAgentEvents returns the newest limit events about one agent, oldest first.
+func (o *ops) ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]models.Event, error) {
+	var recs []eventRecord
+	err := o.q(ctx).Where("agent_id = ?", agentID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
 	if err != nil {
 		return nil, mapError(err, "events")
 	}

@@ -7,6 +7,7 @@ var records = []any{
 	&agentRecord{},
 	&tokenRecord{},
 	&sessionRecord{},
+	&loginFailureRecord{},
 	&goalRecord{},
 	&taskRecord{},
 	&taskDepRecord{},

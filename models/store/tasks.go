@@ -28,6 +28,7 @@ type taskRecord struct {
 	Contract     string
 	DependsOn    string
 	CreatorID    *int64 // NULL: created by the operator from the command line
+	ParentTaskID *int64 // created through an attempt token of this task
 	AssigneeID   *int64
 	BuilderID    *int64
 	ApproverID   *int64
@@ -80,6 +81,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Contract:     contract,
 		DependsOn:    deps,
 		CreatorID:    creatorRef(t.CreatorID),
+		ParentTaskID: t.ParentTaskID,
 		AssigneeID:   t.AssigneeID,
 		BuilderID:    t.BuilderID,
 		ApproverID:   t.ApproverID,
@@ -113,6 +115,7 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		Approve:      r.Approve,
 		Verify:       r.Verify,
 		CreatorID:    creatorID(r.CreatorID),
+		ParentTaskID: r.ParentTaskID,
 		AssigneeID:   r.AssigneeID,
 		BuilderID:    r.BuilderID,
 		ApproverID:   r.ApproverID,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"github.com/countersign/countersign/runner/sandbox"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,28 @@ func BenchmarkRunNoop(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := Run(ctx, Spec{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunNoopConfined is BenchmarkRunNoop confined as the runner confines a
+// worker: a workspace, temp dir and home writable, the system readable, three ports.
+// Its difference to BenchmarkRunNoop is what the sandbox costs a process.
+func BenchmarkRunNoopConfined(b *testing.B) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		b.Skip(sb.Status())
+	}
+	dir := b.TempDir()
+	c := &Confinement{Sandbox: sb, Policy: sandbox.Policy{
+		ReadExec:   sandbox.SystemReadPaths(os.Getenv("PATH")),
+		ReadWrite:  []string{dir},
+		ConnectTCP: []uint16{80, 443, 8080},
+	}}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := Run(ctx, Spec{Command: "true", Dir: dir, Confine: c}); err != nil {
 			b.Fatal(err)
 		}
 	}
