@@ -158,7 +158,13 @@ func (h *harness) wait(id int64, states ...models.TaskState) *models.Task {
 // waitFor polls until cond holds.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	h.waitLong(30*time.Second, what, cond)
+}
+
+// waitLong polls until cond holds, for at most d.
+func (h *harness) waitLong(d time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s", what)

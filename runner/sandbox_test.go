@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/sandbox"
@@ -103,7 +104,14 @@ func TestHostileWorkerConfined(t *testing.T) {
 			}
 			task := h.task("probe the sandbox", "developer", c)
 			h.start()
-			got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
+			// go test with the agent's cold build cache takes a while on a busy machine.
+			var got *models.Task
+			h.waitLong(3*time.Minute, "the probe task to settle", func() bool {
+				t, err := h.db.GetTask(h.ctx, task.ID)
+				must(h.t, err)
+				got = t
+				return t.State == models.TaskVerified || t.State == models.TaskBlocked
+			})
 			if got.State != models.TaskVerified {
 				t.Fatalf("task %s, want verified; attempts %+v", got.State, h.attempts(task.ID))
 			}
