@@ -197,6 +197,25 @@ func TestUnixSocketsHidden(t *testing.T) {
 	}
 }
 
+// The Claude preset's needs, confined: ~/.claude in the agent's home, and a connection
+// to port 443 that the sandbox lets through (nothing listens here, so the kernel
+// answers "connection refused"; a port the policy does not allow gets "permission
+// denied" before any packet leaves).
+func TestClaudePresetNeeds(t *testing.T) {
+	l := newLayout(t)
+	got := runProbe(t, probeOn(t), l.policy(buildProbe(t), 443), l, "-connect", "443")
+	if !strings.Contains(got["connect-allowed-port"], "connection refused") {
+		t.Errorf("connect to 443: %q, want it let through (connection refused)", got["connect-allowed-port"])
+	}
+	if got["claude-home"] != "ok" {
+		t.Errorf("~/.claude: %q", got["claude-home"])
+	}
+	got = runProbe(t, probeOn(t), l.policy(buildProbe(t)), l, "-connect", "443")
+	if !strings.Contains(got["connect-allowed-port"], "permission denied") {
+		t.Errorf("connect to 443 without it in the policy: %q, want permission denied", got["connect-allowed-port"])
+	}
+}
+
 func TestStatus(t *testing.T) {
 	if s := sandbox.Probe(sandbox.ModeOff).Status(); !strings.Contains(s, "off") {
 		t.Errorf("off status: %q", s)

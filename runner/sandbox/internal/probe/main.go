@@ -30,6 +30,7 @@ func main() {
 	pgSocket := flag.String("pg-socket", "/var/run/postgresql/.s.PGSQL.5432", "PostgreSQL's unix socket")
 	api := flag.String("api", "", "URL to GET with $COUNTERSIGN_TOKEN (Countersign's API)")
 	gotest := flag.Bool("go-test", false, "also run `go test` on a tiny module in the workspace")
+	connect := flag.Int("connect", 0, "a TCP port on 127.0.0.1 to try, as a model API on 443 would be (nothing need listen: refused means the sandbox let it through)")
 	flag.Parse()
 
 	w := bufio.NewWriter(os.Stdout)
@@ -72,6 +73,16 @@ func main() {
 	try("run-git", func() error { return exec.Command("git", "--version").Run() })
 	if *gotest {
 		try("go-test", goTest)
+	}
+	if *connect != 0 {
+		try("connect-allowed-port", func() error { return dial("tcp", fmt.Sprintf("127.0.0.1:%d", *connect)) })
+		try("claude-home", func() error {
+			dir := filepath.Join(os.Getenv("HOME"), ".claude")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "settings.json"), []byte("{}"), 0o600)
+		})
 	}
 	if *api != "" {
 		try("api", func() error { return get(*api) })
