@@ -9,6 +9,9 @@ import (
 
 // CreateGoal creates a goal in state open. Any agent may create one.
 func (s *Service) CreateGoal(ctx context.Context, actor *Agent, g *Goal) error {
+	if err := actor.Unscoped("create a goal"); err != nil {
+		return err
+	}
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -160,6 +163,9 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 
 // LinkTaskToGoal moves a task into a goal (out of the one it was in, if any).
 func (s *Service) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goalID int64) (*Task, error) {
+	if err := actor.Unscoped("move a task to a goal"); err != nil {
+		return nil, err
+	}
 	var out *Task
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		t, err := tx.LockTask(ctx, taskID)
