@@ -12,11 +12,13 @@ import (
 type OpsHandler struct {
 	store   models.Store
 	version string
+	workers func() (ready bool, status string)
 }
 
-// NewOpsHandler returns the health and readiness endpoints.
-func NewOpsHandler(store models.Store, version string) *OpsHandler {
-	return &OpsHandler{store: store, version: version}
+// NewOpsHandler returns the health and readiness endpoints. workers, when set, says
+// whether workers can start (the sandbox can confine them, or is off) and why not.
+func NewOpsHandler(store models.Store, version string, workers func() (bool, string)) *OpsHandler {
+	return &OpsHandler{store: store, version: version, workers: workers}
 }
 
 // Health answers /healthz: the process is up.
@@ -24,10 +26,20 @@ func (h *OpsHandler) Health(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": h.version})
 }
 
-// Ready answers /readyz: the database is reachable and every migration is applied.
+// Ready answers /readyz: the database is reachable, every migration is applied, and
+// workers can start; "sandbox" says what confines them.
 func (h *OpsHandler) Ready(c echo.Context) error {
 	if err := h.store.Ping(c.Request().Context()); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": models.ErrorMessage(err)})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready", "dialect": h.store.Dialect()})
+	body := map[string]string{"status": "ready", "dialect": h.store.Dialect()}
+	if h.workers != nil {
+		ready, status := h.workers()
+		body["sandbox"] = status
+		if !ready {
+			body["status"], body["reason"] = "unavailable", status
+			return c.JSON(http.StatusServiceUnavailable, body)
+		}
+	}
+	return c.JSON(http.StatusOK, body)
 }

@@ -26,6 +26,9 @@ type Deps struct {
 	Ledger ledger.Info
 	// HTML renders error pages for browsers; nil renders JSON everywhere.
 	HTML HTMLErrorRenderer
+	// Workers says whether workers can start and what confines them, for /readyz; nil
+	// leaves it out.
+	Workers func() (ready bool, status string)
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
 	// live in their own files and packages; each is listed in Routes' doc.
 	Extra []func(e *echo.Echo)
@@ -61,7 +64,7 @@ func NewServer(d Deps) *echo.Echo {
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
 func Routes(e *echo.Echo, d Deps) {
-	ops := NewOpsHandler(d.Service.Store(), d.Version)
+	ops := NewOpsHandler(d.Service.Store(), d.Version, d.Workers)
 	e.GET("/healthz", ops.Health)
 	e.GET("/readyz", ops.Ready)
 	if d.Metrics != nil {

@@ -71,7 +71,16 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stop, err := startRunner(ctx, &c, db, newService(db), log, runnerHooks{})
+	sb, err := openSandbox(&c, log)
+	if err != nil {
+		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
+		return err
+	}
+	if !sb.Ready() {
+		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
+		return errors.New(sb.Status())
+	}
+	stop, err := startRunner(ctx, &c, db, newService(db), sb, log, runnerHooks{})
 	if err != nil {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return err
@@ -86,8 +95,8 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 // and the pool from c, and starts the pool. The returned stop stops it (idempotent):
 // no new claims, the grace period for running workers, then cancellation and release
 // of their leases.
-func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, log *slog.Logger, opts runnerHooks) (stop func(context.Context) error, err error) {
-	sb, ports, err := openSandbox(c, log)
+func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, sb *sandbox.Sandbox, log *slog.Logger, opts runnerHooks) (stop func(context.Context) error, err error) {
+	ports, err := c.sandboxPorts()
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +117,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
+	procs.Log = log
 	pool, err := runner.New(runner.Config{
 		Sandbox:      sb,
 		APIURL:       c.URL,
@@ -133,28 +143,24 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	return pool.Stop, nil
 }
 
-// openSandbox probes what the kernel can confine and logs it. With the sandbox on and
-// nothing to confine with, it fails: workers must not start unconfined unless an
-// admin said --sandbox=off.
-func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, []uint16, error) {
+// openSandbox probes what the kernel can confine and logs it. A sandbox that is on but
+// not Ready must not start workers: workers never run unconfined unless an admin said
+// --sandbox=off.
+func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	mode, err := sandbox.ParseMode(c.Sandbox)
 	if err != nil {
-		return nil, nil, err
-	}
-	ports, err := c.sandboxPorts()
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sb := sandbox.Probe(mode)
 	switch {
 	case !sb.Ready():
-		return nil, nil, errors.New(sb.Status())
+		log.Error(sb.Status())
 	case !sb.Enabled():
 		log.Warn(sb.Status())
 	default:
-		log.Info(sb.Status(), "url", c.URL, "ports", ports)
+		log.Info(sb.Status(), "url", c.URL, "ports", c.SandboxPorts)
 	}
-	return sb, ports, nil
+	return sb, nil
 }
 
 // evaluatorConfinement confines an evaluator command to a home of its own under the

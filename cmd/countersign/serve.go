@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/runner/sandbox"
 	"io"
 	"log/slog"
 	"net"
@@ -100,20 +101,26 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if c.URL == "" {
 		c.URL = selfURL(ln.Addr())
 	}
+	sb, err := openSandbox(&c, log)
+	if err != nil {
+		return err
+	}
 	if !c.NoRunner {
 		stopPub, err := startPublisher(ctx, &c, db, led, log)
 		if err != nil {
 			return err
 		}
 		stops = append(stops, stopPub)
-		stopPool, err := startRunner(ctx, &c, db, svc, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
+	}
+	if !c.NoRunner && sb.Ready() {
+		stopPool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
 		if err != nil {
 			return err
 		}
 		stops = append(stops, stopPool)
 	}
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo})
+		Ledger: ledInfo, Banner: sandboxBanner(sb)})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
@@ -185,4 +192,13 @@ func selfURL(addr net.Addr) string {
 		host = net.IPv4(127, 0, 0, 1)
 	}
 	return "http://" + net.JoinHostPort(host.String(), strconv.Itoa(tcp.Port))
+}
+
+// sandboxBanner is the warning every page shows while workers run unconfined or cannot
+// start; nil when the sandbox confines them.
+func sandboxBanner(sb *sandbox.Sandbox) func() string {
+	if sb.Enabled() && sb.Ready() {
+		return nil
+	}
+	return sb.Status
 }

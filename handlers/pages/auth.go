@@ -129,6 +129,9 @@ func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
 		m.LastEventID = id
 	}
 	m.FlashKind, m.Flash = takeFlash(c)
+	if p.d.Banner != nil {
+		m.Banner = p.d.Banner()
+	}
 	return m
 }
 

@@ -23,6 +23,9 @@ type Deps struct {
 	// Ledger describes the ledger for the ledger page: "local" or "hcs", and for
 	// HCS the network and topic, to build HashScan links.
 	Ledger ledger.Info
+	// Banner, when set, returns a warning every page shows while it holds (the sandbox
+	// off or unavailable); nil shows none.
+	Banner func() string
 }
 
 // Pages is the dashboard.

@@ -28,6 +28,9 @@ type PageMeta struct {
 	FlashKind string
 	// Version is the build version shown in the footer.
 	Version string
+	// Banner is a standing warning shown on every page while it holds, such as the
+	// sandbox being off; empty shows none.
+	Banner string
 	// LiveRefresh names what the page shows so that live.js re-fetches its
 	// [data-live-region] elements when a matching event arrives: "task:12",
 	// "goal:3", "any", or several separated by spaces. Empty: no refresh.
