@@ -40,6 +40,7 @@ type env struct {
 type envOptions struct {
 	extra  []func(*echo.Echo) // more routes (e.g. /ws)
 	ledger ledger.Info        // the ledger the pages describe (zero: none given)
+	banner func() string      // the standing warning (nil: none)
 }
 
 func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
@@ -53,7 +54,7 @@ func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	t.Helper()
 	svc := handlertest.NewService(db)
-	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger})
+	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
 	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}
