@@ -61,7 +61,13 @@ func (s *Service) Rules(ctx context.Context) (ProjectRules, error) {
 // CreateTask creates a task from spec: the contract is fixed now, before delegation.
 // With an assignee the task starts assigned; a lead or exec may assign anyone, anyone
 // may assign themself.
+//
+// Shell in the caller's contract (verify commands, criteria commands) needs an admin,
+// editor or lead (commands_need_editor); anyone may name criteria by activity.
 func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (*Task, error) {
+	if err := requireCommandAuthority(actor, spec.Contract, ""); err != nil {
+		return nil, err
+	}
 	rules, err := s.Rules(ctx)
 	if err != nil {
 		return nil, err

@@ -115,6 +115,11 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
+	for i := range fixes {
+		if err := requireCommandAuthority(actor, fixes[i].Contract, fmt.Sprintf("fix_tasks[%d].contract", i)); err != nil {
+			return nil, err
+		}
+	}
 	rules, err := s.Rules(ctx)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,17 @@ var editorRoles = []string{RoleLead, RoleAdmin, "editor"}
 // project rules.
 func CanEditTemplates(a *Agent) bool { return requireAny(a, "editor_only", editorRoles...) == nil }
 
-// SaveTemplate validates t and saves it as the next version of its name.
+// SaveTemplate validates t and saves it as the next version of its name, with a
+// template.changed event naming who saved it and the diff from the version before.
+// Only an admin, editor or lead may save a template (editor_only), and steps carrying
+// shell commands need one of those roles whoever else may edit templates
+// (commands_need_editor).
 func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) error {
+	for i, st := range t.Steps {
+		if err := requireCommandAuthority(actor, st.Contract(), fmt.Sprintf("steps[%d]", i)); err != nil {
+			return err
+		}
+	}
 	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {
 		return err
 	}
@@ -26,12 +35,37 @@ func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) e
 		if err := tx.CreateTemplate(ctx, t); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, "template.saved", actor, nil, nil, map[string]any{"name": t.Name, "version": t.Version, "steps": len(t.Steps)})
+		prev, err := s.previousVersion(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		change, err := templateChange(actor, prev, t)
+		if err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, EventTemplateChanged, actor, nil, nil, change)
 	})
 }
 
-// SaveRules validates and saves the project rules for contract generation.
+// previousVersion returns the version of t's template before t (saved in tx), nil for
+// a new template. CreateTemplate numbered t after the newest committed version, so
+// that one is visible.
+func (s *Service) previousVersion(ctx context.Context, tx Tx, t *Template) (*Template, error) {
+	if t.Version <= 1 {
+		return nil, nil
+	}
+	return tx.GetTemplate(ctx, t.Name, t.Version-1)
+}
+
+// SaveRules validates and saves the project rules for contract generation, with a
+// rules.changed event naming who saved them and the diff from the rules they replace
+// (the defaults when none were saved). The rules map activities to shell commands:
+// only an admin, editor or lead may save them (commands_need_editor; editor_only for
+// rules without a command).
 func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) error {
+	if err := requireRulesAuthority(actor, r); err != nil {
+		return err
+	}
 	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {
 		return err
 	}
@@ -40,10 +74,22 @@ func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) 
 	}
 	r.UpdatedAt = s.now()
 	return s.store.InTx(ctx, func(tx Tx) error {
+		before, err := tx.LockRules(ctx)
+		if ErrorCode(err) == ENOTFOUND {
+			def := DefaultRules()
+			before, err = &def, nil
+		}
+		if err != nil {
+			return err
+		}
 		if err := tx.SaveRules(ctx, r); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, "rules.saved", actor, nil, nil, nil)
+		change, err := rulesChange(actor, before, r)
+		if err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, EventRulesChanged, actor, nil, nil, change)
 	})
 }
 

@@ -122,6 +122,9 @@ type Tx interface {
 	LastEventID(ctx context.Context) (int64, error)
 	// ListTaskEvents returns the newest limit events of one task, oldest first.
 	ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error)
+	// ListEventsOfType returns up to limit events of type typ with an ID below
+	// beforeID (any ID when 0), newest first.
+	ListEventsOfType(ctx context.Context, typ string, beforeID int64, limit int) ([]Event, error)
 	// ListAgentEvents returns the newest limit events about one agent (Event.AgentID),
 	// oldest first.
 	ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]Event, error)
@@ -136,6 +139,9 @@ type Tx interface {
 
 	// GetRules returns the project rules; ENOTFOUND when none were saved yet.
 	GetRules(ctx context.Context) (*ProjectRules, error)
+	// LockRules is GetRules locking the saved rules until the transaction ends, so
+	// that a change sees the rules it replaces.
+	LockRules(ctx context.Context) (*ProjectRules, error)
 	SaveRules(ctx context.Context, r *ProjectRules) error
 }
 

@@ -42,6 +42,11 @@ func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 		v.UpdatedAt = r.UpdatedAt
 	}
 	v.Form = formFromRules(*r)
+	hist, err := p.d.Service.RulesHistory(c.Request().Context(), historyLimit)
+	if err != nil {
+		return v, err
+	}
+	v.History = historyItems(hist, rulesChangeLabel)
 	return v, nil
 }
 

@@ -279,11 +279,17 @@ func (p *Pages) editorView(c echo.Context, action string) tplpage.View {
 	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action, CanEdit: models.CanEditTemplates(a)}
 }
 
+// addVersions adds the versions of template name and its history to v.
 func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error {
 	vs, err := p.d.Service.Store().ListTemplateVersions(c.Request().Context(), name)
 	if err != nil {
 		return err
 	}
+	hist, err := p.d.Service.TemplateHistory(c.Request().Context(), name, historyLimit)
+	if err != nil {
+		return err
+	}
+	v.History = historyItems(hist, templateChangeLabel)
 	names := p.agentNames(c)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].Version > vs[j].Version })
 	for _, t := range vs {

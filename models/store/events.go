@@ -122,6 +122,24 @@ func (o *ops) ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]
 	return out, nil
 }
 
+// ListEventsOfType returns up to limit (default 100, at most 1000) events of type typ
+// with an ID below beforeID (any when 0), newest first.
+func (o *ops) ListEventsOfType(ctx context.Context, typ string, beforeID int64, limit int) ([]models.Event, error) {
+	var recs []eventRecord
+	q := o.q(ctx).Where("type = ?", typ)
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID)
+	}
+	if err := q.Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error; err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make([]models.Event, len(recs))
+	for i := range recs {
+		out[i] = *fromEventRecord(&recs[i])
+	}
+	return out, nil
+}
+
 // LastEventID returns the id of the newest event, 0 when there is none.
 func (o *ops) LastEventID(ctx context.Context) (int64, error) {
 	var id int64

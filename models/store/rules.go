@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/countersign/countersign/models"
@@ -23,8 +24,18 @@ const rulesRowID = 1
 
 // GetRules returns the project rules; ENOTFOUND when none were saved yet.
 func (o *ops) GetRules(ctx context.Context) (*models.ProjectRules, error) {
+	return o.getRules(o.q(ctx))
+}
+
+// LockRules is GetRules locking the row until the transaction ends (see forUpdate).
+// With no rules saved yet there is no row to lock.
+func (o *ops) LockRules(ctx context.Context) (*models.ProjectRules, error) {
+	return o.getRules(o.forUpdate(o.q(ctx)))
+}
+
+func (o *ops) getRules(q *gorm.DB) (*models.ProjectRules, error) {
 	var rec rulesRecord
-	if err := o.q(ctx).Take(&rec, "id = ?", rulesRowID).Error; err != nil {
+	if err := q.Take(&rec, "id = ?", rulesRowID).Error; err != nil {
 		if isNotFound(err) {
 			return nil, models.Errorf(models.ENOTFOUND, "no project rules saved yet")
 		}

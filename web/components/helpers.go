@@ -267,3 +267,34 @@ func safeHref(h string) string {
 	}
 	return h
 }
+
+// DiffLine is one line of a unified diff as History shows it: its text (with its
+// newline) and the class that colours it.
+type DiffLine struct {
+	Text  string
+	Class string
+}
+
+// DiffLines splits a unified diff into lines classed diff-hunk ("@@"), diff-del ("-"),
+// diff-add ("+") or diff-note (the truncation note), and diff-ctx otherwise.
+func DiffLines(diff string) []DiffLine {
+	var out []DiffLine
+	for _, l := range strings.SplitAfter(diff, "\n") {
+		if l == "" {
+			continue
+		}
+		c := "diff-ctx"
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			c = "diff-hunk"
+		case strings.HasPrefix(l, "-"):
+			c = "diff-del"
+		case strings.HasPrefix(l, "+"):
+			c = "diff-add"
+		case strings.HasPrefix(l, "…"):
+			c = "diff-note"
+		}
+		out = append(out, DiffLine{Text: l, Class: c})
+	}
+	return out
+}

@@ -26,6 +26,8 @@ type View struct {
 	UpdatedAt time.Time
 	Try       TryForm
 	Result    *TryResult
+	// History lists the changes of the rules, newest first.
+	History []components.HistoryItem
 }
 
 // Form is the rules as typed.

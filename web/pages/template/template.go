@@ -36,6 +36,9 @@ type View struct {
 	Errors    map[string]string
 	FormError string
 	Versions  []VersionRow
+	// History lists the template's changes (versions saved), newest first, each with
+	// its diff from the version before.
+	History []components.HistoryItem
 	// CanEdit says whether the signed-in agent may save (lead, admin or editor).
 	CanEdit bool
 }
