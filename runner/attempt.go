@@ -25,6 +25,9 @@ const (
 	EnvWorkspace  = "COUNTERSIGN_WORKSPACE"
 	EnvAttempt    = "COUNTERSIGN_ATTEMPT"
 	EnvBriefFile  = "COUNTERSIGN_BRIEF_FILE"
+	// EnvToken is the attempt's own bearer token (with COUNTERSIGN_URL): it acts as
+	// the worker agent on its task only, and is revoked when the worker exits.
+	EnvToken = "COUNTERSIGN_TOKEN"
 )
 
 // attemptRun is one attempt in the making: what was prepared, what the worker did and
@@ -242,7 +245,32 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		p.cfg.Observer.Dispatched(time.Since(tr.readyAt))
 	}
 	tr.dispatched = true
+	if p.cfg.APIURL != "" {
+		// The worker reaches the API as itself, on its own task only, for as long as
+		// this run lasts: no long-lived token ever sits in its command.
+		secret, id, err := p.svc.IssueAttemptToken(ctx, tr.agent.ID, t.ID, ar.num, timeout+attemptTokenMargin)
+		if err != nil {
+			ar.runErr = fmt.Errorf("issuing the attempt's token: %w", err)
+			return
+		}
+		spec.Env = append(spec.Env, EnvToken+"="+secret)
+		defer p.revokeAttemptToken(id, t.ID)
+	}
 	ar.res, ar.runErr = worker.Run(ctx, spec)
+}
+
+// attemptTokenMargin is how long an attempt token outlives the attempt's timeout, so
+// that the token of a runner that died expires soon after its worker would have.
+const attemptTokenMargin = time.Minute
+
+// revokeAttemptToken ends the attempt's token once its worker has exited. A failure
+// is logged: the token expires on its own shortly after.
+func (p *Pool) revokeAttemptToken(id, taskID int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.svc.RevokeAttemptToken(ctx, id); err != nil {
+		p.log.Warn("revoking an attempt token failed; it expires on its own", "task_id", taskID, "token_id", id, "err", err)
+	}
 }
 
 // taskEnv is the worker's environment beyond worker.BaseEnv.

@@ -5,7 +5,6 @@ package runner
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/sandbox"
 )
@@ -59,8 +59,6 @@ func TestHostileWorkerConfined(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer api.Close()
 	probeDir := t.TempDir()
 	probe := buildProbe(t, probeDir)
 
@@ -69,7 +67,7 @@ func TestHostileWorkerConfined(t *testing.T) {
 	if os.Geteuid() == 0 {
 		escapes = append(escapes, "capabilities")
 	}
-	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git", "api"}
+	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git"}
 
 	for _, tc := range []struct {
 		name string
@@ -80,14 +78,20 @@ func TestHostileWorkerConfined(t *testing.T) {
 			if !sb.Ready() {
 				t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
 			}
-			h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.APIURL = sb, api.URL })
+			h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+			// The real API, which the worker reaches with its attempt token.
+			api := httptest.NewServer(handlers.NewServer(handlers.Deps{Service: h.svc, Log: h.cfg.Log}))
+			defer api.Close()
+			h.cfg.APIURL = api.URL
+			stranger := h.task("someone else's task", "nobody", models.Contract{Verification: models.Verification{Type: models.VerifySkip}})
 			other := filepath.Join(h.root, "work", "tasks", "999")
 			must(t, os.MkdirAll(other, 0o750))
 			db := filepath.Join(h.root, "countersign.db")
 			must(t, os.WriteFile(db, []byte("the judge's records"), 0o640))
 			run := func(report string, extra ...string) string {
 				args := []string{shq(probe), "-db", shq(db), "-pid", fmt.Sprint(os.Getpid()), "-other", shq(other),
-					"-api", `"$COUNTERSIGN_URL/ping"`}
+					"-api", `"$COUNTERSIGN_URL/api/v1/tasks/$COUNTERSIGN_TASK_ID"`,
+					"-api-other", fmt.Sprintf(`"$COUNTERSIGN_URL/api/v1/tasks/%d"`, stranger.ID)}
 				return strings.Join(append(args, extra...), " ") + " > " + report + " 2>&1"
 			}
 			readProbeDir := func(a *models.Agent) { a.Sandbox.Read = []string{probeDir} }
@@ -128,6 +132,15 @@ func TestHostileWorkerConfined(t *testing.T) {
 					}
 				}
 				wantNeeds := needs
+				if who == "worker" {
+					// Only the worker holds a token: its own task, nobody else's.
+					wantNeeds = append(wantNeeds, "api")
+					if !strings.Contains(report["api-other-task"], "status 403") {
+						t.Errorf("worker api-other-task: %q, want 403", report["api-other-task"])
+					}
+				} else if !strings.Contains(report["api"], "status 401") {
+					t.Errorf("%s api: %q, want 401 (reachable, but no token)", who, report["api"])
+				}
 				if who == "worker" && tc.mode == sandbox.ModeOn {
 					wantNeeds = append(wantNeeds, "go-test")
 				}

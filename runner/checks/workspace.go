@@ -60,8 +60,8 @@ func checkClean(ctx context.Context, dir string, start time.Time, confine *worke
 	var stdout bytes.Buffer
 	res, err := worker.Run(ctx, worker.Spec{
 		// No hooks or fsmonitor: the repository is the worker's, and so would be their code.
-		Argv:      []string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status", "--porcelain"},
-		Env:       append(worker.Inherit(defaultEnvKeys...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C",
+		Argv: []string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "status", "--porcelain"},
+		Env: append(worker.Inherit(defaultEnvKeys...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C",
 			"GIT_CONFIG_GLOBAL=/dev/null"), // the runner's HOME is out of a confined git's reach
 		ExactEnv:  true,
 		Stdout:    &stdout,

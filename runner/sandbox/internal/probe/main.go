@@ -28,7 +28,8 @@ func main() {
 	other := flag.String("other", "", "another task's workspace to list")
 	pgPort := flag.Int("pg-port", 5432, "PostgreSQL's TCP port")
 	pgSocket := flag.String("pg-socket", "/var/run/postgresql/.s.PGSQL.5432", "PostgreSQL's unix socket")
-	api := flag.String("api", "", "URL to GET with $COUNTERSIGN_TOKEN (Countersign's API)")
+	api := flag.String("api", "", "URL to GET with $COUNTERSIGN_TOKEN (Countersign's API): must answer 200")
+	apiOther := flag.String("api-other", "", "URL of another task to GET with $COUNTERSIGN_TOKEN: the token's scope must refuse it")
 	gotest := flag.Bool("go-test", false, "also run `go test` on a tiny module in the workspace")
 	connect := flag.Int("connect", 0, "a TCP port on 127.0.0.1 to try, as a model API on 443 would be (nothing need listen: refused means the sandbox let it through)")
 	flag.Parse()
@@ -86,6 +87,9 @@ func main() {
 	}
 	if *api != "" {
 		try("api", func() error { return get(*api) })
+	}
+	if *apiOther != "" {
+		try("api-other-task", func() error { return get(*apiOther) })
 	}
 }
 
