@@ -51,5 +51,9 @@ func (h *FeedAPI) Events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	viewer := Actor(c)
+	for i := range evs {
+		evs[i] = evs[i].VisibleTo(viewer) // agents' commands and sandboxes: admins only
+	}
 	return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
 }

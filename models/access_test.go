@@ -477,3 +477,48 @@ func (e *accessEnv) events(typ string) []models.Event {
 	}
 	return out
 }
+
+// touchCounter is a store that counts the writes of a token's last use.
+type touchCounter struct {
+	models.Store
+	n int
+}
+
+// TouchToken counts the call and passes it on.
+func (c *touchCounter) TouchToken(ctx context.Context, id int64, at, since time.Time) error {
+	c.n++
+	return c.Store.TouchToken(ctx, id, at, since)
+}
+
+// TestAuthenticateIsARead: authenticating with a token used less than a minute ago
+// writes nothing, so that authentication stays cheap.
+func TestAuthenticateIsARead(t *testing.T) {
+	for _, d := range storetest.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			st := &touchCounter{Store: storetest.Open(t, d)}
+			svc := models.NewService(st, ledger.Composer{})
+			now := time.Now().UTC()
+			svc.SetClock(func() time.Time { return now })
+			if err := svc.CreateAgent(context.Background(), models.System, &models.Agent{Name: "lee", Kind: models.KindHuman, Roles: []string{"lead"}}, ""); err != nil {
+				t.Fatal(err)
+			}
+			secret, err := svc.CreateToken(context.Background(), models.System, "lee", "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				now = now.Add(10 * time.Second)
+				if _, err := svc.Authenticate(context.Background(), secret); err != nil {
+					t.Fatal(err)
+				}
+				if st.n != 1 {
+					t.Fatalf("after %d uses within a minute, %d writes of the last use; want 1", i+1, st.n)
+				}
+			}
+			now = now.Add(time.Minute)
+			if _, err := svc.Authenticate(context.Background(), secret); err != nil || st.n != 2 {
+				t.Fatalf("a use a minute later: %v, %d writes; want 2", err, st.n)
+			}
+		})
+	}
+}
