@@ -61,7 +61,6 @@ type Tx interface {
 	// ClearLoginFailures forgets an account name's failures and lock.
 	ClearLoginFailures(ctx context.Context, name string) error
 
-
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	DeleteSession(ctx context.Context, id string) error

@@ -108,20 +108,6 @@ func (o *ops) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]mo
 	return out, nil
 }
 
-// ListAgentEvents returns the newest limit events about one agent, oldest first.
-func (o *ops) ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]models.Event, error) {
-	var recs []eventRecord
-	err := o.q(ctx).Where("agent_id = ?", agentID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
-	if err != nil {
-		return nil, mapError(err, "events")
-	}
-	out := make([]models.Event, len(recs))
-	for i := range recs {
-		out[len(recs)-1-i] = *fromEventRecord(&recs[i])
-	}
-	return out, nil
-}
-
 // ListEventsOfType returns up to limit (default 100, at most 1000) events of type typ
 // with an ID below beforeID (any when 0), newest first.
 func (o *ops) ListEventsOfType(ctx context.Context, typ string, beforeID int64, limit int) ([]models.Event, error) {
@@ -136,6 +122,20 @@ func (o *ops) ListEventsOfType(ctx context.Context, typ string, beforeID int64, 
 	out := make([]models.Event, len(recs))
 	for i := range recs {
 		out[i] = *fromEventRecord(&recs[i])
+	}
+	return out, nil
+}
+
+// ListAgentEvents returns the newest limit events about one agent, oldest first.
+func (o *ops) ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]models.Event, error) {
+	var recs []eventRecord
+	err := o.q(ctx).Where("agent_id = ?", agentID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
+	if err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make([]models.Event, len(recs))
+	for i := range recs {
+		out[len(recs)-1-i] = *fromEventRecord(&recs[i])
 	}
 	return out, nil
 }
