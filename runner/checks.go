@@ -164,7 +164,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 }
 
 // rulesTTL bounds how long the pool reuses the project rules it read. Saving them
-// (rules.saved) drops the copy as soon as the event reaches the pool; the bound covers
+// (rules.changed) drops the copy as soon as the event reaches the pool; the bound covers
 // writers it does not hear from (another process on SQLite).
 const rulesTTL = time.Second
 
@@ -191,7 +191,7 @@ func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
 }
 
 // forgetRules drops the cached project rules: an event from another writer may have
-// been rules.saved.
+// been rules.changed.
 func (p *Pool) forgetRules() {
 	p.rulesMu.Lock()
 	p.rulesGen++
