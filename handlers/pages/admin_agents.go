@@ -93,10 +93,12 @@ func (p *Pages) agentCreate(c echo.Context) error {
 	f := agentspage.AgentForm{Name: strings.TrimSpace(c.FormValue("name")), Kind: c.FormValue("kind"), Roles: c.FormValue("roles"),
 		Command: c.FormValue("command"), Workdir: strings.TrimSpace(c.FormValue("workdir")), Worktree: c.FormValue("worktree") != "",
 		Concurrency: c.FormValue("concurrency")}
+	sandboxForm(c, &f)
 	a := &models.Agent{Name: f.Name, Kind: models.AgentKind(strings.TrimSpace(f.Kind)), Roles: splitList(f.Roles),
 		Command: f.Command, Workdir: f.Workdir, Worktree: f.Worktree}
 	fe := models.FieldErrors{}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
+	a.Sandbox = formSandbox(&fe, f)
 	var err error
 	if len(fe) == 0 {
 		err = p.d.Service.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
@@ -161,7 +163,14 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 	if admin {
 		v.Workdir, v.Worktree = a.Workdir, a.Worktree
 		v.Edit = agentspage.AgentForm{Roles: strings.Join(a.Roles, ", "), Command: a.Command, Workdir: a.Workdir,
-			Worktree: a.Worktree, Concurrency: strconv.Itoa(a.Concurrency), Disabled: a.Disabled}
+			Worktree: a.Worktree, Concurrency: strconv.Itoa(a.Concurrency), Disabled: a.Disabled,
+			SandboxRead: strings.Join(a.Sandbox.Read, ", "), SandboxWrite: strings.Join(a.Sandbox.Write, ", "),
+			SandboxConnect: joinPorts(a.Sandbox.Connect), SandboxAllowUnix: a.Sandbox.AllowUnix}
+		v.Sandbox = agentspage.Sandbox{Read: a.Sandbox.Read, Write: a.Sandbox.Write, Connect: splitList(joinPorts(a.Sandbox.Connect)),
+			AllowUnix: a.Sandbox.AllowUnix}
+	}
+	if err := p.agentExtras(c, &v, a); err != nil {
+		return agentspage.AgentView{}, nil, err
 	}
 	return v, a, nil
 }
@@ -184,12 +193,14 @@ func (p *Pages) agentUpdate(c echo.Context) error {
 	}
 	f := agentspage.AgentForm{Roles: c.FormValue("roles"), Command: c.FormValue("command"), Workdir: strings.TrimSpace(c.FormValue("workdir")),
 		Worktree: c.FormValue("worktree") != "", Concurrency: c.FormValue("concurrency"), Disabled: c.FormValue("disabled") != ""}
+	sandboxForm(c, &f)
 	a := *cur
 	a.Roles, a.Disabled = splitList(f.Roles), f.Disabled
+	fe := models.FieldErrors{}
 	if cur.Kind == models.KindWorker {
 		a.Command, a.Workdir, a.Worktree = f.Command, f.Workdir, f.Worktree
+		a.Sandbox = formSandbox(&fe, f)
 	}
-	fe := models.FieldErrors{}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
 	if len(fe) == 0 {
 		err = p.d.Service.UpdateAgent(c.Request().Context(), SignedIn(c), &a)
@@ -223,8 +234,18 @@ func (p *Pages) agentToken(c echo.Context) error {
 		v.Errors = map[string]string{"token_name": "must be at most 100 characters"}
 		return render(c, http.StatusUnprocessableEntity, agentspage.Agent(v))
 	}
-	secret, err := p.d.Service.CreateToken(c.Request().Context(), SignedIn(c), a.Name, name)
+	v.TokenExpires = c.FormValue("expires")
+	ttl, err := models.ParseTokenTTL(v.TokenExpires)
 	if err != nil {
+		v.Errors = map[string]string{"expires": "choose a lifetime"}
+		return render(c, http.StatusUnprocessableEntity, agentspage.Agent(v))
+	}
+	secret, _, err := p.d.Service.IssueToken(c.Request().Context(), SignedIn(c), a.Name, name, ttl)
+	if err != nil {
+		return err
+	}
+	// Show the new token in the list too (never its secret there).
+	if err := p.agentExtras(c, &v, a); err != nil {
 		return err
 	}
 	v.NewToken, v.TokenName = secret, name

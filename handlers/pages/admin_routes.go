@@ -20,6 +20,7 @@ import "github.com/labstack/echo/v4"
 //	GET  /agents/:id                 an agent; edit form for admins
 //	POST /agents/:id                 save an agent (admin)
 //	POST /agents/:id/tokens          create a token, shown once on the page answered (admin)
+//	POST /agents/:id/tokens/:tid/revoke  revoke a token (admin, or the agent itself)
 //	GET  /ledger                     ledger entries, oldest first, ?after=ID pages
 //	POST /ledger/verify              verify the local hash chain
 //	GET  /ledger/:id                 one entry with its exact message bytes
@@ -44,6 +45,7 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/agents/:id", p.agentShow)
 	g.POST("/agents/:id", p.agentUpdate)
 	g.POST("/agents/:id/tokens", p.agentToken)
+	g.POST("/agents/:id/tokens/:tid/revoke", p.agentTokenRevoke)
 
 	g.GET("/ledger", p.ledgerList)
 	g.POST("/ledger/verify", p.ledgerVerify)

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -66,11 +67,18 @@ func (p *Pages) login(c echo.Context) error {
 	}
 	name := strings.ToLower(strings.TrimSpace(c.FormValue("name")))
 	v := login.View{Name: name, Next: safeNext(c.FormValue("next"))}
+	ctx := c.Request().Context()
+	// A locked account is refused before its password is looked at, so the answer
+	// tells nothing about the password (and costs the address no attempt).
+	if until, err := p.d.Service.LoginLockedUntil(ctx, name); err != nil {
+		return err
+	} else if !until.IsZero() {
+		return p.renderLocked(c, v, until)
+	}
 	if !p.limiter.allow(clientIP(c)) {
 		v.Error = "too many sign-in attempts from your address: wait a minute and try again"
 		return p.renderLogin(c, http.StatusTooManyRequests, v)
 	}
-	ctx := c.Request().Context()
 	a, err := p.d.Service.Store().GetAgentByName(ctx, name)
 	if err != nil && models.ErrorCode(err) != models.ENOTFOUND {
 		return err
@@ -82,8 +90,17 @@ func (p *Pages) login(c echo.Context) error {
 		_ = bcrypt.CompareHashAndPassword([]byte(dummyHash), []byte(c.FormValue("password")))
 	}
 	if !ok || !a.CanSignIn() {
+		if until, err := p.d.Service.LoginFailed(ctx, name); err != nil {
+			return err
+		} else if !until.IsZero() {
+			p.d.Log.Warn("dashboard account locked after failed sign-ins", "name", name, "until", until)
+			return p.renderLocked(c, v, until)
+		}
 		v.Error = wrongLogin
 		return p.renderLogin(c, http.StatusUnauthorized, v)
+	}
+	if err := p.d.Service.LoginSucceeded(ctx, name); err != nil {
+		return err
 	}
 	p.limiter.forgive(clientIP(c))
 	secret := models.NewSecret("")
@@ -97,6 +114,15 @@ func (p *Pages) login(c echo.Context) error {
 	c.SetCookie(&http.Cookie{Name: loginCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true})
 	p.d.Log.Info("dashboard sign-in", "agent", a.Name)
 	return c.Redirect(http.StatusSeeOther, v.Next)
+}
+
+// renderLocked answers a sign-in to an account locked until until (429): the same
+// for every password, and for names that are no agent's.
+func (p *Pages) renderLocked(c echo.Context, v login.View, until time.Time) error {
+	mins := int(until.Sub(p.d.Service.Now()).Round(time.Minute) / time.Minute)
+	v.Error = fmt.Sprintf("this account is locked after %d failed sign-ins: try again in %d minutes (at %s UTC)",
+		models.MaxFailedLogins, max(mins, 1), until.UTC().Format("15:04"))
+	return p.renderLogin(c, http.StatusTooManyRequests, v)
 }
 
 // logout answers POST /logout: the session is deleted and the cookie cleared.

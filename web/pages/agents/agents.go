@@ -1,12 +1,15 @@
 // Package agents is the agents page (every agent with its roles, status and current
-// task; an add form for admins) and the agent page (details, an edit form and token
-// creation for admins). Commands and workdirs are shown to admins only; secrets never:
-// a new token is shown once, on the page that answers its creation.
+// task; an add form for admins) and the agent page (details, its sandbox, an edit form
+// and token creation for admins; its tokens with a revoke button for admins and the
+// agent itself; the history of its changes). Commands, workdirs and sandboxes are
+// shown to admins only; secrets never: a new token is shown once, on the page that
+// answers its creation.
 package agents
 
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
@@ -62,6 +65,30 @@ type AgentForm struct {
 	Worktree    bool
 	Concurrency string
 	Disabled    bool
+	// The sandbox settings (workers): paths and ports, comma- or line-separated.
+	SandboxRead      string
+	SandboxWrite     string
+	SandboxConnect   string
+	SandboxAllowUnix bool
+}
+
+// Sandbox is what a worker's confined processes may reach besides their workspace,
+// shown to admins.
+type Sandbox struct {
+	Read      []string
+	Write     []string
+	Connect   []string
+	AllowUnix bool
+}
+
+// TokenRow is one of an agent's tokens: never its secret.
+type TokenRow struct {
+	ID       int64
+	Name     string
+	Status   string // active | expired | revoked
+	Created  time.Time
+	Expires  *time.Time // nil: never
+	LastUsed *time.Time // nil: never used
 }
 
 // AgentView is the agent page's model.
@@ -79,6 +106,25 @@ type AgentView struct {
 	// never again. TokenName is its label.
 	NewToken  string
 	TokenName string
+	// Sandbox is shown to admins, for workers.
+	Sandbox Sandbox
+	// Tokens are listed to admins and to the agent itself (ManageTokens), who may
+	// revoke them.
+	ManageTokens bool
+	Tokens       []TokenRow
+	// TokenExpires is the lifetime chosen in the create form.
+	TokenExpires string
+	// History is what changed about the agent, newest first; the values of the
+	// fields only admins see are left out for others.
+	History []components.HistoryItem
+}
+
+// TokenLifetimes are the choices of the token form's lifetime.
+var TokenLifetimes = []components.Option{
+	{Value: "30d", Label: "30 days"},
+	{Value: "90d", Label: "90 days"},
+	{Value: "365d", Label: "1 year"},
+	{Value: "never", Label: "never expires"},
 }
 
 // Kinds are the choices of the kind select.
@@ -149,4 +195,35 @@ func details(v AgentView) []components.DefItem {
 	}
 	items = append(items, components.DefItem{Term: "Current tasks", Values: cur})
 	return items
+}
+
+func tokenHref(agentID, tokenID int64) string {
+	return href(agentID) + "/tokens/" + i64(tokenID) + "/revoke"
+}
+
+// when formats an optional time for the tokens table.
+func when(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func sandboxItems(s Sandbox) []components.DefItem {
+	list := func(term string, v []string) components.DefItem {
+		if len(v) == 0 {
+			return components.DefItem{Term: term, Value: "nothing beyond the defaults"}
+		}
+		return components.DefItem{Term: term, Values: v, Mono: true}
+	}
+	unix := "no"
+	if s.AllowUnix {
+		unix = "yes"
+	}
+	return []components.DefItem{
+		list("Reads", s.Read),
+		list("Writes", s.Write),
+		list("Connects to TCP ports", s.Connect),
+		{Term: "Unix sockets", Value: unix},
+	}
 }
