@@ -58,6 +58,16 @@ func countersignBinary(t *testing.T) string {
 	return binPath
 }
 
+// scriptSandbox lets a worker confined by `countersign runner` run the test scripts
+// and append to the shared record file, as an admin would grant with --sandbox-read
+// and --sandbox-write.
+func scriptSandbox(t *testing.T, shared string) models.AgentSandbox {
+	t.Helper()
+	testdata, err := filepath.Abs("testdata")
+	must(t, err)
+	return models.AgentSandbox{Read: []string{testdata}, Write: []string{filepath.Dir(shared)}}
+}
+
 // runnerProc is a `countersign runner` process.
 type runnerProc struct {
 	cmd *exec.Cmd
@@ -148,7 +158,7 @@ func TestTwoRunnerProcessesShareWork(t *testing.T) {
 	shared := filepath.Join(t.TempDir(), "runs.txt")
 	for i := range 4 {
 		a := &models.Agent{Name: fmt.Sprintf("w%d", i), Kind: models.KindWorker, Roles: []string{"developer"},
-			Command: script(t, "record.sh", shared), Concurrency: 8}
+			Command: script(t, "record.sh", shared), Concurrency: 8, Sandbox: scriptSandbox(t, shared)}
 		must(t, svc.CreateAgent(ctx, boss, a, ""))
 	}
 	const n = 500
@@ -210,7 +220,7 @@ func TestKilledRunnerIsTakenOver(t *testing.T) {
 	url, db, svc, boss, ctx := pgService(t)
 	shared := filepath.Join(t.TempDir(), "runs.txt")
 	must(t, svc.CreateAgent(ctx, boss, &models.Agent{Name: "dev", Kind: models.KindWorker, Roles: []string{"developer"},
-		Command: script(t, "sleeper.sh", "3", shared)}, ""))
+		Command: script(t, "sleeper.sh", "3", shared), Sandbox: scriptSandbox(t, shared)}, ""))
 	a := startRunnerProc(t, url, "runner-a", "--lease", "2s")
 	task, err := svc.CreateTask(ctx, boss, models.TaskSpec{Title: "long", Role: "developer", Contract: noneContract()})
 	must(t, err)
