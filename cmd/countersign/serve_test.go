@@ -80,12 +80,14 @@ func TestServeDemo(t *testing.T) {
 		}
 		return len(led.Entries) >= 3
 	})
-	for path, want := range map[string]int{"/login": 200, "/api/v1/goals": 401, "/mcp": 401, "/ws": 401, "/": 303} {
+	for path, want := range map[string]int{"/login": 200, "/api/v1/goals": 401, "/mcp": 401, "/ws": 401, "/": 303, "/metrics": 401} {
 		if got := status(base+path, ""); got != want {
 			t.Errorf("GET %s: %d, want %d", path, got, want)
 		}
 	}
-	res, err := http.Get(base + "/metrics")
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
