@@ -1,0 +1,59 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/handlers/internal/handlertest"
+	"github.com/countersign/countersign/models"
+)
+
+// TestAttemptTokenTools: through MCP an attempt token creates tasks and submits its
+// own task; every other tool, and any other task, is refused naming
+// attempt_token_scope.
+func TestAttemptTokenTools(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *env) {
+		e.agent("c", "lead")
+		ctx := context.Background()
+		bot := handlertest.CreateAgent(t, e.svc, "bot", models.KindWorker, "", "developer", models.RoleLead)
+		runner, err := e.svc.RunnerAgent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := func(title string) int64 {
+			tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Assignee: "bot",
+				Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.TaskAction(ctx, runner, tk.ID, models.ActStart, models.ActionInput{}); err != nil {
+				t.Fatal(err)
+			}
+			return tk.ID
+		}
+		own, other := start("own"), start("other")
+		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, own, 1, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := e.connect(secret, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clients["attempt"] = cs
+
+		e.refused("attempt", "goal_status", map[string]any{"goal_id": 1}, models.RuleAttemptTokenScope)
+		e.refused("attempt", "inbox_list", map[string]any{}, models.RuleAttemptTokenScope)
+		e.refused("attempt", "create_goal", map[string]any{"title": "mine"}, models.RuleAttemptTokenScope)
+		e.refused("attempt", "reopen_task", map[string]any{"task_id": own, "reason": "r"}, models.RuleAttemptTokenScope)
+		e.refused("attempt", "submit_for_review", map[string]any{"task_id": other, "summary": "s"}, models.RuleAttemptTokenScope)
+		e.refused("attempt", "update_task", map[string]any{"task_id": own, "status": "cancelled"}, models.RuleAttemptTokenScope)
+
+		child := e.ok("attempt", "create_task", map[string]any{"title": "a sub-task"})
+		if child["state"] != "pending" {
+			t.Fatalf("created %v", child)
+		}
+		e.ok("attempt", "submit_for_review", map[string]any{"task_id": own, "summary": "done"})
+	})
+}
