@@ -45,23 +45,45 @@ func (p *Pool) prepareConfinement(tr *taskRun, ar *attemptRun) error {
 
 // confinement is how every process of an attempt runs — the worker, its verify
 // commands, git status, the reviewer — given the agent whose code or rights are at
-// stake: the attempt's workspace, temp dir and that agent's home writable; the system
-// and the agent's extra paths readable; Countersign's port, the default ports and the
-// agent's own reachable.
+// stake (see policy).
 func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker.Confinement {
-	pol := sandbox.Policy{
-		ReadExec:   append(append([]string{ar.ws.MetaDir}, p.systemPaths...), a.Sandbox.Read...),
-		ReadWrite:  append([]string{ar.ws.Dir, ar.tmp, p.agentHome(a)}, a.Sandbox.Write...),
-		ConnectTCP: append(p.connectPorts(), toPorts(a.Sandbox.Connect)...),
-		AllowUnix:  a.Sandbox.AllowUnix,
-	}
 	gitRead, gitWrite := ar.ws.GitPaths()
+	pol := p.policy(a, ar.ws.Dir, ar.ws.MetaDir, ar.tmp)
 	pol.ReadExec, pol.ReadWrite = append(pol.ReadExec, gitRead...), append(pol.ReadWrite, gitWrite...)
 	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
 	}
 	return c
+}
+
+// policy is what a's confined processes may touch in an attempt whose workspace, meta
+// dir (briefs) and temp dir are given: those and a's home writable (the meta dir only
+// readable); the system and a's extra paths readable; Countersign's port, the default
+// ports and a's own reachable.
+func (p *Pool) policy(a *models.Agent, workspace, meta, tmp string) sandbox.Policy {
+	return sandbox.Policy{
+		ReadExec:   append(append([]string{meta}, p.systemPaths...), a.Sandbox.Read...),
+		ReadWrite:  append([]string{workspace, tmp, p.agentHome(a)}, a.Sandbox.Write...),
+		ConnectTCP: append(p.connectPorts(), toPorts(a.Sandbox.Connect)...),
+		AllowUnix:  a.Sandbox.AllowUnix,
+	}
+}
+
+// EffectivePolicy describes, one grant per line, what a's confined processes may
+// touch in any attempt — with <task> and <n> standing for the task and attempt — and
+// whether the sandbox confines them at all; for the agent page.
+func (p *Pool) EffectivePolicy(a *models.Agent) []string {
+	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
+		return []string{"unconfined: the sandbox is off"}
+	}
+	root := p.cfg.Workspaces.Root()
+	ws := filepath.Join(root, "tasks", "<task>")
+	if a.Worktree {
+		ws = filepath.Join(root, "worktrees", "<task>")
+	}
+	pol := p.policy(a, ws, filepath.Join(root, "tasks", "<task>", ".countersign"), filepath.Join(root, "tmp", "task-<task>-attempt-<n>"))
+	return pol.Describe()
 }
 
 // confinedEnv is what a confined process's environment says about where it lives.

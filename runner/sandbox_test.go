@@ -196,3 +196,27 @@ func TestConfinedWorktree(t *testing.T) {
 		t.Errorf("the worker's commit is not in the repository: %s", out)
 	}
 }
+
+// The agent page's effective policy names the agent's own grants beside the defaults,
+// and says plainly when nothing is confined.
+func TestEffectivePolicy(t *testing.T) {
+	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.APIURL = sandbox.Probe(sandbox.ModeOn), "http://127.0.0.1:8080" })
+	a := h.worker("pia", "developer", "true", func(a *models.Agent) {
+		a.Sandbox = models.AgentSandbox{Read: []string{"/srv/data"}, Connect: []int{5432}}
+	})
+	p, err := New(h.cfg)
+	must(t, err)
+	got := strings.Join(p.EffectivePolicy(a), "\n")
+	for _, want := range []string{"read and execute /srv/data", "tasks/<task>", "agents/pia/home",
+		"connect over TCP to ports 80, 443, 5432, 8080", "open no unix socket"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("effective policy lacks %q:\n%s", want, got)
+		}
+	}
+	h.cfg.Sandbox = sandbox.Probe(sandbox.ModeOff)
+	p, err = New(h.cfg)
+	must(t, err)
+	if got := p.EffectivePolicy(a); len(got) != 1 || !strings.Contains(got[0], "unconfined") {
+		t.Errorf("sandbox off: %q", got)
+	}
+}
