@@ -80,22 +80,22 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return errors.New(sb.Status())
 	}
-	stop, err := startRunner(ctx, &c, db, newService(db), sb, log, runnerHooks{})
+	pool, err := startRunner(ctx, &c, db, newService(db), sb, log, runnerHooks{})
 	if err != nil {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return err
 	}
 	<-ctx.Done()
 	log.Info("shutting down the runner pool", "grace", c.Grace)
-	stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, stop})
+	stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, pool.Stop})
 	return nil
 }
 
 // startRunner builds the evaluator, the workspace manager (under <data-dir>/work)
-// and the pool from c, and starts the pool. The returned stop stops it (idempotent):
-// no new claims, the grace period for running workers, then cancellation and release
-// of their leases.
-func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, sb *sandbox.Sandbox, log *slog.Logger, opts runnerHooks) (stop func(context.Context) error, err error) {
+// and the pool from c, and starts the pool, confined by sb. The pool's Stop stops it
+// (idempotent): no new claims, the grace period for running workers, then
+// cancellation and release of their leases.
+func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Service, sb *sandbox.Sandbox, log *slog.Logger, opts runnerHooks) (pool *runner.Pool, err error) {
 	ports, err := c.sandboxPorts()
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		return nil, err
 	}
 	procs.Log = log
-	pool, err := runner.New(runner.Config{
+	pool, err = runner.New(runner.Config{
 		Sandbox:      sb,
 		APIURL:       c.URL,
 		ConnectPorts: ports,
@@ -140,7 +140,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err := pool.Start(ctx); err != nil {
 		return nil, err
 	}
-	return pool.Stop, nil
+	return pool, nil
 }
 
 // openSandbox probes what the kernel can confine and logs it. A sandbox that is on but

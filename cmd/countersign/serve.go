@@ -112,15 +112,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		}
 		stops = append(stops, stopPub)
 	}
+	var policy func(*models.Agent) []string
 	if !c.NoRunner && sb.Ready() {
-		stopPool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
+		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
 		if err != nil {
 			return err
 		}
-		stops = append(stops, stopPool)
+		stops = append(stops, pool.Stop)
+		policy = pool.EffectivePolicy
 	}
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo, Banner: sandboxBanner(sb)})
+		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,

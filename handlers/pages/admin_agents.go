@@ -168,6 +168,9 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 			SandboxConnect: joinPorts(a.Sandbox.Connect), SandboxAllowUnix: a.Sandbox.AllowUnix}
 		v.Sandbox = agentspage.Sandbox{Read: a.Sandbox.Read, Write: a.Sandbox.Write, Connect: splitList(joinPorts(a.Sandbox.Connect)),
 			AllowUnix: a.Sandbox.AllowUnix}
+		if p.d.SandboxPolicy != nil {
+			v.Effective = p.d.SandboxPolicy(a)
+		}
 	}
 	if err := p.agentExtras(c, &v, a); err != nil {
 		return agentspage.AgentView{}, nil, err

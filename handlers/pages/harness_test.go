@@ -41,6 +41,7 @@ type envOptions struct {
 	extra  []func(*echo.Echo) // more routes (e.g. /ws)
 	ledger ledger.Info        // the ledger the pages describe (zero: none given)
 	banner func() string      // the standing warning (nil: none)
+	policy func(*models.Agent) []string
 }
 
 func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
@@ -54,7 +55,7 @@ func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	t.Helper()
 	svc := handlertest.NewService(db)
-	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner})
+	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner, SandboxPolicy: o.policy})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
 	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}

@@ -26,6 +26,9 @@ type Deps struct {
 	// Banner, when set, returns a warning every page shows while it holds (the sandbox
 	// off or unavailable); nil shows none.
 	Banner func() string
+	// SandboxPolicy, when set, describes what a worker agent's confined processes may
+	// touch, for the agent page (admins only); nil shows nothing.
+	SandboxPolicy func(*models.Agent) []string
 }
 
 // Pages is the dashboard.

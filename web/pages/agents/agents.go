@@ -108,6 +108,9 @@ type AgentView struct {
 	TokenName string
 	// Sandbox is shown to admins, for workers.
 	Sandbox Sandbox
+	// Effective lists, one grant per line, everything the worker's confined processes
+	// may touch (defaults included); empty when no runner runs here.
+	Effective []string
 	// Tokens are listed to admins and to the agent itself (ManageTokens), who may
 	// revoke them.
 	ManageTokens bool
