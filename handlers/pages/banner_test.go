@@ -27,7 +27,9 @@ func TestSandboxBanner(t *testing.T) {
 
 // An admin sees a worker's effective sandbox policy on its page; nobody else does.
 func TestEffectivePolicyOnAgentPage(t *testing.T) {
-	policy := func(a *models.Agent) []string { return []string{"read, write and execute /data/work/agents/" + a.Name + "/home"} }
+	policy := func(a *models.Agent) []string {
+		return []string{"read, write and execute /data/work/agents/" + a.Name + "/home"}
+	}
 	e := newEnvWith(t, "sqlite", envOptions{policy: policy})
 	e.agent("ada", models.KindHuman, models.RoleAdmin)
 	e.agent("lena", models.KindHuman, models.RoleLead)
