@@ -232,7 +232,7 @@ func TestAgentPatch(t *testing.T) {
 	})
 }
 
-// TestAttemptTokenAPI: an attempt token reads and submits its own task and creates
+// TestAttemptTokenAPI: an attempt token reads (but does not submit) its own task and creates
 // tasks; any other task or endpoint is 403 attempt_token_scope; revoked or expired it
 // is 401.
 func TestAttemptTokenAPI(t *testing.T) {
@@ -299,7 +299,7 @@ func TestAttemptTokenAPI(t *testing.T) {
 		}
 		child := r.num("id")
 		e.must(200, "attempt", "GET", "/tasks/"+itoa(child), nil)
-		e.must(200, "attempt", "POST", "/tasks/"+itoa(own)+"/submit", map[string]any{"summary": "done"})
+		e.must(403, "attempt", "POST", "/tasks/"+itoa(own)+"/submit", map[string]any{"summary": "done"}) // the runner submits it
 
 		now = now.Add(30 * time.Minute)
 		if r := e.do("attempt", "GET", "/tasks/"+itoa(own), nil); r.Status != 401 {

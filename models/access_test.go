@@ -233,7 +233,8 @@ func TestAttemptTokenScope(t *testing.T) {
 		// Another task: nothing, not even what the worker's roles allow.
 		_, err = e.svc.TaskAction(e.ctx, a, other.ID, models.ActSubmit, models.ActionInput{Summary: "x"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		// Its own task: submit, and no lead or exec action though the worker holds both.
+		// Its own task: no action (the runner submits it), and no lead or exec action
+		// though the worker holds both.
 		_, err = e.svc.TaskAction(e.ctx, a, own.ID, models.ActCancel, models.ActionInput{Reason: "x"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 		err = e.svc.CreateGoal(e.ctx, a, &models.Goal{Title: "mine"})
@@ -260,9 +261,8 @@ func TestAttemptTokenScope(t *testing.T) {
 		if _, err := e.svc.TaskAction(e.ctx, a, child.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
 			t.Fatalf("cancelling a task it created: %v", err)
 		}
-		if _, err := e.svc.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"}); err != nil {
-			t.Fatalf("submitting its own task: %v", err)
-		}
+		_, err = e.svc.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 		// The same agent with a personal token is not confined.
 		if _, err := e.svc.TaskAction(e.ctx, e.worker, other.ID, models.ActCancel, models.ActionInput{Reason: "x"}); err != nil {
 			t.Fatalf("the worker unscoped: %v", err)

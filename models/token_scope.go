@@ -13,8 +13,9 @@ const RuleAttemptTokenScope = "attempt_token_scope"
 // such a token (IssueAttemptToken) to a worker for one attempt of one task; with it
 // the worker acts as its agent, but only:
 //
-//   - on its own task (TaskID): read it, and take the actions of ScopedOwnActions
-//     (submit it for review);
+//   - on its own task (TaskID): read it, and nothing more — the runner submits it
+//     once the worker exits, and a worker posts no protocol messages (a submit of its
+//     own would race the runner's);
 //   - on the tasks it created with a token of that task (their ParentTaskID is TaskID):
 //     read them, and take the actions of ScopedChildActions (cancel them);
 //   - and it may create tasks, which become children of TaskID.
@@ -29,8 +30,9 @@ type TokenScope struct {
 	Attempt int   `json:"attempt"`
 }
 
-// ScopedOwnActions are the actions an attempt token may take on its own task.
-var ScopedOwnActions = []Action{ActSubmit}
+// ScopedOwnActions are the actions an attempt token may take on its own task: none,
+// because the runner moves the task the worker is running.
+var ScopedOwnActions = []Action{}
 
 // ScopedChildActions are the actions an attempt token may take on a task it created.
 var ScopedChildActions = []Action{ActCancel}

@@ -9,7 +9,7 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// TestAttemptTokenTools: through MCP an attempt token creates tasks and submits its
+// TestAttemptTokenTools: through MCP an attempt token creates tasks but does not submit its
 // own task; every other tool, and any other task, is refused naming
 // attempt_token_scope.
 func TestAttemptTokenTools(t *testing.T) {
@@ -54,6 +54,7 @@ func TestAttemptTokenTools(t *testing.T) {
 		if child["state"] != "pending" {
 			t.Fatalf("created %v", child)
 		}
-		e.ok("attempt", "submit_for_review", map[string]any{"task_id": own, "summary": "done"})
+		// The runner submits the task its worker runs.
+		e.refused("attempt", "submit_for_review", map[string]any{"task_id": own, "summary": "done"}, models.RuleAttemptTokenScope)
 	})
 }
