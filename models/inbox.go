@@ -10,7 +10,14 @@ const (
 	InboxBlocked    = "blocked"    // attempts exhausted; payload is the task.blocked payload
 	InboxEscalation = "escalation" // rejected by verifiers twice
 	InboxAdvisory   = "advisory"   // advisory output to look at
+	// InboxAgentPaused: a worker agent's own command could not run (exit 126 or 127),
+	// so the runner paused (disabled) the agent; its task waits, uncharged. Resolved
+	// when an admin enables the agent again, or dismissed by a lead or exec.
+	InboxAgentPaused = "agent_paused"
 )
+
+// InboxKinds lists every kind of inbox item.
+var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused}
 
 // InboxItem is something waiting for a person.
 type InboxItem struct {
@@ -36,7 +43,10 @@ type BlockedPayload struct {
 	Agent              string           `json:"agent"`
 	CompletionSpec     Completion       `json:"completion_spec"`
 	Attempts           []BlockedAttempt `json:"attempts"`
-	TS                 time.Time        `json:"ts"`
+	// Missing lists what kept a task that was not ready from its first attempt (its
+	// one entry in Attempts has stage readiness); empty otherwise.
+	Missing []string  `json:"missing,omitempty"`
+	TS      time.Time `json:"ts"`
 }
 
 // BlockedAttempt is one attempt's failure in a BlockedPayload.

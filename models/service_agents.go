@@ -80,6 +80,12 @@ func (s *Service) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error
 		if len(changes) == 0 {
 			return nil
 		}
+		if cur.Disabled && !a.Disabled {
+			// Enabled again: an agent the runner paused is back (see PauseAgent).
+			if err := s.resolveAgentPaused(ctx, tx, actor, a); err != nil {
+				return err
+			}
+		}
 		return s.emitAbout(ctx, tx, AgentChangedEvent, actor, a.ID,
 			map[string]any{"agent": a.Name, "by": actorName(actor), "changes": changes})
 	})

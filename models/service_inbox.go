@@ -18,7 +18,8 @@ func CanResolveInbox(a *Agent) bool {
 }
 
 // ResolveInboxItem dismisses an open advisory inbox item: the person has looked at the
-// advisory output and nothing more is to be done about it. Only a lead or an exec may
+// advisory output and nothing more is to be done about it (or an agent_paused item,
+// read and acted on). Only a lead or an exec may
 // (EFORBIDDEN, rule lead_or_exec). Only advisory items can be dismissed this way:
 // blocked items and escalations wait for a decision on their task, and are resolved by
 // the task's retry, reassign, accept or cancel actions (ECONFLICT). An item already
@@ -50,7 +51,7 @@ func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int
 		if it, err = tx.GetInboxItem(ctx, itemID); err != nil {
 			return err
 		}
-		if it.Kind != InboxAdvisory {
+		if it.Kind != InboxAdvisory && it.Kind != InboxAgentPaused {
 			return &Error{Code: ECONFLICT, State: it.Kind, Message: inboxKindConflict(it)}
 		}
 		if it.Resolved {
@@ -81,6 +82,6 @@ func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int
 
 // inboxKindConflict says how an item that cannot be dismissed is resolved instead.
 func inboxKindConflict(it *InboxItem) string {
-	return fmt.Sprintf("inbox item %d is %s: only advisory items can be dismissed; "+
+	return fmt.Sprintf("inbox item %d is %s: only advisory items and paused-agent notices can be dismissed; "+
 		"it is resolved by an action on its task %d (retry, reassign, accept or cancel)", it.ID, it.Kind, it.TaskID)
 }

@@ -423,11 +423,23 @@ func (s *Service) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, i
 	if err := requireAny(actor, "lead_or_exec", RoleExec, RoleLead); err != nil {
 		return effect{}, err
 	}
+	resolution := "retried: " + in.Reason
 	if in.Reason == "" {
-		return effect{}, &Error{Code: EINVALID, Message: "a retry needs guidance for the worker", Fields: map[string]string{"reason": "must not be empty"}}
+		// A task blocked as not ready failed no check: checking again needs no
+		// guidance, and the guidance it had stays.
+		notReady, err := BlockedNotReady(ctx, tx, t.ID)
+		if err != nil {
+			return effect{}, err
+		}
+		if !notReady {
+			return effect{}, &Error{Code: EINVALID, Message: "a retry needs guidance for the worker", Fields: map[string]string{"reason": "must not be empty"}}
+		}
+		resolution = "checked again"
+	} else {
+		t.Reason = in.Reason
 	}
-	t.Reason, t.AttemptsUsed = in.Reason, 0
-	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "retried: "+in.Reason) }}}
+	t.AttemptsUsed = 0
+	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", resolution) }}}
 	if t.AssigneeID == nil {
 		eff.to = TaskPending
 	}

@@ -38,11 +38,13 @@ type attemptRun struct {
 	previous *models.Attempt  // the failure this attempt revises
 	start    time.Time
 
-	ws     *workspace.Workspace
-	tmp    string // the attempt's private temp dir, its TMPDIR
-	outAbs string // resolved output path; "" for type none
-	brief  string
-	row    *models.Attempt // stored once the attempt has begun
+	ws         *workspace.Workspace
+	tmp        string // the attempt's private temp dir, its TMPDIR
+	outAbs     string // resolved output path; "" for type none
+	outProblem string // why the output path cannot be used, when it cannot
+	unlinked   string // a link out of the workspace an earlier attempt left on the output path, removed
+	brief      string
+	row        *models.Attempt // stored once the attempt has begun
 
 	res    worker.Result
 	runErr error
@@ -56,6 +58,12 @@ type attemptRun struct {
 	cause       error // for infrastructure failures: why (ErrStopping, ErrLeaseLost, …)
 	outputHash  string
 	reviewAgain bool // a failed review round with rounds left: a fix attempt, not charged
+	// agentExit is the worker's exit status when its own command could not run (126
+	// or 127): the agent's failure, which pauses it (see agentCommandFailed).
+	agentExit int
+	// layerExhausted says a check layer after the worker gave no verdict on any of its
+	// tries (see layer): the task blocks at once, without running the worker again.
+	layerExhausted bool
 }
 
 func (ar *attemptRun) fail(stage, diagnosis string) {
@@ -84,6 +92,7 @@ func (p *Pool) runTask(tr *taskRun) {
 		}
 		tr.settled.Store(false)
 		d := p.attempt(ctx, tr)
+		tr.fresh = false
 		if d.done {
 			return
 		}
@@ -112,9 +121,14 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	tr.next = nil
 	if ar == nil {
 		ar = p.newAttempt(tr)
-		if err := p.prepare(ctx, tr, ar); err != nil {
+		missing, err := p.prepareReady(ctx, tr, ar, func() (models.ProjectRules, error) { return p.rules(ctx) })
+		if err != nil {
 			ar.infra("preparing the attempt failed: "+err.Error(), err)
 			return p.settle(tr, ar)
+		}
+		if len(missing) > 0 {
+			os.RemoveAll(ar.tmp)
+			return p.notReady(ctx, tr, missing)
 		}
 		if ok := p.begin(ctx, tr, ar); !ok {
 			return decision{done: true}
@@ -144,7 +158,30 @@ func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 	return &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now()}
 }
 
-// prepare lays out the workspace, resolves the output path and writes the brief.
+// prepareReady prepares the attempt and, for the first attempt of a round (tr.fresh),
+// checks its readiness: missing lists what keeps the contract from being checked, in
+// which case no attempt may begin. An agent workdir that cannot be used is missing
+// too, not an error: no worker can do anything about it.
+func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) (missing []string, err error) {
+	err = p.prepare(ctx, tr, ar)
+	if tr.fresh && ar.ws == nil && models.ErrorCode(err) == models.EINVALID {
+		return []string{"the agent's workspace: " + err.Error()}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !tr.fresh {
+		if ar.outProblem != "" {
+			return nil, errors.New(ar.outProblem)
+		}
+		return nil, nil
+	}
+	return p.readiness(tr, ar, rules)
+}
+
+// prepare lays out the workspace, resolves the output path and writes the brief. An
+// output path that cannot be used is noted in ar.outProblem, for readiness to report
+// (or for a revision, an error).
 func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
 	ws, err := p.cfg.Workspaces.Prepare(ctx, workspace.Request{
@@ -158,19 +195,55 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 		return err
 	}
 	if rel := t.Contract.OutputPath(t.ID); rel != "" {
-		abs, err := ws.Resolve(rel)
-		if err != nil {
-			return fmt.Errorf("the contract's output path: %w", err)
-		}
-		// The worker is told where to write; the directory is ready for it.
-		if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-			return err
-		}
-		ar.outAbs = abs
+		p.prepareOutput(ar, rel)
 	}
 	ar.brief = buildBrief(briefInput{task: t, attempt: ar.num, outputAbs: ar.outAbs, previous: ar.previous,
-		maxAttempts: t.Contract.Completion.MaxAttempts})
+		maxAttempts: t.Contract.Completion.MaxAttempts, unlinked: ar.unlinked})
 	return os.WriteFile(ws.BriefPath(ar.num), []byte(ar.brief), 0o640)
+}
+
+// prepareOutput resolves the output path rel inside the workspace and makes its
+// directory, so the worker is told where to write and can. A symbolic link out of the
+// workspace that an earlier attempt of the task left on the path is that worker's
+// doing, already charged to it (the mechanical check failed on it): it is removed, the
+// link alone, so this attempt can write there. Whatever else keeps the path from use
+// goes to ar.outProblem.
+func (p *Pool) prepareOutput(ar *attemptRun, rel string) {
+	abs, err := ar.ws.Resolve(rel)
+	if err != nil && len(ar.history) > 0 {
+		if link, target := ar.ws.Escape(rel); link != "" {
+			if rmErr := os.Remove(link); rmErr == nil {
+				ar.unlinked = fmt.Sprintf("%s (a link to %s)", relTo(ar.ws.Dir, link), target)
+				abs, err = ar.ws.Resolve(rel)
+			}
+		}
+	}
+	if err != nil {
+		ar.outProblem = describeEscape(ar, rel, err)
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		ar.outProblem = fmt.Sprintf("the output directory %s cannot be made: %v", filepath.Dir(abs), err)
+		return
+	}
+	ar.outAbs = abs
+}
+
+// describeEscape says why the output path rel cannot be used, naming the link that
+// leads out of the workspace when there is one.
+func describeEscape(ar *attemptRun, rel string, err error) string {
+	if link, target := ar.ws.Escape(rel); link != "" {
+		return fmt.Sprintf("the output path %s leads outside the workspace: %s is a symbolic link to %s", rel, relTo(ar.ws.Dir, link), target)
+	}
+	return fmt.Sprintf("the output path %s cannot be used: %v", rel, err)
+}
+
+// relTo names path relative to dir when it lies inside it.
+func relTo(dir, path string) string {
+	if r, err := filepath.Rel(dir, path); err == nil && filepath.IsLocal(r) {
+		return r
+	}
+	return path
 }
 
 // begin records the attempt as running, after checking the lease is still ours.

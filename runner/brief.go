@@ -19,6 +19,7 @@ type briefInput struct {
 	outputAbs   string          // absolute output path; "" for type none
 	previous    *models.Attempt // the last failed attempt this one revises; nil for a first try
 	maxAttempts int
+	unlinked    string // a link out of the workspace the runner removed from the output path
 }
 
 // buildBrief writes the worker's brief: the task, the contract in plain words, where
@@ -48,7 +49,11 @@ func buildBrief(in briefInput) string {
 	}
 
 	if in.outputAbs != "" {
-		fmt.Fprintf(&b, "## Where to write\n\nWrite your output to %s (also in $COUNTERSIGN_OUTPUT_PATH).\n\n", in.outputAbs)
+		fmt.Fprintf(&b, "## Where to write\n\nWrite your output to %s (also in $COUNTERSIGN_OUTPUT_PATH).", in.outputAbs)
+		if in.unlinked != "" {
+			fmt.Fprintf(&b, " The runner removed %s left there: the output must be a regular file inside the workspace.", in.unlinked)
+		}
+		b.WriteString("\n\n")
 	}
 	b.WriteString(models.RenderContract(t.Contract, t.ID))
 	return b.String()

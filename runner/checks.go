@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,9 +43,13 @@ func (ar *attemptRun) record(r models.CheckResult) bool {
 // evaluation → review. Advisory tasks stop after the process check (a person looks at
 // their output); skip tasks stop after verify (their contract carries only the
 // minimal criteria).
+//
+// A layer after the worker that cannot give a verdict (an error verdict: the evaluator
+// is down, a verify command could not start) is tried again on its own, against the
+// same output (see layer): the worker is never run again for it.
 func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
-	cp := t.Contract.Completion
+	cp := expandedCompletion(t)
 	if p.interrupted(ctx, ar) {
 		return
 	}
@@ -59,6 +64,8 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		return
 	case ar.runErr != nil:
 		ar.infra("running the worker failed: "+ar.runErr.Error(), ar.runErr)
+		return
+	case agentCommandFailed(ar, &tr.agent):
 		return
 	}
 	timeout := cp.Timeout.Duration
@@ -85,26 +92,121 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
 		return
 	}
-	if !ar.record(p.mechanical(cp, t.Contract.OutputPath(t.ID), ar)) {
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) }) {
 		return
 	}
-	if !ar.record(p.verify(ctx, tr, ar)) || p.interrupted(ctx, ar) {
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
 		return
 	}
 	skip := t.Contract.Verification.Type == models.VerifySkip
 	if !skip {
-		if !ar.record(checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))) || p.interrupted(ctx, ar) {
+		workspace := func() models.CheckResult {
+			return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
+		}
+		if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
 			return
 		}
-		if !p.evaluate(ctx, tr, ar) || p.interrupted(ctx, ar) {
+		if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
 			return
 		}
-		if !p.review(ctx, tr, ar) || p.interrupted(ctx, ar) {
+		if !p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
 			return
 		}
 	}
 	ar.outputHash = p.outputHash(cp, ar)
 	ar.outcome = models.OutcomePassed
+}
+
+// ErrAgentCommand is the cause of an attempt whose worker command could not run at all
+// (exit status 126 or 127): the agent's failure, never the work's.
+var ErrAgentCommand = errors.New("the agent's command could not run")
+
+// agentCommandFailed recognises a worker whose own command could not run: the shell's
+// exit status 127 (command not found) or 126 (found but not executable, or the sandbox
+// refused to execute it). That is the agent's infrastructure failing, not the work:
+// no attempt is charged; settling pauses the agent (models.Service.PauseAgent) and the
+// task waits for it. A worker killed by a signal or its timeout is not this.
+func agentCommandFailed(ar *attemptRun, agent *models.Agent) bool {
+	code := ar.res.ExitCode
+	if (code != 126 && code != 127) || ar.res.TimedOut || ar.res.Signal != "" {
+		return false
+	}
+	what := "not found"
+	if code == 126 {
+		what = "found but not executable, or not allowed to run"
+	}
+	ar.agentExit = code
+	ar.infra(fmt.Sprintf("the command of agent %s could not run (exit status %d: %s). This is the agent's failure, not the work's: "+
+		"no attempt is used, the agent is paused until an admin enables it again, and the task waits for it. The command printed:\n%s",
+		agent.Name, code, what, indent(excerpt(clean(string(ar.res.Tail)), 1000))), ErrAgentCommand)
+	return true
+}
+
+// layer runs one check layer after the worker and records its verdict. An error
+// verdict means the layer itself could not judge (the evaluator down or answering
+// nonsense, a verify command or git that could not start, a reviewer that crashed):
+// the runner's infrastructure, not the worker's. So the layer alone runs again, after
+// the infrastructure backoff, against the same output, up to MaxInfraFailures tries in
+// all, each failed try kept with the attempt's checks; the worker never runs again
+// for it. If no try gives a verdict the attempt is an infrastructure failure that
+// blocks the task at once (layerExhausted).
+func (p *Pool) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
+	tries := max(p.cfg.MaxInfraFailures, 1)
+	for try := 1; ; try++ {
+		r := run()
+		if r.Verdict != models.VerdictError {
+			return ar.record(r)
+		}
+		if ctx.Err() != nil {
+			ar.checks = append(ar.checks, r)
+			p.interrupted(ctx, ar)
+			return false
+		}
+		if try >= tries {
+			if tries > 1 {
+				r.Diagnosis = fmt.Sprintf("%s (no verdict in %d tries on the same output)", r.Diagnosis, tries)
+			}
+			ar.layerExhausted = true
+			return ar.record(r)
+		}
+		wait := p.infraWait(try)
+		r.Diagnosis = fmt.Sprintf("try %d of %d: %s; trying again in %s", try, tries, r.Diagnosis, wait)
+		ar.checks = append(ar.checks, r)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			p.interrupted(ctx, ar)
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// infraWait is the backoff after the n-th infrastructure failure in a row:
+// InfraBackoff, doubled each time, at most MaxInfraBackoff.
+func (p *Pool) infraWait(n int) time.Duration {
+	wait := p.cfg.InfraBackoff << min(max(n-1, 0), 20)
+	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
+		wait = p.cfg.MaxInfraBackoff
+	}
+	return wait
+}
+
+// expandedCompletion is t's completion contract with {task_id} expanded in its paths
+// (the output path, the checklist), as the checks resolve them and their diagnoses
+// and the evaluator name them.
+func expandedCompletion(t *models.Task) models.Completion {
+	cp := t.Contract.Completion
+	if out := t.Contract.OutputPath(t.ID); out != "" {
+		cp.Path = out
+	}
+	if cl := cp.Checklist; cl != nil {
+		expanded := *cl
+		expanded.Path = strings.ReplaceAll(cl.Path, models.TaskIDPlaceholder, strconv.FormatInt(t.ID, 10))
+		cp.Checklist = &expanded
+	}
+	return cp
 }
 
 // interrupted turns a cancelled task context (Stop after the grace period, a lost
@@ -121,20 +223,23 @@ func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
 	return true
 }
 
-// mechanical applies the file / signal / none contract to the output path, resolved
-// again now that the worker has finished: it may have replaced a directory with a
-// symlink pointing outside the workspace, which counts as missing output.
-func (p *Pool) mechanical(cp models.Completion, rel string, ar *attemptRun) models.CheckResult {
+// mechanical applies the file / signal / none contract (cp, its paths expanded) to the
+// output path, resolved again now that the worker has finished: it may have made the
+// path, or a directory on it, a symbolic link out of the workspace, which is its
+// failure, with a diagnosis naming the path and the link.
+func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResult {
 	if ar.outAbs == "" {
 		return checks.Mechanical(cp, "", nil)
 	}
 	start := time.Now()
-	if _, err := ar.ws.Resolve(rel); err != nil {
+	abs, err := ar.ws.Resolve(cp.Path)
+	if err != nil {
 		return models.CheckResult{Stage: models.StageMechanical, Verdict: models.VerdictFail,
-			Diagnosis:  fmt.Sprintf("output path %s now leads outside the workspace (%v); write a regular file there", rel, err),
+			Diagnosis:  describeEscape(ar, cp.Path, err) + "; the output must be a regular file inside the workspace",
 			DurationMS: time.Since(start).Milliseconds()}
 	}
-	return checks.Mechanical(cp, ar.outAbs, nil)
+	ar.outAbs = abs
+	return checks.Mechanical(cp, abs, nil)
 }
 
 // verify runs the contract's verify commands and its immediate criteria (deferred
@@ -171,6 +276,18 @@ const rulesTTL = time.Second
 // rules returns the project rules, read at most once per rulesTTL unless another
 // writer's events arrived since.
 func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
+	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Rules(ctx) })
+}
+
+// rulesIn is rules read through tx when the copy is stale: inside a claim, whose
+// transaction may hold the only connection (SQLite).
+func (p *Pool) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
+	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.RulesIn(ctx, tx) })
+}
+
+// cachedRules returns the cached project rules while they are fresh, else reads them
+// with read and caches them unless forgetRules ran meanwhile.
+func (p *Pool) cachedRules(read func() (models.ProjectRules, error)) (models.ProjectRules, error) {
 	p.rulesMu.Lock()
 	gen, cached, at := p.rulesGen, p.rulesVal, p.rulesAt
 	p.rulesMu.Unlock()
@@ -178,7 +295,7 @@ func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
 		return *cached, nil
 	}
 	at = time.Now()
-	r, err := p.svc.Rules(ctx)
+	r, err := read()
 	if err != nil {
 		return r, err
 	}
@@ -213,20 +330,19 @@ func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun) []string {
 	return append(env, p.confinedEnv(ar, &tr.agent)...)
 }
 
-// evaluate asks the evaluator when the contract has `evaluate`. No verdict (an
-// outage, a malformed reply, no evaluator configured) is an infrastructure failure:
-// the task never passes on it.
-func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+// evaluate asks the evaluator when the contract (cp, its paths expanded) has
+// `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
+// error verdict, an infrastructure failure: the task never passes on it.
+func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp models.Completion) models.CheckResult {
 	t := &tr.task
-	cp := t.Contract.Completion
 	start := time.Now()
 	if strings.TrimSpace(cp.Evaluate) == "" {
-		return ar.record(models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictSkipped, Diagnosis: "the contract has no evaluate criteria"})
+		return models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictSkipped, Diagnosis: "the contract has no evaluate criteria"}
 	}
 	out, err := p.artifact(ar)
 	if err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictError,
-			Diagnosis: "reading the output for evaluation: " + err.Error(), DurationMS: time.Since(start).Milliseconds()})
+		return models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictError,
+			Diagnosis: "reading the output for evaluation: " + err.Error(), DurationMS: time.Since(start).Milliseconds()}
 	}
 	v, err := p.cfg.Evaluator.Evaluate(ctx, evaluator.Request{
 		Brief:        "Task: " + t.Title + "\n\n" + t.Brief,
@@ -238,16 +354,13 @@ func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	r := models.CheckResult{Stage: models.StageEvaluation, DurationMS: time.Since(start).Milliseconds()}
 	switch {
 	case err != nil:
-		r.Verdict, r.Diagnosis = models.VerdictError, err.Error()
-		ar.checks = append(ar.checks, r)
-		ar.infra("the evaluator gave no verdict (the task does not pass without one): "+err.Error(), err)
-		return false
+		r.Verdict, r.Diagnosis = models.VerdictError, "the evaluator gave no verdict (the task does not pass without one): "+err.Error()
 	case v.Pass:
 		r.Verdict, r.Diagnosis = models.VerdictPass, v.Diagnosis
 	default:
 		r.Verdict, r.Diagnosis = models.VerdictFail, v.Diagnosis
 	}
-	return ar.record(r)
+	return r
 }
 
 // artifact returns what the evaluator and a reviewer judge: the output file (its head

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,11 @@ type taskRun struct {
 
 	dispatched bool        // Observer.Dispatched was reported
 	settled    atomic.Bool // the current attempt's outcome is being recorded
+	// fresh says the claim starts a round (the task was pending or assigned: new,
+	// retried or reassigned): its first attempt checks readiness before it begins.
+	fresh bool
+	// blocked says the claim blocked the task as not ready: nothing to run.
+	blocked bool
 }
 
 // settling reports whether the task's attempt is being (or was) recorded: a lease
@@ -100,6 +106,9 @@ func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error
 			if err != nil {
 				return err
 			}
+			if tr.blocked {
+				continue // not ready: blocked in this claim, nothing runs
+			}
 			l.Running++
 			runs = append(runs, tr)
 		}
@@ -152,7 +161,7 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 }
 
 func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
-	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress}
+	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress, fresh: t.State != models.TaskInProgress}
 	// A task that was never started (start sets the builder) has no attempts: only
 	// the runner records attempts, of tasks in progress.
 	started := t.BuilderID != nil
@@ -209,7 +218,7 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 	}
 	tr.attempts = attempts
 	tr.task = *t
-	if err := p.beginInClaim(ctx, tx, tr); err != nil {
+	if err := p.beginInClaim(ctx, tx, tr, t); err != nil {
 		return nil, err
 	}
 	return tr, nil
@@ -219,19 +228,31 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 // the claim's transaction, sparing the attempt a transaction of its own: the attempt
 // row exists from the moment the lease does, so a runner that dies before it settles
 // leaves a running attempt for the takeover to record as an infrastructure failure. A
-// preparation that fails is settled by the task's goroutine, as any other. Workspaces
-// that are git worktrees are prepared outside the transaction (git may be slow), by
-// the attempt itself.
-func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun) error {
+// preparation that fails is settled by the task's goroutine, as any other. A task that
+// is not ready (see readiness) is blocked right here, t being its locked row: no
+// attempt is recorded and nothing runs (tr.blocked). Workspaces that are git worktrees
+// are prepared outside the transaction (git may be slow), by the attempt itself.
+func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task) error {
 	if tr.agent.Worktree {
 		return nil
 	}
 	ar := p.newAttempt(tr)
-	tr.next = ar
-	if err := p.prepare(ctx, tr, ar); err != nil {
+	missing, err := p.prepareReady(ctx, tr, ar, func() (models.ProjectRules, error) { return p.rulesIn(ctx, tx) })
+	if err != nil {
 		ar.infra("preparing the attempt failed: "+err.Error(), err)
+		tr.next = ar
 		return nil
 	}
+	if len(missing) > 0 {
+		os.RemoveAll(ar.tmp)
+		if err := p.svc.BlockNotReady(ctx, tx, p.runner, t, missing); err != nil {
+			return err
+		}
+		tr.task, tr.blocked = *t, true
+		p.logNotReady(tr, missing)
+		return nil
+	}
+	tr.next = ar
 	return p.recordStart(ctx, tx, tr, ar)
 }
 

@@ -161,8 +161,9 @@ func TestRevisionFixesOutput(t *testing.T) {
 }
 
 // TestEvaluatorDown: an evaluator that gives no verdict never passes a task and never
-// charges the worker: the attempts are infrastructure failures, retried, then the
-// task blocks with stage infrastructure.
+// charges the worker: the evaluation is tried again on the same output, the worker
+// running once, and after MaxInfraFailures tries the task blocks with stage
+// infrastructure.
 func TestEvaluatorDown(t *testing.T) {
 	for _, d := range dialects() {
 		t.Run(d, func(t *testing.T) {
@@ -178,24 +179,26 @@ func TestEvaluatorDown(t *testing.T) {
 				t.Fatalf("state %s attempts used %d, want blocked with 0", got.State, got.AttemptsUsed)
 			}
 			atts := h.attempts(task.ID)
-			if len(atts) != h.cfg.MaxInfraFailures {
-				t.Fatalf("%d attempts, want %d", len(atts), h.cfg.MaxInfraFailures)
+			if len(atts) != 1 {
+				t.Fatalf("%d attempts, want 1 (the worker runs once)", len(atts))
 			}
-			for _, a := range atts {
-				if a.Outcome != models.OutcomeInfra || a.Stage != models.StageInfra || !strings.Contains(a.Diagnosis, "evaluator gave no verdict") {
-					t.Errorf("attempt %+v", a)
-				}
+			a := atts[0]
+			if a.Outcome != models.OutcomeInfra || a.Stage != models.StageInfra || !strings.Contains(a.Diagnosis, "evaluator gave no verdict") {
+				t.Errorf("attempt %+v", a)
+			}
+			if n := countChecks(a, models.StageEvaluation, models.VerdictError); n != h.cfg.MaxInfraFailures {
+				t.Errorf("%d failed evaluation tries, want %d: %+v", n, h.cfg.MaxInfraFailures, a.Checks)
 			}
 			p := h.blockedPayload(task.ID)
-			if len(p.Attempts) != h.cfg.MaxInfraFailures || p.Attempts[0].Stage != models.StageInfra {
+			if len(p.Attempts) != 1 || p.Attempts[0].Stage != models.StageInfra {
 				t.Errorf("payload attempts %+v", p.Attempts)
 			}
 		})
 	}
 }
 
-// TestEvaluatorNoneFailsClosed: without an evaluator, a contract with evaluate blocks
-// as infrastructure.
+// TestEvaluatorNoneFailsClosed: without an evaluator, a contract with evaluate is not
+// ready: it blocks before any worker runs, naming the missing evaluator.
 func TestEvaluatorNoneFailsClosed(t *testing.T) {
 	h := newHarness(t, "sqlite", func(c *Config) { c.Evaluator = evaluator.None{} })
 	h.worker("dev", "developer", script(t, "ok.sh"))
@@ -205,6 +208,9 @@ func TestEvaluatorNoneFailsClosed(t *testing.T) {
 	h.start()
 	if got := h.wait(task.ID, models.TaskBlocked, models.TaskVerified); got.State != models.TaskBlocked {
 		t.Fatalf("state %s", got.State)
+	}
+	if p := h.blockedPayload(task.ID); len(p.Missing) != 1 || !strings.Contains(p.Missing[0], "no evaluator is configured") || len(h.attempts(task.ID)) != 0 {
+		t.Fatalf("payload %+v, attempts %+v", p, h.attempts(task.ID))
 	}
 }
 

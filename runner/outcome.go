@@ -112,10 +112,20 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 
 // infraFailed retries an infrastructure failure with backoff without charging the
 // worker, blocks after MaxInfraFailures in a row, and lets a stopping runner's task go.
+// Two failures are not retried by running the worker again: a worker command that
+// could not run pauses its agent and lets the task wait for it (no lease, no charge);
+// a check layer that gave no verdict in all its tries (see layer) blocks the task at
+// once, the worker having run once.
 func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if errors.Is(ar.cause, ErrStopping) || errors.Is(ar.cause, ErrLeaseLost) {
 		t.LeaseOwner, t.LeaseUntil = "", nil
 		return decision{done: true}, tx.UpdateTask(ctx, t)
+	}
+	if ar.agentExit != 0 {
+		return decision{done: true}, p.pauseAgent(ctx, tx, t, ar)
+	}
+	if ar.layerExhausted {
+		return decision{done: true}, p.block(ctx, tx, t, true)
 	}
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
@@ -125,11 +135,19 @@ func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar
 	if streak >= p.cfg.MaxInfraFailures {
 		return decision{done: true}, p.block(ctx, tx, t, true)
 	}
-	wait := p.cfg.InfraBackoff << min(streak-1, 20)
-	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
-		wait = p.cfg.MaxInfraBackoff
+	return decision{wait: p.infraWait(streak)}, p.keepLease(ctx, tx, t)
+}
+
+// pauseAgent pauses the agent whose command could not run (models.Service.PauseAgent)
+// and lets its task go without a lease: it stays in progress, assigned to the agent,
+// and runs again once an admin has enabled the agent (or a person cancels it).
+func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: models.Truncate(ar.diagnosis, 1500)}
+	if err := p.svc.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
+		return err
 	}
-	return decision{wait: wait}, p.keepLease(ctx, tx, t)
+	t.LeaseOwner, t.LeaseUntil = "", nil
+	return tx.UpdateTask(ctx, t)
 }
 
 // keepLease saves t (its budget) with a fresh lease for the next attempt.

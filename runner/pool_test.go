@@ -326,17 +326,17 @@ func TestReviewerMissingIsInfrastructure(t *testing.T) {
 	}
 }
 
-// TestWorkspaceFailureIsInfrastructure: a worker agent whose workdir is gone cannot
-// be prepared: infrastructure, retried with backoff, then blocked.
-func TestWorkspaceFailureIsInfrastructure(t *testing.T) {
+// TestWorkdirGoneIsNotReady: a worker agent whose workdir is gone leaves the task
+// nowhere to run: it is blocked as not ready before any attempt, naming the workdir.
+func TestWorkdirGoneIsNotReady(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", script(t, "ok.sh"), func(a *models.Agent) { a.Workdir = "/nonexistent/countersign" })
 	task := h.task("no place", "developer", fileContract())
 	h.start()
 	got := h.wait(task.ID, models.TaskBlocked)
-	atts := h.attempts(task.ID)
-	if got.AttemptsUsed != 0 || len(atts) != 3 || !strings.Contains(atts[0].Diagnosis, "preparing the attempt failed") {
-		t.Fatalf("used %d attempts %+v", got.AttemptsUsed, atts)
+	p := h.blockedPayload(task.ID)
+	if got.AttemptsUsed != 0 || len(h.attempts(task.ID)) != 0 || len(p.Missing) != 1 || !strings.Contains(p.Missing[0], "workdir") {
+		t.Fatalf("used %d attempts %+v, payload %+v", got.AttemptsUsed, h.attempts(task.ID), p)
 	}
 }
 

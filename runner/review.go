@@ -37,44 +37,49 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //   - The reviewer is picked among enabled worker agents with the role (least recently
 //     created first); its concurrency is not counted, since a review is part of the
 //     builder's slot. No such agent, or a reviewer that crashes or cannot start, is an
-//     infrastructure failure.
-func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+//     infrastructure failure (an error verdict, which check tries again on its own).
+func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	rv := t.Contract.Review
 	start := time.Now()
-	skipped := func(why string) bool {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictSkipped, Diagnosis: why})
+	ar.reviewAgain = false
+	skipped := func(why string) models.CheckResult {
+		return models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictSkipped, Diagnosis: why}
+	}
+	errored := func(diag string) models.CheckResult {
+		return models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: diag,
+			DurationMS: time.Since(start).Milliseconds()}
 	}
 	if rv == nil {
 		return skipped("the contract asks for no artifact review")
 	}
 	due, err := p.reviewDue(ctx, t, rv)
 	if err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: "deciding whether the review is due: " + err.Error()})
+		return errored("deciding whether the review is due: " + err.Error())
 	}
 	if !due {
 		return skipped("the review's triggers (" + strings.Join(rv.When, ", ") + ") do not fire for this step")
 	}
 	reviewer, err := p.pickReviewer(ctx, tr, rv.Role)
 	if err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: err.Error()})
+		return errored(err.Error())
 	}
 	round := 1 + reviewRoundsFailed(ar.history)
 	artifact, err := p.artifact(ar)
 	if err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: "reading the artifact: " + err.Error()})
+		return errored("reading the artifact: " + err.Error())
 	}
 	brief := reviewBrief(t, ar, round, rv.MaxRounds, artifact)
 	briefPath := filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.md", ar.num))
 	if err := os.WriteFile(briefPath, []byte(brief), 0o640); err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: err.Error()})
+		return errored(err.Error())
 	}
 	timeout := t.Contract.Completion.Timeout.Duration
 	if timeout <= 0 {
 		timeout = models.DefaultTimeout
 	}
 	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: err.Error()})
+		return errored(err.Error())
 	}
 	res, err := worker.Run(ctx, worker.Spec{
 		Command: reviewer.Command,
@@ -90,13 +95,11 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	took := time.Since(start).Milliseconds()
 	switch {
 	case err != nil:
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, DurationMS: took,
-			Diagnosis: fmt.Sprintf("reviewer %s could not run: %v", reviewer.Name, err)})
+		return errored(fmt.Sprintf("reviewer %s could not run: %v", reviewer.Name, err))
 	case res.Cancelled:
-		return !p.interrupted(ctx, ar)
+		return errored(fmt.Sprintf("reviewer %s was interrupted", reviewer.Name))
 	case res.TimedOut || res.ExitCode != 0:
-		return ar.record(models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, DurationMS: took,
-			Diagnosis: fmt.Sprintf("reviewer %s failed (exit status %d, timed out %v) without a verdict", reviewer.Name, res.ExitCode, res.TimedOut)})
+		return errored(fmt.Sprintf("reviewer %s failed (exit status %d, timed out %v) without a verdict", reviewer.Name, res.ExitCode, res.TimedOut))
 	}
 	verdict, feedback := checks.ParseReviewSignal(string(res.Tail))
 	out := checks.ReviewDecision(verdict, feedback, round, rv.MaxRounds)
@@ -106,7 +109,7 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 		out.Check.Diagnosis = ""
 	}
 	ar.reviewAgain = out.Again
-	return ar.record(out.Check)
+	return out.Check
 }
 
 // reviewRoundsFailed counts the review rounds that failed since the task last passed.

@@ -314,9 +314,9 @@ func (t *tools) register(srv *sdk.Server) {
 		onTask, func(ctx context.Context, a *models.Agent, in InboxArgs) (InboxListView, string, error) {
 			var fe models.FieldErrors
 			switch in.Kind {
-			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory:
+			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused:
 			default:
-				fe.Add("kind", "must be blocked, escalation or advisory")
+				fe.Add("kind", "must be blocked, escalation, advisory or agent_paused")
 			}
 			if in.Limit < 0 || in.Limit > 1000 {
 				fe.Add("limit", "must be between 1 and 1000")

@@ -18,7 +18,13 @@ var inboxKinds = []struct{ kind, label string }{
 	{models.InboxBlocked, "Blocked tasks"},
 	{models.InboxEscalation, "Escalations"},
 	{models.InboxAdvisory, "Advisory outputs to look at"},
+	{models.InboxAgentPaused, "Paused agents"},
 }
+
+// actCheckAgain names the inbox form that checks a task blocked as not ready again: a
+// retry without guidance (POST /tasks/:id/action/retry with no reason), which runs the
+// readiness check again and, once ready, the task.
+const actCheckAgain = "check-again"
 
 // inboxActions are the resolving actions the inbox offers, in display order.
 var inboxActions = []models.Action{models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
@@ -91,9 +97,22 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 		if json.Unmarshal(it.Payload, &bp) == nil {
 			out.Agent = bp.Agent
 			out.Criteria = completionFacts(bp.CompletionSpec)
+			out.Missing = bp.Missing
 			for _, a := range bp.Attempts {
+				if a.Stage == models.StageReadiness {
+					out.NotReady = true
+					continue // no attempt was made: Missing says why
+				}
 				out.Attempts = append(out.Attempts, inbox.Attempt{Number: a.Attempt, Stage: a.Stage, Failure: a.Failure})
 			}
+		}
+	case models.InboxAgentPaused:
+		var pp models.AgentPausedPayload
+		if json.Unmarshal(it.Payload, &pp) == nil {
+			out.Agent = pp.Agent
+			out.AgentHref = "/agents/" + itoa(pp.AgentID)
+			out.Details = append(out.Details, components.DefItem{Term: "exit status", Value: strconv.Itoa(pp.ExitCode)},
+				components.DefItem{Term: "why", Value: pp.Reason, Mono: true})
 		}
 	default:
 		var m map[string]any
@@ -107,7 +126,14 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 	}
 	if t != nil {
 		out.TaskTitle, out.TaskState = t.Title, string(t.State)
+		if _, err := models.CheckTransition(t.State, models.ActRetry); err == nil && out.NotReady && it.Kind == models.InboxBlocked && mayTry(me, t, models.ActRetry, dir) {
+			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(models.ActRetry)), Action: actCheckAgain,
+				Label: "Check again", Variant: "primary"})
+		}
 		for _, act := range inboxActions {
+			if it.Kind == models.InboxAgentPaused {
+				break // the agent is repaired on its page; the task waits for it
+			}
 			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
 				continue
 			}
@@ -116,7 +142,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				Label: sp.label, Variant: sp.variant, Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
 		}
 	}
-	if it.Kind == models.InboxAdvisory {
+	if it.Kind == models.InboxAdvisory || it.Kind == models.InboxAgentPaused {
 		if f, ok := dismissForm(me, it.ID); ok {
 			out.Forms = append(out.Forms, f)
 		}

@@ -50,5 +50,9 @@ func (p *Pages) dismissAdvisory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return done(c, "/inbox", "Task #"+itoa(it.TaskID)+": advisory output dismissed.")
+	what := "advisory output"
+	if it.Kind == models.InboxAgentPaused {
+		what = "paused agent's notice"
+	}
+	return done(c, "/inbox", "Task #"+itoa(it.TaskID)+": "+what+" dismissed.")
 }

@@ -104,6 +104,19 @@ func (None) Evaluate(context.Context, Request) (Verdict, error) {
 	return Verdict{}, infra("none", ErrNotConfigured)
 }
 
+// Configured reports whether e can ever give a verdict: false for nil and None (also
+// behind Cached). The runner checks it before delegating a contract with `evaluate`.
+func Configured(e Evaluator) bool {
+	if c, ok := e.(*Cached); ok && c != nil {
+		e = c.inner
+	}
+	switch e.(type) {
+	case nil, None, *None:
+		return false
+	}
+	return true
+}
+
 // DefaultMaxOutputBytes bounds the worker output an evaluator is shown.
 const DefaultMaxOutputBytes = 48 << 10
 

@@ -314,6 +314,35 @@ func (w *Workspace) Resolve(rel string) (string, error) {
 	return resolved, nil
 }
 
+// Escape names what makes a contract path that Resolve refuses lead outside the
+// workspace: the first symbolic link along it, inside the workspace, that points out
+// of it or nowhere (link, absolute), and where it points (target, as the link says).
+// Both are empty when no such link is in the way (an absolute path, a "..", nothing
+// of it existing yet).
+func (w *Workspace) Escape(rel string) (link, target string) {
+	clean := filepath.Clean(rel)
+	if rel == "" || filepath.IsAbs(clean) || !filepath.IsLocal(clean) {
+		return "", ""
+	}
+	cur := w.Dir
+	for _, part := range strings.Split(clean, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return "", ""
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		dest, _ := os.Readlink(cur)
+		real, err := filepath.EvalSymlinks(cur)
+		if err != nil || !within(w.Dir, real) {
+			return cur, dest
+		}
+	}
+	return "", ""
+}
+
 // within reports whether p is base or below it; both must be clean and absolute.
 func within(base, p string) bool {
 	r, err := filepath.Rel(base, p)

@@ -34,9 +34,12 @@ type Item struct {
 	TaskTitle string
 	TaskState string
 	GoalID    int64
-	Agent     string               // the blocked task's worker
+	Agent     string               // the blocked task's worker; the paused agent
+	AgentHref string               // agent_paused: the agent's page, where an admin enables it again
 	Criteria  []components.DefItem // blocked: the exact completion spec
 	Attempts  []Attempt            // blocked: every attempt's stage and failure
+	NotReady  bool                 // blocked before any attempt: its contract could not be checked
+	Missing   []string             // not ready: what is missing
 	Details   []components.DefItem // escalation and advisory details
 	Forms     []Form
 }
@@ -48,8 +51,9 @@ type Attempt struct {
 	Failure string
 }
 
-// Form is one resolving action: retry, reassign, accept or cancel on the item's task,
-// or dismiss on the (advisory) item itself.
+// Form is one resolving action: check again (a not-ready task), retry, reassign,
+// accept or cancel on the item's task, or dismiss on the (advisory or agent_paused)
+// item itself.
 type Form struct {
 	Path        string // where the form posts: the task action's or the item's route
 	Action      string // names the form in its test ids and field ids

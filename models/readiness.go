@@ -1,0 +1,332 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// StageReadiness is the stage of a task blocked before its first attempt because its
+// contract cannot be checked as things stand: a verify tool that is not installed, a
+// workspace that is not a git repository although the contract asks for a clean one,
+// an output directory that cannot be written, no evaluator for `evaluate`. No worker
+// ran and no attempt was used; the blocked item lists what is missing, and a retry
+// without guidance ("check again") checks again.
+const StageReadiness = "readiness"
+
+// BlockNotReady blocks t, in progress under the runner's lease, before any attempt of
+// this round was made, inside the runner's transaction: missing lists what keeps its
+// contract from being checked. The task waits in the inbox (a blocked item whose one
+// entry has stage readiness and attempt 0, and the missing things) until a lead or
+// exec checks again (a retry, which needs no guidance for a task blocked this way),
+// reassigns, accepts or cancels it. Nothing goes to the ledger: no work was done and
+// no worker was paid; the budget (attempts used) is left as it is.
+func (s *Service) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Task, missing []string) error {
+	agentName := ""
+	if t.AssigneeID != nil {
+		a, err := tx.GetAgent(ctx, *t.AssigneeID)
+		if err != nil {
+			return err
+		}
+		agentName = a.Name
+	}
+	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
+		return err
+	}
+	failure := "not ready: " + strings.Join(missing, "; ")
+	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
+		Agent: agentName, CompletionSpec: t.Contract.Completion, TS: s.now(), Missing: missing,
+		Attempts: []BlockedAttempt{{Attempt: 0, Stage: StageReadiness, Failure: failure}}}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
+		Title: Truncate(fmt.Sprintf("Task %d is not ready, no worker was started: %s", t.ID, strings.Join(missing, "; ")), 300)}
+	if err := tx.CreateInboxItem(ctx, item); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{
+		"inbox_id": item.ID, "kind": item.Kind, "stage": StageReadiness, "missing": missing})
+}
+
+// BlockedNotReady reports whether task id waits in the inbox because it was not ready
+// (its open blocked item has stage readiness): then a retry needs no guidance, since
+// nothing the worker did is to be fixed.
+func BlockedNotReady(ctx context.Context, tx Tx, id int64) (bool, error) {
+	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: id, Kind: InboxBlocked})
+	if err != nil {
+		return false, err
+	}
+	for _, it := range items {
+		var p BlockedPayload
+		if json.Unmarshal(it.Payload, &p) != nil {
+			continue
+		}
+		if n := len(p.Attempts); n > 0 && p.Attempts[n-1].Stage == StageReadiness {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// RulesIn is Rules read inside tx: the runner reads them in its claim, whose
+// transaction may hold the only connection (SQLite).
+func (s *Service) RulesIn(ctx context.Context, tx Tx) (ProjectRules, error) {
+	r, err := tx.GetRules(ctx)
+	if ErrorCode(err) == ENOTFOUND {
+		return DefaultRules(), nil
+	}
+	if err != nil {
+		return ProjectRules{}, err
+	}
+	return *r, nil
+}
+
+// shellBuiltins are the words a shell runs itself (POSIX, dash and bash builtins):
+// nothing on PATH has to provide them.
+var shellBuiltins = map[string]bool{
+	".": true, ":": true, "[": true, "alias": true, "bg": true, "break": true, "builtin": true, "caller": true,
+	"cd": true, "command": true, "compgen": true, "complete": true, "continue": true, "declare": true, "dirs": true,
+	"disown": true, "echo": true, "enable": true, "eval": true, "exit": true, "export": true, "false": true, "fc": true,
+	"fg": true, "getopts": true, "hash": true, "help": true, "history": true, "jobs": true, "kill": true, "let": true,
+	"local": true, "logout": true, "mapfile": true, "popd": true, "printf": true, "pushd": true, "pwd": true,
+	"read": true, "readarray": true, "readonly": true, "return": true, "set": true, "shift": true, "shopt": true,
+	"source": true, "suspend": true, "test": true, "times": true, "trap": true, "true": true, "type": true,
+	"typeset": true, "ulimit": true, "umask": true, "unalias": true, "unset": true, "wait": true,
+}
+
+// Shell words that run what follows them ("then go test"); the next word is the program.
+var shellPrefixes = map[string]bool{
+	"!": true, "{": true, "then": true, "else": true, "elif": true, "do": true, "if": true, "while": true,
+	"until": true, "time": true, "exec": true, "nohup": true, "env": true,
+}
+
+// Shell words after which nothing in the simple command is a program to look for.
+var shellStops = map[string]bool{
+	"for": true, "case": true, "select": true, "in": true, "esac": true, "done": true,
+	"fi": true, "}": true, "[[": true, "]]": true,
+}
+
+// CommandPrograms lists the programs a shell command line (a verify command, an
+// activity's command) runs that must be found where a shell would look for them: the
+// first word of each simple command (split at ;, &, |, newlines and parentheses),
+// after variable assignments and words such as `then`, `!`, `exec` or `env`. Shell
+// builtins and keywords are left out, as are words a shell would expand ($, `, globs,
+// ~) and programs named by a relative path (the workspace's own, which the worker may
+// create). A program named by an absolute path is listed as named. It reads plain
+// command lines and never raises a false alarm on the rest: what it cannot read, it
+// leaves out.
+func CommandPrograms(command string) []string {
+	var out []string
+	cmds, funcs := simpleCommands(command)
+	seen := map[string]bool{}
+	for _, words := range cmds {
+		prog := programOf(words)
+		if prog == "" || seen[prog] || funcs[prog] {
+			continue
+		}
+		seen[prog] = true
+		out = append(out, prog)
+	}
+	return out
+}
+
+// shellWord is one word of a simple command: its text with quotes removed, and
+// whether a shell would expand it or it is an assignment.
+type shellWord struct {
+	text     string
+	expands  bool // $, `, an unquoted glob or a leading ~
+	assigns  bool // NAME=value, the name unquoted
+	redirect bool // the target of a redirection
+}
+
+// programOf picks the program of a simple command's words, "" when none applies.
+func programOf(words []shellWord) string {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w.redirect:
+			continue
+		case w.assigns:
+			continue
+		case w.expands:
+			return ""
+		case shellStops[w.text]:
+			return ""
+		case w.text == "function":
+			i++ // function name { …: the body's first word follows
+			continue
+		case w.text == "env":
+			// env [-i] [-u NAME] [NAME=value…] program
+			for i+1 < len(words) && strings.HasPrefix(words[i+1].text, "-") {
+				if words[i+1].text == "-u" {
+					i++
+				}
+				i++
+			}
+			continue
+		case shellPrefixes[w.text]:
+			continue
+		case shellBuiltins[w.text]:
+			return ""
+		case strings.HasPrefix(w.text, "/"):
+			return w.text
+		case strings.ContainsRune(w.text, '/') || w.text == "":
+			return ""
+		}
+		return w.text
+	}
+	return ""
+}
+
+// simpleCommands splits a command line into its simple commands' words, and names
+// the functions it defines (`name() {…}`, `function name {…}`), which are no programs.
+func simpleCommands(s string) ([][]shellWord, map[string]bool) {
+	funcs := map[string]bool{}
+	var (
+		cmds     [][]shellWord
+		cur      []shellWord
+		word     strings.Builder
+		inWord   bool
+		w        shellWord
+		quoted   bool // a quote appeared in the current word
+		redirect bool // the next word is a redirection's target
+	)
+	endWord := func() {
+		if !inWord {
+			return
+		}
+		w.text = word.String()
+		if !quoted {
+			w.assigns = isAssignment(w.text)
+		}
+		w.redirect = redirect
+		redirect = false
+		cur = append(cur, w)
+		word.Reset()
+		inWord, quoted, w = false, false, shellWord{}
+	}
+	// quote notes a quote in the current word: NAME="a b" is still an assignment.
+	quote := func() {
+		if !quoted && isAssignment(word.String()) {
+			w.assigns = true
+		}
+		inWord, quoted = true, true
+	}
+	endCmd := func() {
+		endWord()
+		if len(cur) > 1 && cur[0].text == "function" {
+			funcs[cur[1].text] = true
+		}
+		if len(cur) > 0 {
+			cmds = append(cmds, cur)
+		}
+		cur = nil
+	}
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case c == '\'':
+			quote()
+			j := i + 1
+			for j < len(rs) && rs[j] != '\'' {
+				word.WriteRune(rs[j])
+				j++
+			}
+			i = j
+		case c == '"':
+			quote()
+			j := i + 1
+			for ; j < len(rs) && rs[j] != '"'; j++ {
+				if rs[j] == '\\' && j+1 < len(rs) {
+					j++
+				} else if rs[j] == '$' || rs[j] == '`' {
+					w.expands = true
+				}
+				word.WriteRune(rs[j])
+			}
+			i = j
+		case c == '\\':
+			inWord = true
+			if i+1 < len(rs) {
+				i++
+				if rs[i] != '\n' {
+					word.WriteRune(rs[i])
+				}
+			}
+		case c == '$' || c == '`':
+			inWord, w.expands = true, true
+			word.WriteRune(c)
+		case c == '*' || c == '?' || (c == '[' && inWord):
+			inWord, w.expands = true, true
+			word.WriteRune(c)
+		case c == '~' && !inWord:
+			inWord, w.expands = true, true
+			word.WriteRune(c)
+		case c == '#' && !inWord:
+			for i < len(rs) && rs[i] != '\n' {
+				i++
+			}
+			endCmd()
+		case c == ' ' || c == '\t':
+			endWord()
+		case c == '<' || c == '>':
+			if inWord && isDigits(word.String()) && !quoted {
+				// 2>&1: the digits name a file descriptor.
+				word.Reset()
+				inWord = false
+			}
+			endWord()
+			for i+1 < len(rs) && strings.ContainsRune("<>&|", rs[i+1]) {
+				i++
+			}
+			redirect = true
+		case c == '(':
+			if inWord || len(cur) > 0 {
+				// name() { …; }: a function definition, not a program.
+				if inWord && len(cur) == 0 {
+					funcs[word.String()] = true
+				}
+				word.Reset()
+				inWord, quoted, w, cur = false, false, shellWord{}, nil
+			}
+			endCmd()
+		case c == ';' || c == '&' || c == '|' || c == '\n' || c == ')':
+			endCmd()
+		default:
+			inWord = true
+			word.WriteRune(c)
+		}
+	}
+	endCmd()
+	return cmds, funcs
+}
+
+// isAssignment reports whether a word is NAME=value.
+func isAssignment(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
