@@ -120,6 +120,10 @@ func (p *Pool) Start(ctx context.Context) error {
 			p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
 		}
 	}
+	// Expired attempt tokens authenticate nobody; their rows need not pile up.
+	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {
+		p.log.Warn("pruning expired attempt tokens failed", "err", err)
+	}
 	p.started = true
 	p.startedAt = time.Now()
 
