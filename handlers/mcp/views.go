@@ -67,7 +67,7 @@ type GoalStatusView struct {
 // InboxView is one inbox item.
 type InboxView struct {
 	ID         int64     `json:"id"`
-	Kind       string    `json:"kind" jsonschema:"blocked, escalation or advisory"`
+	Kind       string    `json:"kind" jsonschema:"blocked, escalation, advisory or agent_paused"`
 	TaskID     int64     `json:"task_id"`
 	GoalID     *int64    `json:"goal_id,omitempty"`
 	Title      string    `json:"title"`
