@@ -10,14 +10,22 @@ import (
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // SystemReadPaths returns the hierarchies every confined run may read and execute:
-// the system directories, each directory on PATH, and the installs of the Go and Node
-// toolchains found on PATH (their root, which holds the standard library or the global
-// modules beside the binary).
+// the system directories, each directory on PATH, the install a bin or shims directory
+// on PATH belongs to (a version manager's shims run programs kept beside them:
+// ~/.pyenv/shims needs ~/.pyenv), and the installs of the Go and Node toolchains found
+// on PATH (their root, which holds the standard library or the global modules beside
+// the binary).
 func SystemReadPaths(path string) []string {
 	out := append([]string{}, systemDirs...)
 	for _, dir := range filepath.SplitList(path) {
-		if filepath.IsAbs(dir) {
-			out = append(out, dir)
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		out = append(out, dir)
+		if base := filepath.Base(dir); base == "bin" || base == "shims" {
+			if parent := filepath.Dir(dir); !isSystemPrefix(parent) {
+				out = append(out, parent)
+			}
 		}
 	}
 	for _, tool := range []string{"go", "node"} {
@@ -26,6 +34,16 @@ func SystemReadPaths(path string) []string {
 		}
 	}
 	return Policy{ReadExec: out}.Normalize().ReadExec
+}
+
+// isSystemPrefix reports whether dir is one whose whole tree must not be granted just
+// because a bin directory below it is on PATH (/, /usr, /usr/local).
+func isSystemPrefix(dir string) bool {
+	switch filepath.Clean(dir) {
+	case "/", "/usr", "/usr/local":
+		return true
+	}
+	return false
 }
 
 // toolRoot finds tool on path and returns the directory above its bin directory

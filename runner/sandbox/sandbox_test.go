@@ -236,3 +236,25 @@ func TestPolicyValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A version manager's shim on PATH (pyenv's python3 here) runs confined: its install
+// beside the shims directory is readable.
+func TestShimmedToolRunsConfined(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	l := newLayout(t)
+	cmd := exec.Command(py, "-c", "print(6*7)")
+	cmd.Dir = l.ws
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + l.home, "TMPDIR=" + l.tmp}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := probeOn(t).Start(cmd, sandbox.Policy{ReadExec: sandbox.SystemReadPaths(os.Getenv("PATH")), ReadWrite: []string{l.ws, l.tmp, l.home}}, func() { done <- cmd.Wait() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || strings.TrimSpace(out.String()) != "42" {
+		t.Fatalf("%s confined: %v: %s", py, err, out.String())
+	}
+}
