@@ -96,16 +96,7 @@ func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]model
 
 // ListTaskEvents returns the newest limit events of one task, oldest first.
 func (o *ops) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]models.Event, error) {
-	var recs []eventRecord
-	err := o.q(ctx).Where("task_id = ?", taskID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
-	if err != nil {
-		return nil, mapError(err, "events")
-	}
-	out := make([]models.Event, len(recs))
-	for i := range recs {
-		out[len(recs)-1-i] = *fromEventRecord(&recs[i])
-	}
-	return out, nil
+	return o.newestEventsOf(ctx, "task_id", taskID, limit)
 }
 
 // ListEventsOfType returns up to limit (default 100, at most 1000) events of type typ
@@ -128,8 +119,14 @@ func (o *ops) ListEventsOfType(ctx context.Context, typ string, beforeID int64, 
 
 // ListAgentEvents returns the newest limit events about one agent, oldest first.
 func (o *ops) ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]models.Event, error) {
+	return o.newestEventsOf(ctx, "agent_id", agentID, limit)
+}
+
+// newestEventsOf returns the newest limit events whose column (task_id or agent_id,
+// both indexed with id) is id, oldest first.
+func (o *ops) newestEventsOf(ctx context.Context, column string, id int64, limit int) ([]models.Event, error) {
 	var recs []eventRecord
-	err := o.q(ctx).Where("agent_id = ?", agentID).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
+	err := o.q(ctx).Where(column+" = ?", id).Order("id DESC").Limit(listLimit(limit)).Find(&recs).Error
 	if err != nil {
 		return nil, mapError(err, "events")
 	}
