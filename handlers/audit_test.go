@@ -61,25 +61,26 @@ func TestAuditTrailOfRulesAndTemplates(t *testing.T) {
 
 		// Rules: first against the defaults, then against the rules saved before.
 		rules := models.DefaultRules()
-		rules.Activities["unit-test"] = "go test -race ./..."
+		rules.Stacks[0].Commands[0].Command = "go test -race ./..."
 		e.must(200, "eddie", "PUT", "/rules", rules)
-		rules.Always = []string{"unit-test", "lint"}
-		delete(rules.Activities, "e2e")
-		rules.FilePatterns = slices.DeleteFunc(rules.FilePatterns, func(p models.FilePatternRule) bool { return slices.Contains(p.Activities, "e2e") })
+		rules.Always = []string{"unit-test", "vet"}
+		delete(rules.Activities, "docs")
+		rules.FilePatterns = slices.DeleteFunc(rules.FilePatterns, func(p models.FilePatternRule) bool { return slices.Contains(p.Activities, "docs") })
+		rules.Stacks = slices.DeleteFunc(rules.Stacks, func(s models.Stack) bool { return s.Name == "make" })
 		e.must(200, "lena", "PUT", "/rules", rules)
 		changes, actors := e.auditEvents(models.EventRulesChanged)
 		if len(changes) != 2 || actors[0] != eddie.ID || actors[1] != lena.ID || changes[0].By != "eddie" || changes[1].By != "lena" {
 			t.Fatalf("rules changes %+v by %v", changes, actors)
 		}
-		if got := changes[0].Changed; !slices.Equal(got, []string{"activities.unit-test"}) {
+		if got := changes[0].Changed; !slices.Equal(got, []string{"stacks.go"}) {
 			t.Fatalf("first change names %q", got)
 		}
-		wantDiff(t, changes[0].Diff, "-  unit-test: go test ./...", "+  unit-test: go test -race ./...")
-		if got := changes[1].Changed; !slices.Equal(got, []string{"activities.e2e", "file_patterns", "always"}) {
+		wantDiff(t, changes[0].Diff, "-        command: go test ./...", "+        command: go test -race ./...")
+		if got := changes[1].Changed; !slices.Equal(got, []string{"activities.docs", "file_patterns", "always", "stacks.make"}) {
 			t.Fatalf("second change names %q", got)
 		}
-		wantDiff(t, changes[1].Diff, "-  e2e: npx playwright test", "-  - typecheck", "+  - unit-test")
-		if strings.Contains(changes[1].Diff, "go test ./...") {
+		wantDiff(t, changes[1].Diff, "-      - docs", "+  - unit-test", "-  - name: make", "-        command: make test")
+		if strings.Contains(changes[1].Diff, "go test ./...\n") || strings.Contains(changes[1].Diff, "-        command: go test -race") {
 			t.Fatalf("the second diff is not against the first save:\n%s", changes[1].Diff)
 		}
 

@@ -107,7 +107,8 @@ func rulesYAML(r *ProjectRules) (string, error) {
 }
 
 // rulesFieldsChanged names what differs: each activity added, removed or given
-// another command (activities.<name>), and each other field.
+// another command (activities.<name>), each other field, and each stack added,
+// removed or changed (stacks.<name>).
 func rulesFieldsChanged(before, after *ProjectRules) []string {
 	out := []string{}
 	all := map[string]string{}
@@ -131,6 +132,36 @@ func rulesFieldsChanged(before, after *ProjectRules) []string {
 	}{{"always", before.Always, after.Always}, {"advisory_words", before.AdvisoryWords, after.AdvisoryWords}, {"skip_words", before.SkipWords, after.SkipWords}} {
 		if !slices.Equal(f.x, f.y) {
 			out = append(out, f.name)
+		}
+	}
+	return append(out, stacksChanged(before.Stacks, after.Stacks)...)
+}
+
+// stacksChanged names each stack added, removed or changed (stacks.<name>), in the
+// order of after, then those removed.
+func stacksChanged(before, after []Stack) []string {
+	var out []string
+	find := func(list []Stack, name string) *Stack {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+		return nil
+	}
+	same := func(a, b *Stack) bool {
+		x, errX := json.Marshal(a)
+		y, errY := json.Marshal(b)
+		return errX == nil && errY == nil && string(x) == string(y)
+	}
+	for i := range after {
+		if b := find(before, after[i].Name); b == nil || !same(b, &after[i]) {
+			out = append(out, "stacks."+after[i].Name)
+		}
+	}
+	for i := range before {
+		if find(after, before[i].Name) == nil {
+			out = append(out, "stacks."+before[i].Name)
 		}
 	}
 	return out

@@ -38,6 +38,11 @@ type Completion struct {
 	Cooldown      Duration       `json:"cooldown,omitempty" yaml:"cooldown,omitempty"` // between attempts (Ralph mode)
 	Clean         bool           `json:"clean,omitempty" yaml:"clean,omitempty"`       // workspace must have no uncommitted changes
 	Checklist     *Checklist     `json:"checklist,omitempty" yaml:"checklist,omitempty"`
+
+	// zeroMaxAttempts records that the contract was read with max_attempts (or
+	// max_iterations) given as 0, which Validate refuses instead of taking it for
+	// "the default" like an omitted one. Only the codec sets it.
+	zeroMaxAttempts bool
 }
 
 // Checklist asks that a Markdown file in the workspace has at least Count checked
@@ -76,6 +81,15 @@ type Verification struct {
 	Criteria      []Criterion      `json:"criteria,omitempty" yaml:"criteria,omitempty"`
 	GeneratedFrom string           `json:"generated_from,omitempty" yaml:"generated_from,omitempty"` // auto | user | template
 	GeneratedAt   *time.Time       `json:"generated_at,omitempty" yaml:"generated_at,omitempty"`
+	// Workspace says whether the criteria still wait for the task's workspace:
+	// pending (the workspace's stacks add their criteria before the first attempt),
+	// pending-commands (criteria named only by an activity get their stack's
+	// command), detected (done; Stacks names what matched), or empty (nothing to
+	// wait for). See ResolveContract and AddStackCriteria.
+	Workspace string `json:"workspace,omitempty" yaml:"workspace,omitempty"`
+	// Stacks are the stacks the task's workspace matched when its criteria were
+	// completed (go, node, …); empty for a workspace that matched none.
+	Stacks []string `json:"stacks,omitempty" yaml:"stacks,omitempty"`
 }
 
 // Criterion is one verification criterion. Command, when set, is what the runner runs
@@ -86,6 +100,11 @@ type Criterion struct {
 	Pattern     string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
 	Timing      string `json:"timing,omitempty" yaml:"timing,omitempty"` // immediate | deferred
 	Command     string `json:"command,omitempty" yaml:"command,omitempty"`
+	// Stack is the stack whose rules gave the command (go, python, …), when one did.
+	Stack string `json:"stack,omitempty" yaml:"stack,omitempty"`
+	// Tools are the programs the command runs, which must be on PATH where it runs
+	// (the readiness check's list); from the stack's rules.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
 }
 
 // ProjectRules are the editable rules contract generation uses.
@@ -95,8 +114,13 @@ type ProjectRules struct {
 	Activities map[string]string `json:"activities" yaml:"activities"`
 	// FilePatterns maps expected files to the activities they call for.
 	FilePatterns []FilePatternRule `json:"file_patterns" yaml:"file_patterns"`
-	// Always lists activities every verifiable task gets.
+	// Always lists activities every verifiable task gets (and a task classified as
+	// skip, as its minimal checks).
 	Always []string `json:"always" yaml:"always"`
+	// Stacks are the kinds of workspace generation knows (Go, Node, Python, …): how
+	// each is detected, the commands that check it, its protected paths and how to
+	// read its test results. See Stack.
+	Stacks []Stack `json:"stacks,omitempty" yaml:"stacks,omitempty"`
 	// AdvisoryWords and SkipWords classify descriptions: words (matching their common
 	// forms) or short phrases, case-insensitive.
 	AdvisoryWords []string  `json:"advisory_words" yaml:"advisory_words"`

@@ -15,6 +15,8 @@ var activityLabels = map[string]string{
 	"frontend-test":      "Front-end unit tests",
 	"frontend-typecheck": "TypeScript type check",
 	"docs":               "Documentation check",
+	"vet":                "Vet",
+	"format":             "Formatting",
 }
 
 // NoProtocolMessages is the instruction every worker brief ends with: the runner, not
@@ -88,6 +90,16 @@ func RenderContract(c Contract, taskID int64) string {
 
 	b.WriteString("\n## Verification contract\n\n")
 	v := c.Verification
+	if v.Type != VerifyAdvisory {
+		switch {
+		case v.Workspace == WorkspaceDetected && len(v.Stacks) > 0:
+			fmt.Fprintf(&b, "Your workspace was recognised as: %s. The checks below were chosen for it.\n\n", strings.Join(v.Stacks, ", "))
+		case v.Workspace == WorkspaceDetected:
+			b.WriteString("No language stack (Go, Node, Python, Rust, a Makefile test target) was recognised in your workspace, so no test commands were added.\n\n")
+		case v.Workspace == WorkspacePending || v.Workspace == WorkspacePendingCommands:
+			b.WriteString("The checks for the stacks recognised in your workspace are added before your first attempt.\n\n")
+		}
+	}
 	switch {
 	case v.Type == VerifyAdvisory:
 		b.WriteString("This task is advisory: no automated checks; your output goes to a person for review. Make it clear, complete and easy to act on.\n")

@@ -21,6 +21,8 @@ import (
 //     are refused rather than guessed at.
 //   - `verify` is a list of commands, but a single string is accepted for the seeds'
 //     `verify: "test -f …"`.
+//   - max_attempts left out means the default (2); given, it must be at least 1, so an
+//     explicit 0 is remembered (Completion.zeroMaxAttempts) for Validate to refuse.
 //   - Seed aliases: `max_iterations` (Ralph mode's budget) is read as max_attempts;
 //     a `signal` given without a `type` is the seeds' output token ("say ALL_DONE")
 //     and becomes DoneToken with type none (or, if a path is given, an empty type that
@@ -208,11 +210,11 @@ func (w completionWire) completion() (Completion, error) {
 	if w.MaxAttempts != nil && w.MaxIterations != nil {
 		return c, errors.New("give max_attempts or its alias max_iterations, not both")
 	}
-	if w.MaxAttempts != nil {
-		c.MaxAttempts = *w.MaxAttempts
-	}
-	if w.MaxIterations != nil {
-		c.MaxAttempts = *w.MaxIterations
+	for _, n := range []*int{w.MaxAttempts, w.MaxIterations} {
+		if n != nil {
+			// Given as 0 is not "the default" (which is left out): Validate refuses it.
+			c.MaxAttempts, c.zeroMaxAttempts = *n, *n == 0
+		}
 	}
 	for _, p := range []struct {
 		from *Duration
@@ -322,9 +324,11 @@ var (
 	}}
 	criteriaSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{
 		"activity": nil, "description": nil, "pattern": nil, "timing": nil, "command": nil,
+		"stack": nil, "tools": nil,
 	}}
 	verificationSchema = &fieldSchema{keys: map[string]*fieldSchema{
 		"type": nil, "criteria": criteriaSchema, "generated_from": nil, "generated_at": nil,
+		"workspace": nil, "stacks": nil,
 	}}
 	reviewSchema = &fieldSchema{keys: map[string]*fieldSchema{
 		"role": nil, "when": nil, "every": nil, "max_rounds": nil,

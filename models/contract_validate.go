@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func (c *Contract) Normalize() {
 		}
 		cp.Verify = v
 	}
-	if cp.MaxAttempts == 0 {
+	if cp.MaxAttempts == 0 && !cp.zeroMaxAttempts {
 		cp.MaxAttempts = DefaultMaxAttempts
 	}
 	if cp.Timeout.Duration == 0 {
@@ -123,6 +124,7 @@ func (c *Contract) Normalize() {
 		v.Type = VerifyAuto
 	}
 	v.GeneratedFrom = strings.ToLower(strings.TrimSpace(v.GeneratedFrom))
+	v.Workspace = strings.ToLower(strings.TrimSpace(v.Workspace))
 	if len(v.Criteria) > 0 {
 		crit := make([]Criterion, len(v.Criteria))
 		for i, cr := range v.Criteria {
@@ -131,6 +133,14 @@ func (c *Contract) Normalize() {
 			cr.Pattern = strings.TrimSpace(cr.Pattern)
 			cr.Timing = strings.ToLower(strings.TrimSpace(cr.Timing))
 			cr.Command = strings.TrimSpace(cr.Command)
+			cr.Stack = strings.ToLower(strings.TrimSpace(cr.Stack))
+			if len(cr.Tools) > 0 {
+				tools := make([]string, len(cr.Tools))
+				for j, t := range cr.Tools {
+					tools[j] = strings.TrimSpace(t)
+				}
+				cr.Tools = tools
+			}
 			crit[i] = cr
 		}
 		v.Criteria = crit
@@ -159,7 +169,8 @@ func (c *Contract) Normalize() {
 // by path (completion.path, completion.verify[1], verification.criteria[0].activity,
 // review.role). It does not modify the contract; call Normalize first so that
 // defaults and canonical case are in place (a zero max_attempts or timeout means
-// "the default" and is accepted).
+// "the default" and is accepted, except a max_attempts read as an explicit 0: below
+// 1 is refused).
 func (c *Contract) Validate() error {
 	var fe FieldErrors
 	c.Completion.validate(&fe)
@@ -225,8 +236,8 @@ func (cp *Completion) validate(fe *FieldErrors) {
 	if len(cp.Evaluate) > maxEvaluateLen {
 		fe.Add("completion.evaluate", fmt.Sprintf("must be at most %d characters", maxEvaluateLen))
 	}
-	if cp.MaxAttempts < 0 {
-		fe.Add("completion.max_attempts", "must not be negative")
+	if cp.MaxAttempts < 0 || cp.MaxAttempts == 0 && cp.zeroMaxAttempts {
+		fe.Add("completion.max_attempts", fmt.Sprintf("must be at least 1 (leave it out for the default, %d)", DefaultMaxAttempts))
 	} else if cp.MaxAttempts > MaxMaxAttempts {
 		fe.Add("completion.max_attempts", fmt.Sprintf("must be at most %d", MaxMaxAttempts))
 	}
@@ -290,6 +301,19 @@ func (v *Verification) validate(fe *FieldErrors) {
 	default:
 		fe.Add("verification.generated_from", "must be auto, user or template")
 	}
+	switch v.Workspace {
+	case "", WorkspacePending, WorkspacePendingCommands, WorkspaceDetected:
+	default:
+		fe.Add("verification.workspace", "must be pending, pending-commands or detected")
+	}
+	if len(v.Stacks) > maxStacks {
+		fe.Add("verification.stacks", fmt.Sprintf("at most %d stacks", maxStacks))
+	}
+	for i, st := range v.Stacks {
+		if !activityNameRE.MatchString(st) {
+			fe.Add("verification.stacks["+strconv.Itoa(i)+"]", "stack names are 1-64 lower-case letters, digits, '.', '_' or '-'")
+		}
+	}
 	if len(v.Criteria) > maxCriteria {
 		fe.Add("verification.criteria", fmt.Sprintf("at most %d criteria", maxCriteria))
 	}
@@ -315,6 +339,10 @@ func (v *Verification) validate(fe *FieldErrors) {
 		} else if len(cr.Command) > maxCommandLen {
 			fe.Add(key+"command", fmt.Sprintf("must be at most %d characters", maxCommandLen))
 		}
+		if cr.Stack != "" && !activityNameRE.MatchString(cr.Stack) {
+			fe.Add(key+"stack", "stack names are 1-64 lower-case letters, digits, '.', '_' or '-'")
+		}
+		validateTools(key+"tools", cr.Tools, fe)
 	}
 }
 
@@ -367,6 +395,25 @@ func (c Contract) OutputPath(taskID int64) string {
 		return ""
 	}
 	return strings.ReplaceAll(p, TaskIDPlaceholder, strconv.FormatInt(taskID, 10))
+}
+
+// Expanded returns the completion contract with {task_id} expanded in its output
+// path and its checklist path, as diagnoses, briefs and the blocked-task payload show
+// them; an empty output path of a file or signal contract becomes the default one,
+// expanded. The receiver is not modified.
+func (cp Completion) Expanded(taskID int64) Completion {
+	out := cp
+	out.Verify = slices.Clone(cp.Verify)
+	out.Path = Contract{Completion: cp}.OutputPath(taskID)
+	if out.Path == "" {
+		out.Path = expandTaskID(cp.Path, taskID)
+	}
+	if cp.Checklist != nil {
+		cl := *cp.Checklist
+		cl.Path = expandTaskID(cl.Path, taskID)
+		out.Checklist = &cl
+	}
+	return out
 }
 
 // Hash is the hex SHA-384 of the contract's canonical JSON with GeneratedAt left out,

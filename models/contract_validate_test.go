@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -149,7 +150,7 @@ func TestContractNormalize(t *testing.T) {
 		t.Error("Normalize modified the caller's slice")
 	}
 	v := c.Verification
-	if v.Type != VerifyAuto || v.GeneratedFrom != "user" || v.Criteria[0] != (Criterion{Activity: "unit-test", Description: "d", Timing: "immediate", Command: "x", Pattern: "p"}) {
+	if v.Type != VerifyAuto || v.GeneratedFrom != "user" || !reflect.DeepEqual(v.Criteria[0], Criterion{Activity: "unit-test", Description: "d", Timing: "immediate", Command: "x", Pattern: "p"}) {
 		t.Errorf("verification %+v", v)
 	}
 	if c.Review.Role != "reviewer" || c.Review.MaxRounds != 3 || c.Review.When[0] != "final" {

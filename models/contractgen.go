@@ -16,23 +16,14 @@ import (
 // its verification contract is classified as verifiable, advisory or skip from its
 // words and its expected files, using editable ProjectRules.
 
-// DefaultRules returns the rules used until a project saves its own. They suit a Go
-// project with an optional TypeScript front end; every command runs with /bin/sh in
-// the task workspace.
+// DefaultRules returns the rules used until a project saves its own. They know
+// stacks, not one language: the commands that check a task come from the stacks its
+// workspace matches (DefaultStacks: Go, Node, Python, Rust, a Makefile test target),
+// each with why it is there, and a workspace that matches none gets no command. Every
+// command runs with /bin/sh in the task workspace.
 //
-// Activities:
-//
-//	unit-test           go test ./...
-//	typecheck           go vet ./...
-//	lint                test -z "$(gofmt -l .)"      (fails when a file needs gofmt)
-//	e2e                 npx playwright test
-//	frontend-test       npm test --silent
-//	frontend-typecheck  npx tsc --noEmit
-//	docs                no merge-conflict markers left in Markdown files
-//
-// File patterns: *_test.go, *.go, *.templ, *.sql → unit-test; *.tsx, *.ts →
-// frontend-test + frontend-typecheck; *.jsx, *.js → frontend-test; pages/* → e2e
-// (immediate); *.md → docs. Always: typecheck, lint.
+// Beyond the stacks: one activity, docs (no merge-conflict markers left in Markdown
+// files), called for by expected *.md files; no activity every task gets (Always).
 //
 // Advisory words: investigate, research, explore, discuss, plan, design, audit,
 // analyze, review, evaluate, assess, compare, propose, brainstorm, spike, study,
@@ -44,27 +35,13 @@ import (
 func DefaultRules() ProjectRules {
 	return ProjectRules{
 		Activities: map[string]string{
-			"unit-test":          "go test ./...",
-			"typecheck":          "go vet ./...",
-			"lint":               `test -z "$(gofmt -l .)"`,
-			"e2e":                "npx playwright test",
-			"frontend-test":      "npm test --silent",
-			"frontend-typecheck": "npx tsc --noEmit",
-			"docs":               `! grep -rIlE --include='*.md' '^(<<<<<<<|>>>>>>>)( |$)' .`,
+			"docs": `! grep -rIlE --include='*.md' '^(<<<<<<<|>>>>>>>)( |$)' .`,
 		},
 		FilePatterns: []FilePatternRule{
-			{Pattern: "*_test.go", Activities: []string{"unit-test"}},
-			{Pattern: "*.go", Activities: []string{"unit-test"}},
-			{Pattern: "*.templ", Activities: []string{"unit-test"}},
-			{Pattern: "*.sql", Activities: []string{"unit-test"}},
-			{Pattern: "*.tsx", Activities: []string{"frontend-test", "frontend-typecheck"}},
-			{Pattern: "*.ts", Activities: []string{"frontend-test", "frontend-typecheck"}},
-			{Pattern: "*.jsx", Activities: []string{"frontend-test"}},
-			{Pattern: "*.js", Activities: []string{"frontend-test"}},
-			{Pattern: "pages/*", Activities: []string{"e2e"}, Timing: TimingImmediate},
 			{Pattern: "*.md", Activities: []string{"docs"}},
 		},
-		Always: []string{"typecheck", "lint"},
+		Always: []string{},
+		Stacks: DefaultStacks(),
 		AdvisoryWords: []string{
 			"investigate", "research", "explore", "discuss", "plan", "design", "audit", "analyze",
 			"review", "evaluate", "assess", "compare", "propose", "brainstorm", "spike", "study",
@@ -83,6 +60,8 @@ var activityDescriptions = map[string]string{
 	"frontend-test":      "Front-end unit tests pass",
 	"frontend-typecheck": "No TypeScript type errors",
 	"docs":               "Markdown has no merge-conflict markers",
+	"vet":                "go vet reports no problems",
+	"format":             "Code is formatted",
 }
 
 var (
@@ -94,11 +73,12 @@ const maxRuleEntries = 200
 
 // Validate checks the rules and returns an EINVALID error keyed by field:
 // activities.<name>, file_patterns[2].pattern, file_patterns[2].activities[0],
-// always[1], advisory_words[3], skip_words[0], …
+// always[1], advisory_words[3], skip_words[0], stacks[1].commands[0].command, …
+// An activity is known when activities defines it or a stack has a command for it.
 func (r ProjectRules) Validate() error {
 	var fe FieldErrors
-	if len(r.Activities) == 0 {
-		fe.Add("activities", "at least one activity is required")
+	if len(r.Activities) == 0 && len(r.Stacks) == 0 {
+		fe.Add("activities", "at least one activity (or one stack) is required")
 	}
 	names := make([]string, 0, len(r.Activities))
 	for name := range r.Activities {
@@ -120,8 +100,8 @@ func (r ProjectRules) Validate() error {
 		}
 	}
 	known := func(key, act string) {
-		if _, ok := r.Activities[act]; !ok {
-			fe.Add(key, "unknown activity "+quote(act)+"; define it under activities")
+		if _, ok := r.Activities[act]; !ok && !r.stackProvides(act) {
+			fe.Add(key, "unknown activity "+quote(act)+"; define it under activities or in a stack")
 		}
 	}
 	if len(r.FilePatterns) > maxRuleEntries {
@@ -172,6 +152,7 @@ func (r ProjectRules) Validate() error {
 			fe.Add("skip_words["+strconv.Itoa(i)+"]", quote(w)+" is also an advisory word")
 		}
 	}
+	validateStacks(r.Stacks, &fe)
 	return fe.Err()
 }
 
@@ -576,11 +557,14 @@ func classify(tt *taskText, files []string, rules ProjectRules) VerificationType
 // Classify's. Criteria: skip gets the minimal ones (the Always activities); advisory
 // gets none (a person reviews the output); verifiable gets the Always activities plus
 // those the expected files call for through FilePatterns, each activity once, in rule
-// order — and unit-test when no file names an activity, because a code change that
-// names no files should still pass the tests. Every criterion carries the command
-// rules.Activities maps it to. Expected files are the given ones plus those found in
-// the title and description (ExtractFiles). Generation is pure and cheap (a few
-// microseconds): no regexp is compiled and nothing is read from disk.
+// order — and unit-test when no file names an activity and rules.Activities defines
+// it (rules without stacks), because a code change that names no files should still
+// pass the tests. Every criterion carries the command rules.Activities maps it to
+// (none for an activity only stacks define: the workspace gives it one). Expected
+// files are the given ones plus those found in the title and description
+// (ExtractFiles). Generate knows only the text; the workspace's stacks are added by
+// AddStackCriteria (GenerateForWorkspace does both). Generation is pure and cheap (a
+// few microseconds): no regexp is compiled and nothing is read from disk.
 func Generate(title, description string, expectedFiles []string, rules ProjectRules, now time.Time) Verification {
 	tt := scanTaskText(title, description)
 	files := dedupStrings(append(slices.Clip(expectedFiles), tt.files...))
@@ -679,13 +663,17 @@ func testPattern(f string) string {
 	return strings.TrimSuffix(base, "_test")
 }
 
-// ResolveContract fixes a task's verification contract before delegation. An
-// explicit type (verifiable, advisory or skip) wins: GeneratedFrom becomes "user" when
-// unset, and a verifiable or skip contract that lists no criteria gets the generated
-// criteria for that type (stamped GeneratedAt now). Type auto or empty is replaced by
-// Generate(title, brief, files, rules, now). An unknown type is left alone for
-// Validate to report. The completion contract is not touched; c is not modified (the
-// result shares nothing mutable with it).
+// ResolveContract fixes a task's verification contract before delegation, as far as
+// the task's words and files can (the workspace completes it before the first
+// attempt: see AddStackCriteria). An explicit type (verifiable, advisory or skip)
+// wins: GeneratedFrom becomes "user" when unset, and a verifiable contract that lists
+// no criteria gets the generated text criteria (stamped GeneratedAt now); an explicit
+// skip gets no generated criteria at all. Type auto or empty is replaced by
+// Generate(title, brief, files, rules, now). Then Verification.Workspace says what the
+// workspace must complete (workspaceStep); a Workspace or Stacks the caller sent is
+// not kept. An unknown type is left alone for Validate to report. The completion
+// contract is not touched; c is not modified (the result shares nothing mutable with
+// it).
 func ResolveContract(c Contract, title, brief string, files []string, rules ProjectRules, now time.Time) Contract {
 	out := c
 	out.Completion.Verify = slices.Clone(c.Completion.Verify)
@@ -700,10 +688,15 @@ func ResolveContract(c Contract, title, brief string, files []string, rules Proj
 	}
 	v := c.Verification
 	v.Criteria = slices.Clone(v.Criteria)
+	for i := range v.Criteria {
+		v.Criteria[i].Tools = slices.Clone(v.Criteria[i].Tools)
+	}
 	if v.GeneratedAt != nil {
 		at := *v.GeneratedAt
 		v.GeneratedAt = &at
 	}
+	v.Workspace, v.Stacks = "", nil
+	generated := false
 	typ := VerificationType(strings.ToLower(strings.TrimSpace(string(v.Type))))
 	switch typ {
 	case VerifyVerifiable, VerifyAdvisory, VerifySkip:
@@ -711,15 +704,19 @@ func ResolveContract(c Contract, title, brief string, files []string, rules Proj
 		if v.GeneratedFrom == "" {
 			v.GeneratedFrom = GeneratedUser
 		}
-		if len(v.Criteria) == 0 && typ != VerifyAdvisory {
+		if len(v.Criteria) == 0 && typ == VerifyVerifiable {
 			tt := scanTaskText(title, brief)
 			v.Criteria = criteriaFor(typ, dedupStrings(append(slices.Clip(files), tt.files...)), rules)
 			at := now
-			v.GeneratedAt = &at
+			v.GeneratedAt, generated = &at, true
 		}
 	case "", VerifyAuto:
-		v = Generate(title, brief, files, rules, now)
+		v, generated = Generate(title, brief, files, rules, now), true
+	default:
+		out.Verification = v
+		return out
 	}
+	v.Workspace = workspaceStep(v, out.Completion, rules, generated)
 	out.Verification = v
 	return out
 }

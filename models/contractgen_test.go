@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,39 @@ func TestRulesDefaultValid(t *testing.T) {
 	if err := DefaultRules().Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if err := textRules().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// textRules are rules without stacks, as projects saved them before stacks existed
+// (the old Go defaults): generation works from the text alone.
+func textRules() ProjectRules {
+	r := DefaultRules()
+	r.Stacks = nil
+	r.Activities = map[string]string{
+		"unit-test":          "go test ./...",
+		"typecheck":          "go vet ./...",
+		"lint":               `test -z "$(gofmt -l .)"`,
+		"e2e":                "npx playwright test",
+		"frontend-test":      "npm test --silent",
+		"frontend-typecheck": "npx tsc --noEmit",
+		"docs":               `! grep -rIlE --include='*.md' '^(<<<<<<<|>>>>>>>)( |$)' .`,
+	}
+	r.FilePatterns = []FilePatternRule{
+		{Pattern: "*_test.go", Activities: []string{"unit-test"}},
+		{Pattern: "*.go", Activities: []string{"unit-test"}},
+		{Pattern: "*.templ", Activities: []string{"unit-test"}},
+		{Pattern: "*.sql", Activities: []string{"unit-test"}},
+		{Pattern: "*.tsx", Activities: []string{"frontend-test", "frontend-typecheck"}},
+		{Pattern: "*.ts", Activities: []string{"frontend-test", "frontend-typecheck"}},
+		{Pattern: "*.jsx", Activities: []string{"frontend-test"}},
+		{Pattern: "*.js", Activities: []string{"frontend-test"}},
+		{Pattern: "pages/*", Activities: []string{"e2e"}, Timing: TimingImmediate},
+		{Pattern: "*.md", Activities: []string{"docs"}},
+	}
+	r.Always = []string{"typecheck", "lint"}
+	return r
 }
 
 func TestRulesValidate(t *testing.T) {
@@ -49,7 +83,7 @@ func TestRulesValidate(t *testing.T) {
 		}, "skip_words"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := DefaultRules()
+			r := textRules()
 			tc.edit(&r)
 			f := fieldsOf(t, r.Validate())
 			if f[tc.field] == "" {
@@ -90,7 +124,7 @@ func TestGenerateWordForms(t *testing.T) {
 }
 
 func TestGenerateCriteria(t *testing.T) {
-	rules := DefaultRules()
+	rules := textRules()
 	v := Generate("Add dark mode toggle to settings page", "Touch src/components/DarkModeToggle.tsx.", []string{"src/pages/settings.tsx"}, rules, genNow)
 	if v.Type != VerifyVerifiable || v.GeneratedFrom != "auto" || v.GeneratedAt == nil || !v.GeneratedAt.Equal(genNow) {
 		t.Fatalf("%+v", v)
@@ -188,7 +222,7 @@ func TestGenerateMatchFilePattern(t *testing.T) {
 }
 
 func TestGenerateResolveContract(t *testing.T) {
-	rules := DefaultRules()
+	rules := textRules()
 	at := genNow.Add(-time.Hour)
 	user := Contract{
 		Completion:   Completion{Verify: []string{"make check"}, Checklist: &Checklist{Path: "c.md", Count: 1}},
@@ -219,6 +253,14 @@ func TestGenerateResolveContract(t *testing.T) {
 	if !reflect.DeepEqual(got.Verification.Criteria, crit) || got.Verification.GeneratedFrom != GeneratedTemplate {
 		t.Errorf("%+v", got.Verification)
 	}
+	// An explicit skip gets no generated criteria, whatever the rules: not even the
+	// Always activities an auto-classified skip gets.
+	for _, r := range []ProjectRules{rules, DefaultRules()} {
+		got = ResolveContract(Contract{Verification: Verification{Type: " Skip "}}, "Fix the parser", "in parser.go", []string{"a.go"}, r, genNow)
+		if got.Verification.Type != VerifySkip || len(got.Verification.Criteria) != 0 || got.Verification.Workspace != "" || got.Verification.GeneratedAt != nil {
+			t.Errorf("explicit skip: %+v", got.Verification)
+		}
+	}
 	// Auto and empty are generated.
 	for _, typ := range []VerificationType{"", VerifyAuto, " AUTO "} {
 		got = ResolveContract(Contract{Verification: Verification{Type: typ, Criteria: crit}}, "Update README", "", nil, rules, genNow)
@@ -243,41 +285,82 @@ type labelledTask struct {
 	Description string           `json:"description"`
 	Files       []string         `json:"files"`
 	Type        VerificationType `json:"type"`
+	// Workspace, when set, is a workspace (file name → content; a name ending in "/"
+	// is a directory) written to disk and read by DetectWorkspace; Stacks and
+	// Commands are then the stacks and the stack commands the completed contract must
+	// have, in order.
+	Workspace map[string]string `json:"workspace"`
+	Stacks    []string          `json:"stacks"`
+	Commands  []string          `json:"commands"`
 }
 
+// TestGenerateLabelledAccuracy runs contract generation over a labelled set of task
+// descriptions, some with a workspace (Go, Python, Node, Rust, a Makefile, docs only,
+// monorepos) read from real files, and prints the share it gets right: the type, and
+// for a task with a workspace also the stacks and their commands.
 func TestGenerateLabelledAccuracy(t *testing.T) {
 	var set []labelledTask
 	if err := json.Unmarshal(readTestdata(t, "contractgen_labelled.json"), &set); err != nil {
 		t.Fatal(err)
 	}
-	if len(set) < 40 {
+	if len(set) < 80 {
 		t.Fatalf("only %d labelled tasks", len(set))
 	}
 	rules := DefaultRules()
 	total, right := map[VerificationType]int{}, map[VerificationType]int{}
-	allRight := 0
+	allRight, withWS, wsRight := 0, 0, 0
 	for _, lt := range set {
-		got := Generate("", lt.Description, lt.Files, rules, genNow).Type
-		total[lt.Type]++
-		if got == lt.Type {
-			right[lt.Type]++
-			allRight++
+		var v Verification
+		ok := true
+		if lt.Workspace != nil {
+			withWS++
+			facts, err := DetectWorkspace(writeTree(t, lt.Workspace), allTools)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = GenerateForWorkspace("", lt.Description, lt.Files, rules, facts, genNow)
+			var cmds []string
+			for _, c := range v.Criteria {
+				if c.Stack != "" {
+					cmds = append(cmds, c.Command)
+				}
+			}
+			if !slices.Equal(v.Stacks, lt.Stacks) || !slices.Equal(cmds, lt.Commands) {
+				ok = false
+				t.Logf("miss: %q: stacks %q, commands %q; want %q, %q", lt.Description, v.Stacks, cmds, lt.Stacks, lt.Commands)
+			} else {
+				wsRight++
+			}
 		} else {
-			t.Logf("miss: %q (files %v): got %s, want %s", lt.Description, lt.Files, got, lt.Type)
+			v = Generate("", lt.Description, lt.Files, rules, genNow)
+		}
+		total[lt.Type]++
+		if v.Type == lt.Type {
+			right[lt.Type]++
+		} else {
+			ok = false
+			t.Logf("miss: %q (files %v): got %s, want %s", lt.Description, lt.Files, v.Type, lt.Type)
+		}
+		if ok {
+			allRight++
 		}
 	}
 	acc := func(r, n int) float64 { return 100 * float64(r) / float64(n) }
 	overall := acc(allRight, len(set))
-	t.Logf("contract generation accuracy: overall %.1f%% (%d/%d); advisory %.1f%% (%d/%d); verifiable %.1f%% (%d/%d); skip %.1f%% (%d/%d)",
+	t.Logf("contract generation accuracy: overall %.1f%% (%d/%d); advisory %.1f%% (%d/%d); verifiable %.1f%% (%d/%d); skip %.1f%% (%d/%d); stacks and commands of %d workspaces %.1f%% (%d/%d)",
 		overall, allRight, len(set),
 		acc(right[VerifyAdvisory], total[VerifyAdvisory]), right[VerifyAdvisory], total[VerifyAdvisory],
 		acc(right[VerifyVerifiable], total[VerifyVerifiable]), right[VerifyVerifiable], total[VerifyVerifiable],
-		acc(right[VerifySkip], total[VerifySkip]), right[VerifySkip], total[VerifySkip])
-	if overall < 80 {
-		t.Errorf("overall accuracy %.1f%% < 80%%", overall)
+		acc(right[VerifySkip], total[VerifySkip]), right[VerifySkip], total[VerifySkip],
+		withWS, acc(wsRight, withWS), wsRight, withWS)
+	if overall < 95 {
+		t.Errorf("overall accuracy %.1f%% < 95%%", overall)
 	}
 	if a := acc(right[VerifyAdvisory], total[VerifyAdvisory]); a < 80 {
 		t.Errorf("advisory accuracy %.1f%% < 80%%", a)
+	}
+	if a := acc(wsRight, withWS); a < 95 {
+		t.Errorf("stacks and commands right for %.1f%% of the workspaces < 95%%", a)
 	}
 }
 

@@ -54,8 +54,9 @@ func requireCommandAuthority(actor *Agent, c Contract, where string) error {
 		"name the criterion by activity instead, and the project rules supply its command", field)
 }
 
-// requireRulesAuthority refuses project rules that map an activity to a command
-// unless actor may write commands.
+// requireRulesAuthority refuses project rules that map an activity to a command, or
+// hold stacks (whose commands and results commands are shell), unless actor may write
+// commands.
 func requireRulesAuthority(actor *Agent, r *ProjectRules) error {
 	if mayWriteCommands(actor) {
 		return nil
@@ -65,6 +66,9 @@ func requireRulesAuthority(actor *Agent, r *ProjectRules) error {
 		if strings.TrimSpace(r.Activities[name]) != "" {
 			return Forbidden(RuleCommandsNeedEditor, "only an admin, editor or lead may change the project rules: they map activities to shell commands (activities.%s)", name)
 		}
+	}
+	if len(r.Stacks) > 0 {
+		return Forbidden(RuleCommandsNeedEditor, "only an admin, editor or lead may change the project rules: their stacks hold shell commands (stacks[0].commands)")
 	}
 	return nil
 }

@@ -40,7 +40,8 @@ func runnerOwns(p Policy) bool { return p == "" || p == PolicyRunner }
 
 // BlockTask blocks a task whose attempts are exhausted, inside the runner's
 // transaction: the task waits in the inbox with the full evidence, and the
-// task.blocked entry goes to the outbox.
+// task.blocked entry goes to the outbox. The payload's completion_spec names the
+// paths as the worker was told them, {task_id} expanded.
 func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, attempts []BlockedAttempt) error {
 	agentName := ""
 	if t.AssigneeID != nil {
@@ -54,7 +55,7 @@ func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, 
 		return err
 	}
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
-		Agent: agentName, CompletionSpec: t.Contract.Completion, Attempts: attempts, TS: s.now()}
+		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), Attempts: attempts, TS: s.now()}
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return err

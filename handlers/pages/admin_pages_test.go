@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestRulesPage(t *testing.T) {
 	c := e.login("eve")
 
 	page := c.get("/rules")
-	page.want(t, http.StatusOK, "built-in defaults", `value="go test ./..."`, `name="file_patterns[0].pattern"`)
+	page.want(t, http.StatusOK, "built-in defaults", `data-testid="stack-go"`, "<code>go test ./...</code>", `name="file_patterns[0].pattern"`, `name="stacks"`)
 
 	// Saving the defaults as shown stores them.
 	form := formValues(t, page.Body, "/rules")
@@ -31,7 +32,7 @@ func TestRulesPage(t *testing.T) {
 	}
 	def := models.DefaultRules()
 	if len(saved.Activities) != len(def.Activities) || len(saved.FilePatterns) != len(def.FilePatterns) ||
-		strings.Join(saved.AdvisoryWords, ",") != strings.Join(def.AdvisoryWords, ",") {
+		strings.Join(saved.AdvisoryWords, ",") != strings.Join(def.AdvisoryWords, ",") || !reflect.DeepEqual(saved.Stacks, def.Stacks) {
 		t.Fatalf("saved %+v", saved)
 	}
 	page = c.get("/rules")
@@ -47,7 +48,7 @@ func TestRulesPage(t *testing.T) {
 	form.Set("activities["+strconv.Itoa(n)+"].command", "npm run storybook:test")
 	p := len(def.FilePatterns)
 	form.Set("file_patterns["+strconv.Itoa(p)+"].pattern", "*.stories.tsx")
-	form.Set("file_patterns["+strconv.Itoa(p)+"].activities", "storybook, frontend-test")
+	form.Set("file_patterns["+strconv.Itoa(p)+"].activities", "storybook, unit-test")
 	c.post("/rules", form).want(t, http.StatusSeeOther)
 	saved, _ = e.db.GetRules(ctx)
 	if saved.Activities["storybook"] != "npm run storybook:test" || saved.FilePatterns[p].Pattern != "*.stories.tsx" {
@@ -75,7 +76,7 @@ func TestRulesPage(t *testing.T) {
 	// Try it: the saved rules generate a contract, nothing is saved.
 	before := len(mustEvents(t, e))
 	tr := c.post("/rules/try", url.Values{"title": {"Add a dark mode toggle"}, "description": {"Render it in the header."}, "files": {"web/Toggle.stories.tsx"}})
-	tr.want(t, http.StatusOK, `data-testid="try-result"`, "verifiable", "storybook", "npm run storybook:test", "web/Toggle.stories.tsx")
+	tr.want(t, http.StatusOK, `data-testid="try-result"`, "verifiable", "storybook", "npm run storybook:test", "web/Toggle.stories.tsx", `data-testid="try-pending"`)
 	c.post("/rules/try", url.Values{"title": {"Investigate the flaky login test"}}).want(t, http.StatusOK, "advisory", "a person looks at the output")
 	if after := len(mustEvents(t, e)); after != before {
 		t.Fatalf("try-it stored %d events", after-before)

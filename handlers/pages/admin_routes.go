@@ -15,6 +15,7 @@ import "github.com/labstack/echo/v4"
 //	GET  /rules                      project rules for contract generation
 //	POST /rules                      save the rules
 //	POST /rules/try                  show the contract the saved rules generate for a task
+//	POST /rules/stacks               show which stacks a directory on the server matches (admin, editor, lead)
 //	GET  /agents                     agents with status; add form for admins
 //	POST /agents                     add an agent (admin)
 //	GET  /agents/:id                 an agent; edit form for admins
@@ -39,6 +40,7 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/rules", p.rulesForm)
 	g.POST("/rules", p.rulesSave)
 	g.POST("/rules/try", p.rulesTry)
+	g.POST("/rules/stacks", p.rulesStacks)
 
 	g.GET("/agents", p.agentsList)
 	g.POST("/agents", p.agentCreate)

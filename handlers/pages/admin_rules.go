@@ -42,6 +42,7 @@ func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 		v.UpdatedAt = r.UpdatedAt
 	}
 	v.Form = formFromRules(*r)
+	v.Stacks = stackViews(r.Stacks)
 	hist, err := p.d.Service.RulesHistory(c.Request().Context(), historyLimit)
 	if err != nil {
 		return v, err
@@ -96,7 +97,7 @@ func (p *Pages) rulesTry(c echo.Context) error {
 	files := splitList(v.Try.Files)
 	ct := models.ResolveContract(models.Contract{Verification: models.Verification{Type: models.VerifyAuto}},
 		v.Try.Title, v.Try.Description, files, saved, time.Now())
-	res := &rules.TryResult{Type: string(ct.Verification.Type)}
+	res := &rules.TryResult{Type: string(ct.Verification.Type), Pending: ct.Verification.Workspace != ""}
 	seen := map[string]bool{}
 	for _, f := range append(files, models.ExtractFiles(v.Try.Title+"\n"+v.Try.Description)...) {
 		if !seen[f] {
@@ -128,7 +129,8 @@ func splitList(s string) []string {
 }
 
 func parseRulesForm(form url.Values) rules.Form {
-	f := rules.Form{Always: form.Get("always"), AdvisoryWords: form.Get("advisory_words"), SkipWords: form.Get("skip_words")}
+	f := rules.Form{Always: form.Get("always"), AdvisoryWords: form.Get("advisory_words"), SkipWords: form.Get("skip_words"),
+		Stacks: form.Get("stacks")}
 	for i := 0; i < maxRuleRows; i++ {
 		if _, ok := form[rules.ActivityField(i, "name")]; !ok {
 			break
@@ -175,6 +177,11 @@ func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
 	r.Always = splitList(strings.ToLower(f.Always))
 	r.AdvisoryWords = splitList(strings.ToLower(f.AdvisoryWords))
 	r.SkipWords = splitList(strings.ToLower(f.SkipWords))
+	stacks, err := parseStacksYAML(f.Stacks)
+	if err != nil {
+		fe.Add("stacks", err.Error())
+	}
+	r.Stacks = stacks
 	return r, fe
 }
 
@@ -222,6 +229,13 @@ func rulesErrorKeys(f rules.Form, fe models.FieldErrors) map[string]string {
 			}
 		case patternErrRE.MatchString(k):
 			add(rules.PatternField(atoiOr(patternErrRE.FindStringSubmatch(k)[1]), "activities"), m)
+		case strings.HasPrefix(k, "stacks["):
+			// The stacks have one input: it lists every error, named by stack.
+			msg := stackErrorLabel(k, r.Stacks) + ": " + m
+			if out["stacks"] != "" {
+				msg = out["stacks"] + "; " + msg
+			}
+			out["stacks"] = msg
 		case listErrRE.MatchString(k):
 			g := listErrRE.FindStringSubmatch(k)
 			list := map[string][]string{"always": r.Always, "advisory_words": r.AdvisoryWords, "skip_words": r.SkipWords}[g[1]]
@@ -245,7 +259,7 @@ func atoiOr(s string) int {
 // their order, words one per line.
 func formFromRules(r models.ProjectRules) rules.Form {
 	f := rules.Form{Always: strings.Join(r.Always, ", "), AdvisoryWords: strings.Join(r.AdvisoryWords, "\n"),
-		SkipWords: strings.Join(r.SkipWords, "\n")}
+		SkipWords: strings.Join(r.SkipWords, "\n"), Stacks: stacksYAML(r.Stacks)}
 	names := make([]string, 0, len(r.Activities))
 	for n := range r.Activities {
 		names = append(names, n)

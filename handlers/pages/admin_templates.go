@@ -415,6 +415,10 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		}
 		cp.VerifyTimeout = dur("completion.verify_timeout", "verify_timeout", s.VerifyTimeout)
 		cp.MaxAttempts = num("completion.max_attempts", "max_attempts", s.MaxAttempts)
+		if strings.TrimSpace(s.MaxAttempts) != "" && cp.MaxAttempts < 1 {
+			// Typed, a budget below 1 is refused; left empty it is the default.
+			fe.Add(key("completion.max_attempts"), fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", models.DefaultMaxAttempts))
+		}
 		cp.Timeout = dur("completion.timeout", "timeout", s.Timeout)
 		cp.Cooldown = dur("completion.cooldown", "cooldown", s.Cooldown)
 		cp.Clean = s.Clean

@@ -50,11 +50,18 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("goal page misses %s", id)
 		}
 	}
-	// The inbox shows the exact criteria and every attempt.
+	// The inbox shows the exact criteria, paths expanded, and every attempt.
 	r = b.get("/inbox")
-	for _, want := range []string{"out/{task_id}.md", "go test ./... exited 1", "is missing", `data-testid="inbox-form-retry"`} {
+	for _, want := range []string{`<dt>path</dt><dd><code>out/` + itoa64(bt.ID) + ".md</code>", "go test ./... exited 1", "is missing", `data-testid="inbox-form-retry"`} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("inbox misses %q", want)
 		}
+	}
+	if strings.Contains(r.Body, models.TaskIDPlaceholder) {
+		t.Error("the inbox shows an unexpanded {task_id}")
+	}
+	// So does the task page's contract.
+	if r = b.get("/tasks/" + itoa64(bt.ID)); strings.Contains(r.Body, models.TaskIDPlaceholder) || !strings.Contains(r.Body, "out/"+itoa64(bt.ID)+".md") {
+		t.Error("the task page shows an unexpanded {task_id}")
 	}
 }

@@ -51,7 +51,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State),
-		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract),
+		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
 		Facts: taskFacts(t, dir), Agents: dir.options("— choose —")}
 	if t.GoalID != nil {
 		v.GoalID, v.GoalTitle = *t.GoalID, p.goalTitle(ctx, t.GoalID)
@@ -122,9 +122,9 @@ func ids(list []int64) []string {
 	return out
 }
 
-// contractFacts lists the contract's key fields.
-func contractFacts(ct models.Contract) []components.DefItem {
-	cp, vf := ct.Completion, ct.Verification
+// contractFacts lists the contract's key fields, paths expanded for task id.
+func contractFacts(ct models.Contract, id int64) []components.DefItem {
+	cp, vf := ct.Completion.Expanded(id), ct.Verification
 	items := []components.DefItem{
 		{Term: "Completion", Value: string(cp.Type)},
 		{Term: "Output path", Value: cp.Path, Mono: true},
@@ -136,6 +136,16 @@ func contractFacts(ct models.Contract) []components.DefItem {
 		{Term: "Attempt budget", Value: positive(cp.MaxAttempts)},
 		{Term: "Timeout", Value: dur(cp.Timeout.Duration)},
 		{Term: "Verification", Value: string(vf.Type)},
+	}
+	switch vf.Workspace {
+	case models.WorkspacePending, models.WorkspacePendingCommands:
+		items = append(items, components.DefItem{Term: "Stacks", Value: "from the workspace, before the first attempt"})
+	case models.WorkspaceDetected:
+		stacks := strings.Join(vf.Stacks, ", ")
+		if stacks == "" {
+			stacks = "none recognised: no stack commands"
+		}
+		items = append(items, components.DefItem{Term: "Stacks", Value: stacks})
 	}
 	var crit []string
 	for _, c := range vf.Criteria {

@@ -206,8 +206,9 @@ func fullContract() models.Contract {
 			Criteria: []models.Criterion{
 				{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle", Timing: "immediate", Command: "go test"},
 				{Activity: "typecheck", Description: "No type errors"},
+				{Activity: "vet", Description: "go vet reports no problems (go.mod found)", Command: "go vet ./...", Stack: "go", Tools: []string{"go"}},
 			},
-			GeneratedFrom: "auto", GeneratedAt: tsp(9),
+			GeneratedFrom: "auto", GeneratedAt: tsp(9), Workspace: models.WorkspaceDetected, Stacks: []string{"go", "node"},
 		},
 		Review: &models.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3},
 	}
@@ -624,6 +625,7 @@ func TestRules(t *testing.T) {
 			Always:        []string{"lint"},
 			AdvisoryWords: []string{"research"},
 			SkipWords:     []string{"docs"},
+			Stacks:        models.DefaultStacks(),
 		}
 		must(t, db.SaveRules(ctx, r))
 		allSet(t, r)
@@ -634,6 +636,7 @@ func TestRules(t *testing.T) {
 			Always:        []string{"lint"},
 			AdvisoryWords: []string{"research"},
 			SkipWords:     []string{"docs"},
+			Stacks:        models.DefaultStacks(),
 			UpdatedAt:     r.UpdatedAt,
 		}
 		got, err := db.GetRules(ctx)

@@ -101,6 +101,9 @@ func firstDiff(path string, a, b reflect.Value) (diff, bool) {
 		return firstDiff(path, a.Elem(), b.Elem())
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
+			if !a.Type().Field(i).IsExported() {
+				continue // not stored
+			}
 			if d, ok := firstDiff(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i)); !ok {
 				return d, false
 			}

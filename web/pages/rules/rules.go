@@ -1,11 +1,14 @@
 // Package rules is the project rules page: the rules contract generation uses
 // (activity → command, file pattern → activities, always activities, advisory and skip
-// words) as a form, and a "try it" form that shows the verification contract the saved
-// rules generate for a task, without saving anything.
+// words, and the stacks: detection, commands, protected paths, test results) as a
+// form, a "try it" form that shows the verification contract the saved rules generate
+// for a task, and a "check a workspace" form that shows which stacks a directory on
+// the server matches, without saving anything.
 package rules
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/web/components"
@@ -28,6 +31,66 @@ type View struct {
 	Result    *TryResult
 	// History lists the changes of the rules, newest first.
 	History []components.HistoryItem
+	// Stacks shows the stacks of the rules as they are saved (or the defaults).
+	Stacks []StackView
+	// Check is the "check a workspace" form; CheckError its error, shown beside the
+	// path; CheckResult what the directory matched.
+	Check       CheckForm
+	CheckError  string
+	CheckResult *CheckResult
+}
+
+// StackView is one stack as the page shows it.
+type StackView struct {
+	Name     string
+	Detect   string // "file go.mod", or several joined by "or"
+	Commands []StackCommandView
+	Protect  []string
+	Results  []string // "go-test-json: go test -json ./..."
+}
+
+// StackCommandView is one command of a stack.
+type StackCommandView struct {
+	Activity    string
+	Command     string
+	Description string
+	When        string // "script test and file pnpm-lock.yaml"
+	Tools       string // comma-separated
+}
+
+// CheckForm is the directory typed into the "check a workspace" form.
+type CheckForm struct {
+	Path string
+}
+
+// CheckResult is what a directory matched.
+type CheckResult struct {
+	Dir        string
+	Files      int
+	Scripts    []string
+	Targets    []string
+	Configured []string // "pytest in pyproject.toml"
+	Tools      []string // on the server's PATH
+	Problems   []string
+	Matches    []CheckMatch
+}
+
+// CheckMatch is one stack a directory matched.
+type CheckMatch struct {
+	Name     string
+	Reason   string
+	Commands []CheckCommand
+	Left     []string // activities with no applicable command, with why
+	Protect  []string
+	Results  string
+}
+
+// CheckCommand is a command that applies to the directory, with why.
+type CheckCommand struct {
+	Activity string
+	Command  string
+	Reason   string
+	Missing  string // tools not on PATH, comma-separated
 }
 
 // Form is the rules as typed.
@@ -37,6 +100,7 @@ type Form struct {
 	Always        string // comma-separated activities
 	AdvisoryWords string // one word or phrase per line
 	SkipWords     string // one word or phrase per line
+	Stacks        string // the stacks as YAML
 }
 
 // ActivityRow maps an activity to its command.
@@ -61,7 +125,10 @@ type TryForm struct {
 
 // TryResult is the verification contract generated for the TryForm.
 type TryResult struct {
-	Type     string
+	Type string
+	// Pending says the workspace's stacks complete the criteria before the first
+	// attempt.
+	Pending  bool
 	Files    []string // the expected files generation saw (given and found in the text)
 	Criteria []TryCriterion
 }
@@ -124,3 +191,10 @@ func withRows(p components.FieldProps, rows int) components.FieldProps {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func joinComma(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}

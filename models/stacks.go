@@ -1,0 +1,178 @@
+package models
+
+// Stacks: the kinds of workspace contract generation knows. A stack is detected from
+// the workspace's top-level files (go.mod, a package.json test script, a Makefile
+// target, …), and brings the commands that check work in it, each with the
+// conditions under which it applies. Each stack also names its protected paths (the
+// tests and test configuration a worker must not weaken) and how to read its test
+// runner's structured results; nothing consumes those two yet.
+
+// Stack is one kind of workspace in the project rules.
+type Stack struct {
+	// Name identifies the stack (go, node, python, …) in criteria and events.
+	Name string `json:"name" yaml:"name"`
+	// Detect lists conditions of which any one makes a workspace this stack.
+	Detect []Condition `json:"detect" yaml:"detect"`
+	// Commands check work in the stack. For each activity the first command whose
+	// conditions all hold is used, so variants (pnpm, yarn, npm) are listed most
+	// specific first.
+	Commands []StackCommand `json:"commands" yaml:"commands"`
+	// Protect lists globs of the paths a worker must not change to pass: test files,
+	// test data and test configuration. A pattern without a slash matches a base name
+	// anywhere (*_test.go); "**" matches any number of directories (tests/**).
+	Protect []string `json:"protect,omitempty" yaml:"protect,omitempty"`
+	// Results says how to read the test runner's structured results: the first entry
+	// whose conditions hold applies.
+	Results []TestResults `json:"results,omitempty" yaml:"results,omitempty"`
+}
+
+// StackCommand is one command of a stack.
+type StackCommand struct {
+	// Activity is what the command checks (unit-test, vet, format, lint, typecheck).
+	Activity string `json:"activity" yaml:"activity"`
+	// Command runs with /bin/sh in the task workspace and must exit 0.
+	Command string `json:"command" yaml:"command"`
+	// Description is the criterion's description ("Unit tests pass"); generation adds
+	// why the command is there ("go.mod found").
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// When lists conditions that must all hold for the command to apply (besides the
+	// stack's detection): a package.json script, a lockfile, a configured tool.
+	When []Condition `json:"when,omitempty" yaml:"when,omitempty"`
+	// Tools are the programs the command runs; they must be on PATH where it runs.
+	// They do not decide whether the command applies: a missing tool is reported
+	// before delegation rather than silently leaving the check out.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+}
+
+// TestResults says how a stack's test runner reports structured results.
+type TestResults struct {
+	// Format is the results format: go-test-json, junit-xml, tap or cargo-test.
+	Format string `json:"format" yaml:"format"`
+	// Command is the variant of the test command that produces the results, on its
+	// standard output, or in the file named by ResultsFilePlaceholder.
+	Command string `json:"command" yaml:"command"`
+	// When lists conditions that must all hold for this entry to apply.
+	When []Condition `json:"when,omitempty" yaml:"when,omitempty"`
+}
+
+// ResultsFilePlaceholder in a TestResults command is replaced by the path of the file
+// the results are to be written to.
+const ResultsFilePlaceholder = "{results_file}"
+
+// The test result formats a stack may name.
+const (
+	ResultsGoTestJSON = "go-test-json" // go test -json: one JSON event per line
+	ResultsJUnitXML   = "junit-xml"    // JUnit XML (pytest --junitxml, many others)
+	ResultsTAP        = "tap"          // Test Anything Protocol
+	ResultsCargoTest  = "cargo-test"   // libtest's "test name ... ok" lines
+)
+
+// ResultFormats are the formats TestResults.Format may name.
+var ResultFormats = []string{ResultsGoTestJSON, ResultsJUnitXML, ResultsTAP, ResultsCargoTest}
+
+// Condition is one fact about a workspace; exactly one field is set.
+type Condition struct {
+	// File: a top-level file or directory with this name, or a glob of names
+	// (playwright.config.*); a trailing slash asks for a directory.
+	File string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Script: package.json defines this script (npm's "no test specified"
+	// placeholder does not count as a test script).
+	Script string `json:"script,omitempty" yaml:"script,omitempty"`
+	// Target: the Makefile has this target.
+	Target string `json:"target,omitempty" yaml:"target,omitempty"`
+	// Config: this tool is configured in the workspace (see ConfigTools).
+	Config string `json:"config,omitempty" yaml:"config,omitempty"`
+	// Tool: this program is on PATH.
+	Tool string `json:"tool,omitempty" yaml:"tool,omitempty"`
+}
+
+// DefaultStacks returns the stacks of the default rules:
+//
+//	go      go.mod                      unit-test go test ./...; vet go vet ./...; format gofmt -l
+//	node    a package.json test script  unit-test npm test (pnpm test, yarn test by lockfile);
+//	                                    typecheck, lint: the script of that name, when defined
+//	python  pytest configured           unit-test python3 -m pytest -q; lint ruff check .
+//	                                    and typecheck mypy ., when configured
+//	rust    Cargo.toml                  unit-test cargo test
+//	make    a Makefile test target      unit-test make test
+//
+// A workspace that matches none (documentation only, or a fresh directory) gets no
+// commands; a monorepo gets the commands of every stack it matches.
+func DefaultStacks() []Stack {
+	return []Stack{
+		{
+			Name:   "go",
+			Detect: []Condition{{File: "go.mod"}},
+			Commands: []StackCommand{
+				{Activity: "unit-test", Command: "go test ./...", Description: "Unit tests pass", Tools: []string{"go"}},
+				{Activity: "vet", Command: "go vet ./...", Description: "go vet reports no problems", Tools: []string{"go"}},
+				{Activity: "format", Command: `files=$(gofmt -l .) || exit 2; test -z "$files" || { echo "not gofmt-formatted:"; echo "$files"; exit 1; }`,
+					Description: "Go files are gofmt-formatted", Tools: []string{"gofmt"}},
+			},
+			Protect: []string{"*_test.go", "testdata/**"},
+			Results: []TestResults{{Format: ResultsGoTestJSON, Command: "go test -json ./..."}},
+		},
+		{
+			Name:     "node",
+			Detect:   []Condition{{Script: "test"}},
+			Commands: nodeCommands(),
+			Protect: []string{"test/**", "tests/**", "__tests__/**", "**/*.test.*", "**/*.spec.*",
+				"jest.config.*", "vitest.config.*", ".mocharc*"},
+			Results: []TestResults{
+				{Format: ResultsTAP, Command: "pnpm test --reporter=tap", When: []Condition{{File: "pnpm-lock.yaml"}}},
+				{Format: ResultsTAP, Command: "yarn test --reporter=tap", When: []Condition{{File: "yarn.lock"}}},
+				{Format: ResultsTAP, Command: "npm test -- --reporter=tap"},
+			},
+		},
+		{
+			Name:   "python",
+			Detect: []Condition{{Config: "pytest"}},
+			Commands: []StackCommand{
+				{Activity: "unit-test", Command: "python3 -m pytest -q", Description: "Unit tests pass", Tools: []string{"python3"}},
+				{Activity: "lint", Command: "ruff check .", Description: "ruff reports no problems", When: []Condition{{Config: "ruff"}}, Tools: []string{"ruff"}},
+				{Activity: "typecheck", Command: "mypy .", Description: "mypy reports no type errors", When: []Condition{{Config: "mypy"}}, Tools: []string{"mypy"}},
+			},
+			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", "tox.ini"},
+			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder}},
+		},
+		{
+			Name:     "rust",
+			Detect:   []Condition{{File: "Cargo.toml"}},
+			Commands: []StackCommand{{Activity: "unit-test", Command: "cargo test", Description: "Unit tests pass", Tools: []string{"cargo"}}},
+			Protect:  []string{"tests/**", "benches/**"},
+			Results:  []TestResults{{Format: ResultsCargoTest, Command: "cargo test"}},
+		},
+		{
+			Name:     "make",
+			Detect:   []Condition{{Target: "test"}},
+			Commands: []StackCommand{{Activity: "unit-test", Command: "make test", Description: "make test passes", Tools: []string{"make"}}},
+			Protect:  []string{"Makefile"},
+		},
+	}
+}
+
+// nodeCommands are the node stack's commands: for each activity the package manager
+// the lockfile names (pnpm-lock.yaml, yarn.lock), else npm.
+func nodeCommands() []StackCommand {
+	var out []StackCommand
+	for _, a := range []struct{ activity, script, description string }{
+		{"unit-test", "test", "Unit tests pass"},
+		{"typecheck", "typecheck", "No type errors"},
+		{"lint", "lint", "No lint errors"},
+	} {
+		run := " run " + a.script
+		if a.script == "test" {
+			run = " test"
+		}
+		script := Condition{Script: a.script}
+		out = append(out,
+			StackCommand{Activity: a.activity, Command: "pnpm" + run, Description: a.description,
+				When: []Condition{script, {File: "pnpm-lock.yaml"}}, Tools: []string{"pnpm"}},
+			StackCommand{Activity: a.activity, Command: "yarn" + run, Description: a.description,
+				When: []Condition{script, {File: "yarn.lock"}}, Tools: []string{"yarn"}},
+			StackCommand{Activity: a.activity, Command: "npm" + run, Description: a.description,
+				When: []Condition{script}, Tools: []string{"npm"}},
+		)
+	}
+	return out
+}

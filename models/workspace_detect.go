@@ -1,0 +1,257 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Bounds of DetectWorkspace: a workspace is read, never trusted.
+const (
+	// MaxWorkspaceEntries bounds how many top-level names are listed.
+	MaxWorkspaceEntries = 4096
+	// MaxManifestBytes bounds how much of package.json, pyproject.toml, setup.cfg,
+	// tox.ini or a Makefile is read.
+	MaxManifestBytes = 256 << 10
+)
+
+// ConfigTools are the tools a Condition's Config may name, and where each is
+// recognised as configured: its own files, or a mention in a shared one.
+var ConfigTools = map[string][]ConfigProbe{
+	"pytest": {{File: "pytest.ini"}, {File: "conftest.py"}, {File: "pyproject.toml", Contains: "pytest"},
+		{File: "setup.cfg", Contains: "pytest"}, {File: "tox.ini", Contains: "pytest"}},
+	"ruff": {{File: "ruff.toml"}, {File: ".ruff.toml"}, {File: "pyproject.toml", Contains: "[tool.ruff"}},
+	"mypy": {{File: "mypy.ini"}, {File: ".mypy.ini"}, {File: "pyproject.toml", Contains: "[tool.mypy"},
+		{File: "setup.cfg", Contains: "[mypy"}},
+}
+
+// ConfigProbe recognises a configured tool: File exists at the top level and, when
+// Contains is set, holds that text.
+type ConfigProbe struct {
+	File     string
+	Contains string
+}
+
+// makefileNames are the names make reads, in its order.
+var makefileNames = []string{"GNUmakefile", "makefile", "Makefile"}
+
+// DetectWorkspace reads what stack detection needs from dir: the top-level names (at
+// most MaxWorkspaceEntries), the scripts of package.json, the targets of the Makefile,
+// the tools configured in pyproject.toml, setup.cfg, tox.ini or their own files, and
+// which tools are on PATH (lookPath, exec.LookPath when nil) — the tools named, plus
+// those the default rules name.
+//
+// It only reads, and only at the top level: no subdirectory is listed and no file
+// but package.json, pyproject.toml, setup.cfg, tox.ini and the Makefile is opened,
+// each only when it is a regular file (not a symlink, FIFO or device) and only its
+// first MaxManifestBytes. What cannot be read or parsed is recorded in Problems;
+// the error is for a dir that cannot be listed at all.
+func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ...string) (WorkspaceFacts, error) {
+	var f WorkspaceFacts
+	d, err := os.Open(dir)
+	if err != nil {
+		return f, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(MaxWorkspaceEntries)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return f, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if len(entries) == MaxWorkspaceEntries {
+		f.Problems = append(f.Problems, fmt.Sprintf("more than %d top-level entries: only the first were looked at", MaxWorkspaceEntries))
+	}
+	regular := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case e.IsDir():
+			name += "/"
+		case e.Type().IsRegular():
+			regular[e.Name()] = true
+		}
+		f.Files = append(f.Files, name)
+	}
+	sort.Strings(f.Files)
+
+	contents := map[string]string{}
+	read := func(name string) (string, bool) {
+		if s, ok := contents[name]; ok {
+			return s, true
+		}
+		if !regular[name] {
+			return "", false
+		}
+		s, err := readBounded(filepath.Join(dir, name))
+		if err != nil {
+			f.Problems = append(f.Problems, name+": "+err.Error())
+			regular[name] = false
+			return "", false
+		}
+		contents[name] = s
+		return s, true
+	}
+
+	if s, ok := read("package.json"); ok {
+		scripts, err := packageScripts(s)
+		if err != nil {
+			f.Problems = append(f.Problems, "package.json: "+err.Error())
+		}
+		f.Scripts = scripts
+	}
+	for _, name := range makefileNames {
+		if s, ok := read(name); ok {
+			f.Targets = makeTargets(s)
+			break
+		}
+	}
+	for _, tool := range slices.Sorted(maps.Keys(ConfigTools)) {
+		for _, p := range ConfigTools[tool] {
+			if p.Contains == "" {
+				if slices.Contains(f.Files, p.File) {
+					f.setConfigured(tool, p.File)
+					break
+				}
+				continue
+			}
+			if s, ok := read(p.File); ok && strings.Contains(s, p.Contains) {
+				f.setConfigured(tool, p.File)
+				break
+			}
+		}
+	}
+
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	want := dedupStrings(append(DefaultRules().Tools(), tools...))
+	sort.Strings(want)
+	for _, t := range want {
+		if _, err := lookPath(t); err == nil {
+			f.Tools = append(f.Tools, t)
+		}
+	}
+	return f, nil
+}
+
+func (f *WorkspaceFacts) setConfigured(tool, file string) {
+	if f.Configured == nil {
+		f.Configured = map[string]string{}
+	}
+	f.Configured[tool] = file
+}
+
+// readBounded reads the first MaxManifestBytes of a regular file without following a
+// symlink and without blocking on a FIFO swapped in after the listing.
+func readBounded(name string) (string, error) {
+	file, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", errors.New("cannot be read")
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(file, MaxManifestBytes+1))
+	if err != nil {
+		return "", errors.New("cannot be read")
+	}
+	if len(b) > MaxManifestBytes {
+		return "", fmt.Errorf("larger than %d KiB: not read", MaxManifestBytes>>10)
+	}
+	return string(b), nil
+}
+
+// npmPlaceholder is in the test script npm init writes, which always fails.
+const npmPlaceholder = "no test specified"
+
+// packageScripts returns the names of package.json's scripts, sorted, leaving out
+// npm's placeholder test script.
+func packageScripts(s string) ([]string, error) {
+	var pkg struct {
+		Scripts map[string]json.RawMessage `json:"scripts"`
+	}
+	if err := json.Unmarshal([]byte(s), &pkg); err != nil {
+		return nil, errors.New("not valid JSON: scripts unknown")
+	}
+	var out []string
+	for name, raw := range pkg.Scripts {
+		var cmd string
+		if json.Unmarshal(raw, &cmd) != nil || strings.TrimSpace(cmd) == "" {
+			continue
+		}
+		if name == "test" && strings.Contains(cmd, npmPlaceholder) {
+			continue
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// makeTargets returns the explicit targets of a Makefile, sorted: the names before a
+// rule's colon on lines that are not recipes, comments, variable assignments (=, :=,
+// ::=, ?=, +=) or special targets (.PHONY).
+func makeTargets(s string) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if line == "" || line[0] == '\t' || line[0] == '#' || line[0] == ' ' {
+			continue
+		}
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		colon := strings.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		head, rest := line[:colon], line[colon+1:]
+		if strings.ContainsAny(head, "=$%") || strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ":=") {
+			continue
+		}
+		for _, name := range strings.Fields(head) {
+			if !strings.HasPrefix(name, ".") && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// globMatch matches a glob against one name ('*' does not cross a slash); a bad
+// pattern matches nothing.
+func globMatch(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+// validProtectGlob reports whether p is a protected-path glob: relative, forward
+// slashes, no "..", each segment "**" or a path.Match pattern.
+func validProtectGlob(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || strings.ContainsRune(p, 0) {
+		return false
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(p, "/"), "/") {
+		if seg == "" || seg == ".." || seg == "." {
+			return false
+		}
+		if seg == "**" {
+			continue
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return false
+		}
+	}
+	return true
+}
