@@ -39,10 +39,11 @@ type attemptRun struct {
 	start    time.Time
 
 	ws         *workspace.Workspace
-	tmp        string // the attempt's private temp dir, its TMPDIR
-	outAbs     string // resolved output path; "" for type none
-	outProblem string // why the output path cannot be used, when it cannot
-	unlinked   string // a link out of the workspace an earlier attempt left on the output path, removed
+	tmp        string                 // the attempt's private temp dir, its TMPDIR
+	facts      *models.WorkspaceFacts // what the workspace showed, when the contract waited for it
+	outAbs     string                 // resolved output path; "" for type none
+	outProblem string                 // why the output path cannot be used, when it cannot
+	unlinked   string                 // a link out of the workspace an earlier attempt left on the output path, removed
 	brief      string
 	row        *models.Attempt // stored once the attempt has begun
 
@@ -128,7 +129,7 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 		}
 		if len(missing) > 0 {
 			os.RemoveAll(ar.tmp)
-			return p.notReady(ctx, tr, missing)
+			return p.notReady(ctx, tr, ar, missing)
 		}
 		if ok := p.begin(ctx, tr, ar); !ok {
 			return decision{done: true}
@@ -163,7 +164,7 @@ func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 // which case no attempt may begin. An agent workdir that cannot be used is missing
 // too, not an error: no worker can do anything about it.
 func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) (missing []string, err error) {
-	err = p.prepare(ctx, tr, ar)
+	err = p.prepare(ctx, tr, ar, rules)
 	if tr.fresh && ar.ws == nil && models.ErrorCode(err) == models.EINVALID {
 		return []string{"the agent's workspace: " + err.Error()}, nil
 	}
@@ -179,10 +180,11 @@ func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, ru
 	return p.readiness(tr, ar, rules)
 }
 
-// prepare lays out the workspace, resolves the output path and writes the brief. An
-// output path that cannot be used is noted in ar.outProblem, for readiness to report
-// (or for a revision, an error).
-func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
+// prepare lays out the workspace, completes a generated contract with the criteria of
+// the workspace's stacks, resolves the output path and writes the brief. An output
+// path that cannot be used is noted in ar.outProblem, for readiness to report (or for
+// a revision, an error).
+func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
 	t := &tr.task
 	ws, err := p.cfg.Workspaces.Prepare(ctx, workspace.Request{
 		TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree,
@@ -194,12 +196,47 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	if err := p.prepareConfinement(tr, ar); err != nil {
 		return err
 	}
+	if err := p.completeContract(tr, ar, rules); err != nil {
+		return err
+	}
 	if rel := t.Contract.OutputPath(t.ID); rel != "" {
 		p.prepareOutput(ar, rel)
 	}
 	ar.brief = buildBrief(briefInput{task: t, attempt: ar.num, outputAbs: ar.outAbs, previous: ar.previous,
 		maxAttempts: t.Contract.Completion.MaxAttempts, unlinked: ar.unlinked})
 	return os.WriteFile(ws.BriefPath(ar.num), []byte(ar.brief), 0o640)
+}
+
+// completeContract adds to a generated contract that waits for its workspace the
+// criteria of the stacks the workspace shows (go.mod, package.json, pyproject.toml,
+// …), in memory, so that readiness and the brief see them; recordStart (or the
+// readiness block) stores them before any worker starts. A contract that waits for
+// nothing is left alone.
+func (p *Pool) completeContract(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
+	c := &tr.task.Contract
+	if w := c.Verification.Workspace; w != models.WorkspacePending && w != models.WorkspacePendingCommands {
+		return nil
+	}
+	r, err := rules()
+	if err != nil {
+		return err
+	}
+	facts, err := models.DetectWorkspace(ar.ws.Dir, nil, r.Tools()...)
+	if err != nil {
+		return fmt.Errorf("reading the workspace's stacks: %w", err)
+	}
+	c.AddStackCriteria(r, facts)
+	ar.facts = &facts
+	return nil
+}
+
+// fixContract stores, in tx, the stack criteria completeContract added, with their
+// contract.completed event; a no-op when it added none.
+func (p *Pool) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+	if ar == nil || ar.facts == nil {
+		return nil
+	}
+	return p.svc.FixStackCriteria(ctx, tx, p.runner, t, *ar.facts)
 }
 
 // prepareOutput resolves the output path rel inside the workspace and makes its
@@ -274,6 +311,9 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 
 // recordStart stores the attempt as running, with its attempt.started event, in tx.
 func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
+	if err := p.fixContract(ctx, tx, &tr.task, ar); err != nil {
+		return err
+	}
 	t := &tr.task
 	row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
 		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC()}

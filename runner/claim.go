@@ -245,6 +245,10 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 	}
 	if len(missing) > 0 {
 		os.RemoveAll(ar.tmp)
+		// The blocked task's contract shows the stack criteria whose tools are missing.
+		if err := p.fixContract(ctx, tx, t, ar); err != nil {
+			return err
+		}
 		if err := p.svc.BlockNotReady(ctx, tx, p.runner, t, missing); err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func under(path string, roots []string) bool {
 // notReady blocks a claimed task that is not ready, in its own transaction (the
 // attempt prepared a worktree outside the claim): no attempt is recorded and no worker
 // started.
-func (p *Pool) notReady(ctx context.Context, tr *taskRun, missing []string) decision {
+func (p *Pool) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missing []string) decision {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	err := p.inTx(sctx, func(tx models.Tx) error {
@@ -219,6 +219,9 @@ func (p *Pool) notReady(ctx context.Context, tr *taskRun, missing []string) deci
 		}
 		if t.State != models.TaskInProgress || t.LeaseOwner != p.cfg.RunnerID {
 			return nil
+		}
+		if err := p.fixContract(sctx, tx, t, ar); err != nil {
+			return err
 		}
 		if err := p.svc.BlockNotReady(sctx, tx, p.runner, t, missing); err != nil {
 			return err
