@@ -44,8 +44,12 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 		return missing, nil // no automated checks: a person looks at the output
 	}
 	var look *toolLookup // made on first use: most contracts need no lookup at all
-	needs := func(what, command string) {
-		for _, prog := range models.CommandPrograms(command) {
+	needs := func(what, command string, tools ...string) {
+		// The command's own first words, and the tools a stack says it runs (gofmt
+		// inside `files=$(gofmt -l .)` is no first word).
+		progs := append(models.CommandPrograms(command), tools...)
+		slices.Sort(progs)
+		for _, prog := range slices.Compact(progs) {
 			if look == nil {
 				look = p.newToolLookup(tr, ar)
 			}
@@ -73,7 +77,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 			}
 			command = strings.TrimSpace(activities[c.Activity])
 		}
-		needs(fmt.Sprintf("criterion %s (command %q)", c.Activity, command), command)
+		needs(fmt.Sprintf("criterion %s (command %q)", c.Activity, command), command, c.Tools...)
 	}
 	if vt == models.VerifySkip {
 		return missing, nil // the workspace and evaluation layers do not run

@@ -28,6 +28,12 @@ func notReadyCases() []notReadyCase {
 				"lint": "cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log"}}))
 			c.Verification.Criteria = []models.Criterion{{Activity: "lint", Description: "lints clean"}}
 		}, missing: "criterion lint (command \"cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log\") needs no-such-linter-xyz, which is not on PATH"},
+		{name: "a stack command's tool not installed", contract: func(_ *harness, c *models.Contract) {
+			// The tool hides inside a command substitution: only the criterion's Tools
+			// name it.
+			c.Verification.Criteria = []models.Criterion{{Activity: "format", Description: "formatted",
+				Command: `files=$(no-such-fmt-xyz -l .); test -z "$files"`, Tools: []string{"no-such-fmt-xyz"}}}
+		}, missing: "needs no-such-fmt-xyz, which is not on PATH"},
 		{name: "clean asked of a workspace that is no git repository", contract: func(_ *harness, c *models.Contract) {
 			c.Completion.Clean = true
 		}, missing: "is not a git repository"},
