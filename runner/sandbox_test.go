@@ -63,7 +63,7 @@ func TestHostileWorkerConfined(t *testing.T) {
 	probe := buildProbe(t, probeDir)
 
 	escapes := []string{"read-db", "read-environ", "signal-server", "list-other-workspace", "write-tmp",
-		"write-parent", "tcp-postgres", "mptcp-postgres", "unix-postgres"}
+		"write-parent", "tcp-postgres", "mptcp-postgres", "tfo-postgres", "unix-postgres"}
 	if os.Geteuid() == 0 {
 		escapes = append(escapes, "capabilities")
 	}

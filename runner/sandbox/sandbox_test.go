@@ -142,7 +142,7 @@ func TestHostileProbe(t *testing.T) {
 	fmt.Sscan(portStr, &port)
 
 	escapes := []string{"read-db", "read-environ", "signal-server", "list-other-workspace", "write-tmp",
-		"write-parent", "tcp-postgres", "mptcp-postgres", "unix-postgres"}
+		"write-parent", "tcp-postgres", "mptcp-postgres", "tfo-postgres", "unix-postgres"}
 	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git", "go-test", "api"}
 	if os.Geteuid() == 0 {
 		escapes = append(escapes, "capabilities")

@@ -71,8 +71,10 @@ func assemble(prog []insn) ([]unix.SockFilter, error) {
 // socketFilter refuses the sockets Landlock's rules do not see: any family but unix
 // (only when allowUnix), IPv4/IPv6 and routing netlink; within IPv4/IPv6 any type but
 // stream and datagram, and any protocol but the default, TCP, UDP and ICMP ping —
-// so no Multipath TCP, SCTP, raw or packet socket. It also refuses io_uring, whose
-// operations create and connect sockets without the socket(2) system call.
+// so no Multipath TCP, SCTP, raw or packet socket. It refuses TCP Fast Open (the
+// MSG_FASTOPEN flag of sendto, sendmsg and sendmmsg), which connects without
+// connect(2), and io_uring, whose operations create and connect sockets without the
+// socket(2) system call.
 func socketFilter(allowUnix bool) []insn {
 	unixVerdict := denyEACCE
 	if allowUnix {
@@ -89,6 +91,9 @@ func socketFilter(allowUnix bool) []insn {
 	}
 	prog = append(prog,
 		insn{code: bpfJeq, k: unix.SYS_SOCKET, jt: "socket"},
+		insn{code: bpfJeq, k: unix.SYS_SENDTO, jt: "flags3"},
+		insn{code: bpfJeq, k: unix.SYS_SENDMMSG, jt: "flags3"},
+		insn{code: bpfJeq, k: unix.SYS_SENDMSG, jt: "flags2"},
 		insn{code: bpfJeq, k: unix.SYS_IO_URING_SETUP, jt: "deny"},
 		insn{code: bpfRet, k: retAllow},
 
@@ -113,6 +118,15 @@ func socketFilter(allowUnix bool) []insn {
 		insn{code: bpfJeq, k: unix.IPPROTO_ICMP, jt: "allow"},
 		insn{code: bpfJeq, k: unix.IPPROTO_ICMPV6, jt: "allow"},
 		insn{code: bpfRet, k: denyProto},
+
+		// TCP Fast Open connects inside sendto/sendmsg (MSG_FASTOPEN), past Landlock's
+		// connect rule: a confined process reached PostgreSQL that way.
+		insn{label: "flags3", code: bpfLdAbs, k: offArg0 + 24},
+		insn{code: bpfAnd, k: unix.MSG_FASTOPEN},
+		insn{code: bpfJeq, k: 0, jt: "allow", jf: "deny"},
+		insn{label: "flags2", code: bpfLdAbs, k: offArg0 + 16},
+		insn{code: bpfAnd, k: unix.MSG_FASTOPEN},
+		insn{code: bpfJeq, k: 0, jt: "allow", jf: "deny"},
 
 		insn{label: "netlink", code: bpfLdAbs, k: offArg0 + 16},
 		insn{code: bpfJeq, k: unix.NETLINK_ROUTE, jt: "allow"},

@@ -64,6 +64,7 @@ func main() {
 	try("write-parent", func() error { return writeAndRemove(filepath.Join("..", stamp)) })
 	try("tcp-postgres", func() error { return dial("tcp", fmt.Sprintf("127.0.0.1:%d", *pgPort)) })
 	try("mptcp-postgres", func() error { return dialMPTCP(*pgPort) })
+	try("tfo-postgres", func() error { return dialFastOpen(*pgPort) })
 	try("unix-postgres", func() error { return dial("unix", *pgSocket) })
 	try("capabilities", heldCapabilities)
 
@@ -117,6 +118,27 @@ func dialMPTCP(port int) error {
 	}
 	defer syscall.Close(fd)
 	return syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+}
+
+// dialFastOpen connects with TCP Fast Open: sendto with MSG_FASTOPEN connects and
+// sends at once, without connect(2), where Landlock's connect rule does not look. The
+// PostgreSQL startup message is sent so that a server that answers proves the way in.
+func dialFastOpen(port int) error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer syscall.Close(fd)
+	const msgFastOpen = 0x20000000
+	startup := []byte{0, 0, 0, 8, 4, 210, 22, 47} // SSLRequest: any PostgreSQL answers 'N' or 'S'
+	if err := syscall.Sendto(fd, startup, msgFastOpen, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("sendto: %w", err)
+	}
+	var reply [1]byte
+	if _, err := syscall.Read(fd, reply[:]); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	return nil
 }
 
 // heldCapabilities fails (reports "ok") only when the process holds no capability in
