@@ -44,7 +44,14 @@ func Probe(mode Mode) *Sandbox {
 		return s
 	}
 	s.abi = abi
+	if abi < MinABI {
+		// Below 4 no TCP rule keeps a worker from PostgreSQL; below 6 a worker of the
+		// runner's uid may signal the runner and the database.
+		s.reason = fmt.Sprintf("the kernel's Landlock ABI is %d; confinement needs %d (TCP connect rules from 4, scoped signals and abstract sockets from 6: Linux 6.12 or later)", abi, MinABI)
+		return s
+	}
 	s.root = hasCapability(unix.CAP_SYS_ADMIN)
+	s.caps = holdsAnyCapability()
 	s.lastCap = lastCapability()
 	cmd := exec.Command("/bin/true")
 	done := make(chan error, 1)
@@ -92,7 +99,11 @@ func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 // seccomp need no_new_privs.
 func (s *Sandbox) confineThread(p Policy) error {
 	p = p.Normalize()
-	if s.root && p.AllowUnix {
+	if p.AllowUnix && !s.root {
+		// Without a mount namespace PostgreSQL's socket under /run would be in reach.
+		return errors.New("sandbox: unix sockets are allowed only where the runner can make a mount namespace (CAP_SYS_ADMIN) to hide /run, /var/run and /tmp")
+	}
+	if p.AllowUnix {
 		// Without AllowUnix the seccomp filter refuses every unix socket already.
 		if err := maskSocketDirs(p); err != nil {
 			return fmt.Errorf("sandbox: mount namespace: %w", err)
@@ -101,7 +112,7 @@ func (s *Sandbox) confineThread(p Policy) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	if s.root {
+	if s.caps {
 		if err := dropCapabilities(s.lastCap); err != nil {
 			return fmt.Errorf("sandbox: dropping capabilities: %w", err)
 		}
@@ -329,6 +340,18 @@ func addPathRule(rulesetFD int, path string, rights uint64) error {
 		return fmt.Errorf("rule for %s: %w", path, err)
 	}
 	return nil
+}
+
+// holdsAnyCapability reports whether the process has any permitted capability: a root
+// runner without CAP_SYS_ADMIN (a container's default set) still holds
+// CAP_DAC_OVERRIDE, CAP_KILL and more, which confined processes must not.
+func holdsAnyCapability() bool {
+	prm, ok := statusField("CapPrm")
+	if !ok {
+		return true // unknown: drop what there may be
+	}
+	v, err := strconv.ParseUint(prm, 16, 64)
+	return err != nil || v != 0
 }
 
 // hasCapability reports whether the process holds capability c in its effective set.

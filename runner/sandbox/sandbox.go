@@ -134,6 +134,11 @@ func (p Policy) Describe() []string {
 	return lines
 }
 
+// MinABI is the oldest Landlock ABI the sandbox accepts: 4 brought TCP connect rules
+// (without them a worker reaches PostgreSQL), 6 scoped signals and abstract unix
+// sockets (without them a worker of the runner's uid signals the runner).
+const MinABI = 6
+
 // ErrUnavailable is returned by Start when the sandbox is on but the kernel cannot
 // confine a run; Status says why.
 var ErrUnavailable = errors.New("sandbox: confinement unavailable")
@@ -144,7 +149,8 @@ type Sandbox struct {
 	mode    Mode
 	abi     int    // Landlock ABI version, 0 when none
 	reason  string // why confinement is unavailable; empty when available
-	root    bool   // running with capabilities: mount namespaces and capability drops apply
+	root    bool   // holds CAP_SYS_ADMIN: mount namespaces can be made
+	caps    bool   // holds any capability: confined processes must drop them
 	lastCap int    // highest capability number the kernel knows
 }
 
@@ -171,8 +177,13 @@ func (s *Sandbox) Status() string {
 		return "sandbox unavailable, workers do not start: " + s.reason + " (an admin may start with --sandbox=off)"
 	}
 	parts := []string{fmt.Sprintf("Landlock ABI %d", s.abi), "seccomp socket filter", "no_new_privs"}
+	if s.caps {
+		parts = append(parts, "no capabilities")
+	}
 	if s.root {
-		parts = append(parts, "no capabilities", "/run, /var/run and /tmp masked")
+		parts = append(parts, "/run, /var/run and /tmp masked for agents allowed unix sockets")
+	} else {
+		parts = append(parts, "no agent may be allowed unix sockets (no CAP_SYS_ADMIN for a mount namespace)")
 	}
 	return "sandbox on: " + strings.Join(parts, ", ")
 }

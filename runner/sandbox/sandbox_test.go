@@ -258,3 +258,28 @@ func TestShimmedToolRunsConfined(t *testing.T) {
 		t.Fatalf("%s confined: %v: %s", py, err, out.String())
 	}
 }
+
+// A runner that cannot make a mount namespace refuses to run an agent allowed unix
+// sockets, rather than leave PostgreSQL's socket in reach.
+func TestUnixSocketsNeedAMountNamespace(t *testing.T) {
+	sb := sandbox.WithoutMountNamespace(probeOn(t))
+	l := newLayout(t)
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = l.ws
+	p := l.policy(buildProbe(t))
+	p.AllowUnix = true
+	err := sb.Start(cmd, p, func() { _ = cmd.Wait() })
+	if err == nil || !strings.Contains(err.Error(), "unix sockets are allowed only") {
+		t.Fatalf("start: %v, want a refusal", err)
+	}
+	p.AllowUnix = false
+	again := exec.Command("/bin/true")
+	again.Dir = l.ws
+	done := make(chan error, 1)
+	if err := sb.Start(again, p, func() { done <- again.Wait() }); err != nil {
+		t.Fatalf("without unix sockets: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
