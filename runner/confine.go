@@ -82,7 +82,7 @@ func (p *Pool) EffectivePolicy(a *models.Agent) []string {
 	if a.Worktree {
 		ws = filepath.Join(root, "worktrees", "<task>")
 	}
-	pol := p.policy(a, ws, filepath.Join(root, "tasks", "<task>", ".countersign"), filepath.Join(root, "tmp", "task-<task>-attempt-<n>"))
+	pol := p.policy(a, ws, filepath.Join(root, "meta", "<task>"), filepath.Join(root, "tmp", "task-<task>-attempt-<n>"))
 	return pol.Describe()
 }
 

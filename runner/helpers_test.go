@@ -210,7 +210,7 @@ func (h *harness) blockedPayload(id int64) models.BlockedPayload {
 // brief reads the brief file of attempt n of task id.
 func (h *harness) brief(id int64, n int) string {
 	h.t.Helper()
-	ws := &workspace.Workspace{MetaDir: filepath.Join(h.cfg.Workspaces.Root(), "tasks", itoa(id), workspace.MetaDirName)}
+	ws := &workspace.Workspace{MetaDir: filepath.Join(h.cfg.Workspaces.Root(), "meta", itoa(id))}
 	b, err := os.ReadFile(ws.BriefPath(n))
 	must(h.t, err)
 	return string(b)

@@ -63,11 +63,11 @@ func TestHostileWorkerConfined(t *testing.T) {
 	probe := buildProbe(t, probeDir)
 
 	escapes := []string{"read-db", "read-environ", "signal-server", "list-other-workspace", "write-tmp",
-		"write-parent", "tcp-postgres", "mptcp-postgres", "tfo-postgres", "unix-postgres"}
+		"write-parent", "tcp-postgres", "mptcp-postgres", "tfo-postgres", "unix-postgres", "write-meta"}
 	if os.Geteuid() == 0 {
 		escapes = append(escapes, "capabilities")
 	}
-	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git"}
+	needs := []string{"write-workspace", "write-tmpdir", "write-home", "run-sh", "run-git", "read-brief"}
 
 	for _, tc := range []struct {
 		name string

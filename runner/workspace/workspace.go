@@ -3,9 +3,14 @@
 //
 // Layout under the data dir root:
 //
-//	<root>/tasks/<task_id>/               default working directory, kept across attempts
-//	<root>/tasks/<task_id>/.countersign/  brief-<n>.md and attempt-<n>.log, always here
-//	<root>/worktrees/<task_id>/           a git worktree when the agent asks for one
+//	<root>/tasks/<task_id>/      default working directory, kept across attempts
+//	<root>/meta/<task_id>/       brief-<n>.md and attempt-<n>.log, always here
+//	<root>/worktrees/<task_id>/  a git worktree when the agent asks for one
+//
+// The meta directory lies outside every workspace: a confined worker may write its
+// workspace, and the runner writes briefs and logs with its own rights, so a meta
+// directory inside the workspace would let the worker aim those writes anywhere with
+// a symbolic link.
 package workspace
 
 import (
@@ -25,9 +30,10 @@ import (
 	"github.com/countersign/countersign/runner/worker"
 )
 
-// MetaDirName is the subdirectory of a task directory that holds the runner's own
-// files. Resolve refuses contract paths inside it so a worker cannot satisfy a file
-// contract with, say, its own brief.
+// MetaDirName is the subdirectory of a task directory that held the runner's own
+// files before they moved out of the workspace (<root>/meta/<task_id>). Resolve still
+// refuses contract paths inside it, so a workspace laid out by an older version
+// cannot satisfy a file contract with its own brief.
 const MetaDirName = ".countersign"
 
 // Manager creates and removes task workspaces under one data dir. It is safe for
@@ -121,7 +127,10 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 
 	id := strconv.FormatInt(req.TaskID, 10)
 	taskDir := filepath.Join(m.root, "tasks", id)
-	ws := &Workspace{Dir: taskDir, MetaDir: filepath.Join(taskDir, MetaDirName), TaskID: req.TaskID}
+	ws := &Workspace{Dir: taskDir, MetaDir: filepath.Join(m.root, "meta", id), TaskID: req.TaskID}
+	if err := os.MkdirAll(taskDir, 0o750); err != nil {
+		return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+	}
 	if err := os.MkdirAll(ws.MetaDir, 0o750); err != nil {
 		return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
 	}

@@ -73,7 +73,7 @@ func isDir(t *testing.T, p string) {
 func TestFreshDirectory(t *testing.T) {
 	m := newManager(t)
 	ws := prepare(t, m, Request{TaskID: 7, Attempt: 1})
-	if ws.Dir != filepath.Join(m.Root(), "tasks", "7") || ws.MetaDir != filepath.Join(ws.Dir, ".countersign") {
+	if ws.Dir != filepath.Join(m.Root(), "tasks", "7") || ws.MetaDir != filepath.Join(m.Root(), "meta", "7") {
 		t.Fatalf("ws = %+v", ws)
 	}
 	isDir(t, ws.Dir)
@@ -115,7 +115,7 @@ func TestAgentWorkdir(t *testing.T) {
 		t.Fatalf("Dir = %s, want %s", ws.Dir, want)
 	}
 	// Briefs and logs never go into the agent's directory.
-	if ws.MetaDir != filepath.Join(m.Root(), "tasks", "3", ".countersign") {
+	if ws.MetaDir != filepath.Join(m.Root(), "meta", "3") {
 		t.Fatalf("MetaDir = %s", ws.MetaDir)
 	}
 	isDir(t, ws.MetaDir)

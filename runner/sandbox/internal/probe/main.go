@@ -67,6 +67,11 @@ func main() {
 	try("tfo-postgres", func() error { return dialFastOpen(*pgPort) })
 	try("unix-postgres", func() error { return dial("unix", *pgSocket) })
 	try("capabilities", heldCapabilities)
+	if brief := os.Getenv("COUNTERSIGN_BRIEF_FILE"); brief != "" {
+		// The runner's briefs and logs: readable evidence, never the worker's to write.
+		try("write-meta", func() error { return writeAndRemove(filepath.Join(filepath.Dir(brief), stamp)) })
+		try("read-brief", func() error { _, err := os.ReadFile(brief); return err })
+	}
 
 	try("write-workspace", func() error { return os.WriteFile(stamp+".txt", []byte("mine"), 0o644) })
 	try("write-tmpdir", func() error { return writeAndRemove(filepath.Join(os.Getenv("TMPDIR"), stamp)) })
