@@ -239,7 +239,7 @@ func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResu
 			DurationMS: time.Since(start).Milliseconds()}
 	}
 	ar.outAbs = abs
-	return checks.Mechanical(cp, abs, nil)
+	return checks.Mechanical(cp, abs, ar.ws.ReadFile)
 }
 
 // verify runs the contract's verify commands and its immediate criteria (deferred
@@ -369,17 +369,17 @@ func (p *Pool) artifact(ar *attemptRun) ([]byte, error) {
 	if ar.outAbs == "" {
 		return ar.res.Tail, nil
 	}
-	return readBounded(ar.outAbs, maxArtifactBytes)
-}
-
-// readBounded reads a file whole when it has at most max bytes, else its first and
-// last max/2 bytes around a marker, so memory stays bounded whatever a worker wrote.
-func readBounded(path string, max int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := ar.ws.Open(ar.outAbs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return readBounded(f, maxArtifactBytes)
+}
+
+// readBounded reads a file whole when it has at most max bytes, else its first and
+// last max/2 bytes around a marker, so memory stays bounded whatever a worker wrote.
+func readBounded(f *os.File, max int) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -409,7 +409,7 @@ func (p *Pool) outputHash(cp models.Completion, ar *attemptRun) string {
 		}
 		return hex.EncodeToString(ar.stream.Sum(nil))
 	}
-	f, err := os.Open(ar.outAbs)
+	f, err := ar.ws.Open(ar.outAbs)
 	if err != nil {
 		return ""
 	}

@@ -114,6 +114,10 @@ func readFailure(what, where string, err error) (string, string) {
 		return models.VerdictFail, fmt.Sprintf("%s %s is a directory, not a file", what, where)
 	case errors.Is(err, fs.ErrPermission):
 		return models.VerdictFail, fmt.Sprintf("%s %s cannot be read (permission denied)", what, where)
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EXDEV):
+		// The path became a symbolic link (or led out of the workspace) after it was
+		// resolved: the worker's doing, and never followed.
+		return models.VerdictFail, fmt.Sprintf("%s %s is a symbolic link or leads out of the workspace; write a regular file there", what, where)
 	}
 	return models.VerdictError, fmt.Sprintf("reading %s %s: %v", what, where, err)
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -371,16 +372,42 @@ func escapes(rel, msg string) error {
 // worker can commit, but cannot plant a hook or change the configuration the runner's
 // own git and the people merging its work would run. Both empty for a workspace that
 // is not a worktree.
+//
+// Nothing here is read from the worktree: its .git file is the worker's to write, and
+// a "gitdir:" line pointing at a symbolic link would turn into a write rule for
+// whatever the link names. The administrative directory is where git puts it for the
+// worktree path the manager chose, and is used only while it is a real directory.
 func (w *Workspace) GitPaths() (read, write []string) {
 	if !w.worktree {
 		return nil, nil
 	}
 	common := filepath.Join(w.repo, ".git")
 	write = []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}
-	if b, err := os.ReadFile(filepath.Join(w.Dir, ".git")); err == nil {
-		if gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok && within(common, filepath.Clean(gitdir)) {
-			write = append(write, filepath.Clean(gitdir))
-		}
+	admin := filepath.Join(common, "worktrees", filepath.Base(w.Dir))
+	if fi, err := os.Lstat(admin); err == nil && fi.IsDir() {
+		write = append(write, admin)
 	}
 	return []string{common}, write
+}
+
+// Open opens abs, a path Resolve returned, for reading, without following any symbolic
+// link and without leaving the workspace, whatever a worker's process did to the path
+// since it was resolved. Every read of a worker's output goes through it: the runner
+// reads with rights no worker has.
+func (w *Workspace) Open(abs string) (*os.File, error) {
+	rel, err := filepath.Rel(w.Dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return nil, escapes(abs, "")
+	}
+	return openBeneath(w.Dir, rel)
+}
+
+// ReadFile reads abs whole through Open.
+func (w *Workspace) ReadFile(abs string) ([]byte, error) {
+	f, err := w.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -287,3 +287,57 @@ func TestResolveInAgentWorkdir(t *testing.T) {
 		t.Fatal("absolute brief path accepted")
 	}
 }
+
+// Open refuses a path that became a symbolic link after Resolve checked it — the file
+// itself or a directory on the way — so the runner never reads, with its own rights,
+// what a worker's link points at.
+func TestOpenRefusesLinksMadeAfterResolve(t *testing.T) {
+	m, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := m.Prepare(t.Context(), Request{TaskID: 9, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "countersign.db")
+	if err := os.WriteFile(secret, []byte("the judge's records"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws.Dir, "out"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := ws.Resolve("out/result.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(abs, []byte("fine"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ws.ReadFile(abs); err != nil || string(b) != "fine" {
+		t.Fatalf("a regular file: %q, %v", b, err)
+	}
+	// The file swapped for a link.
+	if err := os.Remove(abs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, abs); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ws.ReadFile(abs); err == nil {
+		t.Fatalf("read through a link to %s: %q", secret, b)
+	}
+	// The directory on the way swapped for a link.
+	if err := os.RemoveAll(filepath.Join(ws.Dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(secret), filepath.Join(ws.Dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(secret, filepath.Join(filepath.Dir(secret), "result.md")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ws.ReadFile(abs); err == nil {
+		t.Fatalf("read through a linked directory: %q", b)
+	}
+}
