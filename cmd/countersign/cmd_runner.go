@@ -151,7 +151,9 @@ func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb := sandbox.Probe(mode)
+	// The data dir holds the database and every workspace: no grant may reach it but
+	// the attempt's own directories inside it.
+	sb := sandbox.Probe(mode).Protect(c.DataDir)
 	switch {
 	case !sb.Ready():
 		log.Error(sb.Status())

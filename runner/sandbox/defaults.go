@@ -10,8 +10,8 @@ import (
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // SystemReadPaths returns the hierarchies every confined run may read and execute:
-// the system directories, each directory on PATH, the install a bin or shims directory
-// on PATH belongs to (a version manager's shims run programs kept beside them:
+// the system directories, each directory on PATH, the install a shims directory on
+// PATH belongs to (a version manager's shims run programs kept beside them:
 // ~/.pyenv/shims needs ~/.pyenv), and the installs of the Go and Node toolchains found
 // on PATH (their root, which holds the standard library or the global modules beside
 // the binary).
@@ -22,7 +22,9 @@ func SystemReadPaths(path string) []string {
 			continue
 		}
 		out = append(out, dir)
-		if base := filepath.Base(dir); base == "bin" || base == "shims" {
+		// A version manager's shims (pyenv, rbenv, nodenv) run what lies beside them;
+		// a plain bin directory's parent may hold anything (~/.cargo its credentials).
+		if filepath.Base(dir) == "shims" {
 			if parent := filepath.Dir(dir); !isSystemPrefix(parent) {
 				out = append(out, parent)
 			}

@@ -147,11 +147,12 @@ var ErrUnavailable = errors.New("sandbox: confinement unavailable")
 // concurrent use.
 type Sandbox struct {
 	mode    Mode
-	abi     int    // Landlock ABI version, 0 when none
-	reason  string // why confinement is unavailable; empty when available
-	root    bool   // holds CAP_SYS_ADMIN: mount namespaces can be made
-	caps    bool   // holds any capability: confined processes must drop them
-	lastCap int    // highest capability number the kernel knows
+	abi     int      // Landlock ABI version, 0 when none
+	reason  string   // why confinement is unavailable; empty when available
+	root    bool     // holds CAP_SYS_ADMIN: mount namespaces can be made
+	caps    bool     // holds any capability: confined processes must drop them
+	private []string // hierarchies no grant may reach (the data dir)
+	lastCap int      // highest capability number the kernel knows
 }
 
 // Mode returns the mode the sandbox was probed with.
@@ -188,6 +189,15 @@ func (s *Sandbox) Status() string {
 	return "sandbox on: " + strings.Join(parts, ", ")
 }
 
+// Protect names hierarchies no confined run may reach whatever its policy grants —
+// the data dir, with the database and every other task's workspace — and returns s.
+// A grant that contains one is narrowed (Policy.Excluding); grants inside it stay.
+// Call it before the sandbox is used.
+func (s *Sandbox) Protect(dirs ...string) *Sandbox {
+	s.private = append(s.private, dirs...)
+	return s
+}
+
 // Start starts cmd confined by p and returns once it has started (or failed to). Then,
 // on the same OS thread, it calls whileRunning, which must return only once the command
 // has exited: the command's parent-death signal is tied to that thread, so the thread
@@ -203,6 +213,9 @@ func (s *Sandbox) Start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 	if s.mode == ModeOn {
 		if err := p.Validate(); err != nil {
 			return err
+		}
+		for _, d := range s.private {
+			p = p.Excluding(d)
 		}
 	}
 	return s.start(cmd, p, whileRunning)

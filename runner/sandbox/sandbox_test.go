@@ -283,3 +283,22 @@ func TestUnixSocketsNeedAMountNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An agent granted a hierarchy that holds the data dir (an admin's --sandbox-read of
+// /srv, say) still cannot read the database: the grant is narrowed around it.
+func TestProtectedDataDir(t *testing.T) {
+	l := newLayout(t)
+	p := l.policy(buildProbe(t))
+	p.ReadExec = append(p.ReadExec, filepath.Dir(l.data)) // contains the data dir
+	open := runProbe(t, probeOn(t), p, l)
+	if open["read-db"] != "ok" {
+		t.Fatalf("without Protect the broad grant should reach the database: %q", open["read-db"])
+	}
+	got := runProbe(t, sandbox.Probe(sandbox.ModeOn).Protect(l.data), p, l)
+	if !strings.HasPrefix(got["read-db"], "denied") || !strings.HasPrefix(got["list-other-workspace"], "denied") {
+		t.Errorf("protected data dir: read-db %q, list-other-workspace %q", got["read-db"], got["list-other-workspace"])
+	}
+	if got["write-workspace"] != "ok" || got["write-home"] != "ok" {
+		t.Errorf("grants inside the data dir: workspace %q, home %q", got["write-workspace"], got["write-home"])
+	}
+}
