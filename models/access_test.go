@@ -246,6 +246,9 @@ func TestAttemptTokenScope(t *testing.T) {
 		_, err = e.svc.ListTokens(e.ctx, a, "bot")
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 
+		// Work for another role would run under another agent, perhaps with wider grants.
+		_, err = e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "for ops", Role: "ops"})
+		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 		child, err := e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "sub-task", Role: "developer"})
 		e.must(err)
 		if child.ParentTaskID == nil || *child.ParentTaskID != own.ID || child.CreatorID != e.worker.ID {

@@ -100,6 +100,12 @@ func (a *Agent) scopeCreate(ctx context.Context, tx Tx, t *Task) error {
 	if t.GoalID != nil && (parent.GoalID == nil || *parent.GoalID != *t.GoalID) {
 		return scopeError("put a task in another goal than its own task's")
 	}
+	// A worker hands work only to its own kind: a task for another role would run
+	// under another agent, whose sandbox may grant more (a port, unix sockets), with a
+	// brief the worker wrote.
+	if !a.HasRole(t.Role) {
+		return scopeError("create a task for role " + quote(t.Role) + ", which its agent does not hold")
+	}
 	t.ParentTaskID = &parent.ID
 	return nil
 }

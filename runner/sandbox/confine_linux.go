@@ -262,8 +262,9 @@ func handledFS(abi int) uint64 {
 	return rights
 }
 
-// devices every program expects to open for reading and writing.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+// devices every program expects to open for reading and writing. Not /dev/tty: a
+// runner started from a terminal would let a worker type into it (TIOCSTI).
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // readOnlyEverywhere are read-only hierarchies every run gets: /proc (Landlock keeps
 // other domains' /proc/<pid>/environ, mem and fds out of reach, as ptrace would) and
