@@ -252,48 +252,51 @@ func (s *Service) emitRevoked(ctx context.Context, tx Tx, actor, a *Agent, ts []
 // plus a margin, so that the tokens of a runner that crashed die too. The secret is
 // returned once; only its hash is stored. It is the runner's call, not an agent's.
 func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		secret, tokenID, err = s.IssueAttemptTokenTx(ctx, tx, agentID, taskID, attemptNo, ttl)
+		return err
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return secret, tokenID, nil
+}
+
+// IssueAttemptTokenTx is IssueAttemptToken in the caller's transaction: the runner
+// issues the token in the transaction that records the attempt's start, so it costs no
+// round trip of its own.
+func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	if ttl <= 0 {
 		return "", 0, Errorf(EINVALID, "an attempt token needs a positive lifetime, not %s", ttl)
 	}
 	if attemptNo < 1 {
 		return "", 0, Errorf(EINVALID, "attempt numbers start at 1, not %d", attemptNo)
 	}
+	a, err := tx.GetAgent(ctx, agentID)
+	if err != nil {
+		return "", 0, err
+	}
+	if a.Kind == KindSystem || a.Disabled {
+		return "", 0, Errorf(EINVALID, "agent %s cannot hold an attempt token", a.Name)
+	}
+	if _, err := tx.GetTask(ctx, taskID); err != nil {
+		return "", 0, err
+	}
 	secret = NewSecret("cs_")
 	now := s.now()
-	t := &Token{Name: fmt.Sprintf("attempt %d of task %d", attemptNo, taskID), Hash: HashSecret(secret), CreatedAt: now,
-		ExpiresAt: ptr(now.Add(ttl)), TaskID: &taskID, Attempt: attemptNo}
-	err = s.store.InTx(ctx, func(tx Tx) error {
-		a, err := tx.GetAgent(ctx, agentID)
-		if err != nil {
-			return err
-		}
-		if a.Kind == KindSystem || a.Disabled {
-			return Errorf(EINVALID, "agent %s cannot hold an attempt token", a.Name)
-		}
-		if _, err := tx.GetTask(ctx, taskID); err != nil {
-			return err
-		}
-		t.AgentID = a.ID
-		return tx.CreateToken(ctx, t)
-	})
-	if err != nil {
+	t := &Token{AgentID: a.ID, Name: fmt.Sprintf("attempt %d of task %d", attemptNo, taskID), Hash: HashSecret(secret),
+		CreatedAt: now, ExpiresAt: ptr(now.Add(ttl)), TaskID: &taskID, Attempt: attemptNo}
+	if err := tx.CreateToken(ctx, t); err != nil {
 		return "", 0, err
 	}
 	return secret, t.ID, nil
 }
 
 // RevokeAttemptToken revokes the attempt token tokenID once its attempt is over;
-// revoking it twice changes nothing. Any other token is ENOTFOUND here.
+// revoking it twice, or naming a token that is no attempt token, changes nothing.
 func (s *Service) RevokeAttemptToken(ctx context.Context, tokenID int64) error {
-	t, err := s.store.GetToken(ctx, tokenID)
-	if err != nil {
-		return err
-	}
-	if t.TaskID == nil {
-		return NotFound("attempt token", tokenID)
-	}
-	_, err = s.store.RevokeTokens(ctx, TokenFilter{ID: tokenID}, s.now())
-	return err
+	// One statement: the runner calls this once per attempt, on its hot path.
+	return s.store.RevokeAttemptToken(ctx, tokenID, s.now())
 }
 
 // RevokeAttemptTokensForTask revokes every attempt token of task taskID — what a

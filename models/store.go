@@ -44,6 +44,9 @@ type Tx interface {
 	ListTokens(ctx context.Context, agentID int64) ([]Token, error)
 	// TouchToken records the token's use at at, unless it was recorded after since.
 	TouchToken(ctx context.Context, id int64, at, since time.Time) error
+	// RevokeAttemptToken marks the attempt token id revoked at at, in one statement; an
+	// id that names no attempt token, or one already revoked, changes nothing.
+	RevokeAttemptToken(ctx context.Context, id int64, at time.Time) error
 	// RevokeTokens marks revoked at at the unrevoked tokens f selects and returns them.
 	RevokeTokens(ctx context.Context, f TokenFilter, at time.Time) ([]Token, error)
 	// DeleteAttemptTokens deletes the attempt tokens that expired before before, and

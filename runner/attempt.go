@@ -41,9 +41,11 @@ type attemptRun struct {
 	ws         *workspace.Workspace
 	tmp        string                 // the attempt's private temp dir, its TMPDIR
 	facts      *models.WorkspaceFacts // what the workspace showed, when the contract waited for it
-	outAbs     string                 // resolved output path; "" for type none
-	outProblem string                 // why the output path cannot be used, when it cannot
-	unlinked   string                 // a link out of the workspace an earlier attempt left on the output path, removed
+	token      string                 // the attempt's bearer token (COUNTERSIGN_TOKEN); "" without an API URL
+	tokenID    int64
+	outAbs     string // resolved output path; "" for type none
+	outProblem string // why the output path cannot be used, when it cannot
+	unlinked   string // a link out of the workspace an earlier attempt left on the output path, removed
 	brief      string
 	row        *models.Attempt // stored once the attempt has begun
 
@@ -321,6 +323,16 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		return err
 	}
 	ar.row = row
+	if p.cfg.APIURL != "" {
+		// The worker reaches the API as itself, on its own task only, for as long as
+		// this run lasts: no long-lived token ever sits in its command. Issued here, in
+		// the transaction that records the start, it costs no round trip of its own.
+		secret, id, err := p.svc.IssueAttemptTokenTx(ctx, tx, tr.agent.ID, t.ID, ar.num, attemptTimeout(t)+attemptTokenMargin)
+		if err != nil {
+			return fmt.Errorf("issuing the attempt's token: %w", err)
+		}
+		ar.token, ar.tokenID = secret, id
+	}
 	return p.event(ctx, tx, "attempt.started", t, map[string]any{
 		"attempt": ar.num, "agent": tr.agent.Name, "runner_id": p.cfg.RunnerID, "revision": ar.previous != nil,
 	})
@@ -330,10 +342,7 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 // environment.
 func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
-	timeout := t.Contract.Completion.Timeout.Duration
-	if timeout <= 0 {
-		timeout = models.DefaultTimeout
-	}
+	timeout := attemptTimeout(t)
 	ar.stream = sha512.New384()
 	onLog := p.cfg.OnLog
 	spec := worker.Spec{
@@ -358,18 +367,19 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		p.cfg.Observer.Dispatched(time.Since(tr.readyAt))
 	}
 	tr.dispatched = true
-	if p.cfg.APIURL != "" {
-		// The worker reaches the API as itself, on its own task only, for as long as
-		// this run lasts: no long-lived token ever sits in its command.
-		secret, id, err := p.svc.IssueAttemptToken(ctx, tr.agent.ID, t.ID, ar.num, timeout+attemptTokenMargin)
-		if err != nil {
-			ar.runErr = fmt.Errorf("issuing the attempt's token: %w", err)
-			return
-		}
-		spec.Env = append(spec.Env, EnvToken+"="+secret)
-		defer p.revokeAttemptToken(id, t.ID)
+	if ar.token != "" {
+		spec.Env = append(spec.Env, EnvToken+"="+ar.token)
+		defer p.revokeAttemptToken(ar.tokenID, t.ID)
 	}
 	ar.res, ar.runErr = worker.Run(ctx, spec)
+}
+
+// attemptTimeout is how long the worker of t may run.
+func attemptTimeout(t *models.Task) time.Duration {
+	if d := t.Contract.Completion.Timeout.Duration; d > 0 {
+		return d
+	}
+	return models.DefaultTimeout
 }
 
 // attemptTokenMargin is how long an attempt token outlives the attempt's timeout, so

@@ -19,6 +19,8 @@
 package runner
 
 import (
+	"github.com/countersign/countersign/runner/procs"
+	"github.com/countersign/countersign/runner/sandbox"
 	"os"
 	"os/exec"
 	"runtime"
@@ -54,9 +56,17 @@ func (o *benchObserver) AttemptFinished(outcome, stage string) {
 
 func benchHarness(b *testing.B, dialect string, agents, concurrency int) (*harness, *benchObserver) {
 	obs := &benchObserver{finished: make(chan string, 100000)}
+	procs, err := procs.Open(b.TempDir())
+	must(b, err)
+	b.Cleanup(func() { procs.Close() })
+	// As serve runs it: confined, every process group recorded, an attempt token per
+	// attempt (no server need listen: the no-op worker never calls it).
 	h := newHarness(b, dialect, func(c *Config) {
 		c.Observer = obs
 		c.Poll = time.Second
+		c.Sandbox = sandbox.Probe(sandbox.ModeOn)
+		c.Procs = procs
+		c.APIURL = "http://127.0.0.1:9"
 	})
 	for i := range agents {
 		h.worker("w"+itoa(int64(i)), "developer", noopCommand, func(a *models.Agent) { a.Concurrency = concurrency })

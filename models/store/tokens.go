@@ -136,6 +136,27 @@ func (o *ops) TouchToken(ctx context.Context, id int64, at, since time.Time) err
 	return mapError(err, "token")
 }
 
+// RevokeAttemptToken revokes the attempt token id in one statement; ENOTFOUND when no
+// attempt token has that id (one already revoked is no error).
+func (o *ops) RevokeAttemptToken(ctx context.Context, id int64, at time.Time) error {
+	res := o.q(ctx).Model(&tokenRecord{}).Where("id = ? AND task_id IS NOT NULL AND revoked_at IS NULL", id).
+		Update("revoked_at", normTime(at))
+	if res.Error != nil {
+		return mapError(res.Error, "tokens")
+	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	var n int64
+	if err := o.q(ctx).Model(&tokenRecord{}).Where("id = ? AND task_id IS NOT NULL", id).Count(&n).Error; err != nil {
+		return mapError(err, "tokens")
+	}
+	if n == 0 {
+		return models.NotFound("attempt token", id)
+	}
+	return nil
+}
+
 // RevokeTokens sets revoked_at on the unrevoked tokens f selects and returns them as
 // they are now. A filter that selects nothing is refused rather than revoking all.
 func (o *ops) RevokeTokens(ctx context.Context, f models.TokenFilter, at time.Time) ([]models.Token, error) {
