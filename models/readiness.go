@@ -23,20 +23,16 @@ const StageReadiness = "readiness"
 // reassigns, accepts or cancels it. Nothing goes to the ledger: no work was done and
 // no worker was paid; the budget (attempts used) is left as it is.
 func (s *Service) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Task, missing []string) error {
-	agentName := ""
-	if t.AssigneeID != nil {
-		a, err := tx.GetAgent(ctx, *t.AssigneeID)
-		if err != nil {
-			return err
-		}
-		agentName = a.Name
+	agentName, err := assigneeName(ctx, tx, t)
+	if err != nil {
+		return err
 	}
 	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
 		return err
 	}
 	failure := "not ready: " + strings.Join(missing, "; ")
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
-		Agent: agentName, CompletionSpec: t.Contract.Completion, TS: s.now(), Missing: missing,
+		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), TS: s.now(), Missing: missing,
 		Attempts: []BlockedAttempt{{Attempt: 0, Stage: StageReadiness, Failure: failure}}}
 	payload, err := json.Marshal(p)
 	if err != nil {

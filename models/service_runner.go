@@ -43,13 +43,9 @@ func runnerOwns(p Policy) bool { return p == "" || p == PolicyRunner }
 // task.blocked entry goes to the outbox. The payload's completion_spec names the
 // paths as the worker was told them, {task_id} expanded.
 func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, attempts []BlockedAttempt) error {
-	agentName := ""
-	if t.AssigneeID != nil {
-		a, err := tx.GetAgent(ctx, *t.AssigneeID)
-		if err != nil {
-			return err
-		}
-		agentName = a.Name
+	agentName, err := assigneeName(ctx, tx, t)
+	if err != nil {
+		return err
 	}
 	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
 		return err
@@ -92,4 +88,16 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// assigneeName is the name of t's assignee, "" when it has none.
+func assigneeName(ctx context.Context, tx Tx, t *Task) (string, error) {
+	if t.AssigneeID == nil {
+		return "", nil
+	}
+	a, err := tx.GetAgent(ctx, *t.AssigneeID)
+	if err != nil {
+		return "", err
+	}
+	return a.Name, nil
 }
