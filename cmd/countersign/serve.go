@@ -126,6 +126,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
+		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,

@@ -51,6 +51,11 @@ func TestServeDemo(t *testing.T) {
 	}
 	base := "http://" + addr
 	waitFor(t, 30*time.Second, func() bool { return status(base+"/readyz", "") == 200 })
+	var ready map[string]string
+	getJSON(t, base+"/readyz", "", &ready)
+	if !strings.HasPrefix(ready["sandbox"], "sandbox on: Landlock ABI") {
+		t.Errorf("/readyz does not say what confines workers: %v", ready)
+	}
 
 	token := strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "admin"))
 	// The demo reaches every outcome: verified after a revision, blocked, advisory.
