@@ -525,3 +525,26 @@ func TestAuthenticateIsARead(t *testing.T) {
 		})
 	}
 }
+
+// TestOneLiveAttemptTokenPerTask: issuing a task's next attempt token revokes the
+// earlier one (a runner that died before revoking it, a worker's escaped process still
+// holding it); another task's token lives on.
+func TestOneLiveAttemptTokenPerTask(t *testing.T) {
+	eachAccess(t, func(t *testing.T, e *accessEnv) {
+		own, other := e.workerTask("own"), e.workerTask("other")
+		first, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, time.Hour)
+		e.must(err)
+		elsewhere, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, other.ID, 1, time.Hour)
+		e.must(err)
+		second, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 2, time.Hour)
+		e.must(err)
+		if _, err := e.svc.Authenticate(e.ctx, first); err == nil {
+			t.Fatal("attempt 1's token still authenticates after attempt 2's was issued")
+		}
+		for _, s := range []string{second, elsewhere} {
+			if _, err := e.svc.Authenticate(e.ctx, s); err != nil {
+				t.Fatalf("a live token: %v", err)
+			}
+		}
+	})
+}

@@ -264,7 +264,7 @@ func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, 
 
 // IssueAttemptTokenTx is IssueAttemptToken in the caller's transaction: the runner
 // issues the token in the transaction that records the attempt's start, so it costs no
-// round trip of its own.
+// transaction of its own. Any earlier attempt token of the task is revoked with it.
 func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	if ttl <= 0 {
 		return "", 0, Errorf(EINVALID, "an attempt token needs a positive lifetime, not %s", ttl)
@@ -282,8 +282,13 @@ func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskI
 	if _, err := tx.GetTask(ctx, taskID); err != nil {
 		return "", 0, err
 	}
-	secret = NewSecret("cs_")
 	now := s.now()
+	// One live attempt token per task: an earlier attempt's (a runner that died before
+	// revoking it, its worker's escaped processes still holding it) dies now.
+	if err := tx.RevokeTaskAttemptTokens(ctx, taskID, now); err != nil {
+		return "", 0, err
+	}
+	secret = NewSecret("cs_")
 	t := &Token{AgentID: a.ID, Name: fmt.Sprintf("attempt %d of task %d", attemptNo, taskID), Hash: HashSecret(secret),
 		CreatedAt: now, ExpiresAt: ptr(now.Add(ttl)), TaskID: &taskID, Attempt: attemptNo}
 	if err := tx.CreateToken(ctx, t); err != nil {

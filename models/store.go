@@ -47,6 +47,9 @@ type Tx interface {
 	// RevokeAttemptToken marks the attempt token id revoked at at, in one statement; an
 	// id that names no attempt token, or one already revoked, changes nothing.
 	RevokeAttemptToken(ctx context.Context, id int64, at time.Time) error
+	// RevokeTaskAttemptTokens marks revoked at at every live attempt token of task
+	// taskID, in one statement.
+	RevokeTaskAttemptTokens(ctx context.Context, taskID int64, at time.Time) error
 	// RevokeTokens marks revoked at at the unrevoked tokens f selects and returns them.
 	RevokeTokens(ctx context.Context, f TokenFilter, at time.Time) ([]Token, error)
 	// DeleteAttemptTokens deletes the attempt tokens that expired before before, and

@@ -157,6 +157,14 @@ func (o *ops) RevokeAttemptToken(ctx context.Context, id int64, at time.Time) er
 	return nil
 }
 
+// RevokeTaskAttemptTokens revokes every live attempt token of task taskID in one
+// statement.
+func (o *ops) RevokeTaskAttemptTokens(ctx context.Context, taskID int64, at time.Time) error {
+	err := o.q(ctx).Model(&tokenRecord{}).Where("task_id = ? AND revoked_at IS NULL", taskID).
+		Update("revoked_at", normTime(at)).Error
+	return mapError(err, "tokens")
+}
+
 // RevokeTokens sets revoked_at on the unrevoked tokens f selects and returns them as
 // they are now. A filter that selects nothing is refused rather than revoking all.
 func (o *ops) RevokeTokens(ctx context.Context, f models.TokenFilter, at time.Time) ([]models.Token, error) {
