@@ -87,17 +87,11 @@ func (r ProjectRules) Validate() error {
 	sort.Strings(names)
 	for _, name := range names {
 		key := "activities." + name
-		cmd := r.Activities[name]
-		switch {
-		case !activityNameRE.MatchString(name):
+		if !activityNameRE.MatchString(name) {
 			fe.Add(key, "activity names are 1-64 lower-case letters, digits, '.', '_' or '-'")
-		case strings.TrimSpace(cmd) == "":
-			fe.Add(key, "needs a command")
-		case len(cmd) > maxCommandLen:
-			fe.Add(key, fmt.Sprintf("the command must be at most %d characters", maxCommandLen))
-		case strings.ContainsRune(cmd, 0):
-			fe.Add(key, "the command must not contain NUL")
+			continue
 		}
+		validateCommand(key, r.Activities[name], &fe)
 	}
 	known := func(key, act string) {
 		if _, ok := r.Activities[act]; !ok && !r.stackProvides(act) {

@@ -153,6 +153,9 @@ func openSandbox(c *config, log *slog.Logger) (*sandbox.Sandbox, error) {
 	}
 	// The data dir holds the database and every workspace: no grant may reach it but
 	// the attempt's own directories inside it.
+	if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+		return nil, err
+	}
 	sb := sandbox.Probe(mode).Protect(c.DataDir)
 	switch {
 	case !sb.Ready():

@@ -4,7 +4,5 @@ package sandbox
 
 // WithoutMountNamespace returns a copy of s as a runner without CAP_SYS_ADMIN has it.
 func WithoutMountNamespace(s *Sandbox) *Sandbox {
-	c := *s
-	c.root = false
-	return &c
+	return &Sandbox{mode: s.mode, abi: s.abi, reason: s.reason, caps: s.caps, lastCap: s.lastCap, private: s.private}
 }

@@ -151,7 +151,8 @@ type Sandbox struct {
 	reason  string   // why confinement is unavailable; empty when available
 	root    bool     // holds CAP_SYS_ADMIN: mount namespaces can be made
 	caps    bool     // holds any capability: confined processes must drop them
-	private []string // hierarchies no grant may reach (the data dir)
+	private []string // hierarchies no grant may reach (the data dir), resolved
+	grants  resolver // resolved grants, for narrowing them around private
 	lastCap int      // highest capability number the kernel knows
 }
 
@@ -194,7 +195,13 @@ func (s *Sandbox) Status() string {
 // A grant that contains one is narrowed (Policy.Excluding); grants inside it stay.
 // Call it before the sandbox is used.
 func (s *Sandbox) Protect(dirs ...string) *Sandbox {
-	s.private = append(s.private, dirs...)
+	for _, d := range dirs {
+		real := realPath(d)
+		if real == "" { // not there yet: as named, made absolute
+			real, _ = filepath.Abs(d)
+		}
+		s.private = append(s.private, filepath.Clean(real))
+	}
 	return s
 }
 
@@ -215,7 +222,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 			return err
 		}
 		for _, d := range s.private {
-			p = p.Excluding(d)
+			p = p.excluding(d, s.grants.resolve)
 		}
 	}
 	return s.start(cmd, p, whileRunning)
