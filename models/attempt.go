@@ -33,23 +33,26 @@ const (
 
 // Attempt is one worker invocation and the verdict of every check layer on it.
 type Attempt struct {
-	ID         int64             `json:"id"`
-	TaskID     int64             `json:"task_id"`
-	Number     int               `json:"number"`
-	AgentID    int64             `json:"agent_id"`
-	RunnerID   string            `json:"runner_id"`
-	Outcome    string            `json:"outcome"`
-	Stage      string            `json:"stage,omitempty"`     // the stage that failed
-	Diagnosis  string            `json:"diagnosis,omitempty"` // why it failed, precise enough to fix
-	Checks     []CheckResult     `json:"checks"`
-	Criteria   []CriterionResult `json:"criteria,omitempty"`
-	ExitCode   int               `json:"exit_code"`
-	OutputTail string            `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
-	OutputHash string            `json:"output_hash,omitempty"` // SHA-384 of the verified output
-	LogPath    string            `json:"log_path,omitempty"`
-	Brief      string            `json:"brief,omitempty"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+	ID        int64             `json:"id"`
+	TaskID    int64             `json:"task_id"`
+	Number    int               `json:"number"`
+	AgentID   int64             `json:"agent_id"`
+	RunnerID  string            `json:"runner_id"`
+	Outcome   string            `json:"outcome"`
+	Stage     string            `json:"stage,omitempty"`     // the stage that failed
+	Diagnosis string            `json:"diagnosis,omitempty"` // why it failed, precise enough to fix
+	Checks    []CheckResult     `json:"checks"`
+	Criteria  []CriterionResult `json:"criteria,omitempty"`
+	// Judge is what the judge's view found: protected files changed, the test floor,
+	// held-out tests. Nil for attempts that ran no verify commands.
+	Judge      *JudgeReport `json:"judge,omitempty"`
+	ExitCode   int          `json:"exit_code"`
+	OutputTail string       `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
+	OutputHash string       `json:"output_hash,omitempty"` // SHA-384 of the verified output
+	LogPath    string       `json:"log_path,omitempty"`
+	Brief      string       `json:"brief,omitempty"`
+	StartedAt  time.Time    `json:"started_at"`
+	FinishedAt *time.Time   `json:"finished_at,omitempty"`
 }
 
 // CheckResult is the verdict of one check layer on one attempt.

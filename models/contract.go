@@ -90,6 +90,18 @@ type Verification struct {
 	// Stacks are the stacks the task's workspace matched when its criteria were
 	// completed (go, node, …); empty for a workspace that matched none.
 	Stacks []string `json:"stacks,omitempty" yaml:"stacks,omitempty"`
+	// Protect adds globs of protected paths to those of the workspace's stacks (see
+	// ProtectPatternProblem): the judge's view restores them from the base revision.
+	Protect []string `json:"protect,omitempty" yaml:"protect,omitempty"`
+	// TestsMayChange skips the restore, for tasks whose job is to write or change
+	// tests; the report of changed protected files and the test floor still hold.
+	TestsMayChange bool `json:"tests_may_change,omitempty" yaml:"tests_may_change,omitempty"`
+	// HeldOut are tests the worker never sees, added to the judge's view. Only the
+	// roles that may set commands may set them, and only they read them back (see
+	// Contract.Redacted).
+	HeldOut []HeldOutTest `json:"held_out,omitempty" yaml:"held_out,omitempty"`
+	// HeldOutCount is how many held-out tests a redacted contract had; never stored.
+	HeldOutCount int `json:"held_out_count,omitempty" yaml:"-"`
 }
 
 // Criterion is one verification criterion. Command, when set, is what the runner runs

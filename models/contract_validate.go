@@ -76,6 +76,10 @@ const (
 // never removes a value Validate should complain about: an empty verify command stays
 // so that Validate names it.
 func (c *Contract) Normalize() {
+	c.Verification.HeldOutCount = 0 // a redacted contract's count is never stored
+	for i, p := range c.Verification.Protect {
+		c.Verification.Protect[i] = strings.TrimSpace(p)
+	}
 	cp := &c.Completion
 	cp.Type = CompletionType(strings.ToLower(strings.TrimSpace(string(cp.Type))))
 	cp.Path = strings.TrimSpace(cp.Path)
@@ -344,6 +348,7 @@ func (v *Verification) validate(fe *FieldErrors) {
 		}
 		validateTools(key+"tools", cr.Tools, fe)
 	}
+	v.validateJudge(fe)
 }
 
 func (r *Review) validate(fe *FieldErrors) {

@@ -19,6 +19,7 @@ type attemptRecord struct {
 	Diagnosis  string
 	Checks     string
 	Criteria   string
+	Judge      string
 	ExitCode   int
 	OutputTail string
 	OutputHash string
@@ -39,6 +40,12 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	judge := ""
+	if a.Judge != nil {
+		if judge, err = toJSON(a.Judge, ""); err != nil {
+			return nil, err
+		}
+	}
 	return &attemptRecord{
 		ID:         a.ID,
 		TaskID:     a.TaskID,
@@ -50,6 +57,7 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 		Diagnosis:  a.Diagnosis,
 		Checks:     checks,
 		Criteria:   criteria,
+		Judge:      judge,
 		ExitCode:   a.ExitCode,
 		OutputTail: a.OutputTail,
 		OutputHash: a.OutputHash,
@@ -89,6 +97,12 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 	}
 	if len(a.Criteria) == 0 {
 		a.Criteria = nil
+	}
+	if r.Judge != "" {
+		a.Judge = &models.JudgeReport{}
+		if err := fromJSON(r.Judge, a.Judge, "attempts.judge"); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }

@@ -423,6 +423,10 @@ func TestAttemptsRoundTrip(t *testing.T) {
 			Checks: []models.CheckResult{{Stage: models.StageProcess, Verdict: models.VerdictPass, DurationMS: 5},
 				{Stage: models.StageVerify, Verdict: models.VerdictFail, Diagnosis: "exit 1", DurationMS: 900}},
 			Criteria: []models.CriterionResult{{Activity: "unit-test", Command: "go test", Status: "fail", Error: "exit 1", Attempts: 2, DurationMS: 800}},
+			Judge: &models.JudgeReport{Base: "snapshot", Restored: true, PrepareMS: 3,
+				Protected: []models.ProtectedChange{{Path: "calc_test.go", Change: models.ChangeChanged, Diff: "-a\n+b"}},
+				Floor:     &models.TestFloor{AtBase: 2, Run: 1, Passed: 1, Missing: 1, NotRun: []string{"TestAdd"}},
+				HeldOut:   &models.HeldOutReport{Files: 1, Failed: []string{"TestBig: want 14"}}},
 			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
 			StartedAt: ts(1), FinishedAt: tsp(2),
 		}

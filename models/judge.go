@@ -1,0 +1,194 @@
+package models
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// StageTamper is the stage of an attempt whose verification failed in the judge's
+// view after the worker had changed protected paths (tests, test configuration): the
+// restored tests failed, so what passed in the worker's own workspace passed by its
+// changes to them.
+const StageTamper = "tamper"
+
+// The judge's view: verify commands and criteria run on the worker's result with the
+// protected paths as they were at the task's base revision and the held-out tests
+// added. Verification.Protect adds to the protected paths of the project rules'
+// stacks; TestsMayChange skips the restore (for tasks whose job is to write tests)
+// but keeps the report and the test floor.
+
+// HeldOutTest is a test file the worker never sees: added to the judge's view before
+// the verify commands run, at Path (relative to the workspace), with Content.
+type HeldOutTest struct {
+	Path    string `json:"path" yaml:"path"`
+	Content string `json:"content" yaml:"content"`
+}
+
+// Bounds of the judge's settings in a contract.
+const (
+	maxProtect        = 64
+	maxHeldOut        = 32
+	maxHeldOutBytes   = 256 << 10 // one held-out file
+	maxHeldOutTotal   = 1 << 20   // all of a contract's held-out files
+	maxProtectPattern = 256
+)
+
+// validateJudge checks the contract's protect globs and held-out tests.
+func (v *Verification) validateJudge(fe *FieldErrors) {
+	if len(v.Protect) > maxProtect {
+		fe.Add("verification.protect", fmt.Sprintf("at most %d patterns", maxProtect))
+	}
+	for i, p := range v.Protect {
+		if msg := ProtectPatternProblem(p); msg != "" {
+			fe.Add("verification.protect["+strconv.Itoa(i)+"]", msg)
+		}
+	}
+	if len(v.HeldOut) > maxHeldOut {
+		fe.Add("verification.held_out", fmt.Sprintf("at most %d held-out tests", maxHeldOut))
+	}
+	total := 0
+	seen := map[string]bool{}
+	for i, h := range v.HeldOut {
+		key := "verification.held_out[" + strconv.Itoa(i) + "]."
+		if msg := workspacePathProblem(h.Path); msg != "" {
+			fe.Add(key+"path", msg)
+		} else if seen[path.Clean(h.Path)] {
+			fe.Add(key+"path", "names the same file as an earlier held-out test")
+		}
+		seen[path.Clean(h.Path)] = true
+		if strings.TrimSpace(h.Content) == "" {
+			fe.Add(key+"content", "is required")
+		} else if len(h.Content) > maxHeldOutBytes {
+			fe.Add(key+"content", fmt.Sprintf("must be at most %d KiB", maxHeldOutBytes>>10))
+		}
+		total += len(h.Content)
+	}
+	if total > maxHeldOutTotal {
+		fe.Add("verification.held_out", fmt.Sprintf("held-out tests must total at most %d KiB", maxHeldOutTotal>>10))
+	}
+}
+
+// ProtectPatternProblem says what is wrong with a protect pattern, or "" when it is
+// usable: a glob relative to the workspace ("*_test.go" matches a base name anywhere,
+// "tests/**" a tree), optionally followed by "#part" naming protected parts of the
+// files it matches (package.json#scripts, Makefile#targets, pyproject.toml#[tool.pytest]).
+func ProtectPatternProblem(p string) string {
+	glob, part, hasPart := strings.Cut(p, "#")
+	switch {
+	case strings.TrimSpace(p) == "" || strings.TrimSpace(glob) == "":
+		return "must not be empty"
+	case len(p) > maxProtectPattern:
+		return fmt.Sprintf("must be at most %d characters", maxProtectPattern)
+	case strings.ContainsRune(p, 0) || strings.HasPrefix(glob, "/"):
+		return "must be a pattern relative to the workspace"
+	case glob == ".." || strings.HasPrefix(glob, "../") || strings.Contains(glob, "/../"):
+		return "must not climb out of the workspace"
+	case hasPart && strings.TrimSpace(part) == "":
+		return `names no part after "#"`
+	}
+	if _, err := path.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil {
+		return "is not a valid glob: " + err.Error()
+	}
+	return ""
+}
+
+// JudgeReport is what the judge found on one attempt: the protected paths the worker
+// changed, whether they were restored for the verify commands, the test floor, and the
+// held-out tests. It is data on the attempt, shown on the task page, and summarised as
+// counts on the ledger.
+type JudgeReport struct {
+	// Base names the base revision the protected paths were restored from: a git
+	// commit, or "snapshot" for a workspace that is not a git repository.
+	Base string `json:"base,omitempty"`
+	// Protected lists every protected file the worker added, changed or deleted.
+	Protected []ProtectedChange `json:"protected,omitempty"`
+	// Restored says the verify commands ran with the protected paths restored (false
+	// when the contract lets the tests change).
+	Restored bool `json:"restored"`
+	// Floor is the test floor, when a criterion's test runner reports structured
+	// results.
+	Floor *TestFloor `json:"floor,omitempty"`
+	// HeldOut is how the held-out tests did: their count and the names of those that
+	// failed, never their files.
+	HeldOut *HeldOutReport `json:"held_out,omitempty"`
+	// PrepareMS is how long preparing the judge's view took.
+	PrepareMS int64 `json:"prepare_ms"`
+}
+
+// ProtectedChange is one protected file the worker added, changed or deleted (or, for
+// a partial rule like package.json#scripts, the parts of it that it changed).
+type ProtectedChange struct {
+	Path   string   `json:"path"`
+	Change string   `json:"change"`          // added | changed | deleted
+	Parts  []string `json:"parts,omitempty"` // for a file protected in part: the parts changed
+	Diff   string   `json:"diff,omitempty"`  // a short diff, bounded
+}
+
+// The changes a ProtectedChange records.
+const (
+	ChangeAdded   = "added"
+	ChangeChanged = "changed"
+	ChangeDeleted = "deleted"
+)
+
+// TestFloor holds the judge's run to the tests that passed at the base revision:
+// every one of them must run and pass.
+type TestFloor struct {
+	AtBase  int      `json:"at_base"` // tests that passed at the base revision
+	Run     int      `json:"run"`     // tests the judge's run reported
+	Passed  int      `json:"passed"`  // of AtBase, passed again
+	Skipped int      `json:"skipped"` // of AtBase, skipped
+	Missing int      `json:"missing"` // of AtBase, not reported at all
+	Failed  int      `json:"failed"`  // of AtBase, failed
+	NotRun  []string `json:"not_run,omitempty"`
+	OK      bool     `json:"ok"`
+}
+
+// HeldOutReport is how the held-out tests did in the judge's view.
+type HeldOutReport struct {
+	Files  int      `json:"files"`
+	Passed bool     `json:"passed"`
+	Failed []string `json:"failed,omitempty"` // "TestAddLarge: Add(10, 4) = 6, want 14"
+}
+
+// ChangedTests reports whether the worker changed any protected file.
+func (r *JudgeReport) ChangedTests() bool { return r != nil && len(r.Protected) > 0 }
+
+// ProtectedList names the changed protected files for a diagnosis: "calc_test.go
+// (changed), zz_main_test.go (added)".
+func (r *JudgeReport) ProtectedList() string {
+	var parts []string
+	for _, c := range r.Protected {
+		s := c.Path + " (" + c.Change
+		if len(c.Parts) > 0 {
+			s += ": " + strings.Join(c.Parts, ", ")
+		}
+		parts = append(parts, s+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Redacted returns the contract without its held-out tests' paths and contents, as
+// anyone but the roles that may set them (admin, editor, lead) and the runner reads
+// it: a worker must never see the tests held back from it. HeldOutCount keeps their
+// number.
+func (c Contract) Redacted() Contract {
+	if len(c.Verification.HeldOut) == 0 {
+		return c
+	}
+	c.Verification.HeldOutCount = len(c.Verification.HeldOut)
+	c.Verification.HeldOut = nil
+	return c
+}
+
+// ForReader returns the task as reader may see it: its contract Redacted unless
+// reader may set held-out tests (admin, editor, lead) or is a runner.
+func (t Task) ForReader(reader *Agent) Task {
+	if reader != nil && (mayWriteCommands(reader) || reader.IsRunner()) && reader.Scope == nil {
+		return t
+	}
+	t.Contract = t.Contract.Redacted()
+	return t
+}

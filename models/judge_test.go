@@ -1,0 +1,81 @@
+package models
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestJudgeSettingsValidate(t *testing.T) {
+	ok := Contract{Verification: Verification{Type: VerifyVerifiable,
+		Protect: []string{"spec/**", "package.json#scripts"},
+		HeldOut: []HeldOutTest{{Path: "calc_heldout_test.go", Content: "package calc\n"}}}}
+	ok.Normalize()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid judge settings refused: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		v     Verification
+		field string
+	}{
+		"absolute protect":   {Verification{Protect: []string{"/etc/**"}}, "verification.protect[0]"},
+		"climbing protect":   {Verification{Protect: []string{"../x"}}, "verification.protect[0]"},
+		"bad glob":           {Verification{Protect: []string{"a["}}, "verification.protect[0]"},
+		"empty part":         {Verification{Protect: []string{"package.json#"}}, "verification.protect[0]"},
+		"held-out escapes":   {Verification{HeldOut: []HeldOutTest{{Path: "../x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
+		"held-out absolute":  {Verification{HeldOut: []HeldOutTest{{Path: "/tmp/x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
+		"held-out empty":     {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go"}}}, "verification.held_out[0].content"},
+		"held-out duplicate": {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go", Content: "a"}, {Path: "./x_test.go", Content: "b"}}}, "verification.held_out[1].path"},
+		"held-out too large": {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go", Content: strings.Repeat("a", maxHeldOutBytes+1)}}}, "verification.held_out[0].content"},
+	} {
+		c := Contract{Verification: tc.v}
+		c.Verification.Type = VerifyVerifiable
+		c.Normalize()
+		err := c.Validate()
+		var fe *Error
+		if err == nil || !asError(err, &fe) || fe.Fields[tc.field] == "" {
+			t.Errorf("%s: %v, want a field error on %s", name, err, tc.field)
+		}
+	}
+}
+
+func asError(err error, e **Error) bool {
+	x, ok := err.(*Error)
+	*e = x
+	return ok
+}
+
+func TestHeldOutNeedsCommandAuthority(t *testing.T) {
+	c := Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
+	if err := requireCommandAuthority(&Agent{Name: "w", Roles: []string{"worker"}}, c, ""); ErrorCode(err) != EFORBIDDEN {
+		t.Fatalf("a worker setting held-out tests: %v, want forbidden", err)
+	}
+	may := Contract{Verification: Verification{TestsMayChange: true}}
+	if err := requireCommandAuthority(&Agent{Name: "w", Roles: []string{"developer"}}, may, ""); ErrorCode(err) != EFORBIDDEN {
+		t.Fatalf("a developer letting the tests change: %v, want forbidden", err)
+	}
+	if err := requireCommandAuthority(&Agent{Name: "l", Roles: []string{"lead"}}, c, ""); err != nil {
+		t.Fatalf("a lead setting held-out tests: %v", err)
+	}
+}
+
+func TestTaskForReaderHidesHeldOut(t *testing.T) {
+	secret := "func TestBig(t *testing.T) { if Add(10, 4) != 14 { t.Fatal() } }"
+	task := Task{ID: 1, Contract: Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "big_test.go", Content: secret}}}}}
+	scoped := &Agent{Name: "lead-attempt", Roles: []string{"lead"}, Scope: &TokenScope{TaskID: 1}}
+	for _, reader := range []*Agent{nil, {Name: "w", Roles: []string{"worker"}}, {Name: "e", Roles: []string{"exec"}}, scoped} {
+		b, _ := json.Marshal(task.ForReader(reader))
+		if strings.Contains(string(b), "big_test.go") || strings.Contains(string(b), "Add(10, 4)") {
+			t.Fatalf("%v reads the held-out test: %s", reader, b)
+		}
+		if !strings.Contains(string(b), `"held_out_count":1`) {
+			t.Fatalf("%v does not see how many tests are held out: %s", reader, b)
+		}
+	}
+	if got := task.ForReader(&Agent{Name: "ed", Roles: []string{"editor"}}); len(got.Contract.Verification.HeldOut) != 1 {
+		t.Fatal("an editor does not read the held-out test back")
+	}
+	if len(task.Contract.Verification.HeldOut) != 1 {
+		t.Fatal("ForReader changed the task it was given")
+	}
+}
