@@ -1,0 +1,130 @@
+// Package judge prepares the judge's view of a worker's result: the workspace as the
+// worker left it, with the protected paths (tests, test data, test configuration)
+// as they were at the task's base revision and the held-out tests added, for the
+// verify commands to run on. It reports every protected file the worker added,
+// changed or deleted, and puts the worker's versions back afterwards, so the attempt
+// keeps what the worker left.
+//
+// Decision: the view is the workspace itself, not a copy. A copy of a repository with
+// its node_modules or .venv costs a full tree per attempt (hard links would let the
+// verify run, which runs the worker's code, write through to the worker's files
+// anyway, and this kernel's file systems have no reflinks). Rewriting the few
+// protected files in place costs a walk and the protected files' bytes. It is sound
+// only once no process of the attempt is left to race the rewrite: the runner kills
+// the attempt's process group, and where it holds CAP_SYS_ADMIN the sandbox runs
+// every confined command as PID 1 of its own PID namespace, so escapees die with it.
+// The worker's versions are saved under the runner's data dir with a journal before
+// anything in the workspace changes, so a runner that dies mid-way puts them back the
+// next time (Recover).
+//
+// The runner reads and writes the workspace with rights no worker has; every access
+// here goes through openat2 beneath the workspace with no symbolic links followed,
+// so a link planted by the worker cannot aim a restore outside it.
+package judge
+
+import (
+	"path"
+	"strings"
+)
+
+// Rule is one protect pattern: a glob relative to the workspace, and optionally a
+// part of the files it matches ("scripts" of package.json, "targets" of a Makefile,
+// "[tool.pytest]" of a TOML file) when only that part is protected.
+type Rule struct {
+	Glob string
+	Part string
+}
+
+// ParseRules reads protect patterns ("*_test.go", "tests/**", "package.json#scripts"),
+// dropping blanks and repeats. Patterns are validated where they are stored
+// (models.ProjectRules and contracts); one that cannot match is simply inert here.
+func ParseRules(patterns []string) []Rule {
+	var out []Rule
+	seen := map[Rule]bool{}
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		glob, part, _ := strings.Cut(p, "#")
+		r := Rule{Glob: strings.TrimPrefix(strings.TrimSpace(glob), "./"), Part: strings.TrimSpace(part)}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Match reports whether rel (slash-separated, relative to the workspace) matches the
+// rule's glob. A glob without a slash matches a base name at any depth
+// ("*_test.go", "conftest.py"); otherwise it matches the whole path, "**" standing
+// for any number of directories ("tests/**" is everything below tests,
+// "**/*.test.*" any such file at any depth).
+func (r Rule) Match(rel string) bool { return matchGlob(r.Glob, rel) }
+
+func matchGlob(glob, rel string) bool {
+	if !strings.Contains(glob, "/") {
+		ok, _ := path.Match(glob, path.Base(rel))
+		return ok
+	}
+	return matchSegments(strings.Split(glob, "/"), strings.Split(rel, "/"))
+}
+
+func matchSegments(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			rest := pat[1:]
+			if len(rest) == 0 {
+				return len(name) > 0
+			}
+			for i := 0; i <= len(name); i++ {
+				if matchSegments(rest, name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], name[0]); !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}
+
+// whole reports whether rel is protected whole by one of rules, and otherwise the
+// partial rules that match it.
+func classify(rules []Rule, rel string) (whole bool, parts []Rule) {
+	for _, r := range rules {
+		if !r.Match(rel) {
+			continue
+		}
+		if r.Part == "" {
+			return true, nil
+		}
+		parts = append(parts, r)
+	}
+	return false, parts
+}
+
+// skipDirs are directories the walk does not enter: version control, and the
+// dependency and cache trees that package managers and test runners fill (a worker
+// installs packages; see the README's security model for what that leaves open).
+var skipDirs = map[string]bool{
+	".git": true, "node_modules": true, ".venv": true, "venv": true, "__pycache__": true,
+	".pytest_cache": true, ".mypy_cache": true, ".ruff_cache": true, ".tox": true, ".hg": true, ".svn": true,
+}
+
+// BlockedError says a protected path could not be restored because the worker put a
+// symbolic link or a file where a directory on its way was: the judge follows no
+// link and removes no directory of the worker's, so the attempt cannot be judged, which
+// is the worker's doing.
+type BlockedError struct{ Path string }
+
+func (e *BlockedError) Error() string {
+	return "the worker replaced the directory " + e.Path + " with a symbolic link or a file, so the protected files below it cannot be restored"
+}

@@ -1,0 +1,315 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/countersign/countersign/models"
+)
+
+// PartFunc computes the judge's version of a file protected in part: the worker's
+// content with the protected part (rule.Part) as it is in base, and the parts the
+// worker changed. base or worker is nil when that side has no such file; names are
+// the scripts or targets the contract runs. See runner/judge/fileparts.
+type PartFunc func(file, part string, base, worker []byte, names []string) (judged []byte, changed []string, err error)
+
+// Options says how to open a view.
+type Options struct {
+	// Restore puts the base's versions of changed protected files in place; without
+	// it (tests_may_change) they are only reported.
+	Restore bool
+	// HeldOut are added to the view, and removed again by Close.
+	HeldOut []models.HeldOutTest
+	// Parts computes files protected in part; nil reports and restores them whole.
+	Parts PartFunc
+	// Names are the package.json scripts and Makefile targets the contract runs.
+	Names []string
+	// Journal is a directory (under the runner's data dir, out of the worker's reach)
+	// that keeps the worker's versions until Close puts them back.
+	Journal string
+	// DiffLimit bounds each change's diff (2 KiB when zero).
+	DiffLimit int
+}
+
+// View is a workspace turned into the judge's view. Close turns it back.
+type View struct {
+	root    string
+	journal string
+	entries []journalEntry
+	closed  bool
+}
+
+// journalEntry is one path the view rewrote: what the worker had there (saved as
+// journal/saved/<index>) and the directories the rewrite made.
+type journalEntry struct {
+	Rel  string      `json:"rel"`
+	Kind kind        `json:"kind"`
+	Mode os.FileMode `json:"mode,omitempty"`
+	Made []string    `json:"made,omitempty"`
+}
+
+const journalName = "journal.json"
+
+// Open compares the protected files of the workspace at root with base, and turns the
+// workspace into the judge's view: the changed protected files as they were at base
+// (when opt.Restore) and the held-out tests added. It returns every protected file the
+// worker added, changed or deleted, sorted by path. Before it changes anything it
+// saves the worker's versions under opt.Journal; an earlier view left open there (a
+// runner that died) is closed first. Call Close when the verify commands are done,
+// whatever they said.
+func Open(root string, base *Base, rules []Rule, opt Options) (*View, []models.ProtectedChange, error) {
+	if err := Recover(opt.Journal, root); err != nil {
+		return nil, nil, err
+	}
+	rootfd, err := openRoot(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(rootfd)
+	changes, rewrites, err := compare(rootfd, root, base, rules, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !opt.Restore {
+		rewrites = nil
+	}
+	for _, h := range opt.HeldOut {
+		rewrites = append(rewrites, rewrite{rel: path.Clean(h.Path), judged: entry{kind: regular, mode: 0o644, content: []byte(h.Content)}})
+	}
+	v := &View{root: root, journal: opt.Journal}
+	if len(rewrites) == 0 {
+		v.closed = true
+		return v, changes, nil
+	}
+	if err := v.apply(rootfd, rewrites); err != nil {
+		cerr := v.Close()
+		return nil, nil, errors.Join(err, cerr)
+	}
+	return v, changes, nil
+}
+
+// rewrite is one path the view sets to judged, with what the worker left there.
+type rewrite struct {
+	rel    string
+	worker entry
+	judged entry
+	read   bool // worker was read already
+}
+
+// compare lists the protected files the worker changed and how the view would set
+// each.
+func compare(rootfd int, root string, base *Base, rules []Rule, opt Options) ([]models.ProtectedChange, []rewrite, error) {
+	seen := map[string]bool{}
+	var all []string
+	for _, p := range base.paths() {
+		seen[p] = true
+		all = append(all, p)
+	}
+	err := walkProtected(root, rules, func(rel string) error {
+		if !seen[rel] {
+			seen[rel] = true
+			all = append(all, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("judge: walking the workspace: %w", err)
+	}
+	sort.Strings(all)
+	limit := opt.DiffLimit
+	if limit <= 0 {
+		limit = 2 << 10
+	}
+	var changes []models.ProtectedChange
+	var rewrites []rewrite
+	for _, rel := range all {
+		whole, parts := classify(rules, rel)
+		if !whole && len(parts) == 0 {
+			continue // a base file no rule protects any more
+		}
+		was, err := base.entry(rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		now, err := read(rootfd, rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		judged, changedParts := was, []string(nil)
+		if !whole && opt.Parts != nil && was.kind != symlink && now.kind == regular {
+			judged = now
+			for _, r := range parts {
+				out, ch, err := opt.Parts(rel, r.Part, nilIfAbsent(was), judged.content, opt.Names)
+				if err != nil {
+					return nil, nil, fmt.Errorf("judge: %s#%s: %w", rel, r.Part, err)
+				}
+				judged.content = out
+				changedParts = append(changedParts, ch...)
+			}
+			if len(changedParts) == 0 {
+				continue
+			}
+		} else if digest(was) == digest(now) {
+			continue
+		}
+		c := models.ProtectedChange{Path: rel, Change: models.ChangeChanged, Parts: changedParts}
+		switch {
+		case was.kind == absent && len(changedParts) == 0:
+			c.Change = models.ChangeAdded
+		case now.kind == absent:
+			c.Change = models.ChangeDeleted
+		}
+		c.Diff = diff(judged, now, limit)
+		changes = append(changes, c)
+		rewrites = append(rewrites, rewrite{rel: rel, worker: now, judged: judged, read: true})
+	}
+	return changes, rewrites, nil
+}
+
+func nilIfAbsent(e entry) []byte {
+	if e.kind == absent {
+		return nil
+	}
+	if e.content == nil {
+		return []byte{}
+	}
+	return e.content
+}
+
+// diff is a short line diff from the judged version to the worker's, or a line saying
+// what changed when either is not text.
+func diff(judged, worker entry, limit int) string {
+	describe := func(e entry) string {
+		switch e.kind {
+		case absent:
+			return ""
+		case symlink:
+			return "(a symbolic link to " + strconv.Quote(string(e.content)) + ")\n"
+		}
+		if !utf8.Valid(e.content) {
+			return fmt.Sprintf("(%d bytes of binary data)\n", len(e.content))
+		}
+		return string(e.content)
+	}
+	d := models.TextDiff(describe(judged), describe(worker), limit)
+	if d == "" && judged.mode != worker.mode {
+		d = fmt.Sprintf("mode %o -> %o", judged.mode, worker.mode)
+	}
+	return d
+}
+
+// apply saves what the worker left at each path, records the journal, and only then
+// rewrites the workspace.
+func (v *View) apply(rootfd int, rewrites []rewrite) error {
+	if err := os.RemoveAll(v.journal); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(v.journal, "saved"), 0o750); err != nil {
+		return err
+	}
+	for i, rw := range rewrites {
+		if !rw.read {
+			e, err := read(rootfd, rw.rel)
+			if err != nil {
+				return err
+			}
+			rw.worker = e
+		}
+		if err := os.WriteFile(filepath.Join(v.journal, "saved", strconv.Itoa(i)), rw.worker.content, 0o640); err != nil {
+			return err
+		}
+		v.entries = append(v.entries, journalEntry{Rel: rw.rel, Kind: rw.worker.kind, Mode: rw.worker.mode})
+	}
+	if err := v.saveJournal(); err != nil {
+		return err
+	}
+	for i, rw := range rewrites {
+		made, err := write(rootfd, rw.rel, rw.judged)
+		v.entries[i].Made = made
+		if err != nil {
+			_ = v.saveJournal()
+			return fmt.Errorf("judge: preparing %s: %w", rw.rel, err)
+		}
+	}
+	return v.saveJournal()
+}
+
+func (v *View) saveJournal() error {
+	b, err := json.Marshal(v.entries)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(v.journal, journalName+".tmp")
+	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(v.journal, journalName))
+}
+
+// Close puts back what the worker left at every path the view rewrote, removes the
+// directories the view made (when empty), and forgets the journal. It is idempotent.
+func (v *View) Close() error {
+	if v == nil || v.closed {
+		return nil
+	}
+	if err := putBack(v.root, v.journal, v.entries); err != nil {
+		return err
+	}
+	v.closed = true
+	return nil
+}
+
+// Recover closes a view a runner left open in journal (it died between Open and
+// Close): the worker's versions go back into the workspace at root. No journal, no-op.
+func Recover(journal, root string) error {
+	b, err := os.ReadFile(filepath.Join(journal, journalName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var entries []journalEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return fmt.Errorf("judge: journal %s: %w", journal, err)
+	}
+	return putBack(root, journal, entries)
+}
+
+func putBack(root, journal string, entries []journalEntry) error {
+	rootfd, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rootfd)
+	var errs []error
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		content, err := os.ReadFile(filepath.Join(journal, "saved", strconv.Itoa(i)))
+		if err != nil && e.Kind != absent {
+			errs = append(errs, fmt.Errorf("judge: the worker's %s: %w", e.Rel, err))
+			continue
+		}
+		if _, err := write(rootfd, e.Rel, entry{kind: e.Kind, mode: e.Mode, content: content}); err != nil {
+			errs = append(errs, fmt.Errorf("judge: putting back %s: %w", e.Rel, err))
+			continue
+		}
+		for j := len(e.Made) - 1; j >= 0; j-- {
+			removeEmptyDir(rootfd, e.Made[j])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return os.RemoveAll(journal)
+}
