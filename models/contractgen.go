@@ -705,7 +705,10 @@ func ResolveContract(c Contract, title, brief string, files []string, rules Proj
 			v.GeneratedAt, generated = &at, true
 		}
 	case "", VerifyAuto:
+		judged := v
 		v, generated = Generate(title, brief, files, rules, now), true
+		// The judge's settings are the author's, whatever generation decides.
+		v.Protect, v.TestsMayChange, v.HeldOut = judged.Protect, judged.TestsMayChange, judged.HeldOut
 	default:
 		out.Verification = v
 		return out

@@ -11,7 +11,7 @@ import (
 // behind an interface so that models does not depend on the ledger's message format;
 // the ledger package provides the implementation.
 type LedgerComposer interface {
-	TaskComplete(t *Task, builder, verifier *Agent, outputHash string, at time.Time) (*LedgerEntry, error)
+	TaskComplete(t *Task, builder, verifier *Agent, outputHash string, judge *JudgeReport, at time.Time) (*LedgerEntry, error)
 	TaskBlocked(t *Task, p BlockedPayload) (*LedgerEntry, error)
 	GoalVerified(g *Goal, lead *Agent, counts map[TaskState]int, at time.Time) (*LedgerEntry, error)
 }

@@ -14,11 +14,17 @@ import (
 // task.complete entry. For an advisory task the output also lands in the inbox for a
 // look.
 func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, advisory bool) error {
+	return s.RunnerPassJudged(ctx, tx, runner, t, summary, outputHash, nil, advisory)
+}
+
+// RunnerPassJudged is RunnerPass with the judge's report of the passing attempt, whose
+// counts the task.complete entry carries.
+func (s *Service) RunnerPassJudged(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, judge *JudgeReport, advisory bool) error {
 	moves := []Move{{Act: ActSubmit, In: ActionInput{Summary: summary}}}
 	if runnerOwns(t.Approve) {
 		moves = append(moves, Move{Act: ActApprove})
 		if runnerOwns(t.Verify) {
-			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed", OutputHash: outputHash}})
+			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed", OutputHash: outputHash, Judge: judge}})
 		}
 	}
 	if err := s.Walk(ctx, tx, runner, t, moves...); err != nil {

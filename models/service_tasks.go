@@ -19,6 +19,8 @@ type ActionInput struct {
 	// OutputHash is the verified output's SHA-384, when the caller (the runner) has
 	// it; otherwise verifying looks it up in the task's passed attempts.
 	OutputHash string `json:"-"`
+	// Judge is the judge's report of the verified attempt, set with OutputHash.
+	Judge *JudgeReport `json:"-"`
 }
 
 // TaskAction applies action to task id on behalf of actor, in one transaction with its
@@ -345,7 +347,7 @@ func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt = &actor.ID, in.Notes, &now
 	eff := effect{after: []func() error{
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor, in.OutputHash) },
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor, in.OutputHash, in.Judge) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}
 	if t.Rejections >= 2 {
@@ -460,7 +462,7 @@ func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true
 	return effect{after: []func() error{
 		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "accepted: "+in.Reason) },
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor, "") },
+		func() error { return s.writeTaskComplete(ctx, tx, t, actor, "", nil) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}, nil
 }
@@ -511,8 +513,9 @@ func (s *Service) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t 
 }
 
 // writeTaskComplete puts the task.complete entry in the outbox. hash is the verified
-// output's SHA-384; when empty, the newest passed attempt's is used.
-func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent, hash string) error {
+// output's SHA-384; when empty, the newest passed attempt's is used, with its judge's
+// report.
+func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent, hash string, judge *JudgeReport) error {
 	var builder *Agent
 	if t.BuilderID != nil {
 		b, err := tx.GetAgent(ctx, *t.BuilderID)
@@ -528,11 +531,11 @@ func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifie
 		}
 		for _, a := range attempts {
 			if a.Outcome == OutcomePassed && a.OutputHash != "" {
-				hash = a.OutputHash
+				hash, judge = a.OutputHash, a.Judge
 			}
 		}
 	}
-	e, err := s.ledger.TaskComplete(t, builder, verifier, hash, s.now())
+	e, err := s.ledger.TaskComplete(t, builder, verifier, hash, judge, s.now())
 	if err != nil {
 		return err
 	}

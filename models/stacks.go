@@ -4,8 +4,9 @@ package models
 // the workspace's top-level files (go.mod, a package.json test script, a Makefile
 // target, …), and brings the commands that check work in it, each with the
 // conditions under which it applies. Each stack also names its protected paths (the
-// tests and test configuration a worker must not weaken) and how to read its test
-// runner's structured results; nothing consumes those two yet.
+// tests and test configuration a worker must not weaken, which the judge's view
+// restores from the base revision) and how to read its test runner's structured
+// results (for the test floor).
 
 // Stack is one kind of workspace in the project rules.
 type Stack struct {
@@ -20,6 +21,9 @@ type Stack struct {
 	// Protect lists globs of the paths a worker must not change to pass: test files,
 	// test data and test configuration. A pattern without a slash matches a base name
 	// anywhere (*_test.go); "**" matches any number of directories (tests/**).
+	// "file#part" protects a part of the file: package.json#scripts (the scripts the
+	// contract runs), Makefile#targets (the targets it runs), pyproject.toml#[tool.pytest]
+	// (a TOML table and those below it), setup.cfg#[tool:pytest] (an INI section).
 	Protect []string `json:"protect,omitempty" yaml:"protect,omitempty"`
 	// Results says how to read the test runner's structured results: the first entry
 	// whose conditions hold applies.
@@ -109,7 +113,7 @@ func DefaultStacks() []Stack {
 				{Activity: "format", Command: `files=$(gofmt -l .) || exit 2; test -z "$files" || { echo "not gofmt-formatted:"; echo "$files"; exit 1; }`,
 					Description: "Go files are gofmt-formatted", Tools: []string{"gofmt"}},
 			},
-			Protect: []string{"*_test.go", "testdata/**"},
+			Protect: []string{"*_test.go", "testdata/**", ".golangci.*"},
 			Results: []TestResults{{Format: ResultsGoTestJSON, Command: "go test -json ./..."}},
 		},
 		{
@@ -117,7 +121,8 @@ func DefaultStacks() []Stack {
 			Detect:   []Condition{{Script: "test"}},
 			Commands: nodeCommands(),
 			Protect: []string{"test/**", "tests/**", "__tests__/**", "**/*.test.*", "**/*.spec.*",
-				"jest.config.*", "vitest.config.*", ".mocharc*"},
+				"jest.config.*", "vitest.config.*", ".mocharc*", ".eslintrc*", "eslint.config.*",
+				"package.json#scripts"},
 			Results: []TestResults{
 				{Format: ResultsTAP, Command: "pnpm test --reporter=tap", When: []Condition{{File: "pnpm-lock.yaml"}}},
 				{Format: ResultsTAP, Command: "yarn test --reporter=tap", When: []Condition{{File: "yarn.lock"}}},
@@ -132,7 +137,9 @@ func DefaultStacks() []Stack {
 				{Activity: "lint", Command: "ruff check .", Description: "ruff reports no problems", When: []Condition{{Config: "ruff"}}, Tools: []string{"ruff"}},
 				{Activity: "typecheck", Command: "mypy .", Description: "mypy reports no type errors", When: []Condition{{Config: "mypy"}}, Tools: []string{"mypy"}},
 			},
-			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", "tox.ini"},
+			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", "tox.ini",
+				"pyproject.toml#[tool.pytest]", "setup.cfg#[tool:pytest]", "ruff.toml", ".ruff.toml", "mypy.ini",
+				"pyproject.toml#[tool.ruff]", "pyproject.toml#[tool.mypy]"},
 			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder}},
 		},
 		{
@@ -146,7 +153,7 @@ func DefaultStacks() []Stack {
 			Name:     "make",
 			Detect:   []Condition{{Target: "test"}},
 			Commands: []StackCommand{{Activity: "unit-test", Command: "make test", Description: "make test passes", Tools: []string{"make"}}},
-			Protect:  []string{"Makefile"},
+			Protect:  []string{"Makefile#targets"},
 		},
 	}
 }

@@ -239,6 +239,12 @@ func globMatch(pattern, name string) bool {
 // validProtectGlob reports whether p is a protected-path glob: relative, forward
 // slashes, no "..", each segment "**" or a path.Match pattern.
 func validProtectGlob(p string) bool {
+	if glob, part, ok := strings.Cut(p, "#"); ok {
+		if part == "" {
+			return false
+		}
+		p = glob
+	}
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, `\`) || strings.ContainsRune(p, 0) {
 		return false
 	}

@@ -67,6 +67,8 @@ type attemptRun struct {
 	// layerExhausted says a check layer after the worker gave no verdict on any of its
 	// tries (see layer): the task blocks at once, without running the worker again.
 	layerExhausted bool
+	// judge is the judge's view of this attempt: protected paths, base, floor.
+	judge *judgeRun
 }
 
 func (ar *attemptRun) fail(stage, diagnosis string) {
@@ -148,6 +150,10 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 			ar.infra("reaping an earlier attempt's processes failed: "+err.Error(), err)
 			return p.settle(tr, ar)
 		}
+	}
+	if err := p.prepareJudge(ctx, tr, ar); err != nil {
+		ar.infra("preparing the judge failed: "+err.Error(), err)
+		return p.settle(tr, ar)
 	}
 	p.execute(ctx, tr, ar)
 	p.check(ctx, tr, ar)

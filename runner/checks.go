@@ -95,7 +95,12 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) }) {
 		return
 	}
-	if !p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
+	if !p.openView(ctx, tr, ar) {
+		return
+	}
+	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
+	p.closeView(ar)
+	if !verified || p.interrupted(ctx, ar) || ar.outcome == models.OutcomeInfra {
 		return
 	}
 	skip := t.Contract.Verification.Type == models.VerifySkip
@@ -249,9 +254,10 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	t := &tr.task
 	cp := t.Contract.Completion
 	var crit []models.Criterion
-	for _, c := range t.Contract.Verification.Criteria {
+	var index []int // crit[i] is the contract's criterion index[i]
+	for i, c := range t.Contract.Verification.Criteria {
 		if c.Timing != models.TimingDeferred {
-			crit = append(crit, c)
+			crit, index = append(crit, c), append(index, i)
 		}
 	}
 	var activities map[string]string
@@ -263,9 +269,25 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		}
 		activities = rules.Activities
 	}
-	res, results := checks.Verify(ctx, ar.ws.Dir, cp.Verify, crit, activities, cp.VerifyTimeout.Duration, p.checkEnv(tr, ar), p.confinement(tr, ar, &tr.agent))
+	req := checks.VerifyRequest{Dir: ar.ws.Dir, Commands: cp.Verify, Criteria: crit, ActivityCommands: activities,
+		Timeout: cp.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar), Confine: p.confinement(tr, ar, &tr.agent), ResultsDir: ar.tmp}
+	if ar.judge != nil {
+		req.Results = map[int]models.TestResults{}
+		for i, j := range index {
+			if res, ok := ar.judge.results[j]; ok {
+				req.Results[i] = res
+			}
+		}
+		req.Withhold = len(t.Contract.Verification.HeldOut) > 0
+	}
+	res, results, runs := checks.VerifyWith(ctx, req)
 	ar.criteria = results
-	return res
+	if ar.judge != nil {
+		for i := range runs {
+			runs[i].Criterion = index[runs[i].Criterion]
+		}
+	}
+	return ar.judgeVerdict(res, runs, t.Contract.Verification.HeldOut)
 }
 
 // rulesTTL bounds how long the pool reuses the project rules it read. Saving them

@@ -51,7 +51,7 @@ func testCfg() Config {
 
 func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	db := storetest.Open(t, dialect)
 	svc := models.NewService(db, ledger.Composer{})

@@ -75,7 +75,11 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 	switch ar.outcome {
 	case models.OutcomePassed:
 		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
-		if err := p.svc.RunnerPass(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, advisory); err != nil {
+		var judged *models.JudgeReport
+		if ar.judge != nil && ar.judge.opened {
+			judged = &ar.judge.report
+		}
+		if err := p.svc.RunnerPassJudged(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, judged, advisory); err != nil {
 			return decision{}, err
 		}
 		d.done = true
@@ -190,6 +194,9 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		row.Checks = append(row.Checks, models.CheckResult{Stage: models.StageInfra, Verdict: models.VerdictError, Diagnosis: ar.diagnosis})
 	}
 	row.Criteria = ar.criteria
+	if ar.judge != nil && ar.judge.opened {
+		row.Judge = &ar.judge.report
+	}
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
 	sanitizeAttempt(row)

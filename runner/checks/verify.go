@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -50,6 +52,8 @@ type verifyJob struct {
 	activity, description, pattern, command string
 	criterion                               bool
 	skip                                    string // why it will not run, when set
+	index                                   int    // the criterion's index
+	results                                 *models.TestResults
 }
 
 // Verify runs the contract's verify commands, then each criterion's command
@@ -73,6 +77,47 @@ type verifyJob struct {
 // Every command runs confined by confine (nil: unconfined): it runs the worker's code.
 func Verify(ctx context.Context, dir string, commands []string, criteria []models.Criterion,
 	activityCommands map[string]string, timeout time.Duration, env []string, confine *worker.Confinement) (models.CheckResult, []models.CriterionResult) {
+	res, results, _ := VerifyWith(ctx, VerifyRequest{Dir: dir, Commands: commands, Criteria: criteria,
+		ActivityCommands: activityCommands, Timeout: timeout, Env: env, Confine: confine})
+	return res, results
+}
+
+// VerifyRequest is what VerifyWith runs: Verify's arguments, and the criteria whose
+// test runner reports structured results.
+type VerifyRequest struct {
+	Dir              string
+	Commands         []string
+	Criteria         []models.Criterion
+	ActivityCommands map[string]string
+	Timeout          time.Duration
+	Env              []string
+	Confine          *worker.Confinement
+	// Results maps a criterion's index to the variant of its command that reports
+	// structured results: that variant runs instead, and its results are parsed.
+	Results map[int]models.TestResults
+	// ResultsDir is where a results file ({results_file}) is written: a directory
+	// the command may write.
+	ResultsDir string
+	// Withhold keeps commands' output out of diagnoses (failing tests are named, with
+	// the first line of their message): the run holds held-out tests, whose source a
+	// test runner may print.
+	Withhold bool
+}
+
+// TestRun is the parsed results of one criterion's structured-results command.
+type TestRun struct {
+	Criterion int // index into VerifyRequest.Criteria
+	Report    testresults.Report
+	Err       error // the results could not be read (whole or in part)
+}
+
+// maxResultsBytes bounds the structured results read from one command.
+const maxResultsBytes = 32 << 20
+
+// VerifyWith is Verify with structured results: see VerifyRequest. It returns the
+// parsed results of every criterion in req.Results that ran.
+func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []models.CriterionResult, []TestRun) {
+	dir, commands, criteria, activityCommands, timeout, env, confine := req.Dir, req.Commands, req.Criteria, req.ActivityCommands, req.Timeout, req.Env, req.Confine
 	start := time.Now()
 	if timeout <= 0 {
 		timeout = DefaultVerifyTimeout
@@ -89,11 +134,15 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 		}
 		jobs = append(jobs, j)
 	}
-	for _, c := range criteria {
-		j := verifyJob{activity: c.Activity, description: c.Description, pattern: c.Pattern, criterion: true}
+	for i, c := range criteria {
+		j := verifyJob{activity: c.Activity, description: c.Description, pattern: c.Pattern, criterion: true, index: i}
 		j.command = strings.TrimSpace(c.Command)
 		if j.command == "" {
 			j.command = strings.TrimSpace(activityCommands[c.Activity])
+		}
+		if tr, ok := req.Results[i]; ok && j.command != "" {
+			j.results = &tr
+			j.command = tr.Command
 		}
 		if j.command == "" {
 			j.skip = fmt.Sprintf("no command: the criterion names none and the project rules map none to activity %q", c.Activity)
@@ -102,6 +151,7 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 	}
 
 	results := make([]models.CriterionResult, 0, len(jobs))
+	var runs []TestRun
 	var stop *models.CheckResult // set by the first failure or error
 	ran, skippedAfter := 0, 0
 	for _, j := range jobs {
@@ -119,13 +169,30 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 				cmdEnv = append(append([]string(nil), env...),
 					EnvCriterionActivity+"="+j.activity, EnvCriterionPattern+"="+j.pattern)
 			}
-			out := runCheckCommand(ctx, dir, j.command, timeout, cmdEnv, confine)
+			var out commandOutcome
+			var run *TestRun
+			if j.results != nil {
+				out, run = runResultsCommand(ctx, dir, j, req, cmdEnv)
+				runs = append(runs, *run)
+			} else {
+				out = runCheckCommand(ctx, dir, j.command, timeout, cmdEnv, confine, nil)
+			}
 			r.Attempts = 1
 			r.DurationMS = out.duration.Milliseconds()
 			r.Status = out.verdict
 			if out.verdict != models.VerdictPass {
-				r.Error = out.how + ": " + out.tailOrNone()
-				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; last output:\n"+out.tailOrNone(), start)
+				evidence := "last output:\n" + out.tailOrNone()
+				switch {
+				case run != nil && run.Report.Fail > 0:
+					evidence = failingTests(run.Report, req.Withhold)
+					if !req.Withhold {
+						evidence += "\nlast output:\n" + out.tailOrNone()
+					}
+				case req.Withhold:
+					evidence = "its output is withheld: the run holds held-out tests"
+				}
+				r.Error = out.how + ": " + evidence
+				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
 				stop = &res
 			}
 		}
@@ -137,16 +204,16 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 			stop.Diagnosis += fmt.Sprintf("\n(%d later verification command(s) not run)", skippedAfter)
 		}
 		stop.DurationMS = time.Since(start).Milliseconds()
-		return *stop, results
+		return *stop, results, runs
 	}
 	if ran == 0 {
 		diag := "no verify commands or criteria to run"
 		if len(jobs) > 0 {
 			diag = fmt.Sprintf("none of the %d verification item(s) has a command to run", len(jobs))
 		}
-		return result(models.StageVerify, models.VerdictSkipped, diag, start), results
+		return result(models.StageVerify, models.VerdictSkipped, diag, start), results, runs
 	}
-	return result(models.StageVerify, models.VerdictPass, "", start), results
+	return result(models.StageVerify, models.VerdictPass, "", start), results, runs
 }
 
 // describeJob names a verify command or criterion for a diagnosis.
@@ -178,7 +245,7 @@ func (o commandOutcome) tailOrNone() string {
 
 // runCheckCommand runs command with /bin/sh -c in dir, with exactly env, and
 // classifies how it ended.
-func runCheckCommand(ctx context.Context, dir, command string, timeout time.Duration, env []string, confine *worker.Confinement) commandOutcome {
+func runCheckCommand(ctx context.Context, dir, command string, timeout time.Duration, env []string, confine *worker.Confinement, stdout io.Writer) commandOutcome {
 	start := time.Now()
 	res, err := worker.Run(ctx, worker.Spec{
 		Command:   command,
@@ -189,6 +256,7 @@ func runCheckCommand(ctx context.Context, dir, command string, timeout time.Dura
 		KillGrace: killGrace,
 		TailBytes: TailSize,
 		Confine:   confine,
+		Stdout:    stdout,
 	})
 	if err != nil { // no log file, so this can only be a *worker.StartError
 		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + startFailure(err), duration: time.Since(start)}

@@ -44,7 +44,7 @@ func deref(p *int64) int64 {
 }
 
 // TaskComplete builds the task.complete entry for t. A nil verifier is the runner.
-func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, outputHash string, at time.Time) (*models.LedgerEntry, error) {
+func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, outputHash string, judge *models.JudgeReport, at time.Time) (*models.LedgerEntry, error) {
 	ch, err := ContractHash(t.Contract)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, ou
 	return TaskComplete{
 		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
 		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName),
-		Contract: ch, Output: outputHash, Override: t.Override, At: at,
+		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), At: at,
 	}.Entry()
 }
 

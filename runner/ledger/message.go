@@ -35,7 +35,7 @@ import (
 // transaction, the unit the exactly-once protocol works on. Everything in a message
 // is bounded except names; a name is cut (at a rune boundary) so that its JSON form
 // is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
-// ids, maximal escaped names, every field present) is 597 bytes for task.complete;
+// ids, maximal escaped names, every field present, the judge's counts at their largest) is 816 bytes for task.complete;
 // the tests build it. Builders still check the final size and refuse anything over
 // MaxMessageBytes.
 //
@@ -80,7 +80,36 @@ type Message struct {
 	Cancelled *int   `json:"cancelled,omitempty"` // goal.verified: tasks cancelled
 	Payload   string `json:"payload,omitempty"`   // SHA-384 hex of LedgerEntry.Payload
 	Size      int    `json:"size,omitempty"`      // byte length of LedgerEntry.Payload
-	TS        string `json:"ts"`
+	// Judge: task.complete's counts of what the judge found (absent when no
+	// judge's view ran, for tasks verified before it existed or advisory ones).
+	Judge *JudgeCounts `json:"judge,omitempty"`
+	TS    string       `json:"ts"`
+}
+
+// JudgeCounts is the judge's report as counts, for task.complete: how many protected
+// files the worker changed and whether the checks ran with them restored; the test
+// floor as [at base, run, passed, skipped, missing]; the held-out tests as [files,
+// failed]. Never names or contents: at most about 120 bytes.
+type JudgeCounts struct {
+	Changed  int     `json:"changed"`
+	Restored bool    `json:"restored"`
+	Floor    *[5]int `json:"floor,omitempty"`
+	HeldOut  *[2]int `json:"held_out,omitempty"`
+}
+
+// JudgeCountsOf summarises r; nil for nil.
+func JudgeCountsOf(r *models.JudgeReport) *JudgeCounts {
+	if r == nil {
+		return nil
+	}
+	c := &JudgeCounts{Changed: len(r.Protected), Restored: r.Restored}
+	if f := r.Floor; f != nil {
+		c.Floor = &[5]int{f.AtBase, f.Run, f.Passed, f.Skipped, f.Missing}
+	}
+	if h := r.HeldOut; h != nil {
+		c.HeldOut = &[2]int{h.Files, len(h.Failed)}
+	}
+	return c
 }
 
 // Encode returns the compact JSON of m (no HTML escaping, no trailing newline) and
@@ -178,6 +207,7 @@ type TaskComplete struct {
 	Contract string // SHA-384 hex of the task's contract (ContractHash)
 	Output   string // SHA-384 hex of the verified output; "" when there is none
 	Override bool   // accepted by the exec without passing the checks
+	Judge    *JudgeCounts
 	At       time.Time
 }
 
@@ -197,7 +227,7 @@ func (c TaskComplete) Message() (Message, error) {
 		V: MessageVersion, Type: models.LedgerTaskComplete,
 		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
 		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON),
-		Contract: c.Contract, Output: c.Output, Override: &ov, TS: Timestamp(c.At),
+		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, TS: Timestamp(c.At),
 	}, nil
 }
 

@@ -236,6 +236,12 @@ const gitTimeout = 5 * time.Minute
 //
 // Confined, git may write the repository and the worktrees directory, nothing else.
 func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return m.gitReading(ctx, dir, nil, args...)
+}
+
+// gitReading is git with read access to the paths in read as well: a worktree's
+// repository (see GitPaths).
+func (m *Manager) gitReading(ctx context.Context, dir string, read []string, args ...string) ([]byte, error) {
 	argv := append([]string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
 	var out bytes.Buffer
 	// No global configuration: the runner's HOME is out of a confined git's reach, and
@@ -243,7 +249,7 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, 
 	spec := worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout, Env: []string{"GIT_CONFIG_GLOBAL=/dev/null"}}
 	if m.sandbox != nil {
 		spec.Confine = &worker.Confinement{Sandbox: m.sandbox, Policy: sandbox.Policy{
-			ReadExec:  sandbox.SystemReadPaths(os.Getenv("PATH")),
+			ReadExec:  append(sandbox.SystemReadPaths(os.Getenv("PATH")), read...),
 			ReadWrite: []string{dir, filepath.Join(m.root, "worktrees")},
 		}}
 	}
@@ -410,4 +416,25 @@ func (w *Workspace) ReadFile(abs string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// Revision returns the git commit the workspace's checkout is at, and whether its
+// working tree is clean (no change to a tracked file, no untracked file that is not
+// ignored). A workspace that is not a git checkout gives "", false, nil.
+func (m *Manager) Revision(ctx context.Context, ws *Workspace) (commit string, clean bool, err error) {
+	if _, err := os.Lstat(filepath.Join(ws.Dir, ".git")); err != nil {
+		return "", false, nil
+	}
+	read, _ := ws.GitPaths()
+	out, err := m.gitReading(ctx, ws.Dir, read, "rev-parse", "--verify", "-q", "HEAD")
+	if err != nil {
+		// A repository with no commit yet has no revision to name.
+		return "", false, nil
+	}
+	commit = strings.TrimSpace(string(out))
+	st, err := m.gitReading(ctx, ws.Dir, read, "status", "--porcelain", "-z")
+	if err != nil {
+		return commit, false, err
+	}
+	return commit, len(st) == 0, nil
 }

@@ -1,0 +1,43 @@
+package models
+
+import "slices"
+
+// AlwaysProtected are protected in every workspace, whatever its stacks: the CI
+// configurations a team's own checks read, which a worker has no business changing to
+// pass.
+var AlwaysProtected = []string{".github/workflows/**", ".gitlab-ci.yml", ".pre-commit-config.yaml"}
+
+// ProtectedFor lists the protect patterns of a task with verification v: those of the
+// stacks its workspace matched (v.Stacks, as the rules define them now), the
+// contract's own (v.Protect) and AlwaysProtected, without repeats.
+func (r ProjectRules) ProtectedFor(v Verification) []string {
+	out := slices.Clone(AlwaysProtected)
+	for _, st := range r.Stacks {
+		if slices.Contains(v.Stacks, st.Name) {
+			out = append(out, st.Protect...)
+		}
+	}
+	out = append(out, v.Protect...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestResultsFor returns how to read structured results for criterion c: the first
+// Results entry of c's stack whose conditions hold in the workspace. Only a stack's
+// unit-test criterion has one; ok is false for anything else, or when no entry applies.
+func (r ProjectRules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestResults, bool) {
+	if c.Stack == "" || c.Activity != "unit-test" {
+		return TestResults{}, false
+	}
+	for _, st := range r.Stacks {
+		if st.Name != c.Stack {
+			continue
+		}
+		for _, tr := range st.Results {
+			if ok, _ := facts.all(tr.When); ok {
+				return tr, true
+			}
+		}
+	}
+	return TestResults{}, false
+}

@@ -1,0 +1,134 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/checks/testresults"
+)
+
+// resultsSeq names results files apart within one process.
+var resultsSeq atomic.Int64
+
+// runResultsCommand runs a criterion's structured-results variant and parses what it
+// reports: its standard output, or the file named by {results_file}. The command's
+// exit status decides the criterion as for any other command; the results name the
+// tests.
+func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyRequest, env []string) (commandOutcome, *TestRun) {
+	run := &TestRun{Criterion: j.index}
+	command := j.command
+	var file string
+	var stdout *boundedBuffer
+	if strings.Contains(command, models.ResultsFilePlaceholder) {
+		if req.ResultsDir == "" {
+			run.Err = errors.New("no directory for the results file")
+			return runCheckCommand(ctx, dir, strings.ReplaceAll(command, models.ResultsFilePlaceholder, "/dev/null"), req.Timeout, env, req.Confine, nil), run
+		}
+		file = filepath.Join(req.ResultsDir, fmt.Sprintf("results-%d.out", resultsSeq.Add(1)))
+		command = strings.ReplaceAll(command, models.ResultsFilePlaceholder, shellQuote(file))
+	} else {
+		stdout = &boundedBuffer{max: maxResultsBytes}
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultVerifyTimeout
+	}
+	var out commandOutcome
+	if stdout != nil {
+		out = runCheckCommand(ctx, dir, command, timeout, env, req.Confine, stdout)
+		run.Report, run.Err = testresults.Parse(j.results.Format, bytes.NewReader(stdout.Bytes()), maxResultsBytes)
+		if out.verdict != models.VerdictPass && strings.TrimSpace(out.tail) == "" {
+			// The results went to stdout; what the run said besides them is its tail.
+			out.tail = formatTail(stdout.Tail(TailSize), int64(stdout.Len()))
+		}
+		return out, run
+	}
+	out = runCheckCommand(ctx, dir, command, timeout, env, req.Confine, nil)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		run.Err = fmt.Errorf("reading the results file: %w", err)
+		return out, run
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		run.Err = errors.New("the results file is not a regular file")
+		return out, run
+	}
+	run.Report, run.Err = testresults.Parse(j.results.Format, f, maxResultsBytes)
+	return out, run
+}
+
+// failingTests names the failed tests of rep for a diagnosis, each with its message:
+// whole (bounded) normally, only its first line when withhold (held-out tests' source
+// must not reach the worker).
+func failingTests(rep testresults.Report, withhold bool) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range rep.Results {
+		if r.Status != testresults.StatusFail {
+			continue
+		}
+		if n++; n > 20 {
+			fmt.Fprintf(&b, "… and %d more\n", rep.Fail-20)
+			break
+		}
+		msg := strings.TrimSpace(r.Message)
+		if withhold {
+			msg, _, _ = strings.Cut(msg, "\n")
+			msg = quoteLine(msg, 200)
+		}
+		if msg == "" {
+			fmt.Fprintf(&b, "- %s failed\n", r.Name)
+		} else if withhold {
+			fmt.Fprintf(&b, "- %s failed: %s\n", r.Name, msg)
+		} else {
+			fmt.Fprintf(&b, "- %s failed:\n%s\n", r.Name, indentLines(msg))
+		}
+	}
+	return fmt.Sprintf("%d test(s) failed:\n%s", rep.Fail, b.String())
+}
+
+func indentLines(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// shellQuote quotes s for /bin/sh as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// boundedBuffer keeps the first max bytes written to it and counts the rest, so a
+// command that prints without end costs bounded memory.
+type boundedBuffer struct {
+	buf   bytes.Buffer
+	max   int
+	total int64
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.total += int64(len(p))
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
+func (b *boundedBuffer) Len() int      { return int(b.total) }
+
+// Tail is the last n bytes kept.
+func (b *boundedBuffer) Tail(n int) []byte {
+	all := b.buf.Bytes()
+	if len(all) <= n {
+		return all
+	}
+	return all[len(all)-n:]
+}
