@@ -1,0 +1,550 @@
+package fileparts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+)
+
+// JSON parts (package.json#scripts, file.json#.member).
+//
+// The worker's file is edited in place, member by member, so its key order,
+// indentation and every member outside the protected ones stay as written. Members
+// are compared by decoded value (escapes and spacing inside a value do not count as
+// a change); a changed value is replaced by the base's bytes. Duplicate keys are
+// read as npm reads them (JSON.parse: the last one wins) and then removed: only the
+// last "scripts" member survives, and a protected script appears once.
+
+type jsonSpec struct {
+	scripts bool     // protect the scripts named and what they run
+	names   []string // scripts the contract runs
+	member  string   // else: protect this top-level member
+}
+
+// jmember is one member of a JSON object, by byte offsets into its document.
+type jmember struct {
+	name                string
+	leadStart, keyStart int // leadStart: just after '{' or ','
+	valStart, valEnd    int
+	gapEnd              int // the ',' after the value, or valEnd for the last member
+}
+
+// jobject is one JSON object: its members and where it closes.
+type jobject struct {
+	open, close int // offsets of '{' and '}'
+	members     []jmember
+}
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// parseJSONObject checks data is a JSON document whose top level is an object (an
+// UTF-8 byte order mark, which npm strips, is allowed) and returns that object.
+func parseJSONObject(data []byte) (jobject, bool) {
+	off := 0
+	if bytes.HasPrefix(data, bom) {
+		off = len(bom)
+	}
+	if !json.Valid(data[off:]) {
+		return jobject{}, false
+	}
+	p := skipJSONSpace(data, off)
+	if p >= len(data) || data[p] != '{' {
+		return jobject{}, false
+	}
+	return parseJSONMembers(data, p)
+}
+
+// parseJSONMembers reads the object opening at data[open] of an already valid
+// document.
+func parseJSONMembers(data []byte, open int) (jobject, bool) {
+	obj := jobject{open: open}
+	pos := open + 1
+	for {
+		p := skipJSONSpace(data, pos)
+		if p >= len(data) {
+			return obj, false
+		}
+		if data[p] == '}' && len(obj.members) == 0 {
+			obj.close = p
+			return obj, true
+		}
+		keyEnd, ok := skipJSONString(data, p)
+		if !ok {
+			return obj, false
+		}
+		var name string
+		if json.Unmarshal(data[p:keyEnd], &name) != nil {
+			return obj, false
+		}
+		q := skipJSONSpace(data, keyEnd)
+		if q >= len(data) || data[q] != ':' {
+			return obj, false
+		}
+		vs := skipJSONSpace(data, q+1)
+		ve, ok := skipJSONValue(data, vs)
+		if !ok {
+			return obj, false
+		}
+		m := jmember{name: name, leadStart: pos, keyStart: p, valStart: vs, valEnd: ve, gapEnd: ve}
+		q = skipJSONSpace(data, ve)
+		if q >= len(data) {
+			return obj, false
+		}
+		switch data[q] {
+		case ',':
+			m.gapEnd = q
+			obj.members = append(obj.members, m)
+			pos = q + 1
+		case '}':
+			obj.members = append(obj.members, m)
+			obj.close = q
+			return obj, true
+		default:
+			return obj, false
+		}
+	}
+}
+
+func skipJSONSpace(d []byte, p int) int {
+	for p < len(d) && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r') {
+		p++
+	}
+	return p
+}
+
+func skipJSONString(d []byte, p int) (int, bool) {
+	if p >= len(d) || d[p] != '"' {
+		return p, false
+	}
+	for q := p + 1; q < len(d); q++ {
+		switch d[q] {
+		case '\\':
+			q++
+		case '"':
+			return q + 1, true
+		}
+	}
+	return p, false
+}
+
+// skipJSONValue returns the end of the value starting at d[p], iteratively (no
+// recursion on nesting).
+func skipJSONValue(d []byte, p int) (int, bool) {
+	if p >= len(d) {
+		return p, false
+	}
+	switch d[p] {
+	case '"':
+		return skipJSONString(d, p)
+	case '{', '[':
+		depth := 0
+		for q := p; q < len(d); {
+			switch d[q] {
+			case '"':
+				e, ok := skipJSONString(d, q)
+				if !ok {
+					return p, false
+				}
+				q = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return q + 1, true
+				}
+			}
+			q++
+		}
+		return p, false
+	default:
+		q := p
+		for q < len(d) && !strings.ContainsRune(",}] \t\r\n", rune(d[q])) {
+			q++
+		}
+		return q, q > p
+	}
+}
+
+// jsonEqual compares two JSON values by what they decode to.
+func jsonEqual(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// effective returns, by name, the last member of each name (JSON.parse semantics),
+// and the names in order of their last occurrence.
+func effective(ms []jmember) (map[string]jmember, []string) {
+	last := map[string]int{}
+	for i, m := range ms {
+		last[m.name] = i
+	}
+	out := map[string]jmember{}
+	var order []string
+	for i, m := range ms {
+		if last[m.name] == i {
+			out[m.name] = m
+			order = append(order, m.name)
+		}
+	}
+	return out, order
+}
+
+// piece is one member of an object being rebuilt: whitespace before it, the
+// member itself ("key": value), whitespace between it and its comma.
+type piece struct{ lead, body, gap []byte }
+
+// rebuildObject writes an object from pieces, closing it with tail (the whitespace
+// before the original '}').
+func rebuildObject(pieces []piece, tail []byte) []byte {
+	out := []byte{'{'}
+	for i, p := range pieces {
+		out = append(out, p.lead...)
+		out = append(out, p.body...)
+		if i < len(pieces)-1 {
+			out = append(out, p.gap...)
+			out = append(out, ',')
+		}
+	}
+	out = append(out, tail...)
+	return append(out, '}')
+}
+
+// guessLead is the whitespace to put before a member inserted into obj: the last
+// member's, or for an empty object an indentation one step in from its closing.
+func guessLead(doc []byte, obj jobject) []byte {
+	if n := len(obj.members); n > 0 {
+		m := obj.members[n-1]
+		return doc[m.leadStart:m.keyStart]
+	}
+	tail := doc[obj.open+1 : obj.close]
+	if bytes.IndexByte(tail, '\n') < 0 {
+		return nil
+	}
+	return append(append([]byte{}, tail...), ' ', ' ')
+}
+
+// protectMembers returns obj (an object in doc) with the members isProt selects
+// made exactly base's (from bdoc: bm by name, border their order): an equal member
+// is kept as written, a differing one gets base's value, an extra one or an
+// earlier duplicate is removed, a missing one is appended. changed gets
+// prefix+name for each member touched; out is nil when nothing changes.
+func protectMembers(doc []byte, obj jobject, isProt func(string) bool, bdoc []byte, bm map[string]jmember, border []string, prefix string) (out []byte, changed []string) {
+	eff, _ := effective(obj.members)
+	var pieces []piece
+	touched := false
+	for _, m := range obj.members {
+		p := piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]}
+		if !isProt(m.name) {
+			pieces = append(pieces, p)
+			continue
+		}
+		b, inBase := bm[m.name]
+		if e := eff[m.name]; e.keyStart != m.keyStart || !inBase {
+			touched = true
+			changed = append(changed, prefix+m.name)
+			continue
+		}
+		if !jsonEqual(doc[m.valStart:m.valEnd], bdoc[b.valStart:b.valEnd]) {
+			touched = true
+			changed = append(changed, prefix+m.name)
+			body := append([]byte{}, doc[m.keyStart:m.valStart]...)
+			p.body = append(body, bdoc[b.valStart:b.valEnd]...)
+		}
+		pieces = append(pieces, p)
+	}
+	lead := guessLead(doc, obj)
+	for _, name := range border {
+		if !isProt(name) {
+			continue
+		}
+		if _, ok := eff[name]; ok {
+			continue
+		}
+		b := bm[name]
+		touched = true
+		changed = append(changed, prefix+name)
+		pieces = append(pieces, piece{lead: lead, body: bdoc[b.keyStart:b.valEnd]})
+	}
+	if !touched {
+		return nil, nil
+	}
+	if len(obj.members) > 0 && len(pieces) > 0 {
+		// The first member keeps the first member's indentation ("{" + lead).
+		first := obj.members[0]
+		pieces[0].lead = doc[first.leadStart:first.keyStart]
+	}
+	tail := doc[obj.open+1 : obj.close]
+	if n := len(obj.members); n > 0 {
+		tail = doc[obj.members[n-1].valEnd:obj.close]
+	}
+	return rebuildObject(pieces, tail), changed
+}
+
+// newObject builds an object of base members for a file that has none, indented
+// one step in from lead (the whitespace before the member that will hold it).
+func newObject(bdoc []byte, bm map[string]jmember, names []string, lead []byte) []byte {
+	indent := []byte(nil)
+	if i := bytes.LastIndexByte(lead, '\n'); i >= 0 {
+		indent = lead[i:]
+	}
+	step := indent
+	if len(indent) > 1 {
+		step = indent[1:] // one level of the file's indentation
+	}
+	var pieces []piece
+	for _, n := range names {
+		b := bm[n]
+		var l []byte
+		if len(indent) > 0 {
+			l = append(append([]byte{}, indent...), step...)
+		}
+		pieces = append(pieces, piece{lead: l, body: bdoc[b.keyStart:b.valEnd]})
+	}
+	return rebuildObject(pieces, indent)
+}
+
+func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
+	if base == nil && worker == nil {
+		return nil, nil, nil
+	}
+	// The base's protected members: bm by name, border in order.
+	var bobj jobject
+	var bm map[string]jmember
+	var border []string
+	var bdoc []byte // the document bm's offsets refer to
+	isProt := func(string) bool { return false }
+	if base != nil {
+		var ok bool
+		if bobj, ok = parseJSONObject(base); !ok {
+			return nil, nil, errors.New("fileparts: the base file is not a JSON object")
+		}
+		bdoc = base
+		top, order := effective(bobj.members)
+		if spec.scripts {
+			if s, ok := top["scripts"]; ok && base[s.valStart] == '{' {
+				sobj, ok := parseJSONMembers(base, s.valStart)
+				if !ok {
+					return nil, nil, errors.New("fileparts: the base file is not a JSON object")
+				}
+				bm, border = effective(sobj.members)
+			}
+		} else {
+			bm, border = top, order
+		}
+	}
+	if spec.scripts {
+		isProt = scriptSet(spec.names, bdoc, bm)
+	} else {
+		isProt = func(n string) bool { return n == spec.member }
+	}
+	var bprot []string
+	for _, n := range border {
+		if isProt(n) {
+			bprot = append(bprot, n)
+		}
+	}
+	prefix := ""
+	if spec.scripts {
+		prefix = "scripts."
+	}
+	if worker == nil {
+		if len(bprot) == 0 {
+			return nil, nil, nil
+		}
+		var names []string
+		for _, n := range bprot {
+			names = append(names, prefix+n)
+		}
+		return clone(base), sortedNames(names, WholeFile), nil
+	}
+	if bytes.Equal(base, worker) && base != nil {
+		return clone(worker), nil, nil
+	}
+	wobj, ok := parseJSONObject(worker)
+	if !ok {
+		return wholeBase(base, worker, nil)
+	}
+	if !spec.scripts {
+		out, changed := protectMembers(worker, wobj, isProt, bdoc, bm, border, "")
+		if out == nil {
+			return clone(worker), nil, nil
+		}
+		return splicedJSON(worker, wobj.open, wobj.close+1, out), sortedNames(changed), nil
+	}
+
+	// scripts: first drop earlier duplicates of "scripts" at the top level.
+	var changed []string
+	doc := worker
+	weff, _ := effective(wobj.members)
+	s, has := weff["scripts"]
+	nScripts := 0
+	for _, m := range wobj.members {
+		if m.name == "scripts" {
+			nScripts++
+		}
+	}
+	if nScripts > 1 {
+		onlyLast := func(n string) bool { return n == "scripts" }
+		keep := map[string]jmember{"scripts": s}
+		out, _ := protectMembers(worker, wobj, onlyLast, worker, keep, []string{"scripts"}, "")
+		doc = splicedJSON(worker, wobj.open, wobj.close+1, out)
+		changed = append(changed, "scripts")
+		if wobj, ok = parseJSONObject(doc); !ok {
+			return wholeBase(base, worker, nil)
+		}
+		weff, _ = effective(wobj.members)
+		s, has = weff["scripts"]
+	}
+	switch {
+	case has && doc[s.valStart] == '{':
+		sobj, ok := parseJSONMembers(doc, s.valStart)
+		if !ok {
+			return wholeBase(base, worker, nil)
+		}
+		out, ch := protectMembers(doc, sobj, isProt, bdoc, bm, border, prefix)
+		if out != nil {
+			doc = splicedJSON(doc, s.valStart, s.valEnd, out)
+			changed = append(changed, ch...)
+		}
+	case has && len(bprot) > 0:
+		// "scripts" is not an object: replace it by the base's protected scripts.
+		lead := doc[s.leadStart:s.keyStart]
+		doc = splicedJSON(doc, s.valStart, s.valEnd, newObject(bdoc, bm, bprot, lead))
+		changed = append(changed, "scripts")
+		for _, n := range bprot {
+			changed = append(changed, prefix+n)
+		}
+	case !has && len(bprot) > 0:
+		lead := guessLead(doc, wobj)
+		body := append([]byte(`"scripts": `), newObject(bdoc, bm, bprot, lead)...)
+		var pieces []piece
+		for _, m := range wobj.members {
+			pieces = append(pieces, piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]})
+		}
+		pieces = append(pieces, piece{lead: lead, body: body})
+		tail := doc[wobj.open+1 : wobj.close]
+		if n := len(wobj.members); n > 0 {
+			tail = doc[wobj.members[n-1].valEnd:wobj.close]
+		}
+		doc = splicedJSON(doc, wobj.open, wobj.close+1, rebuildObject(pieces, tail))
+		for _, n := range bprot {
+			changed = append(changed, prefix+n)
+		}
+	}
+	if len(changed) == 0 {
+		return clone(worker), nil, nil
+	}
+	return doc, sortedNames(changed), nil
+}
+
+func splicedJSON(doc []byte, start, end int, mid []byte) []byte {
+	out := make([]byte, 0, len(doc)-(end-start)+len(mid))
+	out = append(out, doc[:start]...)
+	out = append(out, mid...)
+	return append(out, doc[end:]...)
+}
+
+// scriptSet returns which script names are protected: the names given (globs with
+// '*' allowed, as npm-run-all takes them), their pre/post hooks, and transitively
+// what the base's versions of those scripts run.
+func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) bool {
+	exact := map[string]bool{}
+	var globs []string
+	var queue []string
+	add := func(n string) {
+		if n == "" {
+			return
+		}
+		if strings.Contains(n, "*") {
+			for _, g := range globs {
+				if g == n {
+					return
+				}
+			}
+			globs = append(globs, n)
+			for name := range bm {
+				if globMatch(n, name) {
+					queue = append(queue, name)
+				}
+			}
+			return
+		}
+		if !exact[n] {
+			exact[n] = true
+			queue = append(queue, n)
+		}
+	}
+	for _, n := range names {
+		add(n)
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, h := range []string{n, "pre" + n, "post" + n} {
+			if !exact[h] {
+				exact[h] = true
+			}
+			m, ok := bm[h]
+			if !ok {
+				continue
+			}
+			var body string
+			if json.Unmarshal(bdoc[m.valStart:m.valEnd], &body) != nil {
+				continue
+			}
+			for _, r := range ScriptsRun([]string{body}) {
+				if !exact[r] {
+					add(r)
+				}
+			}
+		}
+	}
+	return func(n string) bool {
+		if exact[n] {
+			return true
+		}
+		for _, g := range globs {
+			if globMatch(g, n) ||
+				(strings.HasPrefix(n, "pre") && globMatch(g, n[3:])) ||
+				(strings.HasPrefix(n, "post") && globMatch(g, n[4:])) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// globMatch matches name against a pattern in which '*' stands for any run of
+// characters (npm-run-all's "lint:*", over-approximated: '*' also crosses ':').
+func globMatch(pattern, name string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	name = name[len(parts[0]):]
+	for i := 1; i < len(parts)-1; i++ {
+		j := strings.Index(name, parts[i])
+		if j < 0 {
+			return false
+		}
+		name = name[j+len(parts[i]):]
+	}
+	return strings.HasSuffix(name, parts[len(parts)-1])
+}
