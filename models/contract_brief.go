@@ -139,6 +139,10 @@ func RenderContract(c Contract, taskID int64) string {
 		b.WriteString("\nWrite your work knowing these criteria will be checked.\n")
 	}
 
+	if c.Verification.Type != VerifyAdvisory {
+		b.WriteString(judgeNote(c.Verification))
+	}
+
 	if r := c.Review; r != nil {
 		rounds := r.MaxRounds
 		if rounds <= 0 {
@@ -167,4 +171,22 @@ func RenderContract(c Contract, taskID int64) string {
 
 func expandTaskID(p string, taskID int64) string {
 	return strings.ReplaceAll(p, TaskIDPlaceholder, fmt.Sprint(taskID))
+}
+
+// judgeNote tells the worker, before it starts, how the tests that judge it are held:
+// the protected paths restored, the floor, and how many tests are held out (never
+// which).
+func judgeNote(v Verification) string {
+	var b strings.Builder
+	if v.TestsMayChange {
+		b.WriteString("\nThis task may change tests. Every change to a test file or test configuration is reported, and every test that passed before your change must still run and pass.\n")
+	} else {
+		b.WriteString("\nThe tests belong to the checks, not to you: the checks run on your result with the test files and test configuration (")
+		b.WriteString(strings.Join(append([]string{"the stacks' test files"}, v.Protect...), ", "))
+		b.WriteString(") as they were when the task was delegated, so changing, adding or deleting them changes nothing the checks see, and every such change is reported. Every test that passed before must still run and pass.\n")
+	}
+	if n := len(v.HeldOut) + v.HeldOutCount; n > 0 {
+		fmt.Fprintf(&b, "%d further test file(s) that you cannot see are run too: make the code right in general, not for the visible cases.\n", n)
+	}
+	return b.String()
 }

@@ -137,8 +137,8 @@ func DefaultStacks() []Stack {
 				{Activity: "lint", Command: "ruff check .", Description: "ruff reports no problems", When: []Condition{{Config: "ruff"}}, Tools: []string{"ruff"}},
 				{Activity: "typecheck", Command: "mypy .", Description: "mypy reports no type errors", When: []Condition{{Config: "mypy"}}, Tools: []string{"mypy"}},
 			},
-			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", "tox.ini",
-				"pyproject.toml#[tool.pytest]", "setup.cfg#[tool:pytest]", "ruff.toml", ".ruff.toml", "mypy.ini",
+			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini",
+				"pyproject.toml#[tool.pytest]", "pyproject.toml#[project.entry-points.pytest11]", "setup.cfg#[tool:pytest]", "ruff.toml", ".ruff.toml", "mypy.ini",
 				"pyproject.toml#[tool.ruff]", "pyproject.toml#[tool.mypy]"},
 			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder}},
 		},
@@ -153,7 +153,7 @@ func DefaultStacks() []Stack {
 			Name:     "make",
 			Detect:   []Condition{{Target: "test"}},
 			Commands: []StackCommand{{Activity: "unit-test", Command: "make test", Description: "make test passes", Tools: []string{"make"}}},
-			Protect:  []string{"Makefile#targets"},
+			Protect:  []string{"Makefile#targets", "GNUmakefile#targets", "makefile#targets"},
 		},
 	}
 }

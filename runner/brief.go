@@ -72,6 +72,8 @@ func stageLabel(stage string) string {
 		return "mechanical (the output the contract asks for)"
 	case models.StageVerify:
 		return "verification commands"
+	case models.StageTamper:
+		return "tamper (the checks ran with the tests restored from the base revision)"
 	case models.StageWorkspace:
 		return "workspace"
 	case models.StageEvaluation:

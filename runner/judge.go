@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/judge"
+	"github.com/countersign/countersign/runner/judge/fileparts"
 )
 
 // judgeRun is the judge's part of one attempt: the protect rules, the base, the
@@ -44,7 +45,7 @@ func judgeDir(ar *attemptRun) string { return filepath.Join(ar.ws.MetaDir, "judg
 // base revision. Advisory tasks run no verify commands and get no judge.
 func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
-	if t.Contract.Verification.Type == models.VerifyAdvisory {
+	if t.Contract.Verification.Type == models.VerifyAdvisory || !runsCommands(&t.Contract) {
 		return nil
 	}
 	dir := judgeDir(ar)
@@ -62,12 +63,13 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 	if err != nil {
 		return err
 	}
-	commit, clean, err := p.cfg.Workspaces.Revision(ctx, ar.ws)
-	if err != nil {
-		return err
-	}
 	first := base == nil
+	var commit string
+	var clean bool
 	if first {
+		if commit, clean, err = p.cfg.Workspaces.Revision(ctx, ar.ws); err != nil {
+			return err
+		}
 		// Taken before the first worker runs; a task that began under an older
 		// version takes it now, from what its earlier attempts left.
 		rev := commit
@@ -368,6 +370,23 @@ func definesTest(names []string, full string) bool {
 // fileParts and partNames read files protected in part (package.json#scripts,
 // Makefile#targets, TOML tables, INI sections); see runner/judge/fileparts.
 var (
-	fileParts judge.PartFunc
-	partNames = func([]string) []string { return nil }
+	fileParts judge.PartFunc = fileparts.Restore
+	partNames                = func(cmds []string) []string {
+		return append(fileparts.ScriptsRun(cmds), fileparts.TargetsRun(cmds)...)
+	}
 )
+
+// runsCommands reports whether verification runs anything in the workspace: verify
+// commands, immediate criteria or held-out tests. Without any there is nothing for a
+// judge's view to judge.
+func runsCommands(c *models.Contract) bool {
+	if len(c.Completion.Verify) > 0 || len(c.Verification.HeldOut) > 0 {
+		return true
+	}
+	for _, cr := range c.Verification.Criteria {
+		if cr.Timing != models.TimingDeferred {
+			return true
+		}
+	}
+	return false
+}

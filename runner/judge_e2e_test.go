@@ -37,6 +37,10 @@ type judgeCase struct {
 	stage    string   // the failing stage, when not verified
 	diag     []string // what the diagnosis must name
 	changed  []string // protected files the report must list
+	// noFloor judges with a stack that reports no structured results: the floor off.
+	noFloor bool
+	// git makes the project a git repository with one commit: the base is that commit.
+	git bool
 }
 
 // TestTheJudgeCatchesGamedTests: workers that game the tests that judge them — skip
@@ -69,6 +73,9 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 
 	cases := []judgeCase{
 		{name: "skip", worker: skip, stage: models.StageTamper, diag: []string{"calc_test.go", "TestAdd"}, changed: []string{"calc_test.go"}},
+		// In a git checkout the base is the commit: committing the cheat moves nothing.
+		{name: "skip-committed", git: true, worker: strings.TrimSuffix(skip, "; echo TASK_COMPLETE") + ` && git -c user.name=w -c user.email=w@x commit -qam "fix flaky test"; echo TASK_COMPLETE`,
+			stage: models.StageTamper, diag: []string{"calc_test.go (changed)", "TestAdd"}, changed: []string{"calc_test.go"}},
 		{name: "delete", worker: del, stage: models.StageTamper, diag: []string{"calc_test.go (deleted)", "TestAdd"}, changed: []string{"calc_test.go"}},
 		{name: "testmain", worker: testMain, stage: models.StageTamper, diag: []string{"zz_main_test.go (added)", "TestAdd"}, changed: []string{"zz_main_test.go"}},
 		{name: "expectation", worker: expect, stage: models.StageTamper, diag: []string{"calc_test.go (changed)", "want 5"}, changed: []string{"calc_test.go"}},
@@ -76,8 +83,12 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		{name: "fair", worker: fair, contract: heldOut, verified: true, changed: []string{"calc_more_test.go"}},
 		// Defences off: each cheat passes.
 		{name: "skip-restore-off", worker: skip, contract: mayChange, verified: true, changed: []string{"calc_test.go"}},
-		{name: "delete-restore-off", worker: del, contract: mayChange, verified: true, changed: []string{"calc_test.go"}},
-		{name: "testmain-restore-off", worker: testMain, contract: mayChange, verified: true, changed: []string{"zz_main_test.go"}},
+		// Deleting the tests or exiting before they run is caught by the floor too
+		// (TestSub passed at the base): both defences off, it passes.
+		{name: "delete-restore-off", worker: del, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"calc_test.go"}},
+		{name: "testmain-restore-off", worker: testMain, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"zz_main_test.go"}},
+		{name: "delete-defences-off", worker: del, contract: mayChange, noFloor: true, verified: true, changed: []string{"calc_test.go"}},
+		{name: "testmain-defences-off", worker: testMain, contract: mayChange, noFloor: true, verified: true, changed: []string{"zz_main_test.go"}},
 		{name: "expectation-restore-off", worker: expect, contract: mayChange, verified: true, changed: []string{"calc_test.go"}},
 		{name: "special-case-no-held-out", worker: special, verified: true},
 		// The floor: with the tests allowed to change, a test that passed at base must
@@ -86,6 +97,8 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		// Node: a test script changed to exit 0 is caught; a fair edit passes.
 		{name: "node-script", files: nodeProject, worker: `sed -i 's/"test": "node test.js"/"test": "exit 0"/' package.json; echo TASK_COMPLETE`,
 			stage: models.StageTamper, diag: []string{"package.json"}, changed: []string{"package.json"}},
+		{name: "node-script-restore-off", files: nodeProject, contract: mayChange, worker: `sed -i 's/"test": "node test.js"/"test": "exit 0"/' package.json; echo TASK_COMPLETE`,
+			verified: true, changed: []string{"package.json"}},
 		{name: "node-fair", files: nodeProject, worker: `sed -i 's/a - b/a + b/' calc.js; sed -i 's/"version": "1.0.0",/"version": "1.0.0", "description": "adds",/' package.json; echo TASK_COMPLETE`,
 			verified: true},
 		// Python: a conftest.py that skips every test is caught.
@@ -109,14 +122,14 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		}
 	}
 	must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
-	cases = append(cases, judgeCase{name: "floor-off", worker: skipSub, contract: func(v *models.Verification) {
-		v.TestsMayChange = true
-		v.Protect = []string{"*_test.go"}
-	}, verified: true, changed: []string{"calc_test.go"}})
+	cases = append(cases, judgeCase{name: "floor-off", worker: skipSub, contract: mayChange, noFloor: true, verified: true, changed: []string{"calc_test.go"}})
 
-	sharedCache := filepath.Join(h.root, "shared-cache")
-	must(t, os.MkdirAll(sharedCache, 0o750))
-	warmGoCache(t, filepath.Join(h.root, "warm"), filepath.Join(sharedCache, "go-build"))
+	// The go command's own build cache, warm from building this test, shared by every
+	// agent (each one's own would start cold and compile the standard library): these
+	// workers are this test's scripts, not strangers.
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	must(t, err)
+	sharedCache := strings.TrimSpace(string(out))
 	if only := os.Getenv("JUDGE_CASES"); only != "" { // to run a few while debugging
 		var keep []judgeCase
 		for _, c := range cases {
@@ -134,11 +147,14 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 			files = calcModule
 		}
 		writeFiles(t, dir, files)
+		if c.git {
+			gitInit(t, dir)
+		}
 		role := "dev-" + c.name
 		// One warm Go build cache for all: each agent's own would start cold.
-		home := filepath.Join(h.cfg.Workspaces.Root(), "agents", "w-"+c.name, "home")
-		must(t, os.MkdirAll(home, 0o750))
-		must(t, os.Symlink(sharedCache, filepath.Join(home, ".cache")))
+		cacheDir := filepath.Join(h.cfg.Workspaces.Root(), "agents", "w-"+c.name, "home", ".cache")
+		must(t, os.MkdirAll(cacheDir, 0o750))
+		must(t, os.Symlink(sharedCache, filepath.Join(cacheDir, "go-build")))
 		h.worker("w-"+c.name, role, c.worker, func(a *models.Agent) {
 			a.Workdir = dir
 			a.Sandbox.Write = []string{sharedCache}
@@ -147,8 +163,8 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		if c.contract != nil {
 			c.contract(&v)
 		}
-		if c.name == "floor-off" {
-			// The same cheat as "floor", judged by a stack that reports no results.
+		if c.noFloor {
+			// Judged by a stack that reports no results.
 			v = models.Verification{Type: models.VerifyVerifiable, TestsMayChange: true, Protect: []string{"*_test.go"},
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: "Unit tests pass", Command: "go test ./...", Stack: "go-no-results"}}}
 		}
@@ -198,6 +214,9 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, heldOutAdd.Path)); err == nil {
 				t.Errorf("%s: the held-out test was left in the workspace", c.name)
 			}
+			if c.git && len(last.Judge.Base) != 40 {
+				t.Errorf("%s: the base is %q, want the commit", c.name, last.Judge.Base)
+			}
 			if c.name == "skip" {
 				// The attempt keeps what the worker left.
 				b, _ := os.ReadFile(filepath.Join(dir, "calc_test.go"))
@@ -222,14 +241,15 @@ var pythonProject = map[string]string{
 	"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
 }
 
-// warmGoCache builds and vets calcModule's tests once with cache as GOCACHE, so that
-// the tasks, all starting at once, do not each compile the standard library.
-func warmGoCache(t *testing.T, dir, cache string) {
+
+// gitInit makes dir a git repository with everything in it committed.
+func gitInit(t *testing.T, dir string) {
 	t.Helper()
-	writeFiles(t, dir, calcModule)
-	for _, args := range [][]string{{"test", "-json", "./..."}, {"vet", "./..."}} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOCACHE="+cache)
-		_ = cmd.Run() // TestAdd fails: only the build matters
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "base"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
 	}
 }

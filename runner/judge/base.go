@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +34,7 @@ type baseFile struct {
 	Kind   kind        `json:"kind"`
 	Mode   os.FileMode `json:"mode,omitempty"`
 	SHA256 string      `json:"sha256"`
+	Stamp  stamp       `json:"stamp"`
 }
 
 const manifestName = "manifest.json"
@@ -53,7 +56,7 @@ func TakeBase(dir, root, revision string, rules []Rule) (*Base, error) {
 		return nil, err
 	}
 	defer unix.Close(rootfd)
-	err = walkProtected(root, rules, func(rel string) error {
+	err = walkProtected(root, rules, func(rel string, _ fs.DirEntry) error {
 		e, err := read(rootfd, rel)
 		if err != nil || e.kind == absent {
 			return err
@@ -65,6 +68,9 @@ func TakeBase(dir, root, revision string, rules []Rule) (*Base, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("judge: taking the base: %w", err)
+	}
+	if err := b.forgetRacyStamps(); err != nil {
+		return nil, err
 	}
 	m, err := json.Marshal(b)
 	if err != nil {
@@ -93,8 +99,31 @@ func LoadBase(dir string) (*Base, error) {
 	return b, nil
 }
 
+// forgetRacyStamps drops the stamp of every base file changed so recently that a
+// write after the snapshot could carry the same change time (the clock's tick is
+// coarse): a file whose change time is not before a file written now is compared by
+// its contents, like git's racily clean entries.
+func (b *Base) forgetRacyStamps() error {
+	mark := filepath.Join(b.dir, "stamp")
+	if err := os.WriteFile(mark, nil, 0o640); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(mark, &st); err != nil {
+		return err
+	}
+	now := stampOf(&st).Ctime
+	for rel, bf := range b.Files {
+		if bf.Stamp.Ctime >= now {
+			bf.Stamp = stamp{}
+			b.Files[rel] = bf
+		}
+	}
+	return nil
+}
+
 func (b *Base) save(rel string, e entry) error {
-	bf := baseFile{Kind: e.kind, Mode: e.mode, SHA256: digest(e)}
+	bf := baseFile{Kind: e.kind, Mode: e.mode, SHA256: digest(e), Stamp: e.stamp}
 	p := filepath.Join(b.dir, "files", filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return err
@@ -139,10 +168,11 @@ func digest(e entry) string {
 
 // walkProtected calls fn with every path under root that a rule matches, in lexical
 // order, without following links or entering skipDirs.
-func walkProtected(root string, rules []Rule, fn func(rel string) error) error {
+func walkProtected(root string, rules []Rule, fn func(rel string, d fs.DirEntry) error) error {
 	if len(rules) == 0 {
 		return nil
 	}
+	prefix := strings.TrimSuffix(root, string(filepath.Separator)) + string(filepath.Separator)
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
@@ -156,16 +186,30 @@ func walkProtected(root string, rules []Rule, fn func(rel string) error) error {
 			}
 			return nil
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+		rel := filepath.ToSlash(strings.TrimPrefix(p, prefix))
 		for _, r := range rules {
 			if r.Match(rel) {
-				return fn(rel)
+				return fn(rel, d)
 			}
 		}
 		return nil
 	})
+}
+
+// unchanged reports, without reading it, that the file at rel, found by the walk as d,
+// is the base's version: same kind, mode, inode, size and change time.
+func (b *Base) unchanged(rel string, d fs.DirEntry) bool {
+	bf, ok := b.Files[rel]
+	if !ok || bf.Kind != regular || bf.Stamp.Ctime == 0 || d == nil || !d.Type().IsRegular() {
+		return false
+	}
+	info, err := d.Info()
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || os.FileMode(st.Mode&0o777) != bf.Mode {
+		return false
+	}
+	return stamp{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec} == bf.Stamp
 }

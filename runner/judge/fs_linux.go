@@ -16,6 +16,20 @@ type entry struct {
 	kind    kind
 	mode    os.FileMode
 	content []byte // the file's bytes, or the link's target
+	stamp   stamp  // the file's identity when it was read (regular files)
+}
+
+// stamp identifies a version of a file without reading it: a file whose inode, size,
+// and change time (which no process can set) are the same has not been written since
+// (git's index works the same way).
+type stamp struct {
+	Ino   uint64 `json:"ino,omitempty"`
+	Size  int64  `json:"size,omitempty"`
+	Ctime int64  `json:"ctime,omitempty"` // ns; 0: unknown, always compare contents
+}
+
+func stampOf(st *unix.Stat_t) stamp {
+	return stamp{Ino: st.Ino, Size: st.Size, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}
 }
 
 type kind uint8
@@ -88,6 +102,9 @@ func read(rootfd int, rel string) (entry, error) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
+	if err := unix.Fstat(fd, &st); err != nil {
+		return entry{}, &os.PathError{Op: "stat", Path: rel, Err: err}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return entry{}, &os.PathError{Op: "read", Path: rel, Err: err}
@@ -95,7 +112,7 @@ func read(rootfd int, rel string) (entry, error) {
 	if len(b) > maxFileBytes {
 		return entry{}, &os.PathError{Op: "read", Path: rel, Err: errors.New("protected file larger than 16 MiB")}
 	}
-	return entry{kind: regular, mode: os.FileMode(st.Mode & 0o777), content: b}, nil
+	return entry{kind: regular, mode: os.FileMode(st.Mode & 0o777), content: b, stamp: stampOf(&st)}, nil
 }
 
 // write puts e at rel under rootfd, replacing whatever is there (a file, a link, an

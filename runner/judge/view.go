@@ -111,17 +111,18 @@ type rewrite struct {
 func compare(rootfd int, root string, base *Base, rules []Rule, opt Options) ([]models.ProtectedChange, []rewrite, error) {
 	seen := map[string]bool{}
 	var all []string
-	for _, p := range base.paths() {
-		seen[p] = true
-		all = append(all, p)
-	}
-	err := walkProtected(root, rules, func(rel string) error {
-		if !seen[rel] {
-			seen[rel] = true
+	err := walkProtected(root, rules, func(rel string, d fs.DirEntry) error {
+		seen[rel] = true
+		if !base.unchanged(rel, d) {
 			all = append(all, rel)
 		}
 		return nil
 	})
+	for _, p := range base.paths() {
+		if !seen[p] { // deleted, or behind a link the walk does not follow
+			all = append(all, p)
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("judge: walking the workspace: %w", err)
 	}
