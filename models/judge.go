@@ -87,6 +87,8 @@ func ProtectPatternProblem(p string) string {
 		return "must not climb out of the workspace"
 	case hasPart && strings.TrimSpace(part) == "":
 		return `names no part after "#"`
+	case hasPart && !knownPart(strings.TrimSpace(part)):
+		return "names an unknown part " + quote(part) + ": use scripts, targets, .member or [table]"
 	}
 	if _, err := path.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil {
 		return "is not a valid glob: " + err.Error()
@@ -191,4 +193,18 @@ func (t Task) ForReader(reader *Agent) Task {
 	}
 	t.Contract = t.Contract.Redacted()
 	return t
+}
+
+// knownPart reports whether part is one the judge reads: a package.json's scripts, a
+// Makefile's targets, a JSON member (.jest), a TOML table or an INI section ([tool.pytest]).
+func knownPart(part string) bool {
+	switch {
+	case part == "scripts" || part == "targets":
+		return true
+	case len(part) > 1 && strings.HasPrefix(part, "."):
+		return true
+	case len(part) > 2 && strings.HasPrefix(part, "[") && strings.HasSuffix(part, "]"):
+		return true
+	}
+	return false
 }

@@ -152,12 +152,15 @@ func compare(rootfd int, root string, base *Base, rules []Rule, opt Options) ([]
 			for _, r := range parts {
 				out, ch, err := opt.Parts(rel, r.Part, nilIfAbsent(was), judged.content, opt.Names)
 				if err != nil {
-					return nil, nil, fmt.Errorf("judge: %s#%s: %w", rel, r.Part, err)
+					// A part that cannot be read (a base that is not JSON, a file over
+					// the bound): the whole file is protected instead.
+					judged, changedParts = was, []string{"the whole file (" + err.Error() + ")"}
+					break
 				}
 				judged.content = out
 				changedParts = append(changedParts, ch...)
 			}
-			if len(changedParts) == 0 {
+			if len(changedParts) == 0 || digest(judged) == digest(now) {
 				continue
 			}
 		} else if digest(was) == digest(now) {

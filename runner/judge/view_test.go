@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge/fileparts"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -213,5 +214,41 @@ func TestViewReportsWithoutRestoring(t *testing.T) {
 	}
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestViewProtectsPartsOfFiles: in package.json only the scripts the contract runs are
+// the judge's — a changed test script is reported and restored, a new dependency
+// stays — and a file whose part cannot be read is protected whole instead.
+func TestViewProtectsPartsOfFiles(t *testing.T) {
+	root, meta := t.TempDir(), t.TempDir()
+	rules := ParseRules([]string{"package.json#scripts", "tools/package.json#scripts"})
+	writeFiles(t, root, map[string]string{
+		"package.json":       `{"name": "calc", "scripts": {"test": "node --test", "lint": "eslint ."}}`,
+		"tools/package.json": "[1, 2]",
+	})
+	base, err := TakeBase(filepath.Join(meta, "base"), root, "snapshot", rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, root, map[string]string{
+		"package.json":       `{"name": "calc", "scripts": {"test": "exit 0", "lint": "true"}, "dependencies": {"left-pad": "1.0.0"}}`,
+		"tools/package.json": `{"scripts": {"test": "exit 0"}}`,
+	})
+	v, changes, err := Open(root, base, rules, Options{Restore: true, Journal: filepath.Join(meta, "j"),
+		Parts: fileparts.Restore, Names: fileparts.ScriptsRun([]string{"npm test"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if len(changes) != 2 || changes[0].Path != "package.json" || strings.Join(changes[0].Parts, ",") != "scripts.test" {
+		t.Fatalf("changes %+v", changes)
+	}
+	pkg := readFile(t, filepath.Join(root, "package.json"))
+	if !strings.Contains(pkg, `"node --test"`) || !strings.Contains(pkg, "left-pad") || !strings.Contains(pkg, `"lint": "true"`) {
+		t.Fatalf("judged package.json: %s", pkg)
+	}
+	if got := readFile(t, filepath.Join(root, "tools/package.json")); got != "[1, 2]" || !strings.Contains(changes[1].Parts[0], "whole file") {
+		t.Fatalf("an unreadable part is not protected whole: %q %+v", got, changes[1])
 	}
 }
