@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -51,25 +52,63 @@ func Probe(mode Mode) *Sandbox {
 		return s
 	}
 	s.root = hasCapability(unix.CAP_SYS_ADMIN)
+	s.pidns = s.root
 	s.caps = holdsAnyCapability()
 	s.lastCap = lastCapability()
-	cmd := exec.Command("/bin/true")
-	done := make(chan error, 1)
-	if err := s.start(cmd, Policy{ReadExec: systemDirs}, func() { done <- cmd.Wait() }); err != nil {
-		s.reason = "a confined test command could not start: " + err.Error()
-		return s
+	err = s.prove()
+	if refused := (*pidNamespaceError)(nil); errors.As(err, &refused) {
+		// CAP_SYS_ADMIN, but a seccomp profile or user.max_pid_namespaces refuses one:
+		// confine as a runner without it would, and say so.
+		s.pidns, s.nopidns = false, refused.Error()
+		err = s.prove()
 	}
-	if err := <-done; err != nil {
-		s.reason = "a confined /bin/true failed: " + err.Error()
+	if err != nil {
+		s.reason = err.Error()
 	}
 	return s
 }
+
+// prove starts /bin/true confined and waits for it.
+func (s *Sandbox) prove() error {
+	cmd := exec.Command("/bin/true")
+	done := make(chan error, 1)
+	if err := s.start(cmd, Policy{ReadExec: systemDirs}, func() { done <- cmd.Wait() }); err != nil {
+		return fmt.Errorf("a confined test command could not start: %w", err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("a confined /bin/true failed: %w", err)
+	}
+	return nil
+}
+
+// pidNamespaceError is a failure to give a run its PID namespace.
+type pidNamespaceError struct{ err error }
+
+func (e *pidNamespaceError) Error() string {
+	return "the kernel refused a PID namespace: unshare(CLONE_NEWPID): " + e.err.Error()
+}
+
+func (e *pidNamespaceError) Unwrap() error { return e.err }
+
+// checkPidfd makes os/exec's one-time check of pidfd support happen here, on an
+// ordinary thread. The check forks a child that exits at once; made on a confining
+// thread, after its unshare(CLONE_NEWPID), that child would be the namespace's PID 1
+// and its exit would leave the namespace dead, so that the command's own fork failed
+// (ENOMEM).
+var checkPidfd = sync.OnceFunc(func() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
+})
 
 // start runs cmd from a fresh locked thread that confines itself first (when the
 // sandbox is on), then calls whileRunning on that thread. The goroutine ends without
 // unlocking, so the Go runtime destroys the tainted thread.
 func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.mode == ModeOn && s.pidns {
+		checkPidfd()
+	}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -95,13 +134,27 @@ func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 }
 
 // confineThread confines the calling (locked) thread, in the order each step needs:
-// mounts need CAP_SYS_ADMIN, the capability drops need CAP_SETPCAP, Landlock and
-// seccomp need no_new_privs.
+// namespaces and mounts need CAP_SYS_ADMIN, the capability drops need CAP_SETPCAP,
+// Landlock and seccomp need no_new_privs.
 func (s *Sandbox) confineThread(p Policy) error {
 	p = p.Normalize()
 	if p.AllowUnix && !s.root {
 		// Without a mount namespace PostgreSQL's socket under /run would be in reach.
 		return errors.New("sandbox: unix sockets are allowed only where the runner can make a mount namespace (CAP_SYS_ADMIN) to hide /run, /var/run and /tmp")
+	}
+	if s.pidns {
+		// Only this thread's children are affected, and the first one it forks, the
+		// command (nothing forks on this thread before it: see checkPidfd), is PID 1 of
+		// the new namespace. Go's fork checks getppid() against the parent's pid to
+		// catch a parent that died before PR_SET_PDEATHSIG; in the namespace getppid()
+		// is 0, so the child signals itself SIGKILL, which the kernel drops, as it does
+		// every signal a namespace's init sends itself. The parent-death signal still
+		// reaches it, sent from the parent namespace, but that check no longer covers
+		// a runner that dies in the microseconds between the fork and the child's
+		// prctl, before the command runs: then the command outlives the runner.
+		if err := unix.Unshare(unix.CLONE_NEWPID); err != nil {
+			return &pidNamespaceError{err}
+		}
 	}
 	if p.AllowUnix {
 		// Without AllowUnix the seccomp filter refuses every unix socket already.

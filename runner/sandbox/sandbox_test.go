@@ -262,7 +262,7 @@ func TestShimmedToolRunsConfined(t *testing.T) {
 // A runner that cannot make a mount namespace refuses to run an agent allowed unix
 // sockets, rather than leave PostgreSQL's socket in reach.
 func TestUnixSocketsNeedAMountNamespace(t *testing.T) {
-	sb := sandbox.WithoutMountNamespace(probeOn(t))
+	sb := sandbox.WithoutCapSysAdmin(probeOn(t))
 	l := newLayout(t)
 	cmd := exec.Command("/bin/true")
 	cmd.Dir = l.ws

@@ -104,9 +104,11 @@ type Confinement struct {
 	Sandbox *sandbox.Sandbox
 	// Policy is what the run may touch.
 	Policy sandbox.Policy
-	// OnStart, when set, is called with the pid of the started process (its group id)
-	// and returns the func Run calls once the whole group is dead: how a runner records
-	// the groups a successor must reap if it dies.
+	// OnStart, when set, is called with the pid of the started process (its group id;
+	// as the host numbers it, also in a PID namespace) and returns the func Run calls
+	// once the whole group is dead — with a PID namespace (Sandbox.KillsEscapees), once
+	// every process of the run is — : how a runner records the groups a successor must
+	// reap if it dies.
 	OnStart func(pid int) (done func())
 }
 
@@ -206,6 +208,30 @@ func Inherit(keys ...string) []string {
 // treatment, because a run's processes must not outlive it: stragglers still holding
 // the output pipe get KillGrace to finish writing. Processes that leave the group
 // (setsid) cannot be killed this way; Run stops reading from them rather than hang.
+//
+// A confined run whose sandbox KillsEscapees (the runner holds CAP_SYS_ADMIN) is PID 1
+// of a PID namespace of its own, and then, unlike an unconfined run:
+//   - no process of the run survives it, in its group or not: when the shell (or
+//     Argv[0]) exits or is killed, the kernel SIGKILLs everything left in the
+//     namespace, and Run returns only once all of it is gone. Stragglers get no SIGTERM
+//     and no grace to finish writing (what they wrote before is still read), and one
+//     that left the group cannot hold Run up for KillGrace by keeping the pipe open.
+//   - the timeout's (or ctx's) SIGTERM reaches the group's other processes but not the
+//     leader unless it handles SIGTERM: PID 1 is spared every signal it leaves at its
+//     default, except SIGKILL. `sh -c cmd`, where sh runs cmd as its child rather than
+//     exec it (Debian's dash does), survives the SIGTERM that ends cmd and exits 143 at
+//     once (ExitCode 143, no Signal, where an unconfined run reports SIGTERM); a
+//     program exec'd as the leader that leaves SIGTERM at its default (`exec sleep 9`,
+//     an Argv program) ends only with the SIGKILL after KillGrace (Signal SIGKILL,
+//     KillGrace later); one that traps SIGTERM gets it as before. The same goes for
+//     signals it sends itself (kill $$; writing to a closed pipe gives it EPIPE rather
+//     than SIGPIPE).
+//   - orphans are reparented to the leader, not to the host's init, and stay zombies
+//     until it exits if it does not reap them; its getpid() is 1, but /proc is the
+//     host's, so ps and /proc/<pid> show host pids.
+//   - a process stuck in uninterruptible sleep (a hung network filesystem) delays the
+//     leader's reported exit, and so Run, until it wakes: the kernel reports a
+//     namespace's init dead only once every process in it is.
 //
 // The error is non-nil only when the command could not start (*StartError) or its log
 // could not be written (*OutputError, with a complete Result).

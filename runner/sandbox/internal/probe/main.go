@@ -4,7 +4,9 @@
 // nothing itself; the tests compare its lines with what the policy allows.
 //
 // Targets come from flags so that one binary serves the sandbox package's tests and
-// the runner's end-to-end tests.
+// the runner's end-to-end tests. With -escape it does one thing only: it leaves behind
+// a process that has left its session and process group, as a worker that wants to
+// outlive its attempt would, and exits.
 package main
 
 import (
@@ -32,7 +34,18 @@ func main() {
 	apiOther := flag.String("api-other", "", "URL of another task to GET with $COUNTERSIGN_TOKEN: the token's scope must refuse it")
 	gotest := flag.Bool("go-test", false, "also run `go test` on a tiny module in the workspace")
 	connect := flag.Int("connect", 0, "a TCP port on 127.0.0.1 to try, as a model API on 443 would be (nothing need listen: refused means the sandbox let it through)")
+	escape := flag.String("escape", "", "instead of the other attempts: leave an escapee behind (see escapeAndExit), which writes its pid to this file")
+	linger := flag.String("linger", "", "be the escapee: write this process's pid as the host numbers it to this file, then sleep")
 	flag.Parse()
+
+	if *linger != "" {
+		lingerAsEscapee(*linger)
+		return
+	}
+	if *escape != "" {
+		escapeAndExit(*escape)
+		return
+	}
 
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
@@ -208,4 +221,62 @@ func get(url string) error {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// escapeAndExit starts a copy of the probe that leaves the probe's session and process
+// group (setsid) and keeps the probe's stdout and stderr open, waits until that
+// escapee has written its pid to pidFile, then until pidFile+".go" exists (the test
+// has seen the escapee alive), and exits 0, leaving the escapee behind. It prints
+// "escape: ok" once the escapee has reported, or "escape: denied: <error>".
+func escapeAndExit(pidFile string) {
+	fail := func(err error) {
+		fmt.Printf("escape: denied: %v\n", err)
+		os.Exit(1)
+	}
+	cmd := exec.Command(os.Args[0], "-linger", pidFile)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // holds the run's output pipe open
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fail(err)
+	}
+	if err := waitFor(pidFile); err != nil {
+		fail(err)
+	}
+	fmt.Println("escape: ok")
+	if err := waitFor(pidFile + ".go"); err != nil {
+		fail(err)
+	}
+}
+
+// lingerAsEscapee writes this process's pid as the host numbers it — /proc is the
+// host's even in a PID namespace of its own, so the link /proc/self names the host pid,
+// where getpid() would give the namespace's — and sleeps. The file is renamed into
+// place so that it is never seen half written.
+func lingerAsEscapee(pidFile string) {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		fmt.Printf("linger: denied: %v\n", err)
+		os.Exit(1)
+	}
+	tmp := pidFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(self+"\n"), 0o644); err != nil {
+		fmt.Printf("linger: denied: %v\n", err)
+		os.Exit(1)
+	}
+	if err := os.Rename(tmp, pidFile); err != nil {
+		fmt.Printf("linger: denied: %v\n", err)
+		os.Exit(1)
+	}
+	time.Sleep(time.Minute)
+}
+
+// waitFor waits up to 20 seconds for path to exist.
+func waitFor(path string) error {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear: %w", path, err)
+		}
+	}
 }
