@@ -181,17 +181,19 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 			r.DurationMS = out.duration.Milliseconds()
 			r.Status = out.verdict
 			if out.verdict != models.VerdictPass {
-				evidence := "last output:\n" + out.tailOrNone()
+				evidence, short := "last output:\n"+out.tailOrNone(), out.tailOrNone()
 				switch {
 				case run != nil && run.Report.Fail > 0:
 					evidence = failingTests(run.Report, req.Withhold)
+					short = evidence
 					if !req.Withhold {
 						evidence += "\nlast output:\n" + out.tailOrNone()
 					}
 				case req.Withhold:
 					evidence = "its output is withheld: the run holds held-out tests"
+					short = evidence
 				}
-				r.Error = out.how + ": " + evidence
+				r.Error = out.how + ": " + short
 				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
 				stop = &res
 			}
