@@ -52,8 +52,11 @@ func (h *FeedAPI) Events(c echo.Context) error {
 		return err
 	}
 	viewer := Actor(c)
+	diffs := NewTemplateChangeDiffs(h.svc.Store(), viewer)
 	for i := range evs {
-		evs[i] = evs[i].VisibleTo(viewer) // agents' commands and sandboxes: admins only
+		// Agents' commands and sandboxes for admins only; held-out tests (in a
+		// template change's diff) for those who may set them.
+		evs[i] = diffs.Event(c.Request().Context(), evs[i].VisibleTo(viewer))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
 }

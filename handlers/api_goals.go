@@ -71,7 +71,7 @@ func (h *GoalsAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return c.JSON(http.StatusOK, GoalStatusFor(Actor(c), st))
 }
 
 // Verify answers POST /goals/{id}/verify {notes} (the lead, in person).
@@ -110,7 +110,7 @@ func (h *GoalsAPI) Reject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return c.JSON(http.StatusOK, GoalStatusFor(Actor(c), st))
 }
 
 // StartRun answers POST /goals/{id}/runs {template, version, params}.
@@ -137,5 +137,5 @@ func (h *GoalsAPI) StartRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"run": run, "tasks": tasks})
+	return c.JSON(http.StatusCreated, map[string]any{"run": run, "tasks": TasksFor(Actor(c), tasks)})
 }

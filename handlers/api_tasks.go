@@ -24,7 +24,7 @@ func (h *TasksAPI) Create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, t)
+	return c.JSON(http.StatusCreated, TaskFor(Actor(c), t))
 }
 
 // List answers GET /tasks?state=&goal=&assignee=&role=&after=&limit=.
@@ -61,14 +61,16 @@ func (h *TasksAPI) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"tasks": tasks}
+	out := map[string]any{"tasks": TasksFor(Actor(c), tasks)}
 	if n := len(tasks); n > 0 && (f.Limit == 0 && n == 100 || n == f.Limit) {
 		out["next_after"] = tasks[n-1].ID
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// TaskDetail is a task with its attempts (every check's verdict) and its inbox items.
+// TaskDetail is a task with its attempts (every check's verdict and the judge's
+// report) and its inbox items; the task's held-out tests only for the readers who may
+// set them (TaskFor).
 type TaskDetail struct {
 	Task     *models.Task       `json:"task"`
 	Attempts []models.Attempt   `json:"attempts"`
@@ -97,7 +99,7 @@ func (h *TasksAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, TaskDetail{Task: t, Attempts: nonNil(attempts), Inbox: nonNil(inbox)})
+	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(attempts), Inbox: nonNil(inbox)})
 }
 
 func nonNil[T any](s []T) []T {
@@ -127,7 +129,7 @@ func (h *TasksAPI) Act(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
 }
 
 // Link answers POST /tasks/{id}/link {goal_id}.
@@ -149,5 +151,5 @@ func (h *TasksAPI) Link(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
 }

@@ -19,17 +19,18 @@ func NewTemplatesAPI(svc *models.Service) *TemplatesAPI { return &TemplatesAPI{s
 // maxTemplateBytes bounds a template body.
 const maxTemplateBytes = 1 << 20
 
-// List answers GET /templates: the latest version of each.
+// List answers GET /templates: the latest version of each, its steps' held-out tests
+// only for the readers who may set them (TemplateFor).
 func (h *TemplatesAPI) List(c echo.Context) error {
 	ts, err := h.svc.Store().ListTemplates(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"templates": nonNil(ts)})
+	return c.JSON(http.StatusOK, map[string]any{"templates": nonNil(TemplatesFor(Actor(c), ts))})
 }
 
 // Get answers GET /templates/{name}?version=N (latest by default), as JSON, or as
-// YAML with ?format=yaml.
+// YAML with ?format=yaml; held-out tests only for the readers who may set them.
 func (h *TemplatesAPI) Get(c echo.Context) error {
 	version := 0
 	if v := c.QueryParam("version"); v != "" {
@@ -43,8 +44,9 @@ func (h *TemplatesAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	t = TemplateFor(Actor(c), t)
 	if c.QueryParam("format") == "yaml" {
-		b, err := models.MarshalTemplateYAML(t)
+		b, err := TemplateYAML(t)
 		if err != nil {
 			return err
 		}
@@ -73,7 +75,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 	if err := h.svc.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, t)
+	return c.JSON(http.StatusCreated, TemplateFor(Actor(c), t))
 }
 
 // GetRules answers GET /rules.

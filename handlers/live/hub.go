@@ -396,8 +396,14 @@ func newEventMessage(evs []models.Event, log *slog.Logger) *message {
 }
 
 // encodeEvent returns the event's JSON; data that is not valid JSON is left out
-// rather than losing the event.
+// rather than losing the event. The stream is one message for every session, so a
+// template change goes out without its diff, which holds both versions' YAML,
+// held-out tests included: the template page and the API show it to those who may
+// read it, and live.js uses no event's data.
 func encodeEvent(e *models.Event, log *slog.Logger) []byte {
+	if e.Type == models.EventTemplateChanged {
+		e = withoutDiff(e)
+	}
 	b, err := json.Marshal(e)
 	if err == nil {
 		return b
@@ -410,6 +416,22 @@ func encodeEvent(e *models.Event, log *slog.Logger) []byte {
 		return []byte(`{"id":` + strconv.FormatInt(e.ID, 10) + `}`)
 	}
 	return b
+}
+
+// withoutDiff returns a copy of e whose data has no "diff" (unreadable data: none).
+func withoutDiff(e *models.Event) *models.Event {
+	c := *e
+	var data map[string]json.RawMessage
+	if len(c.Data) == 0 || json.Unmarshal(c.Data, &data) != nil {
+		c.Data = nil
+		return &c
+	}
+	if _, ok := data["diff"]; !ok {
+		return &c
+	}
+	delete(data, "diff")
+	c.Data, _ = json.Marshal(data)
+	return &c
 }
 
 // joinEvents returns one encoded event as is and several as a JSON array.

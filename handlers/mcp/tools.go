@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -131,6 +133,33 @@ type CreateTaskArgs struct {
 	Creator string `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
 	TaskFields
 	GoalID int64 `json:"goal_id,omitempty" jsonschema:"goal to put the task in (a goal waiting for verification goes back to active; to send it back with a recorded reason, use reject_goal)"`
+	// Contract is an object rather than models.Contract: its durations and commands
+	// have their own JSON forms, which a schema inferred from the Go type would refuse.
+	Contract map[string]any `json:"contract,omitempty" jsonschema:"optional: the contract as the JSON API takes it ({completion, verification, review}); left out, it is generated from the title and brief. Shell commands, held-out tests (verification.held_out: [{path, content}], test files the worker never sees, added before the checks run) and verification.tests_may_change need an admin, editor or lead (rule commands_need_editor)"`
+}
+
+// contract decodes the contract argument as the JSON API decodes a task's contract:
+// unknown fields are errors naming the field.
+func (a CreateTaskArgs) contract() (models.Contract, error) {
+	var c models.Contract
+	if a.Contract == nil {
+		return c, nil
+	}
+	raw, err := json.Marshal(a.Contract)
+	if err != nil {
+		return c, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		var de *models.Error
+		if errors.As(err, &de) {
+			return c, de
+		}
+		return c, &models.Error{Code: models.EINVALID, Message: "validation failed",
+			Fields: map[string]string{"contract": strings.TrimPrefix(err.Error(), "json: ")}}
+	}
+	return c, nil
 }
 
 // RejectGoalArgs are the arguments of reject_goal.
@@ -257,7 +286,7 @@ func (t *tools) register(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "create_task",
-		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is generated from the title and brief and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
+		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is given (contract) or generated from the title and brief, and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
 		refusalStyle{about: aboutTask, renames: map[string]string{"agent": "assign_to"}},
 		func(ctx context.Context, a *models.Agent, in CreateTaskArgs) (TaskView, string, error) {
 			if err := claim(a, "creator", in.Creator); err != nil {
@@ -267,6 +296,11 @@ func (t *tools) register(srv *sdk.Server) {
 			if in.GoalID != 0 {
 				spec.GoalID = &in.GoalID
 			}
+			ct, err := in.contract()
+			if err != nil {
+				return TaskView{}, "", err
+			}
+			spec.Contract = ct
 			task, err := svc.CreateTask(ctx, a, spec)
 			if err != nil {
 				return TaskView{}, "", err

@@ -30,6 +30,7 @@ type TaskView struct {
 	Notes        string   `json:"notes,omitempty" jsonschema:"the verifier's notes"`
 	Reason       string   `json:"reason,omitempty" jsonschema:"the last rejection or reopening reason: what the next round must fix"`
 	Rejections   int      `json:"rejections" jsonschema:"verifier rejections so far; the second escalates to the lead"`
+	HeldOutTests int      `json:"held_out_tests,omitempty" jsonschema:"how many held-out tests the judge adds before the checks run; their files are never shown here"`
 	NextTools    []string `json:"next_tools" jsonschema:"tools that move the task on from its state"`
 }
 
@@ -120,7 +121,8 @@ func (n *namer) task(t *models.Task) TaskView {
 		Assignee: n.name(t.AssigneeID), Builder: n.name(t.BuilderID), Approver: n.name(t.ApproverID), Verifier: n.name(t.VerifierID),
 		Approve: policyOrDefault(t.Approve), Verify: policyOrDefault(t.Verify), DependsOn: t.DependsOn,
 		Summary: t.Summary, FilesChanged: t.FilesChanged, Notes: t.Notes, Reason: t.Reason, Rejections: t.Rejections,
-		NextTools: next,
+		HeldOutTests: len(t.Contract.Verification.HeldOut) + t.Contract.Verification.HeldOutCount,
+		NextTools:    next,
 	}
 }
 

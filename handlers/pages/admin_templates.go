@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
@@ -26,6 +27,7 @@ import (
 const (
 	maxFormSteps    = models.MaxTemplateSteps + 1
 	maxFormCriteria = 51
+	maxFormHeldOut  = 33 // a contract holds at most 32 held-out tests
 	maxImportBytes  = 1 << 20
 )
 
@@ -86,7 +88,8 @@ func (p *Pages) templateShow(c echo.Context) error {
 		}
 	}
 	v := p.editorView(c, "/templates/"+url.PathEscape(latest.Name))
-	v.Form = formFromTemplate(t)
+	// Held-out tests only for those who may set them (who alone may edit the form).
+	v.Form = formFromTemplate(handlers.TemplateFor(SignedIn(c), t))
 	v.Version, v.BaseVersion, v.Latest = t.Version, latest.Version, latest.Version
 	v.ReadOnly = t.Version != latest.Version || !v.CanEdit
 	if err := p.addVersions(c, &v, latest.Name); err != nil {
@@ -110,7 +113,7 @@ func (p *Pages) templateYAML(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := models.MarshalTemplateYAML(t)
+	b, err := handlers.TemplateYAML(handlers.TemplateFor(SignedIn(c), t))
 	if err != nil {
 		return err
 	}
@@ -290,6 +293,15 @@ func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error 
 		return err
 	}
 	v.History = historyItems(hist, templateChangeLabel)
+	// A change's diff is the YAML of both versions: held-out tests only for those who
+	// may read them.
+	diffs := handlers.NewTemplateChangeDiffs(p.d.Service.Store(), SignedIn(c))
+	for i, h := range hist {
+		if v.History[i].Diff != "" && diffs.Hides(c.Request().Context(), h.Change.Name, h.Change.FromVersion, h.Change.Version) {
+			v.History[i].Diff = ""
+			v.History[i].DiffHidden = "Diff hidden: the template carries held-out tests, which only leads, admins and editors read."
+		}
+	}
 	names := p.agentNames(c)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].Version > vs[j].Version })
 	for _, t := range vs {
@@ -302,7 +314,7 @@ func newStepForm() tplpage.StepForm {
 	return tplpage.StepForm{CompletionType: string(models.CompletionFile), VerificationType: string(models.VerifyAuto)}
 }
 
-var opRE = regexp.MustCompile(`^(add|remove|up|down|remove-criterion):?(\d*):?(\d*)$`)
+var opRE = regexp.MustCompile(`^(add|remove|up|down|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
 
 // applyOp changes the form as the pressed button asks. An op naming a step or
 // criterion that does not exist is a bad request (a stale or crafted form).
@@ -330,6 +342,8 @@ func applyOp(f *tplpage.Form, op string) error {
 		steps[i+1], steps[i] = steps[i], steps[i+1]
 	case m[1] == "remove-criterion" && inRange && errJ == nil && j >= 0 && j < len(steps[i].Criteria):
 		steps[i].Criteria = slices.Delete(steps[i].Criteria, j, j+1)
+	case m[1] == "remove-held-out" && inRange && errJ == nil && j >= 0 && j < len(steps[i].HeldOut):
+		steps[i].HeldOut = slices.Delete(steps[i].HeldOut, j, j+1)
 	default:
 		return bad
 	}
@@ -337,7 +351,7 @@ func applyOp(f *tplpage.Form, op string) error {
 }
 
 // parseTemplateForm reads the editor's inputs as typed. Steps are read while
-// steps[i].role is present; blank criterion rows are dropped.
+// steps[i].role is present; blank criterion and held-out rows are dropped.
 func parseTemplateForm(form url.Values) tplpage.Form {
 	f := tplpage.Form{Name: strings.TrimSpace(form.Get("name")), Description: form.Get("description")}
 	for i := 0; i < maxFormSteps; i++ {
@@ -366,6 +380,18 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 				Pattern: strings.TrimSpace(cg("pattern")), Timing: strings.TrimSpace(cg("timing")), Command: strings.TrimSpace(cg("command"))}
 			if !cr.Blank() {
 				s.Criteria = append(s.Criteria, cr)
+			}
+		}
+		s.Protect, s.TestsMayChange = g("verification.protect"), g("verification.tests_may_change") != ""
+		for j := 0; j < maxFormHeldOut; j++ {
+			if _, ok := form[tplpage.HeldOutField(i, j, "path")]; !ok {
+				break
+			}
+			// Browsers send a textarea's lines ending in CRLF: the file is stored with LF.
+			h := tplpage.HeldOutForm{Path: strings.TrimSpace(form.Get(tplpage.HeldOutField(i, j, "path"))),
+				Content: strings.ReplaceAll(form.Get(tplpage.HeldOutField(i, j, "content")), "\r\n", "\n")}
+			if !h.Blank() {
+				s.HeldOut = append(s.HeldOut, h)
 			}
 		}
 		f.Steps = append(f.Steps, s)
@@ -431,6 +457,15 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 			st.Verification.Criteria = append(st.Verification.Criteria, models.Criterion{Activity: cr.Activity,
 				Description: cr.Description, Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
 		}
+		for _, line := range strings.Split(strings.ReplaceAll(s.Protect, "\r\n", "\n"), "\n") {
+			if strings.TrimSpace(line) != "" {
+				st.Verification.Protect = append(st.Verification.Protect, strings.TrimSpace(line))
+			}
+		}
+		st.Verification.TestsMayChange = s.TestsMayChange
+		for _, h := range s.HeldOut {
+			st.Verification.HeldOut = append(st.Verification.HeldOut, models.HeldOutTest{Path: h.Path, Content: h.Content})
+		}
 		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds) != "" {
 			r := &models.Review{Role: s.ReviewRole,
 				Every:     num("review.every", "every", s.ReviewEvery),
@@ -447,11 +482,11 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 	return t, fe
 }
 
-var indexSuffixRE = regexp.MustCompile(`^(steps\[\d+\]\.(?:completion\.verify|review\.when))\[(\d+)\]$`)
+var indexSuffixRE = regexp.MustCompile(`^(steps\[\d+\]\.(?:completion\.verify|review\.when|verification\.protect))\[(\d+)\]$`)
 
 // formErrorKeys maps Validate's keys to the editor's input names: the message of one
-// verify command (steps[0].completion.verify[2]) or review trigger goes to the
-// textarea or input holding the list, naming the line or item.
+// verify command (steps[0].completion.verify[2]), protected path or review trigger
+// goes to the textarea or input holding the list, naming the line or item.
 func formErrorKeys(fields map[string]string) map[string]string {
 	out := make(map[string]string, len(fields))
 	for k, m := range fields {
@@ -504,6 +539,12 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 			s.Criteria = append(s.Criteria, tplpage.CriterionForm{Activity: cr.Activity, Description: cr.Description,
 				Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
 		}
+		s.Protect = strings.Join(st.Verification.Protect, "\n")
+		s.TestsMayChange = st.Verification.TestsMayChange
+		for _, h := range st.Verification.HeldOut {
+			s.HeldOut = append(s.HeldOut, tplpage.HeldOutForm{Path: h.Path, Content: h.Content})
+		}
+		s.HeldOutHidden = st.Verification.HeldOutCount
 		if r := st.Review; r != nil {
 			s.ReviewRole, s.ReviewWhen = r.Role, strings.Join(r.When, ", ")
 			s.ReviewEvery, s.ReviewMaxRounds = num(r.Every), num(r.MaxRounds)

@@ -214,6 +214,30 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("judge's report on the task page", func(t *testing.T) {
+		tk := e.judgedTask("Browser judged task", true, tamperAttempt())
+		ctx := chrome(t)
+		signIn(t, ctx, e, "dev", "/tasks/"+itoa64(tk.ID))
+		run(t, ctx, "judge",
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="tests-changed-warning"]`)),
+			chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="judge-tests-changed"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-floor"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-held-out"]`)),
+			shot(t, "judge"),
+		)
+		if got := text(t, ctx, `[data-testid="tests-changed-warning"]`); got != "tests changed by the worker" {
+			t.Fatalf("warning %q", got)
+		}
+		// The diff's markup is text on the page, not elements.
+		if got := text(t, ctx, `[data-testid="judge-diff"]`); !strings.Contains(got, "<script>alert(1)</script>") {
+			t.Fatalf("diff as shown: %q", got)
+		}
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="judge-diff"] script').length`))
+		if err != nil || n != 0 {
+			t.Fatalf("the diff's markup became %d elements: %v", n, err)
+		}
+	})
+
 	t.Run("task page changes state live", func(t *testing.T) {
 		tk := e.humanTask("Browser live task", nil, models.TaskAssigned)
 		ctx := chrome(t)

@@ -34,10 +34,12 @@ func (p *Pages) taskPage(c echo.Context) error {
 func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	ctx := c.Request().Context()
 	st := p.d.Service.Store()
-	t, err := st.GetTask(ctx, id)
+	stored, err := st.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	// Held-out tests only for those who may set them: everyone else reads their number.
+	t := handlers.TaskFor(SignedIn(c), stored)
 	dir, err := p.agents(ctx)
 	if err != nil {
 		return nil, err
@@ -53,6 +55,9 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State),
 		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
 		Facts: taskFacts(t, dir), Agents: dir.options("— choose —")}
+	for _, h := range t.Contract.Verification.HeldOut {
+		v.HeldOut = append(v.HeldOut, task.HeldOutFile{Path: h.Path, Content: h.Content})
+	}
 	if t.GoalID != nil {
 		v.GoalID, v.GoalTitle = *t.GoalID, p.goalTitle(ctx, t.GoalID)
 	}
@@ -62,6 +67,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	if n := len(attempts); n > 0 {
 		v.LiveText = attempts[n-1].OutputTail
 		v.Running = attempts[n-1].Outcome == models.OutcomeRunning
+		v.TestsChanged = attempts[n-1].Judge.ChangedTests()
 	}
 	for _, it := range inbox {
 		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: it.Title, Resolved: it.Resolved, Resolution: it.Resolution})
@@ -155,7 +161,22 @@ func contractFacts(ct models.Contract, id int64) []components.DefItem {
 		}
 		crit = append(crit, s)
 	}
-	items = append(items, components.DefItem{Term: "Criteria", Values: crit})
+	items = append(items, components.DefItem{Term: "Criteria", Values: crit},
+		components.DefItem{Term: "Protected paths", Values: vf.Protect, Mono: true})
+	if vf.TestsMayChange {
+		items = append(items, components.DefItem{Term: "Tests may change", Value: "yes: the checks run on the worker's tests, not the base revision's"})
+	}
+	switch {
+	case len(vf.HeldOut) > 0:
+		paths := make([]string, len(vf.HeldOut))
+		for i, h := range vf.HeldOut {
+			paths[i] = h.Path
+		}
+		items = append(items, components.DefItem{Term: "Held-out tests", Values: paths, Mono: true})
+	case vf.HeldOutCount > 0:
+		items = append(items, components.DefItem{Term: "Held-out tests",
+			Value: fmt.Sprintf("%d, hidden: only admins, editors and leads read them", vf.HeldOutCount)})
+	}
 	if ct.Review != nil {
 		items = append(items, components.DefItem{Term: "Artifact review by", Value: ct.Review.Role})
 	}
@@ -197,7 +218,30 @@ func attemptView(a models.Attempt, dir *directory) task.Attempt {
 		out.Criteria = append(out.Criteria, task.Criterion{Activity: cr.Activity, Command: cr.Command, Status: cr.Status,
 			Error: cr.Error, Attempts: cr.Attempts, Duration: ms(cr.DurationMS)})
 	}
+	out.Judge = judgeView(a.Judge)
 	return out
+}
+
+// judgeView turns the judge's report into its view (nil for none).
+func judgeView(r *models.JudgeReport) *task.Judge {
+	if r == nil {
+		return nil
+	}
+	j := &task.Judge{Base: r.Base, Restored: r.Restored}
+	if r.PrepareMS > 0 {
+		j.Prepare = ms(r.PrepareMS)
+	}
+	for _, c := range r.Protected {
+		j.Protected = append(j.Protected, task.ProtectedChange{Path: c.Path, Change: c.Change, Parts: c.Parts, Diff: c.Diff})
+	}
+	if f := r.Floor; f != nil {
+		j.Floor = &task.Floor{AtBase: f.AtBase, Run: f.Run, Passed: f.Passed, Skipped: f.Skipped, Missing: f.Missing,
+			Failed: f.Failed, NotRun: f.NotRun, OK: f.OK}
+	}
+	if h := r.HeldOut; h != nil {
+		j.HeldOut = &task.HeldOutResult{Files: h.Files, Passed: h.Passed, Failed: h.Failed}
+	}
+	return j
 }
 
 // timeline turns a task's events into timeline entries.

@@ -30,6 +30,13 @@ type View struct {
 	Actions           []ActionForm
 	Agents            []components.Option
 	Inbox             []InboxRow
+
+	// HeldOut are the contract's held-out tests with their contents, set only for a
+	// reader who may set them (the facts give everyone else their number).
+	HeldOut []HeldOutFile
+	// TestsChanged says the newest attempt changed protected files (tests, test
+	// configuration): a warning beside the state, whatever the state.
+	TestsChanged bool
 }
 
 // Attempt is one worker invocation with every check layer's verdict.
@@ -44,7 +51,45 @@ type Attempt struct {
 	Duration   string
 	Checks     []Check
 	Criteria   []Criterion
+	Judge      *Judge // nil: the attempt ran no verify commands
 	OutputTail string
+}
+
+// HeldOutFile is one held-out test of the contract.
+type HeldOutFile struct {
+	Path, Content string
+}
+
+// Judge is the judge's report on an attempt: the protected files the worker changed,
+// whether they were restored for the checks, the test floor and the held-out tests.
+type Judge struct {
+	Base      string // the base revision the protected paths were restored from
+	Restored  bool
+	Prepare   string // how long preparing the judge's view took
+	Protected []ProtectedChange
+	Floor     *Floor
+	HeldOut   *HeldOutResult
+}
+
+// ProtectedChange is one protected file the worker added, changed or deleted.
+type ProtectedChange struct {
+	Path, Change string
+	Parts        []string // for a file protected in part: the parts changed
+	Diff         string
+}
+
+// Floor is the test floor: the tests that passed at the base revision, run again.
+type Floor struct {
+	AtBase, Run, Passed, Skipped, Missing, Failed int
+	NotRun                                        []string
+	OK                                            bool
+}
+
+// HeldOutResult is how the held-out tests did.
+type HeldOutResult struct {
+	Files  int
+	Passed bool
+	Failed []string
 }
 
 // Check is one check layer's verdict.
@@ -83,6 +128,30 @@ type InboxRow struct {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func count(n int) string { return strconv.Itoa(n) }
+
+// verdict is the badge state of a pass/fail result.
+func verdict(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+// restoredText says how the checks saw the protected paths.
+func (j Judge) restoredText() string {
+	base := j.Base
+	if base == "" {
+		base = "the base revision"
+	} else if len(base) > 12 && base != "snapshot" {
+		base = base[:12]
+	}
+	if j.Restored {
+		return "The checks ran with the protected paths restored from " + base + "."
+	}
+	return "The checks ran on the worker's tests as it left them (the contract lets the tests change); base " + base + "."
+}
 
 func actionURL(id int64, action string) string { return "/tasks/" + itoa(id) + "/action/" + action }
 

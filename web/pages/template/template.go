@@ -84,6 +84,12 @@ type StepForm struct {
 
 	VerificationType string // verifiable | advisory | skip | auto
 	Criteria         []CriterionForm
+	Protect          string // protected-path globs, one per line
+	TestsMayChange   bool
+	HeldOut          []HeldOutForm
+	// HeldOutHidden is how many held-out tests the step has that the reader may not
+	// see (they are not in HeldOut); the form is then read-only.
+	HeldOutHidden int
 
 	ReviewRole      string
 	ReviewWhen      string // comma-separated triggers
@@ -105,6 +111,16 @@ func (c CriterionForm) Blank() bool {
 	return c.Activity == "" && c.Description == "" && c.Pattern == "" && c.Timing == "" && c.Command == ""
 }
 
+// HeldOutForm is one held-out test row: a file the worker never sees, added to the
+// workspace before the checks run.
+type HeldOutForm struct {
+	Path    string
+	Content string
+}
+
+// Blank reports whether both fields are empty: blank rows are dropped.
+func (h HeldOutForm) Blank() bool { return h.Path == "" && h.Content == "" }
+
 // StepField is the input name of a field of step i: StepField(1, "completion.path")
 // is "steps[1].completion.path", the key Template.Validate reports it under.
 func StepField(i int, field string) string {
@@ -114,6 +130,12 @@ func StepField(i int, field string) string {
 // CriterionField is the input name of a field of criterion j of step i.
 func CriterionField(i, j int, field string) string {
 	return StepField(i, "verification.criteria["+strconv.Itoa(j)+"]."+field)
+}
+
+// HeldOutField is the input name of a field of held-out test j of step i:
+// "steps[0].verification.held_out[1].content", as Template.Validate names it.
+func HeldOutField(i, j int, field string) string {
+	return StepField(i, "verification.held_out["+strconv.Itoa(j)+"]."+field)
 }
 
 // Op values of the editor's submit buttons.
@@ -135,6 +157,11 @@ func OpDown(i int) string { return "down:" + strconv.Itoa(i) }
 // OpRemoveCriterion removes criterion j of step i.
 func OpRemoveCriterion(i, j int) string {
 	return "remove-criterion:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
+}
+
+// OpRemoveHeldOut removes held-out test j of step i.
+func OpRemoveHeldOut(i, j int) string {
+	return "remove-held-out:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
 }
 
 // CompletionTypes are the choices of the completion type select.
@@ -208,6 +235,15 @@ func criteriaRows(s StepForm, readOnly bool) []CriterionForm {
 		return s.Criteria
 	}
 	return append(append([]CriterionForm(nil), s.Criteria...), CriterionForm{})
+}
+
+// heldOutRows returns the held-out tests of a step plus one blank row to add another
+// (none when read-only).
+func heldOutRows(s StepForm, readOnly bool) []HeldOutForm {
+	if readOnly {
+		return s.HeldOut
+	}
+	return append(append([]HeldOutForm(nil), s.HeldOut...), HeldOutForm{})
 }
 
 // props returns the field properties of input name with its error, disabled when the
