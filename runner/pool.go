@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -119,6 +121,13 @@ func (p *Pool) Start(ctx context.Context) error {
 		if n > 0 {
 			p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
 		}
+	}
+	// A judge's view a dead runner left up holds restored tests and held-out tests in
+	// a workspace: the worker's files go back before anything else runs there.
+	if closed, err := judge.RecoverAll(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
+		return fmt.Errorf("runner: putting back the files of a judge's view an earlier runner left: %w", err)
+	} else if len(closed) > 0 {
+		p.log.Warn("put back the workspaces of judge's views an earlier runner left", "views", len(closed))
 	}
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
 	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +48,7 @@ type View struct {
 	journal string
 	entries []journalEntry
 	closed  bool
+	lock    *os.File // flock'd while the view is up: a live view is never recovered
 }
 
 // journalEntry is one path the view rewrote: what the worker had there (saved as
@@ -221,6 +223,11 @@ func (v *View) apply(rootfd int, rewrites []rewrite) error {
 	if err := os.MkdirAll(filepath.Join(v.journal, "saved"), 0o750); err != nil {
 		return err
 	}
+	lock, err := lockJournal(v.journal, true)
+	if err != nil {
+		return err
+	}
+	v.lock = lock
 	for i, rw := range rewrites {
 		if !rw.read {
 			e, err := read(rootfd, rw.rel)
@@ -248,8 +255,14 @@ func (v *View) apply(rootfd int, rewrites []rewrite) error {
 	return v.saveJournal()
 }
 
+// journalFile is what journal.json holds: the workspace and what the view rewrote.
+type journalFile struct {
+	Root    string         `json:"root"`
+	Entries []journalEntry `json:"entries"`
+}
+
 func (v *View) saveJournal() error {
-	b, err := json.Marshal(v.entries)
+	b, err := json.Marshal(journalFile{Root: v.root, Entries: v.entries})
 	if err != nil {
 		return err
 	}
@@ -270,24 +283,91 @@ func (v *View) Close() error {
 		return err
 	}
 	v.closed = true
+	if v.lock != nil {
+		v.lock.Close()
+	}
 	return nil
 }
 
+// lockJournal takes the journal's lock: waiting for it when wait, else failing at once
+// with errViewLive while another process (a live runner) holds it.
+func lockJournal(journal string, wait bool) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(journal, "lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errViewLive
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// errViewLive: the view is up in a live runner.
+var errViewLive = errors.New("judge: the view is up in a live runner")
+
 // Recover closes a view a runner left open in journal (it died between Open and
-// Close): the worker's versions go back into the workspace at root. No journal, no-op.
+// Close): the worker's versions go back into the workspace at root (the one the
+// journal names when root is ""). No journal, no-op.
 func Recover(journal, root string) error {
+	_, err := recoverJournal(journal, root)
+	return err
+}
+
+// recoverJournal is Recover, saying whether it put anything back.
+func recoverJournal(journal, root string) (bool, error) {
 	b, err := os.ReadFile(filepath.Join(journal, journalName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	var entries []journalEntry
-	if err := json.Unmarshal(b, &entries); err != nil {
-		return fmt.Errorf("judge: journal %s: %w", journal, err)
+	var jf journalFile
+	if err := json.Unmarshal(b, &jf); err != nil {
+		return false, fmt.Errorf("judge: journal %s: %w", journal, err)
 	}
-	return putBack(root, journal, entries)
+	if root == "" {
+		root = jf.Root
+	}
+	lock, err := lockJournal(journal, false)
+	if errors.Is(err, errViewLive) {
+		return false, nil // its runner lives and will close it
+	}
+	if err != nil {
+		return false, err
+	}
+	defer lock.Close()
+	return true, putBack(root, journal, jf.Entries)
+}
+
+// RecoverAll closes every view left open under metaRoot (<data>/work/meta), each in
+// the workspace its journal names: what a runner that died mid-check left behind,
+// restored test files and held-out tests included, must not wait for the task's next
+// attempt, which may never come. It returns the journals it closed.
+func RecoverAll(metaRoot string) ([]string, error) {
+	journals, err := filepath.Glob(filepath.Join(metaRoot, "*", "judge", "journal"))
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, j := range journals {
+		ok, err := recoverJournal(j, "")
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			done = append(done, j)
+		}
+	}
+	return done, errors.Join(errs...)
 }
 
 func putBack(root, journal string, entries []journalEntry) error {

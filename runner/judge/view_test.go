@@ -172,8 +172,9 @@ func TestViewRecoversAndFollowsNoLink(t *testing.T) {
 	if got := readFile(t, filepath.Join(root, "calc_test.go")); got != "base\n" {
 		t.Fatalf("view calc_test.go = %q", got)
 	}
-	// The runner dies here: v is never closed. The next Open puts the worker's link back first.
-	_ = v
+	// The runner dies here: v is never closed, its lock goes with its process. The
+	// next Open puts the worker's link back first.
+	v.lock.Close()
 	if err := Recover(journal, root); err != nil {
 		t.Fatal(err)
 	}
@@ -250,5 +251,47 @@ func TestViewProtectsPartsOfFiles(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(root, "tools/package.json")); got != "[1, 2]" || !strings.Contains(changes[1].Parts[0], "whole file") {
 		t.Fatalf("an unreadable part is not protected whole: %q %+v", got, changes[1])
+	}
+}
+
+// TestRecoverAllSparesLiveViews: a view whose runner died is put back at the next
+// runner's start (held-out test removed, the worker's test back); a view still up in a
+// live runner is left alone.
+func TestRecoverAllSparesLiveViews(t *testing.T) {
+	metaRoot := t.TempDir()
+	open := func(task string) (string, *View) {
+		root := t.TempDir()
+		writeFiles(t, root, map[string]string{"calc_test.go": "base\n"})
+		base, err := TakeBase(filepath.Join(metaRoot, task, "judge", "base"), root, "snapshot", goRules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, root, map[string]string{"calc_test.go": "worker\n"})
+		v, _, err := Open(root, base, goRules, Options{Restore: true, Journal: filepath.Join(metaRoot, task, "judge", "journal"),
+			HeldOut: []models.HeldOutTest{{Path: "held_test.go", Content: "secret"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root, v
+	}
+	deadRoot, dead := open("1")
+	liveRoot, live := open("2")
+	// The dead runner's lock goes with its process; here, with its file.
+	dead.lock.Close()
+	closed, err := RecoverAll(metaRoot)
+	if err != nil || len(closed) != 1 {
+		t.Fatalf("RecoverAll = %v, %v; want the dead view only", closed, err)
+	}
+	if got := readFile(t, filepath.Join(deadRoot, "calc_test.go")); got != "worker\n" {
+		t.Fatalf("the dead view's worker file: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(deadRoot, "held_test.go")); !os.IsNotExist(err) {
+		t.Fatalf("the dead view's held-out test is still in the workspace: %v", err)
+	}
+	if got := readFile(t, filepath.Join(liveRoot, "held_test.go")); got != "secret" {
+		t.Fatalf("the live view was put back under its runner: %q", got)
+	}
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
