@@ -332,7 +332,7 @@ var (
 		"held_out": heldOutSchema, "held_out_count": nil,
 	}}
 	heldOutSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{"path": nil, "content": nil}}
-	reviewSchema = &fieldSchema{keys: map[string]*fieldSchema{
+	reviewSchema  = &fieldSchema{keys: map[string]*fieldSchema{
 		"role": nil, "when": nil, "every": nil, "max_rounds": nil,
 	}}
 	stepsSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{

@@ -79,3 +79,28 @@ func TestTaskForReaderHidesHeldOut(t *testing.T) {
 		t.Fatal("ForReader changed the task it was given")
 	}
 }
+
+func TestAttemptTokenWritesNoCommands(t *testing.T) {
+	c := Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
+	scoped := &Agent{Name: "lead", Roles: []string{"lead"}, Scope: &TokenScope{TaskID: 1}}
+	if err := requireCommandAuthority(scoped, c, ""); ErrorCode(err) != EFORBIDDEN {
+		t.Fatalf("a lead's attempt token setting held-out tests: %v, want forbidden", err)
+	}
+}
+
+func TestTemplateChangeHidesHeldOutContent(t *testing.T) {
+	secret := "if Add(10, 4) != 14"
+	prev := &Template{Name: "t", Version: 1, Steps: []Step{{Name: "a", Role: "dev"}}}
+	next := &Template{Name: "t", Version: 2, Steps: []Step{{Name: "a", Role: "dev",
+		Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: secret}}}}}}
+	c, err := templateChange(&Agent{Name: "ed"}, prev, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.Diff, secret) || !strings.Contains(c.Diff, "h_test.go") || !strings.Contains(c.Diff, "sha256") {
+		t.Fatalf("template.changed diff: %s", c.Diff)
+	}
+	if next.Steps[0].Verification.HeldOut[0].Content != secret {
+		t.Fatal("templateChange changed the template it was given")
+	}
+}

@@ -13,10 +13,13 @@ import (
 // activity's command from the project rules when it runs the check.
 const RuleCommandsNeedEditor = "commands_need_editor"
 
-// mayWriteCommands reports whether a may put shell commands into contracts, templates
-// and the project rules: whether it holds one of the trusted roles (admin, editor,
-// lead), the roles that edit templates and rules.
-func mayWriteCommands(a *Agent) bool { return CanEditTemplates(a) }
+// mayWriteCommands reports whether a may put shell commands (and held-out tests) into
+// contracts, templates and the project rules: whether it holds one of the trusted roles
+// (admin, editor, lead), the roles that edit templates and rules.
+//
+// Never through an attempt token: a worker acting within its attempt writes no shell
+// and no held-out test, whatever roles its agent holds.
+func mayWriteCommands(a *Agent) bool { return a.Scope == nil && CanEditTemplates(a) }
 
 // CommandFields lists, by field path, every shell command a contract carries: the
 // completion's verify commands and the verification criteria's commands. Blank ones
