@@ -20,9 +20,13 @@ import (
 // to the file stamps in the task's workspace, from two loops: the shell itself and a
 // nested shell in the background, which the runner's parent-death signal (tied to the
 // shell only) does not reach. Each loop first writes its pid to the file pids.
-const orphanCommand = `sh -c 'echo $$ >> pids; while :; do echo "$$ $COUNTERSIGN_ATTEMPT $(date +%s.%N)" >> stamps; sleep 1; done' &
-echo $$ >> pids
-while :; do echo "$$ $COUNTERSIGN_ATTEMPT $(date +%s.%N)" >> stamps; sleep 1; done`
+//
+// Each loop names itself by its pid as the host sees it, read from /proc/self/stat by
+// the shell's own read (no fork): in the PID namespace a confined run gets, $$ is 1.
+const orphanCommand = `sh -c 'read -r me _ < /proc/self/stat; echo $me >> pids; while :; do echo "$me $COUNTERSIGN_ATTEMPT $(date +%s.%N)" >> stamps; sleep 1; done' &
+read -r me _ < /proc/self/stat
+echo $me >> pids
+while :; do echo "$me $COUNTERSIGN_ATTEMPT $(date +%s.%N)" >> stamps; sleep 1; done`
 
 // Timing of the scenario. The lease is short so that the restarted serve takes the
 // tasks over quickly; the watch windows are the issue's.
