@@ -23,6 +23,7 @@ type agentInput struct {
 	Command     string              `json:"command"`
 	Workdir     string              `json:"workdir"`
 	Worktree    bool                `json:"worktree"`
+	Target      string              `json:"target_branch"`
 	Concurrency int                 `json:"concurrency"`
 	Password    string              `json:"password"`
 	Sandbox     models.AgentSandbox `json:"sandbox"`
@@ -62,7 +63,7 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 		return err
 	}
 	a := &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
-		Workdir: in.Workdir, Worktree: in.Worktree, Concurrency: in.Concurrency, Sandbox: in.Sandbox}
+		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox}
 	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}

@@ -32,15 +32,18 @@ const RunnerAgentName = "runner"
 
 // Agent is a named participant with roles.
 type Agent struct {
-	ID          int64     `json:"id"`
-	Name        string    `json:"name"`
-	Kind        AgentKind `json:"kind"`
-	Roles       []string  `json:"roles"`
-	Command     string    `json:"command,omitempty"`  // worker: run by /bin/sh -c; admin-controlled, never task data
-	Workdir     string    `json:"workdir,omitempty"`  // worker: directory to work in instead of a fresh one
-	Worktree    bool      `json:"worktree,omitempty"` // worker: a git worktree of Workdir per task
-	Concurrency int       `json:"concurrency"`        // worker: tasks at once (>= 1)
-	Disabled    bool      `json:"disabled,omitempty"` // takes no new work, may not log in
+	ID       int64     `json:"id"`
+	Name     string    `json:"name"`
+	Kind     AgentKind `json:"kind"`
+	Roles    []string  `json:"roles"`
+	Command  string    `json:"command,omitempty"`  // worker: run by /bin/sh -c; admin-controlled, never task data
+	Workdir  string    `json:"workdir,omitempty"`  // worker: directory to work in instead of a fresh one
+	Worktree bool      `json:"worktree,omitempty"` // worker: a git worktree of Workdir per task
+	// TargetBranch is where a worktree agent's tasks branch from and merge into;
+	// empty: the checkout's current branch.
+	TargetBranch string `json:"target_branch,omitempty"`
+	Concurrency  int    `json:"concurrency"`        // worker: tasks at once (>= 1)
+	Disabled     bool   `json:"disabled,omitempty"` // takes no new work, may not log in
 	// Sandbox is what the worker's confined processes may reach besides their
 	// workspace; admin-controlled like Command, and shown to admins only.
 	Sandbox   AgentSandbox `json:"sandbox,omitzero"`
@@ -127,6 +130,13 @@ func (a *Agent) Validate() error {
 	}
 	if a.Worktree && a.Workdir == "" {
 		fe.Add("worktree", "needs a workdir to take worktrees of")
+	}
+	if a.TargetBranch != "" {
+		if !a.Worktree {
+			fe.Add("target_branch", "is for worktree agents: their tasks branch from it")
+		} else if msg := BranchNameProblem(a.TargetBranch); msg != "" {
+			fe.Add("target_branch", msg)
+		}
 	}
 	a.Sandbox.validate(&fe)
 	return fe.Err()

@@ -93,7 +93,7 @@ func (s *Service) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error
 
 func agentEventData(a *Agent) map[string]any {
 	return map[string]any{"agent": a.Name, "kind": a.Kind, "roles": a.Roles, "command": a.Command,
-		"workdir": a.Workdir, "worktree": a.Worktree, "concurrency": a.Concurrency, "disabled": a.Disabled,
+		"workdir": a.Workdir, "worktree": a.Worktree, "target_branch": a.TargetBranch, "concurrency": a.Concurrency, "disabled": a.Disabled,
 		"sandbox": a.Sandbox}
 }
 

@@ -151,6 +151,12 @@ type Task struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 	VerifiedAt   *time.Time `json:"verified_at,omitempty"`
+	// Branch is a worktree task's own branch (countersign/task-<id>); Base the commit
+	// it started from; Commit the commit that was verified: the checks ran on exactly
+	// its tree. All empty for a task without a git workspace.
+	Branch string `json:"branch,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Commit string `json:"commit,omitempty"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

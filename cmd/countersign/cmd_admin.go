@@ -90,7 +90,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 
 func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	var c config
-	var kind, roles, command, workdir string
+	var kind, roles, command, workdir, target string
 	var worktree, pwStdin bool
 	var concurrency int
 	var sb sandboxFlags
@@ -101,6 +101,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&command, "command", "", "worker: shell command the runner runs with the brief on stdin; or a preset: claude")
 	fs.StringVar(&workdir, "workdir", "", "worker: directory to work in instead of a fresh one per task")
 	fs.BoolVar(&worktree, "worktree", false, "worker: give each task its own git worktree of --workdir")
+	fs.StringVar(&target, "target-branch", "", "worker with --worktree: the branch tasks start from and merge into (default: the checkout's current branch)")
 	fs.IntVar(&concurrency, "concurrency", 1, "worker: tasks it may run at once")
 	fs.BoolVar(&pwStdin, "password-stdin", false, "read a dashboard password from the first line of standard input")
 	sb.register(fs)
@@ -128,7 +129,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	a := &models.Agent{Name: name, Kind: models.AgentKind(kind), Roles: splitList(roles), Command: command,
-		Workdir: workdir, Worktree: worktree, Concurrency: concurrency,
+		Workdir: workdir, Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
 		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix}}
 	if err := newService(db).CreateAgent(ctx, models.System, a, password); err != nil {
 		return describe(err)

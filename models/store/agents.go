@@ -17,6 +17,7 @@ type agentRecord struct {
 	Command      string
 	Workdir      string
 	Worktree     bool
+	TargetBranch string
 	Concurrency  int
 	Disabled     bool
 	PasswordHash string
@@ -50,6 +51,7 @@ func toAgentRecord(a *models.Agent) (*agentRecord, error) {
 		Command:      a.Command,
 		Workdir:      a.Workdir,
 		Worktree:     a.Worktree,
+		TargetBranch: a.TargetBranch,
 		Concurrency:  a.Concurrency,
 		Disabled:     a.Disabled,
 		PasswordHash: a.PasswordHash,
@@ -71,6 +73,7 @@ func fromAgentRecord(r *agentRecord) (*models.Agent, error) {
 		Command:      r.Command,
 		Workdir:      r.Workdir,
 		Worktree:     r.Worktree,
+		TargetBranch: r.TargetBranch,
 		Concurrency:  r.Concurrency,
 		Disabled:     r.Disabled,
 		PasswordHash: r.PasswordHash,

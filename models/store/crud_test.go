@@ -22,7 +22,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 
 		a := &models.Agent{
 			Name: "dev-1", Kind: models.KindWorker, Roles: []string{"developer", "tester"},
-			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, Concurrency: 3,
+			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, TargetBranch: "main", Concurrency: 3,
 			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
 			Sandbox: models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/var/cache/go", "/tmp/x"}, Connect: []int{443, 5432}, AllowUnix: true},
 		}
@@ -237,6 +237,7 @@ func TestTasksRoundTrip(t *testing.T) {
 			Summary: "done", FilesChanged: "a.go", Notes: "ok", Reason: "fix x", Rejections: 1,
 			AttemptsUsed: 2, Override: true, LeaseOwner: "runner-a", LeaseUntil: tsp(8),
 			CreatedAt: ts(1), UpdatedAt: ts(2), VerifiedAt: tsp(3),
+			Branch: "countersign/task-1", Base: strings.Repeat("a", 40), Commit: strings.Repeat("b", 40),
 		}
 		allSet(t, tk, "ID")
 		want := *tk

@@ -14,37 +14,40 @@ import (
 // as they never change after creation, DependsOn keeps a copy (a JSON array of ids,
 // "" for none) so that reading a task takes one query.
 type taskRecord struct {
-	ID           int64 `gorm:"primaryKey"`
-	GoalID       *int64
-	RunID        *int64
-	StepNum      int
-	Title        string
-	Brief        string
-	Role         string
-	State        string
-	Priority     int
-	Approve      string
-	Verify       string
-	Contract     string
-	DependsOn    string
-	CreatorID    *int64 // NULL: created by the operator from the command line
-	ParentTaskID *int64 // created through an attempt token of this task
-	AssigneeID   *int64
-	BuilderID    *int64
-	ApproverID   *int64
-	VerifierID   *int64
-	Summary      string
-	FilesChanged string
-	Notes        string
-	Reason       string
-	Rejections   int
-	AttemptsUsed int
-	Override     bool
-	LeaseOwner   string
-	LeaseUntil   *time.Time
-	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt    time.Time `gorm:"autoUpdateTime:false"`
-	VerifiedAt   *time.Time
+	ID             int64 `gorm:"primaryKey"`
+	GoalID         *int64
+	RunID          *int64
+	StepNum        int
+	Title          string
+	Brief          string
+	Role           string
+	State          string
+	Priority       int
+	Approve        string
+	Verify         string
+	Contract       string
+	DependsOn      string
+	CreatorID      *int64 // NULL: created by the operator from the command line
+	ParentTaskID   *int64 // created through an attempt token of this task
+	AssigneeID     *int64
+	BuilderID      *int64
+	ApproverID     *int64
+	VerifierID     *int64
+	Summary        string
+	FilesChanged   string
+	Notes          string
+	Reason         string
+	Rejections     int
+	AttemptsUsed   int
+	Override       bool
+	LeaseOwner     string
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt      time.Time `gorm:"autoUpdateTime:false"`
+	VerifiedAt     *time.Time
+	Branch         string
+	BaseCommit     string
+	VerifiedCommit string
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -67,37 +70,40 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		return nil, err
 	}
 	return &taskRecord{
-		ID:           t.ID,
-		GoalID:       t.GoalID,
-		RunID:        t.RunID,
-		StepNum:      t.StepNum,
-		Title:        t.Title,
-		Brief:        t.Brief,
-		Role:         t.Role,
-		State:        string(t.State),
-		Priority:     t.Priority,
-		Approve:      t.Approve,
-		Verify:       t.Verify,
-		Contract:     contract,
-		DependsOn:    deps,
-		CreatorID:    creatorRef(t.CreatorID),
-		ParentTaskID: t.ParentTaskID,
-		AssigneeID:   t.AssigneeID,
-		BuilderID:    t.BuilderID,
-		ApproverID:   t.ApproverID,
-		VerifierID:   t.VerifierID,
-		Summary:      t.Summary,
-		FilesChanged: t.FilesChanged,
-		Notes:        t.Notes,
-		Reason:       t.Reason,
-		Rejections:   t.Rejections,
-		AttemptsUsed: t.AttemptsUsed,
-		Override:     t.Override,
-		LeaseOwner:   t.LeaseOwner,
-		LeaseUntil:   normTimePtr(t.LeaseUntil),
-		CreatedAt:    normTime(t.CreatedAt),
-		UpdatedAt:    normTime(t.UpdatedAt),
-		VerifiedAt:   normTimePtr(t.VerifiedAt),
+		ID:             t.ID,
+		GoalID:         t.GoalID,
+		RunID:          t.RunID,
+		StepNum:        t.StepNum,
+		Title:          t.Title,
+		Brief:          t.Brief,
+		Role:           t.Role,
+		State:          string(t.State),
+		Priority:       t.Priority,
+		Approve:        t.Approve,
+		Verify:         t.Verify,
+		Contract:       contract,
+		DependsOn:      deps,
+		CreatorID:      creatorRef(t.CreatorID),
+		ParentTaskID:   t.ParentTaskID,
+		AssigneeID:     t.AssigneeID,
+		BuilderID:      t.BuilderID,
+		ApproverID:     t.ApproverID,
+		VerifierID:     t.VerifierID,
+		Summary:        t.Summary,
+		FilesChanged:   t.FilesChanged,
+		Notes:          t.Notes,
+		Reason:         t.Reason,
+		Rejections:     t.Rejections,
+		AttemptsUsed:   t.AttemptsUsed,
+		Override:       t.Override,
+		LeaseOwner:     t.LeaseOwner,
+		LeaseUntil:     normTimePtr(t.LeaseUntil),
+		CreatedAt:      normTime(t.CreatedAt),
+		UpdatedAt:      normTime(t.UpdatedAt),
+		VerifiedAt:     normTimePtr(t.VerifiedAt),
+		Branch:         t.Branch,
+		BaseCommit:     t.Base,
+		VerifiedCommit: t.Commit,
 	}, nil
 }
 
@@ -132,6 +138,9 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		CreatedAt:    normTime(r.CreatedAt),
 		UpdatedAt:    normTime(r.UpdatedAt),
 		VerifiedAt:   normTimePtr(r.VerifiedAt),
+		Branch:       r.Branch,
+		Base:         r.BaseCommit,
+		Commit:       r.VerifiedCommit,
 	}
 	if err := fromJSON(r.Contract, &t.Contract, "tasks.contract"); err != nil {
 		return nil, err
