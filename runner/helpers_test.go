@@ -281,3 +281,16 @@ func dialects() []string {
 	}
 	return storetest.Dialects()
 }
+
+// settled waits at most d for task id to end verified or blocked, and returns it.
+func (h *harness) settled(id int64, d time.Duration) *models.Task {
+	h.t.Helper()
+	var got *models.Task
+	h.waitLong(d, "task "+itoa(id)+" to settle", func() bool {
+		tk, err := h.db.GetTask(h.ctx, id)
+		must(h.t, err)
+		got = tk
+		return tk.State == models.TaskVerified || tk.State == models.TaskBlocked
+	})
+	return got
+}

@@ -177,13 +177,7 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			id := tasks[c.name].ID
-			var got *models.Task
-			h.waitLong(4*time.Minute, c.name+" to settle", func() bool {
-				tk, err := h.db.GetTask(h.ctx, id)
-				must(t, err)
-				got = tk
-				return tk.State == models.TaskVerified || tk.State == models.TaskBlocked
-			})
+			got := h.settled(id, 4*time.Minute)
 			atts := h.attempts(id)
 			last := atts[len(atts)-1]
 			if c.verified != (got.State == models.TaskVerified) {

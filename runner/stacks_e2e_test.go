@@ -115,13 +115,7 @@ func TestContractsFitTheWorkspace(t *testing.T) {
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			id := tasks[r.name].ID
-			var got *models.Task
-			h.waitLong(3*time.Minute, r.name+" to settle", func() bool {
-				tk, err := h.db.GetTask(h.ctx, id)
-				must(t, err)
-				got = tk
-				return tk.State == models.TaskVerified || tk.State == models.TaskBlocked
-			})
+			got := h.settled(id, 3*time.Minute)
 			if got.State != models.TaskVerified {
 				t.Fatalf("%s: %s; attempts %+v", r.name, got.State, h.attempts(id))
 			}
