@@ -6,6 +6,12 @@
 //	<root>/tasks/<task_id>/      default working directory, kept across attempts
 //	<root>/meta/<task_id>/       brief-<n>.md and attempt-<n>.log, always here
 //	<root>/worktrees/<task_id>/  a git worktree when the agent asks for one
+//	<root>/gittmp/               the runner's own scratch files for git (a commit's index)
+//
+// A worktree task can work on a branch of its own (Request.Branch): CommitVerified
+// commits the verified files onto it, Merge lands them on the target only if they are
+// what was verified, Push publishes a branch, Compare and Diff show it, and Remove,
+// Cleanup and Prune take the worktrees away again.
 //
 // The meta directory lies outside every workspace: a confined worker may write its
 // workspace, and the runner writes briefs and logs with its own rights, so a meta
@@ -48,6 +54,9 @@ type Manager struct {
 
 	// sandbox confines the git commands the manager runs; nil runs them unconfined.
 	sandbox *sandbox.Sandbox
+
+	// trace, when set (by tests), sees the argv of every git command before it runs.
+	trace func(argv []string)
 }
 
 // Confine makes every git command the manager runs confined by sb: git reads the
@@ -61,6 +70,18 @@ type Request struct {
 	Attempt      int    // 1-based
 	AgentWorkdir string // the worker agent's own directory (absolute); empty for a fresh one
 	Worktree     bool   // a git worktree of AgentWorkdir per task instead of the directory itself
+
+	// Branch, for a worktree, is the branch the task works on (countersign/task-42):
+	// the first attempt creates it from Base and checks it out in the task's worktree;
+	// later attempts reuse the worktree, or the branch when the worktree is gone. Empty
+	// keeps the worktree detached at the checkout's HEAD, as before branches existed.
+	// It must be a plain branch name (see ValidBranch); anything else is refused before
+	// git runs.
+	Branch string
+	// Base is where Branch starts: a local branch name (the target, "main") or a full
+	// commit id (a previous step's verified commit). Empty means the checkout's HEAD.
+	// Only with Branch.
+	Base string
 }
 
 // Workspace is a prepared task workspace.
@@ -73,9 +94,25 @@ type Workspace struct {
 	// TaskID is the task the workspace belongs to.
 	TaskID int64
 
-	repo     string // for a worktree: the repository it was added to
-	worktree bool
+	repo       string // for a worktree: the repository it was added to
+	worktree   bool
+	branch     string // the worktree's branch; empty when detached
+	baseCommit string // the commit the branch started from
 }
+
+// Repo is the checkout a worktree was added to (absolute, symlinks resolved); empty
+// for a workspace that is not a worktree.
+func (w *Workspace) Repo() string { return w.repo }
+
+// Branch is the branch the worktree was prepared on (Request.Branch); empty for a
+// detached worktree or a workspace that is not a worktree.
+func (w *Workspace) Branch() string { return w.branch }
+
+// BaseCommit is the full id of the commit Branch started from: Request.Base resolved
+// when the branch was created, and on a later attempt where the branch left Base (their
+// merge base), so the same task reports the same base on every attempt unless Base was
+// rewritten. Empty when Branch is, and on a later attempt whose Base no longer exists.
+func (w *Workspace) BaseCommit() string { return w.baseCommit }
 
 // New returns a Manager rooted at root, creating root/tasks if needed.
 func New(root string) (*Manager, error) {
@@ -119,6 +156,20 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 	if req.Worktree && req.AgentWorkdir == "" {
 		fe.Add("worktree", "needs a workdir to take worktrees of")
 	}
+	if req.Branch != "" {
+		if !req.Worktree {
+			fe.Add("branch", "needs a worktree")
+		} else if err := ValidBranch(req.Branch); err != nil {
+			fe.Add("branch", err.Error())
+		}
+	}
+	if req.Base != "" {
+		if req.Branch == "" {
+			fe.Add("base", "needs a branch")
+		} else if _, err := revArg(req.Base); err != nil {
+			fe.Add("base", err.Error())
+		}
+	}
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
@@ -142,11 +193,21 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 		if err != nil {
 			return nil, err
 		}
-		dir, err := m.addWorktree(ctx, repo, filepath.Join(m.root, "worktrees", id))
+		var dir, base string
+		if req.Branch == "" {
+			dir, err = m.addWorktree(ctx, repo, filepath.Join(m.root, "worktrees", id))
+		} else {
+			dir, base, err = m.addBranchWorktree(ctx, repo, filepath.Join(m.root, "worktrees", id), req.Branch, req.Base)
+		}
 		if err != nil {
+			var me *models.Error
+			if errors.As(err, &me) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
 		}
 		ws.Dir, ws.repo, ws.worktree = dir, repo, true
+		ws.branch, ws.baseCommit = req.Branch, base
 	case req.AgentWorkdir != "":
 		dir, err := realDir(req.AgentWorkdir)
 		if err != nil {
@@ -155,6 +216,27 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 		ws.Dir = dir
 	}
 	return ws, nil
+}
+
+// repoDir resolves the checkout an operation names, which must be an absolute path to
+// a directory.
+func repoDir(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", &models.Error{Code: models.EINVALID, Message: "the repository must be an absolute path",
+			Fields: map[string]string{"repo": "must be an absolute path"}}
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(real); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return "", &models.Error{Code: models.EINVALID, Message: "the repository is not usable",
+			Fields: map[string]string{"repo": err.Error()}}
+	}
+	return real, nil
 }
 
 // realDir resolves an agent's workdir, which must exist and be a directory.
@@ -202,9 +284,110 @@ func (m *Manager) addWorktree(ctx context.Context, repo, dir string) (string, er
 	return filepath.EvalSymlinks(dir)
 }
 
+// addBranchWorktree adds a worktree of repo at dir on a new branch made from base (the
+// checkout's HEAD when base is empty) and returns the worktree and the commit the
+// branch started from. A later attempt reuses the worktree when it is there, or checks
+// the branch out again when only the worktree is gone; its base is then where the
+// branch left base. branch and base have been validated.
+func (m *Manager) addBranchWorktree(ctx context.Context, repo, dir, branch, base string) (string, string, error) {
+	m.gitMu.Lock()
+	defer m.gitMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return "", "", err
+	}
+	baseRev := "HEAD"
+	if base != "" {
+		var err error
+		if baseRev, err = revArg(base); err != nil {
+			return "", "", err
+		}
+	}
+	reading := access{read: []string{repo}}
+	baseCommit, found, err := m.resolveCommit(ctx, repo, reading, baseRev)
+	if err != nil {
+		return "", "", err
+	}
+	tip, exists, err := m.resolveCommit(ctx, repo, reading, "refs/heads/"+branch)
+	if err != nil {
+		return "", "", err
+	}
+	if !found && !exists {
+		return "", "", models.Errorf(models.ENOTFOUND, "base %q is not a commit of %s", base, repo)
+	}
+	forkPoint := func() (string, error) {
+		if !found {
+			// The branch is there and its base is gone (renamed, deleted): the task goes
+			// on; the base recorded at its first attempt stands.
+			return "", nil
+		}
+		out, err := m.run(ctx, gitRun{dir: repo, read: []string{repo}, args: []string{"merge-base", baseCommit, tip}})
+		if exitCode(err) == 1 { // no common history: report the base as given
+			return baseCommit, nil
+		}
+		return strings.TrimSpace(string(out)), err
+	}
+
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "", "", err
+		}
+		if !exists {
+			// A worktree made before the task had a branch: give it one at the base, so
+			// that the verified commit has somewhere to go.
+			if _, err := m.git(ctx, repo, "branch", "--no-track", branch, baseCommit); err != nil {
+				return "", "", err
+			}
+			return real, baseCommit, nil
+		}
+		fp, err := forkPoint()
+		return real, fp, err
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		if err := os.RemoveAll(dir); err != nil {
+			return "", "", err
+		}
+	}
+	if _, err := m.git(ctx, repo, "worktree", "prune"); err != nil {
+		return "", "", err
+	}
+	if exists {
+		if _, err := m.git(ctx, repo, "worktree", "add", "--", dir, branch); err != nil {
+			return "", "", err
+		}
+		if baseCommit, err = forkPoint(); err != nil {
+			return "", "", err
+		}
+	} else if _, err := m.git(ctx, repo, "worktree", "add", "--no-track", "-b", branch, "--", dir, baseCommit); err != nil {
+		return "", "", err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	return real, baseCommit, err
+}
+
+// access is what a git command may touch when the manager is confined.
+type access struct {
+	read  []string
+	write []string
+}
+
+// resolveCommit resolves rev (a full commit id, refs/heads/<name> or HEAD) to the full
+// id of the commit it names in repo; found is false when there is none.
+func (m *Manager) resolveCommit(ctx context.Context, repo string, a access, rev string) (id string, found bool, err error) {
+	out, err := m.run(ctx, gitRun{dir: repo, read: a.read, write: a.write,
+		args: []string{"rev-parse", "--verify", "-q", "--end-of-options", rev + "^{commit}"}})
+	if exitCode(err) == 1 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
 // Cleanup removes what Prepare made that is not evidence: a worktree is removed (with
-// --force, since the verified output has been recorded by then); the task directory
-// with its briefs and logs stays.
+// --force, since the verified output has been recorded by then); its branch, the task
+// directory and its briefs and logs stay. Remove also deletes the branch.
 func (m *Manager) Cleanup(ctx context.Context, ws *Workspace) error {
 	if ws == nil || !ws.worktree {
 		return nil
@@ -242,19 +425,86 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) ([]byte, 
 // gitReading is git with read access to the paths in read as well: a worktree's
 // repository (see GitPaths).
 func (m *Manager) gitReading(ctx context.Context, dir string, read []string, args ...string) ([]byte, error) {
-	argv := append([]string{"git", "-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	return m.run(ctx, gitRun{dir: dir, args: args, read: read, write: []string{dir, filepath.Join(m.root, "worktrees")}})
+}
+
+// gitRun is one git command and, when the manager is confined, exactly what it may
+// touch: each operation names its own grants rather than sharing one broad policy.
+type gitRun struct {
+	dir    string    // git -C dir
+	args   []string  // after the fixed safety options
+	env    []string  // KEY=VALUE on top of the minimal environment
+	stdin  []byte    // standard input; /dev/null when nil
+	stdout io.Writer // receives stdout instead of the returned slice when set
+
+	read  []string // hierarchies git may read, beyond the system's
+	write []string // hierarchies git may read and write
+	ports []uint16 // TCP ports git may connect to (a push); none otherwise
+}
+
+// gitSafety are the options every git command of the manager runs with. Hooks and
+// fsmonitor would run programs a worker may have written; the commit-graph and
+// replace refs live where a worker may write (the object store, refs/replace) and
+// would let it change what a commit id means to the runner's git; automatic gc would
+// leave a detached process behind and write outside the grants of the operation.
+var gitSafety = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.commitGraph=false",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+}
+
+// gitEnv is the environment every git command of the manager gets on top of the
+// workers' minimal one. No global configuration: the runner's HOME is out of a
+// confined git's reach, and its settings have no business in a task's repository
+// anyway.
+var gitEnv = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0"}
+
+// gitExitError is a git command that ran and exited with a status other than 0.
+type gitExitError struct {
+	what string
+	code int
+	tail string
+}
+
+func (e *gitExitError) Error() string {
+	return fmt.Sprintf("%s: exit status %d: %s", e.what, e.code, e.tail)
+}
+
+// exitCode is the status git exited with when err says it ran and failed; -1 otherwise.
+func exitCode(err error) int {
+	var ge *gitExitError
+	if errors.As(err, &ge) {
+		return ge.code
+	}
+	return -1
+}
+
+// run runs r (see git for the discipline every command follows) and returns its
+// standard output; on a non-zero exit it returns the output with a *gitExitError.
+func (m *Manager) run(ctx context.Context, r gitRun) ([]byte, error) {
+	argv := append(append([]string{"git", "-C", r.dir}, gitSafety...), r.args...)
+	if m.trace != nil {
+		m.trace(argv)
+	}
 	var out bytes.Buffer
-	// No global configuration: the runner's HOME is out of a confined git's reach, and
-	// its settings have no business in a task's repository anyway.
-	spec := worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout, Env: []string{"GIT_CONFIG_GLOBAL=/dev/null"}}
+	spec := worker.Spec{Argv: argv, Stdout: &out, Timeout: gitTimeout, Env: append(append([]string{}, gitEnv...), r.env...)}
+	if r.stdout != nil {
+		spec.Stdout = r.stdout
+	}
+	if r.stdin != nil {
+		spec.Stdin = bytes.NewReader(r.stdin)
+	}
 	if m.sandbox != nil {
 		spec.Confine = &worker.Confinement{Sandbox: m.sandbox, Policy: sandbox.Policy{
-			ReadExec:  append(sandbox.SystemReadPaths(os.Getenv("PATH")), read...),
-			ReadWrite: []string{dir, filepath.Join(m.root, "worktrees")},
+			ReadExec:   append(sandbox.SystemReadPaths(os.Getenv("PATH")), r.read...),
+			ReadWrite:  r.write,
+			ConnectTCP: r.ports,
 		}}
 	}
 	res, err := worker.Run(ctx, spec)
-	what := "git " + strings.Join(args, " ")
+	what := "git " + strings.Join(r.args, " ")
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -263,7 +513,7 @@ func (m *Manager) gitReading(ctx context.Context, dir string, read []string, arg
 	case res.TimedOut:
 		return nil, fmt.Errorf("%s: timed out after %s", what, gitTimeout)
 	case res.ExitCode != 0:
-		return out.Bytes(), fmt.Errorf("%s: exit status %d: %s", what, res.ExitCode, strings.TrimSpace(string(res.Tail)))
+		return out.Bytes(), &gitExitError{what: what, code: res.ExitCode, tail: strings.TrimSpace(string(res.Tail))}
 	}
 	return out.Bytes(), nil
 }
