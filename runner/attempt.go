@@ -69,6 +69,8 @@ type attemptRun struct {
 	layerExhausted bool
 	// judge is the judge's view of this attempt: protected paths, base, floor.
 	judge *judgeRun
+	// commit is the verified commit on the task's branch (worktree tasks that pass).
+	commit string
 }
 
 func (ar *attemptRun) fail(stage, diagnosis string) {
@@ -157,6 +159,7 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	}
 	p.execute(ctx, tr, ar)
 	p.check(ctx, tr, ar)
+	p.commitVerified(ctx, tr, ar)
 	return p.settle(tr, ar)
 }
 
@@ -194,9 +197,14 @@ func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, ru
 // a revision, an error).
 func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
 	t := &tr.task
-	ws, err := p.cfg.Workspaces.Prepare(ctx, workspace.Request{
-		TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree,
-	})
+	req := workspace.Request{TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree}
+	if tr.agent.Worktree {
+		var err error
+		if req.Branch, req.Base, err = p.branchFor(ctx, tr); err != nil {
+			return err
+		}
+	}
+	ws, err := p.cfg.Workspaces.Prepare(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -320,6 +328,9 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 // recordStart stores the attempt as running, with its attempt.started event, in tx.
 func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
 	if err := p.fixContract(ctx, tx, &tr.task, ar); err != nil {
+		return err
+	}
+	if err := p.recordBranch(ctx, tx, tr, ar); err != nil {
 		return err
 	}
 	t := &tr.task

@@ -79,6 +79,9 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		if ar.judge != nil && ar.judge.opened {
 			judged = &ar.judge.report
 		}
+		if ar.commit != "" {
+			t.Commit = ar.commit
+		}
 		if err := p.svc.RunnerPassJudged(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, judged, advisory); err != nil {
 			return decision{}, err
 		}

@@ -52,7 +52,7 @@ func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, ou
 	return TaskComplete{
 		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
 		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName),
-		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), At: at,
+		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), Commit: t.Commit, At: at,
 	}.Entry()
 }
 

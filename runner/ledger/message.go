@@ -35,7 +35,7 @@ import (
 // transaction, the unit the exactly-once protocol works on. Everything in a message
 // is bounded except names; a name is cut (at a rune boundary) so that its JSON form
 // is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
-// ids, maximal escaped names, every field present, the judge's counts at their largest) is 816 bytes for task.complete;
+// ids, maximal escaped names, every field present, the judge's counts at their largest, a SHA-256 commit id) is 892 bytes for task.complete;
 // the tests build it. Builders still check the final size and refuse anything over
 // MaxMessageBytes.
 //
@@ -83,7 +83,10 @@ type Message struct {
 	// Judge: task.complete's counts of what the judge found (absent when no
 	// judge's view ran, for tasks verified before it existed or advisory ones).
 	Judge *JudgeCounts `json:"judge,omitempty"`
-	TS    string       `json:"ts"`
+	// Commit: task.complete's verified git commit (40 or 64 hex), for a task that
+	// worked on a branch of its own.
+	Commit string `json:"commit,omitempty"`
+	TS     string `json:"ts"`
 }
 
 // JudgeCounts is the judge's report as counts, for task.complete: how many protected
@@ -208,6 +211,7 @@ type TaskComplete struct {
 	Output   string // SHA-384 hex of the verified output; "" when there is none
 	Override bool   // accepted by the exec without passing the checks
 	Judge    *JudgeCounts
+	Commit   string // the verified git commit; "" for a task without a branch
 	At       time.Time
 }
 
@@ -222,12 +226,15 @@ func (c TaskComplete) Message() (Message, error) {
 	if c.Output != "" && !hashOK(c.Output) {
 		return Message{}, fmt.Errorf("ledger: task.complete output hash must be SHA-384 hex")
 	}
+	if c.Commit != "" && !commitOK(c.Commit) {
+		return Message{}, fmt.Errorf("ledger: task.complete commit must be a 40- or 64-digit lower-case hex object id")
+	}
 	ov := c.Override
 	return Message{
 		V: MessageVersion, Type: models.LedgerTaskComplete,
 		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
 		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON),
-		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, TS: Timestamp(c.At),
+		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, TS: Timestamp(c.At),
 	}, nil
 }
 
@@ -361,4 +368,18 @@ func CheckPayload(e *models.LedgerEntry) error {
 		return fmt.Errorf("ledger: entry %d payload does not match the hash in its message", e.ID)
 	}
 	return nil
+}
+
+// commitOK reports whether s is a git object id: 40 (SHA-1) or 64 (SHA-256)
+// lower-case hex digits.
+func commitOK(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
