@@ -29,6 +29,8 @@ type Deps struct {
 	// Workers says whether workers can start and what confines them, for /readyz; nil
 	// leaves it out.
 	Workers func() (ready bool, status string)
+	// Lander merges verified task branches (the runner's); nil refuses merges.
+	Lander models.Lander
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
 	// live in their own files and packages; each is listed in Routes' doc.
 	Extra []func(e *echo.Echo)
@@ -103,6 +105,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/tasks", tasks.List)
 	api.GET("/tasks/:id", tasks.Get)
 	api.POST("/tasks/:id/link", tasks.Link)
+	api.POST("/tasks/:id/merge", NewMergeAPI(d.Service, d.Lander).Task)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
 	feed := NewFeedAPI(d.Service)

@@ -2,8 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/workspace"
@@ -99,4 +102,63 @@ func verifiedBy(t *models.Task) string {
 		return "runner"
 	}
 	return "runner, then " + string(t.Verify)
+}
+
+// Landing merges verified task branches into their agents' target branches through
+// the pool's workspace manager (models.Lander).
+type Landing struct {
+	workspaces *workspace.Manager
+	// FastForward moves the target to the verified commit when it has not moved since
+	// the task branched; otherwise (and when false) a merge commit is made.
+	FastForward bool
+}
+
+// Landing returns the pool's Lander: merges fast-forward when they can.
+func (p *Pool) Landing() *Landing { return &Landing{workspaces: p.cfg.Workspaces, FastForward: true} }
+
+// Land merges t's verified commit into agent's target branch (the checkout's current
+// branch when the agent names none) and removes the task's worktree; the branch stays.
+// A tip that is not the verified tree is ECONFLICT merge_only_verified; a conflict is
+// a *models.MergeConflict.
+func (l *Landing) Land(ctx context.Context, t *models.Task, agent *models.Agent) (models.Landed, error) {
+	if !agent.Worktree || agent.Workdir == "" || t.Branch == "" {
+		return models.Landed{}, &models.Error{Code: models.ECONFLICT, Rule: models.RuleMergeOnlyVerified,
+			Message: fmt.Sprintf("task %d has no branch of its own to merge: its agent %s works without a git worktree", t.ID, agent.Name)}
+	}
+	repo, err := filepath.EvalSymlinks(agent.Workdir)
+	if err != nil {
+		return models.Landed{}, models.Errorf(models.ECONFLICT, "the agent's checkout %s is not usable: %v", agent.Workdir, err)
+	}
+	target := agent.TargetBranch
+	if target == "" {
+		if target, err = l.workspaces.DefaultTarget(ctx, repo); err != nil {
+			return models.Landed{}, err
+		}
+	}
+	res, err := l.workspaces.Merge(ctx, workspace.MergeRequest{Repo: repo, Target: target, Branch: t.Branch, Verified: t.Commit,
+		FastForward: l.FastForward, Subject: fmt.Sprintf("Merge verified task %d: %s", t.ID, t.Title)})
+	var nv *workspace.NotVerifiedError
+	var ce *workspace.ConflictError
+	switch {
+	case errors.As(err, &nv):
+		return models.Landed{}, &models.Error{Code: models.ECONFLICT, Rule: models.RuleMergeOnlyVerified,
+			Message: fmt.Sprintf("%s is not what was verified (%s): a change after verification must be verified again", t.Branch, nv.Error())}
+	case errors.As(err, &ce):
+		mc := &models.MergeConflict{Target: target}
+		var hunks strings.Builder
+		for _, f := range ce.Files {
+			mc.Files = append(mc.Files, f.Path)
+			if f.Hunks != "" {
+				fmt.Fprintf(&hunks, "%s:\n%s\n", f.Path, f.Hunks)
+			}
+		}
+		mc.Hunks = hunks.String()
+		return models.Landed{}, mc
+	case err != nil:
+		return models.Landed{}, err
+	}
+	if err := l.workspaces.Remove(ctx, repo, t.ID, ""); err != nil {
+		return models.Landed{}, fmt.Errorf("merged %s into %s, but removing the task's worktree failed: %w", t.Branch, target, err)
+	}
+	return models.Landed{Target: target, Commit: res.Commit, FastForward: res.FastForward}, nil
 }

@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,12 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 				Criteria: []models.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
 		}
 	}
+	// A third worker changes the same line another way, from the same main.
+	h.worker("rewriter", "refactor", `sed -i 's/a - b/b + a/' calc.go; echo TASK_COMPLETE`, func(a *models.Agent) {
+		a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main"
+	})
 	fix := h.task("Fix Add in calc.go", "developer", contract(`grep -q 'a + b' calc.go`))
+	rival := h.task("Rewrite Add", "refactor", contract(`grep -q 'b + a' calc.go`))
 	doc := h.task("Document Add", "writer", contract(`grep -q 'Add adds' calc.go`), func(s *models.TaskSpec) { s.DependsOn = []int64{fix.ID} })
 	h.start()
 
@@ -95,6 +101,56 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	if other := git(t, repo, "rev-parse", "other"); other != first.Base {
 		t.Errorf("a branch of the user's moved: other is at %s", other)
 	}
+
+	// Merge takes only what was verified: a commit added to the branch afterwards is
+	// refused and main does not move; back at the verified commit, main fast-forwards
+	// and the worktree is removed.
+	lander := h.pool.Landing()
+	wt := filepath.Join(h.cfg.Workspaces.Root(), "worktrees", itoa(fix.ID))
+	writeFiles(t, wt, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return b + a }\n"})
+	git(t, wt, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "a change nobody verified")
+	mainBefore := git(t, repo, "rev-parse", "main")
+	if _, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander); ruleOf(err) != models.RuleMergeOnlyVerified {
+		t.Fatalf("merging a branch changed after verification: %v, want %s", err, models.RuleMergeOnlyVerified)
+	}
+	if now := git(t, repo, "rev-parse", "main"); now != mainBefore {
+		t.Fatalf("a refused merge moved main from %s to %s", mainBefore, now)
+	}
+	git(t, repo, "update-ref", "refs/heads/"+first.Branch, first.Commit)
+	landed, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander)
+	if err != nil {
+		t.Fatalf("merging the verified commit: %v", err)
+	}
+	if now := git(t, repo, "rev-parse", "main"); now != first.Commit || !landed.FastForward || landed.Target != "main" {
+		t.Fatalf("main is at %s after the merge (%+v), want the verified %s by fast-forward", now, landed, first.Commit)
+	}
+	if _, err := exec.Command("test", "-e", wt).CombinedOutput(); err == nil {
+		t.Errorf("the merged task's worktree %s is still there", wt)
+	}
+
+	// The rival changed the same line from the old main: its merge conflicts, main
+	// stays, and a fix task names the file.
+	if r := h.settled(rival.ID, 2*time.Minute); r.State != models.TaskVerified {
+		t.Fatalf("the rival: %s", r.State)
+	}
+	_, err = h.svc.MergeTask(h.ctx, h.boss, rival.ID, lander)
+	if ruleOf(err) != models.RuleMergeConflict || !strings.Contains(err.Error(), "calc.go") {
+		t.Fatalf("merging a conflicting branch: %v, want %s naming calc.go", err, models.RuleMergeConflict)
+	}
+	if now := git(t, repo, "rev-parse", "main"); now != first.Commit {
+		t.Fatalf("a conflicting merge moved main to %s", now)
+	}
+	all, err := h.db.ListTasks(h.ctx, models.TaskFilter{})
+	must(t, err)
+	found := false
+	for _, tk := range all {
+		if strings.HasPrefix(tk.Title, "Resolve the merge conflict of task "+itoa(rival.ID)) && strings.Contains(tk.Brief, "calc.go") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no fix task carries the conflicting file")
+	}
 }
 
 // git runs git in dir and returns its trimmed output.
@@ -107,4 +163,13 @@ func git(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v: %s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// ruleOf is the rule a *models.Error names, or "".
+func ruleOf(err error) string {
+	var e *models.Error
+	if errors.As(err, &e) {
+		return e.Rule
+	}
+	return ""
 }

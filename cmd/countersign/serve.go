@@ -113,13 +113,14 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		stops = append(stops, stopPub)
 	}
 	var policy func(*models.Agent) []string
+	var lander models.Lander
 	if !c.NoRunner && sb.Ready() {
 		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
 		if err != nil {
 			return err
 		}
 		stops = append(stops, pool.Stop)
-		policy = pool.EffectivePolicy
+		policy, lander = pool.EffectivePolicy, pool.Landing()
 	}
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
 		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy})
@@ -127,6 +128,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
 		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
+		Lander:  lander,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,

@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// MergeAPI lands verified task commits on their target branches.
+type MergeAPI struct {
+	svc    *models.Service
+	lander models.Lander
+}
+
+// NewMergeAPI returns the merge handlers; a nil lander (a server without the runner)
+// refuses every merge with 409.
+func NewMergeAPI(svc *models.Service, lander models.Lander) *MergeAPI {
+	return &MergeAPI{svc: svc, lander: lander}
+}
+
+// Task answers POST /tasks/{id}/merge: a lead merges the task's verified commit into
+// its agent's target branch. 409 merge_only_verified when the branch is not what was
+// verified, 409 merge_conflict (with a fix task created) on a conflict.
+func (h *MergeAPI) Task(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	landed, err := h.svc.MergeTask(c.Request().Context(), Actor(c), id, h.lander)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, landed)
+}
