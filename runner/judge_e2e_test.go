@@ -235,7 +235,6 @@ var pythonProject = map[string]string{
 	"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
 }
 
-
 // gitInit makes dir a git repository with everything in it committed.
 func gitInit(t *testing.T, dir string) {
 	t.Helper()
