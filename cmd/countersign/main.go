@@ -40,6 +40,7 @@ func commands() []command {
 		{"template import", "import a workflow template from a YAML or JSON file", runTemplateImport},
 		{"template export", "print a workflow template as YAML", runTemplateExport},
 		{"task import", "create a task from a Markdown file with YAML front matter", runTaskImport},
+		{"workspaces prune", "remove the git worktrees no open task needs (verified, cancelled, gone); branches stay", runWorkspacesPrune},
 		{"ledger verify", "recompute the local ledger's hash chain and name the first bad entry", runLedgerVerify},
 		{"hcs create-topic", "create a Hedera Consensus Service topic with a submit key", runHCSCreateTopic},
 		{"version", "print the version", runVersion},
