@@ -198,7 +198,7 @@ func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	v := &tr.task.Contract.Verification
 	start := time.Now()
 	view, changes, err := judge.Open(ar.ws.Dir, jr.base, jr.rules, judge.Options{
-		Restore: !v.TestsMayChange, HeldOut: v.HeldOut, Parts: fileParts,
+		Restore: !v.TestsMayChange, HeldOut: v.HeldOut, Parts: fileparts.Restore,
 		Names: partNames(contractCommands(&tr.task.Contract, jr.activities)), Journal: filepath.Join(jr.dir, "journal"),
 	})
 	jr.report.PrepareMS += time.Since(start).Milliseconds()
@@ -367,14 +367,11 @@ func definesTest(names []string, full string) bool {
 	return false
 }
 
-// fileParts and partNames read files protected in part (package.json#scripts,
-// Makefile#targets, TOML tables, INI sections); see runner/judge/fileparts.
-var (
-	fileParts judge.PartFunc = fileparts.Restore
-	partNames                = func(cmds []string) []string {
-		return append(fileparts.ScriptsRun(cmds), fileparts.TargetsRun(cmds)...)
-	}
-)
+// partNames are the package.json scripts and Makefile targets the commands run: the
+// names the parts "scripts" and "targets" protect.
+func partNames(cmds []string) []string {
+	return append(fileparts.ScriptsRun(cmds), fileparts.TargetsRun(cmds)...)
+}
 
 // runsCommands reports whether verification runs anything in the workspace: verify
 // commands, immediate criteria or held-out tests. Without any there is nothing for a
