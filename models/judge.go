@@ -89,9 +89,8 @@ func ProtectPatternProblem(p string) string {
 		return `names no part after "#"`
 	case hasPart && !knownPart(strings.TrimSpace(part)):
 		return "names an unknown part " + quote(part) + ": use scripts, targets, .member or [table]"
-	}
-	if _, err := path.Match(strings.ReplaceAll(glob, "**", "*"), ""); err != nil {
-		return "is not a valid glob: " + err.Error()
+	case !validProtectGlob(strings.TrimSpace(glob)):
+		return "is not a valid glob: relative, '/'-separated, each segment ** or a pattern"
 	}
 	return ""
 }

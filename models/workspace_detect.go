@@ -240,7 +240,7 @@ func globMatch(pattern, name string) bool {
 // slashes, no "..", each segment "**" or a path.Match pattern.
 func validProtectGlob(p string) bool {
 	if glob, part, ok := strings.Cut(p, "#"); ok {
-		if part == "" {
+		if !knownPart(part) {
 			return false
 		}
 		p = glob

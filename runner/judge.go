@@ -82,15 +82,19 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 	}
 	jr.base = base
 	jr.report.Base = base.Revision
-	var facts models.WorkspaceFacts
-	if facts, err = models.DetectWorkspace(ar.ws.Dir, nil); err != nil {
-		return err
-	}
+	var facts *models.WorkspaceFacts // read once, and only for a criterion of a stack
 	for i, c := range t.Contract.Verification.Criteria {
-		if c.Timing == models.TimingDeferred {
+		if c.Timing == models.TimingDeferred || c.Stack == "" {
 			continue
 		}
-		if res, ok := rules.TestResultsFor(c, facts); ok {
+		if facts == nil {
+			f, err := models.DetectWorkspace(ar.ws.Dir, nil)
+			if err != nil {
+				return err
+			}
+			facts = &f
+		}
+		if res, ok := rules.TestResultsFor(c, *facts); ok {
 			jr.results[i] = res
 		}
 	}

@@ -225,22 +225,17 @@ func repoDir(p string) (string, error) {
 		return "", &models.Error{Code: models.EINVALID, Message: "the repository must be an absolute path",
 			Fields: map[string]string{"repo": "must be an absolute path"}}
 	}
-	real, err := filepath.EvalSymlinks(p)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(real); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
-	if err != nil {
-		return "", &models.Error{Code: models.EINVALID, Message: "the repository is not usable",
-			Fields: map[string]string{"repo": err.Error()}}
-	}
-	return real, nil
+	return existingDir(p, "repo", "the repository is not usable")
 }
 
 // realDir resolves an agent's workdir, which must exist and be a directory.
 func realDir(p string) (string, error) {
+	return existingDir(p, "workdir", "agent workdir is not usable")
+}
+
+// existingDir resolves p's symbolic links and checks that it is a directory; a failure
+// is EINVALID with message, naming the cause in field.
+func existingDir(p, field, message string) (string, error) {
 	real, err := filepath.EvalSymlinks(p)
 	if err == nil {
 		var fi os.FileInfo
@@ -249,8 +244,8 @@ func realDir(p string) (string, error) {
 		}
 	}
 	if err != nil {
-		return "", &models.Error{Code: models.EINVALID, Message: "agent workdir is not usable",
-			Fields: map[string]string{"workdir": err.Error()}}
+		return "", &models.Error{Code: models.EINVALID, Message: message,
+			Fields: map[string]string{field: err.Error()}}
 	}
 	return real, nil
 }
