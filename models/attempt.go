@@ -45,14 +45,17 @@ type Attempt struct {
 	Criteria  []CriterionResult `json:"criteria,omitempty"`
 	// Judge is what the judge's view found: protected files changed, the test floor,
 	// held-out tests. Nil for attempts that ran no verify commands.
-	Judge      *JudgeReport `json:"judge,omitempty"`
-	ExitCode   int          `json:"exit_code"`
-	OutputTail string       `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
-	OutputHash string       `json:"output_hash,omitempty"` // SHA-384 of the verified output
-	LogPath    string       `json:"log_path,omitempty"`
-	Brief      string       `json:"brief,omitempty"`
-	StartedAt  time.Time    `json:"started_at"`
-	FinishedAt *time.Time   `json:"finished_at,omitempty"`
+	Judge *JudgeReport `json:"judge,omitempty"`
+	// Deliverable is what a verified attempt of a task without a git workspace left
+	// (the files it added or changed, kept by the runner). Nil otherwise.
+	Deliverable *Deliverable `json:"deliverable,omitempty"`
+	ExitCode    int          `json:"exit_code"`
+	OutputTail  string       `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
+	OutputHash  string       `json:"output_hash,omitempty"` // SHA-384 of the verified output
+	LogPath     string       `json:"log_path,omitempty"`
+	Brief       string       `json:"brief,omitempty"`
+	StartedAt   time.Time    `json:"started_at"`
+	FinishedAt  *time.Time   `json:"finished_at,omitempty"`
 }
 
 // CheckResult is the verdict of one check layer on one attempt.

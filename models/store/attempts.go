@@ -9,24 +9,25 @@ import (
 
 // attemptRecord is a row of attempts; checks and criteria are JSON arrays.
 type attemptRecord struct {
-	ID         int64 `gorm:"primaryKey"`
-	TaskID     int64
-	Number     int
-	AgentID    int64
-	RunnerID   string
-	Outcome    string
-	Stage      string
-	Diagnosis  string
-	Checks     string
-	Criteria   string
-	Judge      string
-	ExitCode   int
-	OutputTail string
-	OutputHash string
-	LogPath    string
-	Brief      string
-	StartedAt  time.Time
-	FinishedAt *time.Time
+	ID          int64 `gorm:"primaryKey"`
+	TaskID      int64
+	Number      int
+	AgentID     int64
+	RunnerID    string
+	Outcome     string
+	Stage       string
+	Diagnosis   string
+	Checks      string
+	Criteria    string
+	Judge       string
+	Deliverable string
+	ExitCode    int
+	OutputTail  string
+	OutputHash  string
+	LogPath     string
+	Brief       string
+	StartedAt   time.Time
+	FinishedAt  *time.Time
 }
 
 func (attemptRecord) TableName() string { return "attempts" }
@@ -46,25 +47,32 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 			return nil, err
 		}
 	}
+	deliverable := ""
+	if a.Deliverable != nil {
+		if deliverable, err = toJSON(a.Deliverable, ""); err != nil {
+			return nil, err
+		}
+	}
 	return &attemptRecord{
-		ID:         a.ID,
-		TaskID:     a.TaskID,
-		Number:     a.Number,
-		AgentID:    a.AgentID,
-		RunnerID:   a.RunnerID,
-		Outcome:    a.Outcome,
-		Stage:      a.Stage,
-		Diagnosis:  a.Diagnosis,
-		Checks:     checks,
-		Criteria:   criteria,
-		Judge:      judge,
-		ExitCode:   a.ExitCode,
-		OutputTail: a.OutputTail,
-		OutputHash: a.OutputHash,
-		LogPath:    a.LogPath,
-		Brief:      a.Brief,
-		StartedAt:  normTime(a.StartedAt),
-		FinishedAt: normTimePtr(a.FinishedAt),
+		ID:          a.ID,
+		TaskID:      a.TaskID,
+		Number:      a.Number,
+		AgentID:     a.AgentID,
+		RunnerID:    a.RunnerID,
+		Outcome:     a.Outcome,
+		Stage:       a.Stage,
+		Diagnosis:   a.Diagnosis,
+		Checks:      checks,
+		Criteria:    criteria,
+		Judge:       judge,
+		Deliverable: deliverable,
+		ExitCode:    a.ExitCode,
+		OutputTail:  a.OutputTail,
+		OutputHash:  a.OutputHash,
+		LogPath:     a.LogPath,
+		Brief:       a.Brief,
+		StartedAt:   normTime(a.StartedAt),
+		FinishedAt:  normTimePtr(a.FinishedAt),
 	}, nil
 }
 
@@ -101,6 +109,12 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 	if r.Judge != "" {
 		a.Judge = &models.JudgeReport{}
 		if err := fromJSON(r.Judge, a.Judge, "attempts.judge"); err != nil {
+			return nil, err
+		}
+	}
+	if r.Deliverable != "" {
+		a.Deliverable = &models.Deliverable{}
+		if err := fromJSON(r.Deliverable, a.Deliverable, "attempts.deliverable"); err != nil {
 			return nil, err
 		}
 	}

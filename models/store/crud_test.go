@@ -428,6 +428,8 @@ func TestAttemptsRoundTrip(t *testing.T) {
 				Protected: []models.ProtectedChange{{Path: "calc_test.go", Change: models.ChangeChanged, Diff: "-a\n+b"}},
 				Floor:     &models.TestFloor{AtBase: 2, Run: 1, Passed: 1, Missing: 1, NotRun: []string{"TestAdd"}},
 				HeldOut:   &models.HeldOutReport{Files: 1, Failed: []string{"TestBig: want 14"}}},
+			Deliverable: &models.Deliverable{Files: []models.DeliverableFile{{Path: "out/report.md", Size: 12, SHA256: "ab12"}},
+				Truncated: true, Omitted: 3},
 			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
 			StartedAt: ts(1), FinishedAt: tsp(2),
 		}
