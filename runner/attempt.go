@@ -69,6 +69,7 @@ type attemptRun struct {
 	layerExhausted bool
 	// judge is the judge's view of this attempt: protected paths, base, floor.
 	judge *judgeRun
+	deliv *deliverableRun // a task without a git workspace: its base and what was kept (deliverable.go)
 	// commit is the verified commit on the task's branch (worktree tasks that pass).
 	commit string
 }
@@ -157,9 +158,11 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 		ar.infra("preparing the judge failed: "+err.Error(), err)
 		return p.settle(tr, ar)
 	}
+	p.prepareDeliverable(tr, ar)
 	p.execute(ctx, tr, ar)
 	p.check(ctx, tr, ar)
 	p.commitVerified(ctx, tr, ar)
+	p.keepDeliverable(ctx, tr, ar)
 	return p.settle(tr, ar)
 }
 

@@ -200,6 +200,7 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 	if ar.judge != nil && ar.judge.opened {
 		row.Judge = &ar.judge.report
 	}
+	row.Deliverable = ar.deliverable()
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
 	sanitizeAttempt(row)
