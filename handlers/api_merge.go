@@ -34,3 +34,33 @@ func (h *MergeAPI) Task(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, landed)
 }
+
+// Goal answers POST /goals/{id}/merge: a lead merges the verified commits of a verified
+// goal's tasks, oldest first. A refusal midway answers with its error; what landed
+// before it stays landed (and recorded).
+func (h *MergeAPI) Goal(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	landed, err := h.svc.MergeGoal(c.Request().Context(), Actor(c), id, h.lander)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"merged": landed})
+}
+
+// Branch answers GET /tasks/{id}/branch: where the task's work stands — its branch's
+// commits ahead of and behind the target, whether the tip is what was verified, and
+// the diff from its base.
+func (h *MergeAPI) Branch(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := h.svc.TaskBranch(c.Request().Context(), Actor(c), id, h.lander)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}

@@ -99,13 +99,16 @@ func Routes(e *echo.Echo, d Deps) {
 	api.POST("/goals/:id/verify", goals.Verify)
 	api.POST("/goals/:id/reject", goals.Reject)
 	api.POST("/goals/:id/runs", goals.StartRun)
+	merge := NewMergeAPI(d.Service, d.Lander)
+	api.POST("/goals/:id/merge", merge.Goal)
 
 	tasks := NewTasksAPI(d.Service)
 	api.POST("/tasks", tasks.Create)
 	api.GET("/tasks", tasks.List)
 	api.GET("/tasks/:id", tasks.Get)
 	api.POST("/tasks/:id/link", tasks.Link)
-	api.POST("/tasks/:id/merge", NewMergeAPI(d.Service, d.Lander).Task)
+	api.GET("/tasks/:id/branch", merge.Branch)
+	api.POST("/tasks/:id/merge", merge.Task)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
 	feed := NewFeedAPI(d.Service)

@@ -1,8 +1,10 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -17,19 +19,54 @@ const (
 	EventTaskMerged   = "task.merged"
 )
 
-// Lander lands a verified task's commit on its agent's target branch. The runner's
-// workspace manager implements it (runner.Landing); its errors are *Error with code
-// ECONFLICT and RuleMergeOnlyVerified, or a *MergeConflict.
+// Lander lands a verified task's commit on its agent's target branch and reports on
+// task branches. The runner's workspace manager implements it (runner.Landing).
 type Lander interface {
+	// Land merges; its errors are *Error with code ECONFLICT and
+	// RuleMergeOnlyVerified, or a *MergeConflict.
 	Land(ctx context.Context, t *Task, agent *Agent) (Landed, error)
+	// Inspect reports on the task's branch; a zero report for a task without one.
+	Inspect(ctx context.Context, t *Task, agent *Agent) (BranchReport, error)
 }
 
-// Landed is a merge done: the target branch, the commit it now points at, and whether
-// it was a fast-forward.
+// Landed is a merge done: the target branch, the commit it now points at, and how.
 type Landed struct {
+	TaskID      int64  `json:"task_id"`
 	Target      string `json:"target"`
 	Commit      string `json:"commit"`
 	FastForward bool   `json:"fast_forward"`
+	// UpToDate: the target already held the verified commit; nothing moved.
+	UpToDate bool `json:"up_to_date"`
+	// BranchDeleted: the task's branch was deleted after the merge (a setting).
+	BranchDeleted bool `json:"branch_deleted"`
+	// Pushed names the remote the target was pushed to; PushError says why a push
+	// failed (the merge stands).
+	Pushed    string `json:"pushed,omitempty"`
+	PushError string `json:"push_error,omitempty"`
+}
+
+// BranchReport is where a task's work stands in its repository: its branch against
+// the target branch it lands on, and the change from its base.
+type BranchReport struct {
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	Commit string `json:"commit,omitempty"`
+	Target string `json:"target"`
+	// Ahead and Behind count the commits the branch has that the target lacks, and
+	// the other way round.
+	Ahead  int `json:"ahead"`
+	Behind int `json:"behind"`
+	// TipVerified: the branch's tip has the verified commit's tree, so a merge would be
+	// allowed (merge_only_verified).
+	TipVerified bool `json:"tip_verified"`
+	// Merged: the target holds everything on the branch and the branch is what was
+	// verified.
+	Merged bool `json:"merged"`
+	// Gone: the branch no longer exists (deleted after its merge, or by hand).
+	Gone bool `json:"gone"`
+	// Diff is the branch's change from its base, cut when DiffTruncated.
+	Diff          string `json:"diff"`
+	DiffTruncated bool   `json:"diff_truncated"`
 }
 
 // MergeConflict is a merge the target refused: the files that conflict, with their
@@ -80,9 +117,14 @@ func (s *Service) MergeTask(ctx context.Context, actor *Agent, id int64, lander 
 	if err != nil {
 		return nil, err
 	}
+	landed.TaskID = t.ID
+	if landed.UpToDate {
+		return &landed, nil // merged before: recorded then
+	}
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		return s.emit(ctx, tx, EventTaskMerged, actor, &t.ID, t.GoalID, map[string]any{
-			"branch": t.Branch, "commit": t.Commit, "target": landed.Target, "merged": landed.Commit, "fast_forward": landed.FastForward})
+			"branch": t.Branch, "commit": t.Commit, "target": landed.Target, "merged": landed.Commit, "fast_forward": landed.FastForward,
+			"branch_deleted": landed.BranchDeleted, "pushed": landed.Pushed, "push_error": landed.PushError})
 	})
 	return &landed, err
 }
@@ -99,4 +141,83 @@ func (s *Service) conflictFixTask(ctx context.Context, actor *Agent, t *Task, c 
 	}
 	return &Error{Code: ECONFLICT, Rule: RuleMergeConflict,
 		Message: fmt.Sprintf("%s; task %d was created to resolve it", c.Error(), fix.ID)}
+}
+
+// MergeGoal merges, by a lead, the verified commits of verified goal id's tasks into
+// their targets, oldest task first (a workflow's steps in order; a later step's branch
+// holds the earlier ones, so they fast-forward in turn). Tasks without a commit of
+// their own (advisory, no git workspace, cancelled) are skipped, and commits already
+// on their target are left as they are (UpToDate). It stops at the first refusal and
+// returns what landed before it with that error.
+func (s *Service) MergeGoal(ctx context.Context, actor *Agent, id int64, lander Lander) ([]Landed, error) {
+	if err := requireAny(actor, "lead_merges", RoleLead); err != nil {
+		return nil, err
+	}
+	g, err := s.store.GetGoal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if g.State != GoalVerified {
+		return nil, &Error{Code: ECONFLICT, Rule: RuleMergeOnlyVerified,
+			Message: fmt.Sprintf("goal %d is %s: only a verified goal's work can be merged as a whole", g.ID, g.State)}
+	}
+	tasks, err := s.store.ListTasks(ctx, TaskFilter{GoalID: id, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(tasks, func(a, b Task) int { return cmp.Compare(a.ID, b.ID) })
+	landed := []Landed{}
+	for _, t := range tasks {
+		if t.State != TaskVerified || t.Commit == "" {
+			continue
+		}
+		l, err := s.MergeTask(ctx, actor, t.ID, lander)
+		if err != nil {
+			return landed, fmt.Errorf("merging task %d stopped the goal's merge after %d task(s): %w", t.ID, len(landed), err)
+		}
+		landed = append(landed, *l)
+	}
+	if len(landed) == 0 {
+		return nil, &Error{Code: ECONFLICT, Rule: RuleMergeOnlyVerified,
+			Message: fmt.Sprintf("goal %d has no verified commit to merge: none of its tasks worked on a branch of its own", g.ID)}
+	}
+	return landed, nil
+}
+
+// TaskBranch reports on task id's branch for a reader of the task: its commits ahead
+// of and behind the target, whether its tip is still what was verified, and its diff
+// from the base. A task without a branch gets ENOTFOUND.
+func (s *Service) TaskBranch(ctx context.Context, actor *Agent, id int64, lander Lander) (*BranchReport, error) {
+	t, err := s.store.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := actor.MayReadTask(t); err != nil {
+		return nil, err
+	}
+	if t.Branch == "" {
+		return nil, Errorf(ENOTFOUND, "task %d has no branch of its own: its agent works without a git worktree", t.ID)
+	}
+	if lander == nil {
+		return nil, Errorf(ECONFLICT, "this server does not run the runner, whose workspaces hold the task branches")
+	}
+	agent, err := s.branchAgent(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	r, err := lander.Inspect(ctx, t, agent)
+	return &r, err
+}
+
+// branchAgent is the agent whose checkout holds t's branch: its builder, else its
+// assignee.
+func (s *Service) branchAgent(ctx context.Context, t *Task) (*Agent, error) {
+	id := t.BuilderID
+	if id == nil {
+		id = t.AssigneeID
+	}
+	if id == nil {
+		return nil, Errorf(ENOTFOUND, "task %d has no builder or assignee whose checkout holds its branch", t.ID)
+	}
+	return s.store.GetAgent(ctx, *id)
 }

@@ -163,7 +163,9 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	p.check(ctx, tr, ar)
 	p.commitVerified(ctx, tr, ar)
 	p.keepDeliverable(ctx, tr, ar)
-	return p.settle(tr, ar)
+	d := p.settle(tr, ar)
+	p.pushVerified(ctx, tr, ar)
+	return d
 }
 
 // newAttempt starts the next attempt of tr's task, numbered after the attempts the

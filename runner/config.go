@@ -97,6 +97,8 @@ type Config struct {
 	Procs ProcessTracker
 	// Log receives the pool's structured logs; nil means slog.Default().
 	Log *slog.Logger
+	// Landing says how verified task branches are named, merged, pushed and cleaned.
+	Landing LandingConfig
 }
 
 // ProcessTracker records and reaps the process groups of attempts on this host
@@ -157,7 +159,7 @@ func (c *Config) defaults() error {
 	if c.ConnectPorts == nil {
 		c.ConnectPorts = DefaultConnectPorts
 	}
-	return nil
+	return c.Landing.defaults()
 }
 
 // Presets are ready-made worker commands an admin can give a worker agent.

@@ -7,14 +7,61 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
-// BranchPrefix starts the name of every worktree task's own branch: a task works on
-// countersign/task-<id>.
-const BranchPrefix = "countersign/task-"
+// DefaultBranchPrefix starts the name of every worktree task's own branch unless
+// LandingConfig.BranchPrefix says otherwise: a task works on countersign/task-<id>.
+const DefaultBranchPrefix = "countersign/task-"
+
+// DefaultCleanupEvery is how often the pool removes the worktrees of cancelled and
+// vanished tasks when LandingConfig.CleanupEvery is zero.
+const DefaultCleanupEvery = time.Minute
+
+// LandingConfig says where verified work goes: the task branches' names, how a merge
+// lands, what is pushed and what is cleaned.
+type LandingConfig struct {
+	// BranchPrefix starts every task branch's name (DefaultBranchPrefix when empty); a
+	// task's branch is the prefix and its id, and must be a valid branch name.
+	BranchPrefix string
+	// MergeCommit makes every merge a merge commit, even when the target could be
+	// fast-forwarded to the verified commit, so the target's history shows each task
+	// landing. False fast-forwards when it can.
+	MergeCommit bool
+	// DeleteMerged deletes a task's branch once its verified commit has landed.
+	DeleteMerged bool
+	// PushRemote, when set, names a remote of the agents' checkouts: each verified task
+	// branch is pushed there when it is committed, and each target after a merge, so a
+	// team's own pull-request flow takes over. A push that fails is logged and recorded
+	// as a branch.push_failed event; it never undoes a verification or a merge.
+	PushRemote string
+	// CleanupEvery is how often the pool removes the worktrees of cancelled tasks and
+	// of tasks that are gone (DefaultCleanupEvery when zero; negative: never).
+	CleanupEvery time.Duration
+}
+
+// EventBranchPushFailed records a verified branch or a merged target that could not be
+// pushed to LandingConfig.PushRemote.
+const EventBranchPushFailed = "branch.push_failed"
+
+func (c *LandingConfig) defaults() error {
+	if c.BranchPrefix == "" {
+		c.BranchPrefix = DefaultBranchPrefix
+	}
+	if err := workspace.ValidBranch(c.BranchPrefix + "1"); err != nil {
+		return fmt.Errorf("runner: branch prefix %q does not make branch names: %w", c.BranchPrefix, err)
+	}
+	if c.PushRemote != "" && !workspace.ValidRemote(c.PushRemote) {
+		return fmt.Errorf("runner: push remote %q is not a remote's name", c.PushRemote)
+	}
+	if c.CleanupEvery == 0 {
+		c.CleanupEvery = DefaultCleanupEvery
+	}
+	return nil
+}
 
 // branchFor says which branch a worktree task works on and what it starts from: the
 // base recorded by its first attempt, else the verified commit of the newest
@@ -23,7 +70,7 @@ const BranchPrefix = "countersign/task-"
 // a transaction of its own: worktree tasks are prepared outside the claim's.
 func (p *Pool) branchFor(ctx context.Context, tr *taskRun) (branch, base string, err error) {
 	t := &tr.task
-	branch = BranchPrefix + strconv.FormatInt(t.ID, 10)
+	branch = p.cfg.Landing.BranchPrefix + strconv.FormatInt(t.ID, 10)
 	if t.Base != "" {
 		return branch, t.Base, nil
 	}
@@ -104,39 +151,105 @@ func verifiedBy(t *models.Task) string {
 	return "runner, then " + string(t.Verify)
 }
 
-// Landing merges verified task branches into their agents' target branches through
-// the pool's workspace manager (models.Lander).
-type Landing struct {
-	workspaces *workspace.Manager
-	// FastForward moves the target to the verified commit when it has not moved since
-	// the task branched; otherwise (and when false) a merge commit is made.
-	FastForward bool
+// pushVerified pushes a task branch whose verified commit was just recorded to
+// LandingConfig.PushRemote. A push that fails is logged and recorded as an event: the
+// verification stands, and the branch can be pushed by hand.
+func (p *Pool) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
+	remote := p.cfg.Landing.PushRemote
+	if remote == "" || ar.commit == "" || ar.outcome != models.OutcomePassed || tr.task.Commit != ar.commit {
+		return
+	}
+	err := p.cfg.Workspaces.Push(ctx, ar.ws.Repo(), remote, ar.ws.Branch())
+	if err == nil {
+		return
+	}
+	p.log.Warn("pushing a verified task branch failed", "task_id", tr.task.ID, "branch", ar.ws.Branch(), "remote", remote, "err", err)
+	data := map[string]any{"branch": ar.ws.Branch(), "remote": remote, "error": models.Truncate(err.Error(), 2000)}
+	if err := p.inTx(ctx, func(tx models.Tx) error { return p.event(ctx, tx, EventBranchPushFailed, &tr.task, data) }); err != nil {
+		p.log.Error("recording a failed push failed", "task_id", tr.task.ID, "err", err)
+	}
 }
 
-// Landing returns the pool's Lander: merges fast-forward when they can.
-func (p *Pool) Landing() *Landing { return &Landing{workspaces: p.cfg.Workspaces, FastForward: true} }
+// Landing merges verified task branches into their agents' target branches through
+// the pool's workspace manager (models.Lander), as the pool's LandingConfig says.
+type Landing struct {
+	workspaces *workspace.Manager
+	cfg        LandingConfig
+}
+
+// Landing returns the pool's Lander.
+func (p *Pool) Landing() *Landing { return &Landing{workspaces: p.cfg.Workspaces, cfg: p.cfg.Landing} }
+
+// diffLimit bounds the diff a branch report carries.
+const diffLimit = 256 << 10
+
+// Inspect reports on t's branch against its agent's target: the commits it is ahead
+// and behind, whether its tip is still the verified tree, and its diff from the base.
+// A task without a branch of its own reports nothing (a zero report, no error).
+func (l *Landing) Inspect(ctx context.Context, t *models.Task, agent *models.Agent) (models.BranchReport, error) {
+	r := models.BranchReport{Branch: t.Branch, Base: t.Base, Commit: t.Commit}
+	if t.Branch == "" || !agent.Worktree || agent.Workdir == "" {
+		return models.BranchReport{}, nil
+	}
+	repo, target, err := l.target(ctx, agent)
+	if err != nil {
+		return r, err
+	}
+	r.Target = target
+	tip, err := l.workspaces.TreeOf(ctx, repo, t.Branch)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		r.Gone = true // deleted after its merge, or by hand
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	if t.Commit != "" {
+		verified, err := l.workspaces.TreeOf(ctx, repo, t.Commit)
+		r.TipVerified = err == nil && verified == tip
+	}
+	if r.Ahead, r.Behind, err = l.workspaces.Compare(ctx, repo, target, t.Branch); err != nil {
+		return r, err
+	}
+	r.Merged = r.Ahead == 0 && t.Commit != "" && r.TipVerified
+	if t.Base != "" {
+		if r.Diff, r.DiffTruncated, err = l.workspaces.Diff(ctx, repo, t.Base, t.Branch, diffLimit); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// target resolves agent's checkout and the branch its work lands on: the agent's
+// target branch, else the checkout's current branch.
+func (l *Landing) target(ctx context.Context, agent *models.Agent) (repo, target string, err error) {
+	repo, err = filepath.EvalSymlinks(agent.Workdir)
+	if err != nil {
+		return "", "", models.Errorf(models.ECONFLICT, "the agent's checkout %s is not usable: %v", agent.Workdir, err)
+	}
+	target = agent.TargetBranch
+	if target == "" {
+		target, err = l.workspaces.DefaultTarget(ctx, repo)
+	}
+	return repo, target, err
+}
 
 // Land merges t's verified commit into agent's target branch (the checkout's current
-// branch when the agent names none) and removes the task's worktree; the branch stays.
-// A tip that is not the verified tree is ECONFLICT merge_only_verified; a conflict is
-// a *models.MergeConflict.
+// branch when the agent names none), removes the task's worktree, deletes its branch
+// when the config says so, and pushes the target when there is a push remote. A tip
+// that is not the verified tree is ECONFLICT merge_only_verified; a conflict is a
+// *models.MergeConflict.
 func (l *Landing) Land(ctx context.Context, t *models.Task, agent *models.Agent) (models.Landed, error) {
 	if !agent.Worktree || agent.Workdir == "" || t.Branch == "" {
 		return models.Landed{}, &models.Error{Code: models.ECONFLICT, Rule: models.RuleMergeOnlyVerified,
 			Message: fmt.Sprintf("task %d has no branch of its own to merge: its agent %s works without a git worktree", t.ID, agent.Name)}
 	}
-	repo, err := filepath.EvalSymlinks(agent.Workdir)
+	repo, target, err := l.target(ctx, agent)
 	if err != nil {
-		return models.Landed{}, models.Errorf(models.ECONFLICT, "the agent's checkout %s is not usable: %v", agent.Workdir, err)
-	}
-	target := agent.TargetBranch
-	if target == "" {
-		if target, err = l.workspaces.DefaultTarget(ctx, repo); err != nil {
-			return models.Landed{}, err
-		}
+		return models.Landed{}, err
 	}
 	res, err := l.workspaces.Merge(ctx, workspace.MergeRequest{Repo: repo, Target: target, Branch: t.Branch, Verified: t.Commit,
-		FastForward: l.FastForward, Subject: fmt.Sprintf("Merge verified task %d: %s", t.ID, t.Title)})
+		FastForward: !l.cfg.MergeCommit, Subject: fmt.Sprintf("Merge verified task %d: %s", t.ID, t.Title)})
 	var nv *workspace.NotVerifiedError
 	var ce *workspace.ConflictError
 	switch {
@@ -144,21 +257,38 @@ func (l *Landing) Land(ctx context.Context, t *models.Task, agent *models.Agent)
 		return models.Landed{}, &models.Error{Code: models.ECONFLICT, Rule: models.RuleMergeOnlyVerified,
 			Message: fmt.Sprintf("%s is not what was verified (%s): a change after verification must be verified again", t.Branch, nv.Error())}
 	case errors.As(err, &ce):
-		mc := &models.MergeConflict{Target: target}
-		var hunks strings.Builder
-		for _, f := range ce.Files {
-			mc.Files = append(mc.Files, f.Path)
-			if f.Hunks != "" {
-				fmt.Fprintf(&hunks, "%s:\n%s\n", f.Path, f.Hunks)
-			}
-		}
-		mc.Hunks = hunks.String()
-		return models.Landed{}, mc
+		return models.Landed{}, mergeConflict(target, ce)
 	case err != nil:
 		return models.Landed{}, err
 	}
-	if err := l.workspaces.Remove(ctx, repo, t.ID, ""); err != nil {
-		return models.Landed{}, fmt.Errorf("merged %s into %s, but removing the task's worktree failed: %w", t.Branch, target, err)
+	landed := models.Landed{Target: target, Commit: res.Commit, FastForward: res.FastForward, UpToDate: res.UpToDate}
+	branch := ""
+	if l.cfg.DeleteMerged {
+		branch, landed.BranchDeleted = t.Branch, true
 	}
-	return models.Landed{Target: target, Commit: res.Commit, FastForward: res.FastForward}, nil
+	if err := l.workspaces.Remove(ctx, repo, t.ID, branch); err != nil {
+		return landed, fmt.Errorf("merged %s into %s, but removing the task's worktree failed: %w", t.Branch, target, err)
+	}
+	if l.cfg.PushRemote != "" {
+		if err := l.workspaces.Push(ctx, repo, l.cfg.PushRemote, target); err != nil {
+			landed.PushError = models.Truncate(err.Error(), 2000)
+		} else {
+			landed.Pushed = l.cfg.PushRemote
+		}
+	}
+	return landed, nil
+}
+
+// mergeConflict carries a workspace conflict to the governance service.
+func mergeConflict(target string, ce *workspace.ConflictError) *models.MergeConflict {
+	mc := &models.MergeConflict{Target: target}
+	var hunks strings.Builder
+	for _, f := range ce.Files {
+		mc.Files = append(mc.Files, f.Path)
+		if f.Hunks != "" {
+			fmt.Fprintf(&hunks, "%s:\n%s\n", f.Path, f.Hunks)
+		}
+	}
+	mc.Hunks = hunks.String()
+	return mc
 }

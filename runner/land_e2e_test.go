@@ -173,3 +173,88 @@ func ruleOf(err error) string {
 	}
 	return ""
 }
+
+// TestVerifiedBranchesArePushedMergedAndCleaned: with a push remote, a verified task's
+// branch reaches the (bare) remote as soon as it is committed; the branch report
+// shows it one commit ahead with its diff; with merge commits on, a merge makes one
+// even where a fast-forward was possible, pushes the target and deletes the branch;
+// a cancelled task's worktree is removed by the runner, a running one's is not.
+func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+	}
+	h := newHarness(t, "sqlite", func(c *Config) {
+		c.Sandbox = sb
+		c.Landing = LandingConfig{PushRemote: "origin", MergeCommit: true, DeleteMerged: true, CleanupEvery: 50 * time.Millisecond}
+	})
+	repo, bare := filepath.Join(h.root, "repo"), filepath.Join(h.root, "remote.git")
+	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
+	gitInit(t, repo)
+	git(t, repo, "branch", "-M", "main")
+	git(t, h.root, "init", "-q", "--bare", bare)
+	git(t, repo, "remote", "add", "origin", bare)
+	git(t, repo, "push", "-q", "origin", "main")
+
+	onRepo := func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" }
+	h.worker("fixer", "developer", `sed -i 's/a - b/a + b/' calc.go; echo TASK_COMPLETE`, onRepo)
+	h.worker("quitter", "tester", `echo 'package calc' > extra.go; exit 3`, onRepo)
+	contract := models.Contract{
+		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: models.Verification{Type: models.VerifyVerifiable,
+			Criteria: []models.Criterion{{Activity: "check", Description: "the fix is there", Command: `grep -q 'a + b' calc.go`}}},
+	}
+	fix := h.task("Fix Add", "developer", contract)
+	doomed := h.task("Doomed", "tester", contract)
+	h.start()
+
+	done := h.settled(fix.ID, 2*time.Minute)
+	if done.State != models.TaskVerified || done.Commit == "" {
+		t.Fatalf("the fix: %s commit %q; attempts %+v", done.State, done.Commit, h.attempts(fix.ID))
+	}
+	h.waitFor("the verified branch on the remote", func() bool {
+		out, err := exec.Command("git", "--git-dir="+bare, "rev-parse", "refs/heads/"+done.Branch).Output()
+		return err == nil && strings.TrimSpace(string(out)) == done.Commit
+	})
+
+	lander := h.pool.Landing()
+	report, err := h.svc.TaskBranch(h.ctx, h.boss, fix.ID, lander)
+	must(t, err)
+	if report.Ahead != 1 || report.Behind != 0 || !report.TipVerified || report.Merged || report.Target != "main" ||
+		!strings.Contains(report.Diff, "+func Add(a, b int) int { return a + b }") {
+		t.Fatalf("the branch report before the merge: %+v", report)
+	}
+
+	landed, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander)
+	must(t, err)
+	if landed.FastForward || landed.Pushed != "origin" || !landed.BranchDeleted {
+		t.Fatalf("the merge: %+v, want a merge commit, pushed to origin, the branch deleted", landed)
+	}
+	if parents := git(t, repo, "log", "-1", "--format=%P", "main"); len(strings.Fields(parents)) != 2 || !strings.Contains(parents, done.Commit) {
+		t.Fatalf("main's tip has parents %q, want a merge of the verified %s", parents, done.Commit)
+	}
+	if remoteMain := git(t, repo, "--git-dir="+bare, "rev-parse", "main"); remoteMain != landed.Commit {
+		t.Fatalf("the remote's main is %s, the merge made %s", remoteMain, landed.Commit)
+	}
+	if out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "refs/heads/"+done.Branch).Output(); err == nil {
+		t.Fatalf("the merged branch is still there at %s", out)
+	}
+	if report, err := h.svc.TaskBranch(h.ctx, h.boss, fix.ID, lander); err != nil || !report.Gone {
+		t.Fatalf("the report after the branch was deleted: %+v, %v", report, err)
+	}
+
+	// The doomed task is blocked with its worktree in place; cancelled, it goes.
+	if b := h.settled(doomed.ID, 2*time.Minute); b.State != models.TaskBlocked {
+		t.Fatalf("the doomed task: %s", b.State)
+	}
+	wt := filepath.Join(h.cfg.Workspaces.Root(), "worktrees", itoa(doomed.ID))
+	if _, err := exec.Command("test", "-d", wt).CombinedOutput(); err != nil {
+		t.Fatalf("a blocked task's worktree %s is gone: the exec needs it to decide", wt)
+	}
+	_, err = h.svc.TaskAction(h.ctx, h.boss, doomed.ID, models.ActCancel, models.ActionInput{Reason: "not needed"})
+	must(t, err)
+	h.waitFor("the cancelled task's worktree removed", func() bool {
+		_, err := exec.Command("test", "-e", wt).CombinedOutput()
+		return err != nil
+	})
+}

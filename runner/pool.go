@@ -151,7 +151,13 @@ func (p *Pool) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer close(p.hbDone)
+		janitorDone := make(chan struct{})
+		go func() {
+			defer close(janitorDone)
+			p.janitor(hbCtx)
+		}()
 		p.heartbeat(hbCtx)
+		<-janitorDone
 	}()
 	p.log.Info("runner pool started", "lease", p.cfg.Lease, "poll", p.cfg.Poll)
 	return nil

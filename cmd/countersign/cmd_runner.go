@@ -108,6 +108,10 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
+	landing, err := c.landing()
+	if err != nil {
+		return nil, err
+	}
 	ws, err := workspace.New(filepath.Join(c.DataDir, "work"))
 	if err != nil {
 		return nil, err
@@ -133,6 +137,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		OnLog:        opts.OnLog,
 		Observer:     opts.Observer,
 		Log:          log,
+		Landing:      landing,
 	})
 	if err != nil {
 		return nil, err

@@ -3,13 +3,15 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/countersign/countersign/runner/sandbox"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/runner"
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 // config is every setting of every subcommand. Each comes from a flag whose default is
@@ -36,6 +38,8 @@ type config struct {
 	Sandbox       string // on or off
 	URL           string // how confined workers reach Countersign (COUNTERSIGN_URL)
 	SandboxPorts  string // TCP ports every confined run may connect to, besides URL's
+	Landing       runner.LandingConfig
+	MergeMode     string // --merge: fast-forward or merge-commit
 }
 
 // envOr returns the first non-empty environment variable of names, else def.
@@ -106,7 +110,37 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.Sandbox, "sandbox", envOr("on", "COUNTERSIGN_SANDBOX"), "confine workers, verify commands, git and reviewers (Landlock, seccomp): on, or off to run them with the runner's own rights (env COUNTERSIGN_SANDBOX)")
 	fs.StringVar(&c.URL, "url", envOr("", "COUNTERSIGN_URL"), "URL workers reach Countersign's API and MCP at, given to them as COUNTERSIGN_URL; serve defaults to its own address (env COUNTERSIGN_URL)")
 	fs.StringVar(&c.SandboxPorts, "sandbox-ports", envOr("80,443", "COUNTERSIGN_SANDBOX_PORTS"), "comma-separated TCP ports every confined worker may connect to, besides Countersign's own (env COUNTERSIGN_SANDBOX_PORTS)")
+	return landingFlags(fs, c)
+}
+
+// landingFlags adds the flags that say where verified work goes.
+func landingFlags(fs *flag.FlagSet, c *config) error {
+	deleteMerged, err := envBool("COUNTERSIGN_DELETE_MERGED_BRANCHES", false)
+	if err != nil {
+		return err
+	}
+	if c.Landing.CleanupEvery, err = envDuration("COUNTERSIGN_WORKSPACE_CLEANUP", runner.DefaultCleanupEvery); err != nil {
+		return err
+	}
+	fs.StringVar(&c.Landing.BranchPrefix, "branch-prefix", envOr(runner.DefaultBranchPrefix, "COUNTERSIGN_BRANCH_PREFIX"), "start of each worktree task's branch name; the task id follows (env COUNTERSIGN_BRANCH_PREFIX)")
+	fs.StringVar(&c.MergeMode, "merge", envOr("fast-forward", "COUNTERSIGN_MERGE"), "how a verified task lands on its target: fast-forward (when the target has not moved; else a merge commit) or merge-commit (always) (env COUNTERSIGN_MERGE)")
+	fs.BoolVar(&c.Landing.DeleteMerged, "delete-merged-branches", deleteMerged, "delete a task's branch once its verified commit is merged (env COUNTERSIGN_DELETE_MERGED_BRANCHES)")
+	fs.StringVar(&c.Landing.PushRemote, "push-remote", envOr("", "COUNTERSIGN_PUSH_REMOTE"), "remote of the agents' checkouts to push verified task branches and merged targets to (env COUNTERSIGN_PUSH_REMOTE)")
+	fs.DurationVar(&c.Landing.CleanupEvery, "workspace-cleanup", c.Landing.CleanupEvery, "how often the runner removes the worktrees of cancelled and vanished tasks; negative: never (env COUNTERSIGN_WORKSPACE_CLEANUP)")
 	return nil
+}
+
+// landing checks the landing flags and returns the runner's landing settings.
+func (c *config) landing() (runner.LandingConfig, error) {
+	l := c.Landing
+	switch c.MergeMode {
+	case "", "fast-forward":
+	case "merge-commit":
+		l.MergeCommit = true
+	default:
+		return l, fmt.Errorf("flag -merge: %q is not fast-forward or merge-commit", c.MergeMode)
+	}
+	return l, nil
 }
 
 // sandboxPorts parses --sandbox-ports.

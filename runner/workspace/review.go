@@ -100,7 +100,7 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // helper fails confined.
 func (m *Manager) Push(ctx context.Context, repo, remote, refspec string) error {
 	var fe models.FieldErrors
-	if !validRemoteName(remote) {
+	if !ValidRemote(remote) {
 		fe.Add("remote", "must be the name of a configured remote")
 	}
 	spec, err := pushSpec(refspec)
@@ -136,7 +136,10 @@ func (m *Manager) Push(ctx context.Context, repo, remote, refspec string) error 
 	return nil
 }
 
-func validRemoteName(s string) bool {
+// ValidRemote reports whether s can name a configured remote for Push: letters,
+// digits, '.', '_' and '-', not starting with '-' or '.', without "..", at most 100
+// bytes.
+func ValidRemote(s string) bool {
 	if s == "" || len(s) > 100 || s[0] == '-' || s[0] == '.' || strings.Contains(s, "..") {
 		return false
 	}

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// janitor removes, at start and every LandingConfig.CleanupEvery, the worktrees of
+// tasks that were cancelled or no longer exist, until ctx ends. Worktrees are on this
+// host and cancelling is done by people through any server, so the runner that holds
+// them looks rather than being told.
+func (p *Pool) janitor(ctx context.Context) {
+	every := p.cfg.Landing.CleanupEvery
+	if every < 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		p.cleanWorktrees(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// cleanWorktrees removes the worktrees no task needs any more, once.
+func (p *Pool) cleanWorktrees(ctx context.Context) {
+	removed, err := p.cfg.Workspaces.Prune(ctx, func(id int64) bool { return p.needsWorktree(ctx, id) })
+	if len(removed) > 0 {
+		p.log.Info("removed the worktrees of cancelled and vanished tasks", "worktrees", len(removed))
+	}
+	if err != nil && ctx.Err() == nil {
+		p.log.Warn("removing worktrees failed", "err", err)
+	}
+}
+
+// needsWorktree reports whether task id's worktree must stay: while the task runs
+// here, unless it was cancelled or is gone, and whenever that cannot be told.
+// A verified task's worktree stays until its merge removes it: people may look at it.
+func (p *Pool) needsWorktree(ctx context.Context, id int64) bool {
+	p.mu.Lock()
+	_, running := p.running[id]
+	p.mu.Unlock()
+	if running {
+		return true
+	}
+	t, err := p.store.GetTask(ctx, id)
+	switch {
+	case models.ErrorCode(err) == models.ENOTFOUND:
+		return false
+	case err != nil:
+		return true
+	}
+	return t.State != models.TaskCancelled
+}
