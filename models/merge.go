@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -172,8 +173,13 @@ func (s *Service) MergeGoal(ctx context.Context, actor *Agent, id int64, lander 
 			continue
 		}
 		l, err := s.MergeTask(ctx, actor, t.ID, lander)
+		var e *Error
+		if errors.As(err, &e) {
+			return landed, &Error{Code: e.Code, Rule: e.Rule, Fields: e.Fields,
+				Message: fmt.Sprintf("task %d: %s (%d task(s) of the goal merged before it)", t.ID, e.Message, len(landed))}
+		}
 		if err != nil {
-			return landed, fmt.Errorf("merging task %d stopped the goal's merge after %d task(s): %w", t.ID, len(landed), err)
+			return landed, err
 		}
 		landed = append(landed, *l)
 	}

@@ -58,3 +58,7 @@ func (p *Pool) needsWorktree(ctx context.Context, id int64) bool {
 	}
 	return t.State != models.TaskCancelled
 }
+
+// WorkspaceUsage measures the bytes this pool's task workspaces take on disk (its
+// worktrees and fresh task directories).
+func (p *Pool) WorkspaceUsage() (int64, error) { return p.cfg.Workspaces.DiskUsage() }

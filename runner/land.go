@@ -178,7 +178,13 @@ type Landing struct {
 }
 
 // Landing returns the pool's Lander.
-func (p *Pool) Landing() *Landing { return &Landing{workspaces: p.cfg.Workspaces, cfg: p.cfg.Landing} }
+func (p *Pool) Landing() *Landing { return NewLanding(p.cfg.Workspaces, p.cfg.Landing) }
+
+// NewLanding returns a Lander over the task branches ws prepared, as cfg says; a
+// server without a pool of its own can merge what a runner on the same host verified.
+func NewLanding(ws *workspace.Manager, cfg LandingConfig) *Landing {
+	return &Landing{workspaces: ws, cfg: cfg}
+}
 
 // diffLimit bounds the diff a branch report carries.
 const diffLimit = 256 << 10

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/workspace"
+	"github.com/countersign/countersign/web/components"
 )
 
 // runWorkspacesPrune removes the git worktrees no open task needs: those of verified
@@ -49,20 +50,6 @@ func runWorkspacesPrune(ctx context.Context, args []string, out io.Writer) error
 		fmt.Fprintln(out, "removed", dir)
 	}
 	after, _ := ws.DiskUsage()
-	fmt.Fprintf(out, "%d worktree(s) removed; workspaces use %s (were %s)\n", len(removed), bytesText(after), bytesText(before))
+	fmt.Fprintf(out, "%d worktree(s) removed; workspaces use %s (were %s)\n", len(removed), components.Bytes(after), components.Bytes(before))
 	return err
-}
-
-// bytesText writes n bytes for people: 1.5 MiB.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

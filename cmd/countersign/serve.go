@@ -114,16 +114,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var policy func(*models.Agent) []string
 	var lander models.Lander
+	var usage func() (int64, error)
 	if !c.NoRunner && sb.Ready() {
 		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
 		if err != nil {
 			return err
 		}
 		stops = append(stops, pool.Stop)
-		policy, lander = pool.EffectivePolicy, pool.Landing()
+		policy, lander, usage = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage
 	}
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy})
+		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,

@@ -85,6 +85,10 @@ func (p *Pages) agentsView(c echo.Context) (agentspage.View, error) {
 	v := agentspage.View{Meta: p.meta(c, "Agents", layout.NavAgents), CSRF: CSRFToken(c), Admin: isAdmin(SignedIn(c)), Rows: rows,
 		Add: agentspage.AgentForm{Kind: string(models.KindWorker), Concurrency: "1"}}
 	v.Meta.LiveRefresh = "any" // statuses and current tasks change as the runner works
+	if n, ok := p.usage.get(p.d.WorkspaceUsage); ok {
+		v.WorkspaceBytes = n
+		v.WorkspaceUsage = components.Bytes(n)
+	}
 	return v, err
 }
 

@@ -39,6 +39,8 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.GET("/tasks", p.tasksPage)
 	g.GET("/tasks/:id", p.taskPage)
 	g.POST("/tasks/:id/action/:action", p.taskAction)
+	g.POST("/tasks/:id/merge", p.taskMerge)
+	g.POST("/goals/:id/merge", p.goalMerge)
 
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)

@@ -59,6 +59,7 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 		State: string(g.State), Notes: g.Notes, VerifierName: dir.name(g.VerifierID),
 		CanDecide: me.HasRole(models.RoleLead) && g.State == models.GoalPendingVerify,
 		CanRun:    me.HasRole(models.RoleLead) && g.State != models.GoalVerified,
+		CanMerge:  me.HasRole(models.RoleLead) && g.State == models.GoalVerified && p.d.Lander != nil,
 		Agents:    dir.options("— unassigned —")}
 	v.Done, v.Total = progress(counts)
 	groups, err := p.goalGroups(ctx, id, counts, dir)

@@ -42,6 +42,8 @@ type envOptions struct {
 	ledger ledger.Info        // the ledger the pages describe (zero: none given)
 	banner func() string      // the standing warning (nil: none)
 	policy func(*models.Agent) []string
+	lander models.Lander // merges task branches (nil: none)
+	usage  func() (int64, error)
 }
 
 func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
@@ -55,7 +57,8 @@ func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	t.Helper()
 	svc := handlertest.NewService(db)
-	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner, SandboxPolicy: o.policy})
+	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner, SandboxPolicy: o.policy,
+		Lander: o.lander, WorkspaceUsage: o.usage})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
 	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}

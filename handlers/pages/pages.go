@@ -29,6 +29,12 @@ type Deps struct {
 	// SandboxPolicy, when set, describes what a worker agent's confined processes may
 	// touch, for the agent page (admins only); nil shows nothing.
 	SandboxPolicy func(*models.Agent) []string
+	// Lander merges verified task branches and reports on them (the runner's); nil
+	// shows no branch and refuses merges.
+	Lander models.Lander
+	// WorkspaceUsage, when set, measures the disk the task workspaces use, for the
+	// agents page; nil shows nothing.
+	WorkspaceUsage func() (int64, error)
 }
 
 // Pages is the dashboard.
@@ -36,6 +42,7 @@ type Pages struct {
 	d       Deps
 	limiter *limiter   // failed sign-ins per client address
 	counts  countCache // task counts per goal, valid until the next event
+	usage   usageCache // the workspaces' disk usage, measured at most every usageTTL
 }
 
 // New returns the dashboard over d. A nil Log discards.

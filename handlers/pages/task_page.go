@@ -78,6 +78,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
 	v.Actions = actionForms(SignedIn(c), t, dir)
+	v.Branch = p.branchView(ctx, SignedIn(c), stored)
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
 	v.Meta.LiveRefresh = "task:" + itoa(t.ID)
 	return v, nil

@@ -298,3 +298,17 @@ func DiffLines(diff string) []DiffLine {
 	}
 	return out
 }
+
+// Bytes writes n bytes for people, in binary units: "512 B", "1.5 MiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -33,6 +33,10 @@ type View struct {
 	// command, workdir, worktree, concurrency, password).
 	Add       AgentForm
 	AddErrors map[string]string
+	// WorkspaceUsage is the disk the task workspaces use, for people ("1.5 MiB"), and
+	// WorkspaceBytes the same in bytes; empty when the server runs no runner.
+	WorkspaceUsage string
+	WorkspaceBytes int64
 }
 
 // Row is one agent in the table.

@@ -23,6 +23,7 @@ type View struct {
 	Groups       []Group // tasks per state, lifecycle order, non-empty states only
 	CanDecide    bool    // a lead, and the goal waits for verification
 	CanRun       bool    // a lead, and the goal is not verified
+	CanMerge     bool    // a lead, the goal is verified, and the runner can merge
 	Agents       []components.Option
 	Templates    []components.Option
 	Verify       VerifyForm

@@ -37,6 +37,44 @@ type View struct {
 	// TestsChanged says the newest attempt changed protected files (tests, test
 	// configuration): a warning beside the state, whatever the state.
 	TestsChanged bool
+	// Branch is where the task's work stands in its repository; nil for a task
+	// without a git worktree of its own.
+	Branch *Branch
+}
+
+// Branch is a task's own branch against the target branch its work lands on.
+type Branch struct {
+	Name, Base, Commit, Target string
+	Ahead, Behind              int
+	TipVerified                bool // the tip is the verified tree: merge is allowed
+	Merged                     bool // the target holds it all
+	Gone                       bool // deleted (after its merge, or by hand)
+	Unreadable                 bool // git could not say; the log says why
+	Diff                       string
+	DiffTruncated              bool
+	CanMerge                   bool // a lead, and a verified commit not on the target yet
+}
+
+// status says in words where the branch stands.
+func (b Branch) status() string {
+	switch {
+	case b.Unreadable:
+		return "The branch could not be read."
+	case b.Gone:
+		return "The branch no longer exists (deleted after its merge, or by hand)."
+	case b.Merged:
+		return "Merged: " + b.Target + " holds the verified work."
+	case b.Commit != "" && !b.TipVerified:
+		return "The branch changed after verification: it cannot be merged until the change is verified."
+	}
+	return strconv.Itoa(b.Ahead) + " commit(s) ahead of " + b.Target + ", " + strconv.Itoa(b.Behind) + " behind."
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // Attempt is one worker invocation with every check layer's verdict.
