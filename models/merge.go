@@ -227,3 +227,78 @@ func (s *Service) branchAgent(ctx context.Context, t *Task) (*Agent, error) {
 	}
 	return s.store.GetAgent(ctx, *id)
 }
+
+// RuleStepConflict names a task blocked because the verified commits of the steps it
+// builds on conflict; a fix task merges them.
+const RuleStepConflict = "step_conflict"
+
+// StepConflict is a conflict between the verified commits of the tasks a task builds
+// on (steps that ran side by side): their merge is the task's base, and it conflicts.
+type StepConflict struct {
+	// Deps are the tasks whose verified commits were combined; Base is the first one's
+	// commit, where the fix starts, and Merge the commits the fix must merge into it.
+	Deps  []int64
+	Base  string
+	Merge []string
+	Files []string
+	Hunks string
+}
+
+// BlockOnStepConflict, by the runner in tx, turns a conflict between the steps t
+// builds on into a fix task and blocks t until it is done: the fix task (t's role and
+// goal) starts from c.Base and is verified only when every commit of c.Merge is in its
+// history and no conflict marker is left; t then depends on it, so its retry builds on
+// the merge. The inbox item names the fix task and the files.
+func (s *Service) BlockOnStepConflict(ctx context.Context, tx Tx, runner *Agent, t *Task, c StepConflict) (*Task, error) {
+	for _, id := range append([]string{c.Base}, c.Merge...) {
+		if !isHex40(id) {
+			return nil, Errorf(EINVALID, "%q is not a full commit id", id) // it goes into a check command
+		}
+	}
+	deps := make([]string, len(c.Deps))
+	for i, id := range c.Deps {
+		deps[i] = fmt.Sprint(id)
+	}
+	var crit []Criterion
+	for _, m := range c.Merge {
+		crit = append(crit, Criterion{Activity: "check", Description: "commit " + m[:12] + " is merged",
+			Command: "git merge-base --is-ancestor " + m + " HEAD"})
+	}
+	crit = append(crit, Criterion{Activity: "check", Description: "no conflict marker is left",
+		Command: `! git grep -n -E '^(<<<<<<<|>>>>>>>)( |$)' -- .`})
+	brief := fmt.Sprintf("Task %d (%s) builds on the verified work of tasks %s, which ran side by side, and their changes conflict in:\n\n- %s\n\n"+
+		"Your worktree starts from %s. Merge %s into it (git merge), resolve the conflicts keeping the intent of every task, and commit the merge.\n\n%s",
+		t.ID, t.Title, strings.Join(deps, ", "), strings.Join(c.Files, "\n- "), c.Base, strings.Join(c.Merge, " and "), Truncate(c.Hunks, 8000))
+	spec := TaskSpec{Title: Truncate(fmt.Sprintf("Resolve the conflict between tasks %s for task %d", strings.Join(deps, ", "), t.ID), 200),
+		Brief: brief, Role: t.Role, GoalID: t.GoalID,
+		Contract: Contract{Completion: Completion{Type: CompletionNone, MaxAttempts: 2},
+			Verification: Verification{Type: VerifyVerifiable, Criteria: crit}}}
+	fix, err := spec.build(ProjectRules{}, s.now())
+	if err != nil {
+		return nil, err
+	}
+	fix.Base = c.Base
+	if err := s.insertTask(ctx, tx, runner, fix, ""); err != nil {
+		return nil, err
+	}
+	if err := tx.AddDependency(ctx, t.ID, fix.ID); err != nil {
+		return nil, err
+	}
+	t.DependsOn = append(t.DependsOn, fix.ID)
+	msg := fmt.Sprintf("the verified work of tasks %s conflicts in %s (rule %s): task %d resolves it; retry this task once it is verified",
+		strings.Join(deps, ", "), strings.Join(c.Files, ", "), RuleStepConflict, fix.ID)
+	return fix, s.BlockNotReady(ctx, tx, runner, t, []string{msg})
+}
+
+// isHex40 reports whether s is a full SHA-1 commit id in lower-case hex.
+func isHex40(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -83,6 +83,10 @@ type Tx interface {
 	// UpdateTask saves every field of t but CreatedAt and DependsOn: dependencies are
 	// fixed when the task is created.
 	UpdateTask(ctx context.Context, t *Task) error
+	// AddDependency makes task taskID wait for task dependsOn as well as for those it
+	// was created with: the one change to a task's dependencies, for a fix the runner
+	// found the task needs (a conflict between the steps it builds on).
+	AddDependency(ctx context.Context, taskID, dependsOn int64) error
 	GetTask(ctx context.Context, id int64) (*Task, error)
 	LockTask(ctx context.Context, id int64) (*Task, error)
 	GetTasks(ctx context.Context, ids []int64) ([]Task, error)

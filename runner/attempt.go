@@ -72,6 +72,9 @@ type attemptRun struct {
 	deliv *deliverableRun // a task without a git workspace: its base and what was kept (deliverable.go)
 	// commit is the verified commit on the task's branch (worktree tasks that pass).
 	commit string
+	// stepConflict is set when the task's dependencies' verified commits conflict: it
+	// is blocked with a fix task instead of starting.
+	stepConflict *models.StepConflict
 }
 
 func (ar *attemptRun) fail(stage, diagnosis string) {
@@ -181,6 +184,12 @@ func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 // too, not an error: no worker can do anything about it.
 func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) (missing []string, err error) {
 	err = p.prepare(ctx, tr, ar, rules)
+	var sc *stepConflictError
+	if errors.As(err, &sc) {
+		// No worker can start on a base that does not exist: a fix task comes first.
+		ar.stepConflict = &sc.c
+		return []string{sc.Error()}, nil
+	}
 	if tr.fresh && ar.ws == nil && models.ErrorCode(err) == models.EINVALID {
 		return []string{"the agent's workspace: " + err.Error()}, nil
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"cmp"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,35 +66,57 @@ func (c *LandingConfig) defaults() error {
 }
 
 // branchFor says which branch a worktree task works on and what it starts from: the
-// base recorded by its first attempt, else the verified commit of the newest
-// dependency that has one (a workflow step builds on the step before it), else the
-// agent's target branch, else the checkout's HEAD (""). It reads the dependencies in
-// a transaction of its own: worktree tasks are prepared outside the claim's.
+// base recorded by its first attempt; else what its dependencies verified — one
+// dependency's commit (a workflow step builds on the step before it), or for steps
+// that ran side by side a commit holding all of theirs (their merge; a conflict is a
+// *stepConflictError); else the agent's target branch, else the checkout's HEAD ("").
+// It reads the dependencies in a transaction of its own: worktree tasks are prepared
+// outside the claim's.
 func (p *Pool) branchFor(ctx context.Context, tr *taskRun) (branch, base string, err error) {
 	t := &tr.task
 	branch = p.cfg.Landing.BranchPrefix + strconv.FormatInt(t.ID, 10)
 	if t.Base != "" {
 		return branch, t.Base, nil
 	}
+	var deps []models.Task
 	if len(t.DependsOn) > 0 {
 		err = p.inTx(ctx, func(tx models.Tx) error {
-			deps, err := tx.GetTasks(ctx, t.DependsOn)
-			if err != nil {
-				return err
-			}
-			var newest int64
-			for _, d := range deps {
-				if d.Commit != "" && d.ID > newest {
-					newest, base = d.ID, d.Commit
-				}
-			}
-			return nil
+			deps, err = tx.GetTasks(ctx, t.DependsOn)
+			return err
 		})
-		if err != nil || base != "" {
-			return branch, base, err
+		if err != nil {
+			return branch, "", err
 		}
 	}
-	return branch, tr.agent.TargetBranch, nil
+	slices.SortFunc(deps, func(a, b models.Task) int { return cmp.Compare(a.ID, b.ID) })
+	var ids []int64
+	var commits []string
+	for _, d := range deps {
+		if d.Commit != "" {
+			ids, commits = append(ids, d.ID), append(commits, d.Commit)
+		}
+	}
+	switch len(commits) {
+	case 0:
+		return branch, tr.agent.TargetBranch, nil
+	case 1:
+		return branch, commits[0], nil
+	}
+	base, err = p.cfg.Workspaces.Combine(ctx, tr.agent.Workdir, commits, fmt.Sprintf("Combine the verified work of tasks %v for task %d", ids, t.ID))
+	var ce *workspace.ConflictError
+	if errors.As(err, &ce) {
+		c := mergeConflict("", ce)
+		return branch, "", &stepConflictError{models.StepConflict{Deps: ids, Base: commits[0], Merge: commits[1:], Files: c.Files, Hunks: c.Hunks}}
+	}
+	return branch, base, err
+}
+
+// stepConflictError is a task whose dependencies' verified commits conflict: it cannot
+// start until a fix task has merged them.
+type stepConflictError struct{ c models.StepConflict }
+
+func (e *stepConflictError) Error() string {
+	return fmt.Sprintf("the verified work of tasks %v conflicts in %s", e.c.Deps, strings.Join(e.c.Files, ", "))
 }
 
 // recordBranch stores, in tx, the branch and base commit the task's worktree was

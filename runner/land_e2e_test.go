@@ -4,6 +4,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -257,4 +258,96 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 		_, err := exec.Command("test", "-e", wt).CombinedOutput()
 		return err != nil
 	})
+}
+
+// TestSideBySideStepsMergeBeforeTheNext: a task that depends on two tasks that ran
+// side by side starts from the merge of their verified commits; when those commits
+// conflict it is blocked (step_conflict) with a fix task that starts from the first
+// and must merge the second, and once the fix is verified its retry builds on it.
+func TestSideBySideStepsMergeBeforeTheNext(t *testing.T) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+	}
+	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+	repo := filepath.Join(h.root, "repo")
+	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n", "README": "calc\n"})
+	gitInit(t, repo)
+	git(t, repo, "branch", "-M", "main")
+	onRepo := func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" }
+	h.worker("fixer", "developer", `sed -i 's/a - b/a + b/' calc.go; echo TASK_COMPLETE`, onRepo)
+	h.worker("writer", "writer", `echo 'Add adds two numbers.' >> README; echo TASK_COMPLETE`, onRepo)
+	h.worker("rival", "refactor", `sed -i 's/a - b/b + a/' calc.go; echo TASK_COMPLETE`, onRepo)
+	// The integrator resolves a conflict when briefed to (merging the commit its brief
+	// names), and otherwise checks that it starts from the work of both steps.
+	h.worker("integrator", "integrator", `brief=$(cat)
+case "$brief" in
+*"conflict in"*)
+	c=$(printf '%s' "$brief" | grep -o 'Merge [0-9a-f]\{40\}' | head -1 | cut -c7-)
+	git -c user.name=i -c user.email=i@x merge -q --no-edit "$c" >/dev/null 2>&1
+	printf 'package calc\n\nfunc Add(a, b int) int { return a + b + 0 }\n' > calc.go
+	git add calc.go && git -c user.name=i -c user.email=i@x commit -qm 'Resolve' && echo TASK_COMPLETE ;;
+*) grep -q 'a + b' calc.go && { grep -q 'adds two' README || grep -q 'a + b + 0' calc.go; } && echo TASK_COMPLETE ;;
+esac`, onRepo)
+	contract := func(check string) models.Contract {
+		return models.Contract{
+			Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: models.Verification{Type: models.VerifyVerifiable,
+				Criteria: []models.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
+		}
+	}
+	fix := h.task("Fix Add", "developer", contract(`grep -q 'a + b' calc.go`))
+	doc := h.task("Document Add", "writer", contract(`grep -q 'adds two' README`))
+	both := h.task("Integrate", "integrator", contract(`grep -q 'a + b' calc.go && grep -q 'adds two' README`),
+		func(s *models.TaskSpec) { s.DependsOn = []int64{fix.ID, doc.ID} })
+	h.start()
+
+	a, b := h.settled(fix.ID, 2*time.Minute), h.settled(doc.ID, 2*time.Minute)
+	if a.Base != b.Base {
+		t.Fatalf("steps side by side started from %s and %s, want the same commit", a.Base, b.Base)
+	}
+	c := h.settled(both.ID, 2*time.Minute)
+	if c.State != models.TaskVerified {
+		t.Fatalf("the step after both: %s; attempts %+v", c.State, h.attempts(both.ID))
+	}
+	if parents := git(t, repo, "log", "-1", "--format=%P", c.Base); parents != a.Commit+" "+b.Commit {
+		t.Fatalf("the step after both started from %s with parents %q, want the merge of %s and %s", c.Base, parents, a.Commit, b.Commit)
+	}
+
+	// Two steps that change the same line: the next one is blocked with a fix task.
+	rival := h.task("Rewrite Add", "refactor", contract(`grep -q 'b + a' calc.go`))
+	after := h.task("Integrate the rewrite", "integrator", contract(`grep -q 'a + b + 0' calc.go`),
+		func(s *models.TaskSpec) { s.DependsOn = []int64{fix.ID, rival.ID} })
+	if blocked := h.settled(after.ID, 2*time.Minute); blocked.State != models.TaskBlocked {
+		t.Fatalf("the step after two conflicting steps: %s, want blocked", blocked.State)
+	}
+	got, err := h.db.GetTask(h.ctx, after.ID)
+	must(t, err)
+	if len(got.DependsOn) != 3 {
+		t.Fatalf("the blocked step depends on %v, want its fix task too", got.DependsOn)
+	}
+	fixer, err := h.db.GetTask(h.ctx, got.DependsOn[2])
+	must(t, err)
+	r := h.settled(rival.ID, time.Second)
+	if !strings.Contains(fixer.Brief, "calc.go") || fixer.Base != a.Commit || fixer.Role != "integrator" {
+		t.Fatalf("the fix task: role %s, base %s (want %s), brief %q", fixer.Role, fixer.Base, a.Commit, fixer.Brief)
+	}
+	if items := h.blockedPayload(after.ID); !strings.Contains(fmt.Sprint(items), models.RuleStepConflict) {
+		t.Errorf("the inbox item does not name %s: %+v", models.RuleStepConflict, items)
+	}
+	if f := h.settled(fixer.ID, 2*time.Minute); f.State != models.TaskVerified {
+		t.Fatalf("the fix task: %s; attempts %+v", f.State, h.attempts(fixer.ID))
+	}
+	_, err = h.svc.TaskAction(h.ctx, h.boss, after.ID, models.ActRetry, models.ActionInput{})
+	must(t, err)
+	h.waitFor("the retried step verified", func() bool {
+		tk, err := h.db.GetTask(h.ctx, after.ID)
+		return err == nil && tk.State == models.TaskVerified
+	})
+	done, err := h.db.GetTask(h.ctx, after.ID)
+	must(t, err)
+	f, _ := h.db.GetTask(h.ctx, fixer.ID)
+	if done.Base != f.Commit || git(t, repo, "merge-base", "--is-ancestor", r.Commit, done.Commit) != "" {
+		t.Fatalf("the retried step started from %s, want the fix's %s holding the rival's %s", done.Base, f.Commit, r.Commit)
+	}
 }

@@ -227,7 +227,11 @@ func (p *Pool) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missin
 		if err := p.fixContract(sctx, tx, t, ar); err != nil {
 			return err
 		}
-		if err := p.svc.BlockNotReady(sctx, tx, p.runner, t, missing); err != nil {
+		if ar.stepConflict != nil {
+			if _, err := p.svc.BlockOnStepConflict(sctx, tx, p.runner, t, *ar.stepConflict); err != nil {
+				return err
+			}
+		} else if err := p.svc.BlockNotReady(sctx, tx, p.runner, t, missing); err != nil {
 			return err
 		}
 		tr.task = *t

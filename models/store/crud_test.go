@@ -275,6 +275,21 @@ func TestTasksRoundTrip(t *testing.T) {
 		}
 		equal(t, "GetTasks[1]", &some[1], &want)
 
+		// A fix the runner found the task needs is the one added dependency.
+		fix := task(t, db, boss.ID, "developer", nil)
+		must(t, db.AddDependency(ctx, tk.ID, fix.ID))
+		must(t, db.AddDependency(ctx, tk.ID, fix.ID)) // once is enough
+		got, err = db.GetTask(ctx, tk.ID)
+		must(t, err)
+		if !slices.Equal(got.DependsOn, []int64{dep1.ID, dep2.ID, fix.ID}) {
+			t.Fatalf("DependsOn after AddDependency = %v", got.DependsOn)
+		}
+		if deps, err := db.Dependents(ctx, fix.ID); err != nil || len(deps) != 1 || deps[0].ID != tk.ID {
+			t.Fatalf("Dependents(fix) = %v, %v", deps, err)
+		}
+		wantCode(t, db.AddDependency(ctx, tk.ID, 4242), models.EINVALID)
+		wantCode(t, db.AddDependency(ctx, 4242, fix.ID), models.ENOTFOUND)
+
 		wantCode(t, db.UpdateTask(ctx, &models.Task{ID: 4242, Title: "x", Role: "r", CreatorID: boss.ID}), models.ENOTFOUND)
 		_, err = db.GetTask(ctx, 4242)
 		wantCode(t, err, models.ENOTFOUND)

@@ -235,6 +235,26 @@ func (o *ops) UpdateTask(ctx context.Context, t *models.Task) error {
 	return nil
 }
 
+// AddDependency adds dependsOn to task taskID's dependencies, in task_deps and in the
+// copy on the task's row.
+func (o *ops) AddDependency(ctx context.Context, taskID, dependsOn int64) error {
+	t, err := o.GetTask(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(t.DependsOn, dependsOn) {
+		return nil
+	}
+	if err := o.saveDeps(ctx, taskID, []int64{dependsOn}); err != nil {
+		return err
+	}
+	deps, err := toJSON(normDeps(append(t.DependsOn, dependsOn)), "")
+	if err != nil {
+		return err
+	}
+	return mapError(o.q(ctx).Model(&taskRecord{}).Where("id = ?", taskID).Update("depends_on", deps).Error, "task")
+}
+
 func (o *ops) saveDeps(ctx context.Context, taskID int64, deps []int64) error {
 	if len(deps) == 0 {
 		return nil

@@ -352,3 +352,97 @@ func hunks(b []byte, max int) string {
 	}
 	return out.String()
 }
+
+// Combine returns a commit of repo that holds every one of commits (full ids, the
+// verified commits of steps that ran side by side): the one that already holds the
+// others, or merge commits of those no other holds, in the order given, made by
+// DefaultCommitter with subject, without a working tree. A conflict returns *ConflictError (Target names the commits merged so far,
+// Branch the one that conflicts); nothing is written but unreferenced objects.
+// Confined, git reads the checkout and writes only its object store.
+func (m *Manager) Combine(ctx context.Context, repo string, commits []string, subject string) (string, error) {
+	if len(commits) == 0 {
+		return "", models.Errorf(models.EINVALID, "nothing to combine")
+	}
+	for _, c := range commits {
+		if !isCommitID(c) {
+			return "", models.Errorf(models.EINVALID, "%q is not a full commit id", c)
+		}
+	}
+	msg, err := message(subject, "", nil)
+	if err != nil {
+		return "", err
+	}
+	repo, err = repoDir(repo)
+	if err != nil {
+		return "", err
+	}
+	gitDir, err := repoGitDir(repo)
+	if err != nil {
+		return "", err
+	}
+	reading := access{read: []string{repo}}
+	plumbing := access{read: []string{repo}, write: storeWrite(gitDir)}
+	g := func(a access, stdin []byte, env []string, args ...string) ([]byte, error) {
+		return m.run(ctx, gitRun{dir: repo, read: a.read, write: a.write, stdin: stdin, env: env, args: args})
+	}
+	holds := func(a, b string) (bool, error) { // b's history holds a
+		_, err := g(reading, nil, nil, "merge-base", "--is-ancestor", a, b)
+		if exitCode(err) == 1 {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	// A commit another one holds adds nothing (a fix that merged the others already
+	// holds them): only the rest are merged, so a conflict resolved once stays so.
+	var heads []string
+	for i, c := range commits {
+		redundant := false
+		for j, o := range commits {
+			if i == j || redundant {
+				continue
+			}
+			if c == o {
+				redundant = j < i
+				continue
+			}
+			if redundant, err = holds(c, o); err != nil {
+				return "", err
+			}
+		}
+		if !redundant {
+			heads = append(heads, c)
+		}
+	}
+	cur := heads[0]
+	for _, next := range heads[1:] {
+		if ok, err := holds(next, cur); err != nil {
+			return "", err
+		} else if ok {
+			continue
+		}
+		if ok, err := holds(cur, next); err != nil {
+			return "", err
+		} else if ok {
+			cur = next
+			continue
+		}
+		out, err := g(plumbing, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", cur, next)
+		if exitCode(err) == 1 {
+			return "", m.conflict(ctx, repo, MergeRequest{Target: short(cur), Branch: short(next)}, out)
+		}
+		if err != nil {
+			return "", err
+		}
+		tree, _, _ := bytes.Cut(out, []byte{0})
+		env := append(DefaultCommitter.env("AUTHOR"), DefaultCommitter.env("COMMITTER")...)
+		out, err = g(plumbing, []byte(msg), env, "-c", "commit.gpgSign=false", "commit-tree", "--no-gpg-sign",
+			"-p", cur, "-p", next, "-F", "-", strings.TrimSpace(string(tree)))
+		if err != nil {
+			return "", err
+		}
+		if cur = strings.TrimSpace(string(out)); !isCommitID(cur) {
+			return "", fmt.Errorf("git commit-tree printed %q, not a commit id", cur)
+		}
+	}
+	return cur, nil
+}
