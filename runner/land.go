@@ -27,7 +27,8 @@ const DefaultCleanupEvery = time.Minute
 // lands, what is pushed and what is cleaned.
 type LandingConfig struct {
 	// BranchPrefix starts every task branch's name (DefaultBranchPrefix when empty); a
-	// task's branch is the prefix and its id, and must be a valid branch name.
+	// task's branch is the prefix and its id, and must be a valid branch name in a
+	// directory of its own ("team/cs-"), the one directory of refs workers may write.
 	BranchPrefix string
 	// MergeCommit makes every merge a merge commit, even when the target could be
 	// fast-forwarded to the verified commit, so the target's history shows each task
@@ -55,6 +56,11 @@ func (c *LandingConfig) defaults() error {
 	}
 	if err := workspace.ValidBranch(c.BranchPrefix + "1"); err != nil {
 		return fmt.Errorf("runner: branch prefix %q does not make branch names: %w", c.BranchPrefix, err)
+	}
+	if !strings.Contains(c.BranchPrefix, "/") {
+		// A worker may write refs only in its branch's directory; at the top of
+		// refs/heads that would be every branch, the target too.
+		return fmt.Errorf("runner: branch prefix %q must name a directory of its own (like countersign/task-)", c.BranchPrefix)
 	}
 	if c.PushRemote != "" && !workspace.ValidRemote(c.PushRemote) {
 		return fmt.Errorf("runner: push remote %q is not a remote's name", c.PushRemote)

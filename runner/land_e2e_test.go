@@ -351,3 +351,57 @@ esac`, onRepo)
 		t.Fatalf("the retried step started from %s, want the fix's %s holding the rival's %s", done.Base, f.Commit, r.Commit)
 	}
 }
+
+// TestWorkerMovesOnlyItsOwnBranch: a confined worker commits to its own branch, but
+// cannot move the target, make a branch or a tag elsewhere, or rewrite packed refs:
+// the only way its work reaches main is a lead's merge of what was verified.
+func TestWorkerMovesOnlyItsOwnBranch(t *testing.T) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+	}
+	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+	repo := filepath.Join(h.root, "repo")
+	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
+	gitInit(t, repo)
+	git(t, repo, "branch", "-M", "main")
+	git(t, repo, "branch", "release")
+	git(t, repo, "pack-refs", "--all") // release lives in packed-refs only
+	h.worker("sneak", "developer", `id='-c user.name=s -c user.email=s@x'
+sed -i 's/a - b/a + b/' calc.go
+git $id commit -qam 'Fix Add' || echo "OWN BRANCH REFUSED"
+git update-ref refs/heads/main HEAD 2>/dev/null && echo "MOVED MAIN"
+git update-ref refs/heads/release HEAD 2>/dev/null && echo "MOVED RELEASE"
+git branch sneaky HEAD 2>/dev/null && echo "MADE A BRANCH"
+git tag evil 2>/dev/null && echo "MADE A TAG"
+echo TASK_COMPLETE`, func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" })
+	mainAt, releaseAt := git(t, repo, "rev-parse", "main"), git(t, repo, "rev-parse", "release")
+	task := h.task("Fix Add", "developer", models.Contract{
+		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: models.Verification{Type: models.VerifyVerifiable,
+			Criteria: []models.Criterion{{Activity: "check", Description: "fixed", Command: `grep -q 'a + b' calc.go`}}},
+	})
+	h.start()
+	done := h.settled(task.ID, 2*time.Minute)
+	if done.State != models.TaskVerified {
+		t.Fatalf("the task: %s; attempts %+v", done.State, h.attempts(task.ID))
+	}
+	out := h.attempts(task.ID)[0].OutputTail
+	for _, bad := range []string{"OWN BRANCH REFUSED", "MOVED MAIN", "MOVED RELEASE", "MADE A BRANCH", "MADE A TAG"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the worker's output says %q:\n%s", bad, out)
+		}
+	}
+	if now := git(t, repo, "rev-parse", "main"); now != mainAt {
+		t.Errorf("the worker moved main to %s", now)
+	}
+	if now := git(t, repo, "rev-parse", "release"); now != releaseAt {
+		t.Errorf("the worker moved release to %s", now)
+	}
+	if refs := git(t, repo, "for-each-ref", "--format=%(refname)"); strings.Contains(refs, "sneaky") || strings.Contains(refs, "evil") {
+		t.Errorf("the worker made refs outside its branch:\n%s", refs)
+	}
+	if author := git(t, repo, "log", "-1", "--format=%an", done.Commit+"^"); author != "s" {
+		t.Errorf("the worker's own commit on its branch is not under the verified one (author %q)", author)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -208,6 +209,15 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 		}
 		ws.Dir, ws.repo, ws.worktree = dir, repo, true
 		ws.branch, ws.baseCommit = req.Branch, base
+		if ns := branchDir(req.Branch); ns != "" {
+			// The directories a worker may write its branch's ref and reflog in exist
+			// before the confinement names them (a packed branch has no loose ref yet).
+			for _, d := range []string{filepath.Join(repo, ".git", "refs", "heads", ns), filepath.Join(repo, ".git", "logs", "refs", "heads", ns)} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+				}
+			}
+		}
 	case req.AgentWorkdir != "":
 		dir, err := realDir(req.AgentWorkdir)
 		if err != nil {
@@ -633,12 +643,44 @@ func (w *Workspace) GitPaths() (read, write []string) {
 		return nil, nil
 	}
 	common := filepath.Join(w.repo, ".git")
-	write = []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}
+	write = []string{filepath.Join(common, "objects")}
 	admin := filepath.Join(common, "worktrees", filepath.Base(w.Dir))
-	if fi, err := os.Lstat(admin); err == nil && fi.IsDir() {
+	if realDirAt(admin) {
 		write = append(write, admin)
 	}
+	// Refs only in the task branches' own directory: a worker commits to its branch,
+	// and never moves the target or any branch of the user's (nor tags, nor packed
+	// refs). Its siblings' branches share the directory; a merge takes a branch only
+	// while its tip is what was verified.
+	if ns := branchDir(w.branch); ns != "" {
+		for _, d := range []string{filepath.Join(common, "refs", "heads", ns), filepath.Join(common, "logs", "refs", "heads", ns)} {
+			if realDirAt(d) {
+				write = append(write, d)
+			}
+		}
+	}
 	return []string{common}, write
+}
+
+// branchDir is the directory of branch's ref under refs/heads ("countersign" for
+// countersign/task-7); "" for a branch at the top of refs/heads, whose directory holds
+// every branch.
+func branchDir(branch string) string {
+	if d := path.Dir(branch); d != "." {
+		return filepath.FromSlash(d)
+	}
+	return ""
+}
+
+// realDirAt reports whether p is a directory and no component of it is a symbolic
+// link: a write rule for it grants exactly it.
+func realDirAt(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	return err == nil && real == p
 }
 
 // Open opens abs, a path Resolve returned, for reading, without following any symbolic
