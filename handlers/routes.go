@@ -31,6 +31,9 @@ type Deps struct {
 	Workers func() (ready bool, status string)
 	// Lander merges verified task branches (the runner's); nil refuses merges.
 	Lander models.Lander
+	// Deliverables reads the kept files of tasks' deliverables; nil serves manifests
+	// only.
+	Deliverables models.DeliverableStore
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
 	// live in their own files and packages; each is listed in Routes' doc.
 	Extra []func(e *echo.Echo)
@@ -109,6 +112,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.POST("/tasks/:id/link", tasks.Link)
 	api.GET("/tasks/:id/branch", merge.Branch)
 	api.POST("/tasks/:id/merge", merge.Task)
+	NewDeliverableAPI(d.Service, d.Deliverables).Register(api)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
 	feed := NewFeedAPI(d.Service)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/countersign/countersign/handlers/pages"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/demo"
 	"github.com/countersign/countersign/runner/ledger"
 )
@@ -123,13 +125,16 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		stops = append(stops, pool.Stop)
 		policy, lander, usage = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage
 	}
+	// Kept files are read from the data dir, with or without a runner here.
+	deliverables := runner.NewDeliverableFiles(filepath.Join(c.DataDir, "work"))
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage})
+		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage,
+		Deliverables: deliverables})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
 		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
-		Lander:  lander,
+		Lander:  lander, Deliverables: deliverables,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,

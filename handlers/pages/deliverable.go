@@ -8,21 +8,18 @@ import (
 	"github.com/countersign/countersign/web/components"
 )
 
-// DeliverableRoutes returns what registers the dashboard's downloads of task
-// deliverables, behind the session, for handlers.Deps.Extra:
+// deliverableRoutes registers the dashboard's downloads of task deliverables on g
+// (behind the session):
 //
 //	GET /tasks/:id/deliverable/files/*   one kept file
 //	GET /tasks/:id/deliverable.tar.gz    every kept file
 //
 // They are the API's handlers (handlers.DeliverableAPI) with the signed-in person as
-// the reader: the same checks, the same headers. They are GETs that change nothing, so
-// they need no CSRF token.
-func (p *Pages) DeliverableRoutes(files models.DeliverableStore) func(e *echo.Echo) {
-	api := handlers.NewDeliverableAPI(p.d.Service, files)
-	return func(e *echo.Echo) {
-		e.GET("/tasks/:id/deliverable/files/*", api.File, p.requireSession, signedInActs)
-		e.GET("/tasks/:id/deliverable.tar.gz", api.Archive, p.requireSession, signedInActs)
-	}
+// the reader: the same checks, the same headers.
+func (p *Pages) deliverableRoutes(g *echo.Group) {
+	api := handlers.NewDeliverableAPI(p.d.Service, p.d.Deliverables)
+	g.GET("/tasks/:id/deliverable/files/*", api.File, signedInActs)
+	g.GET("/tasks/:id/deliverable.tar.gz", api.Archive, signedInActs)
 }
 
 // signedInActs makes the signed-in person the actor the API's handlers read.
@@ -33,10 +30,10 @@ func signedInActs(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// DeliverableView is the task page's view of a task's deliverable: the newest verified
+// deliverableView is the task page's view of a task's deliverable: the newest verified
 // attempt's kept files; nil when it kept none (a task in a git worktree, a task not
 // verified yet).
-func DeliverableView(taskID int64, attempts []models.Attempt) *components.DeliverableView {
+func deliverableView(taskID int64, attempts []models.Attempt) *components.DeliverableView {
 	a, err := models.LatestDeliverable(taskID, attempts)
 	if err != nil {
 		return nil

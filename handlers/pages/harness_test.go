@@ -44,6 +44,8 @@ type envOptions struct {
 	policy func(*models.Agent) []string
 	lander models.Lander // merges task branches (nil: none)
 	usage  func() (int64, error)
+	// deliverables reads kept files (nil: none)
+	deliverables models.DeliverableStore
 }
 
 func newEnv(t *testing.T, dialect string) *env { return newEnvWith(t, dialect, envOptions{}) }
@@ -58,7 +60,7 @@ func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	t.Helper()
 	svc := handlertest.NewService(db)
 	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner, SandboxPolicy: o.policy,
-		Lander: o.lander, WorkspaceUsage: o.usage})
+		Lander: o.lander, WorkspaceUsage: o.usage, Deliverables: o.deliverables})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
 	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}

@@ -35,6 +35,9 @@ type Deps struct {
 	// WorkspaceUsage, when set, measures the disk the task workspaces use, for the
 	// agents page; nil shows nothing.
 	WorkspaceUsage func() (int64, error)
+	// Deliverables reads the kept files of tasks' deliverables; nil lists them on the
+	// task page without download links that work.
+	Deliverables models.DeliverableStore
 }
 
 // Pages is the dashboard.
@@ -62,4 +65,5 @@ func (p *Pages) Routes(e *echo.Echo) {
 	g := e.Group("", p.requireSession, p.checkCSRF)
 	p.coreRoutes(g)
 	p.adminRoutes(g)
+	p.deliverableRoutes(g)
 }

@@ -77,6 +77,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
+	v.Deliverable = deliverableView(t.ID, attempts)
 	v.Actions = actionForms(SignedIn(c), t, dir)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)

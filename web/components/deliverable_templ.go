@@ -163,9 +163,9 @@ func Deliverable(v DeliverableView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var8 string
-				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(ByteSize(f.Size))
+				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(Bytes(f.Size))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/components/deliverable.templ`, Line: 49, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/components/deliverable.templ`, Line: 49, Col: 38}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -254,20 +254,6 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-// ByteSize renders n bytes for people: "512 B", "1.5 KiB", "50.0 MiB".
-func ByteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTP"[exp]) + "iB"
 }
 
 var _ = templruntime.GeneratedTemplate

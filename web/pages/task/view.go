@@ -37,6 +37,9 @@ type View struct {
 	// TestsChanged says the newest attempt changed protected files (tests, test
 	// configuration): a warning beside the state, whatever the state.
 	TestsChanged bool
+	// Deliverable is the newest verified attempt's kept files, for a task without a
+	// git worktree; nil when it kept none.
+	Deliverable *components.DeliverableView
 	// Branch is where the task's work stands in its repository; nil for a task
 	// without a git worktree of its own.
 	Branch *Branch
