@@ -1,10 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"cmp"
 	"path/filepath"
 	"slices"
 	"strconv"
