@@ -180,14 +180,7 @@ func saveReport(path string, rep *testresults.Report) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o640); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeAtomic(path, b)
 }
 
 // openView turns the workspace into the judge's view before the verify commands run,

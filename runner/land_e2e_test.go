@@ -21,15 +21,7 @@ import (
 // the task's commit and the ledger's task.complete names it. The next step of the
 // chain starts from that commit, so its worker sees the first step's change.
 func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
-	sb := sandbox.Probe(sandbox.ModeOn)
-	if !sb.Ready() {
-		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
-	}
-	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
-	repo := filepath.Join(h.root, "repo")
-	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
-	gitInit(t, repo)
-	git(t, repo, "branch", "-M", "main")
+	h, repo := gitHarness(t, nil, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
 	// A branch of the user's that must stay where it is.
 	git(t, repo, "branch", "other")
 
@@ -154,6 +146,27 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	}
 }
 
+// gitHarness is a harness whose runner is confined (the sandbox must work here), with
+// mut applied to its config, and a git repository of files on branch main.
+func gitHarness(t *testing.T, mut func(*Config), files map[string]string) (*harness, string) {
+	t.Helper()
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if !sb.Ready() {
+		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
+	}
+	h := newHarness(t, "sqlite", func(c *Config) {
+		c.Sandbox = sb
+		if mut != nil {
+			mut(c)
+		}
+	})
+	repo := filepath.Join(h.root, "repo")
+	writeFiles(t, repo, files)
+	gitInit(t, repo)
+	git(t, repo, "branch", "-M", "main")
+	return h, repo
+}
+
 // git runs git in dir and returns its trimmed output.
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
@@ -181,18 +194,10 @@ func ruleOf(err error) string {
 // even where a fast-forward was possible, pushes the target and deletes the branch;
 // a cancelled task's worktree is removed by the runner, a running one's is not.
 func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
-	sb := sandbox.Probe(sandbox.ModeOn)
-	if !sb.Ready() {
-		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
-	}
-	h := newHarness(t, "sqlite", func(c *Config) {
-		c.Sandbox = sb
+	h, repo := gitHarness(t, func(c *Config) {
 		c.Landing = LandingConfig{PushRemote: "origin", MergeCommit: true, DeleteMerged: true, CleanupEvery: 50 * time.Millisecond}
-	})
-	repo, bare := filepath.Join(h.root, "repo"), filepath.Join(h.root, "remote.git")
-	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
-	gitInit(t, repo)
-	git(t, repo, "branch", "-M", "main")
+	}, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
+	bare := filepath.Join(h.root, "remote.git")
 	git(t, h.root, "init", "-q", "--bare", bare)
 	git(t, repo, "remote", "add", "origin", bare)
 	git(t, repo, "push", "-q", "origin", "main")
@@ -265,15 +270,7 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 // conflict it is blocked (step_conflict) with a fix task that starts from the first
 // and must merge the second, and once the fix is verified its retry builds on it.
 func TestSideBySideStepsMergeBeforeTheNext(t *testing.T) {
-	sb := sandbox.Probe(sandbox.ModeOn)
-	if !sb.Ready() {
-		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
-	}
-	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
-	repo := filepath.Join(h.root, "repo")
-	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n", "README": "calc\n"})
-	gitInit(t, repo)
-	git(t, repo, "branch", "-M", "main")
+	h, repo := gitHarness(t, nil, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n", "README": "calc\n"})
 	onRepo := func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" }
 	h.worker("fixer", "developer", `sed -i 's/a - b/a + b/' calc.go; echo TASK_COMPLETE`, onRepo)
 	h.worker("writer", "writer", `echo 'Add adds two numbers.' >> README; echo TASK_COMPLETE`, onRepo)
@@ -356,15 +353,7 @@ esac`, onRepo)
 // cannot move the target, make a branch or a tag elsewhere, or rewrite packed refs:
 // the only way its work reaches main is a lead's merge of what was verified.
 func TestWorkerMovesOnlyItsOwnBranch(t *testing.T) {
-	sb := sandbox.Probe(sandbox.ModeOn)
-	if !sb.Ready() {
-		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
-	}
-	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
-	repo := filepath.Join(h.root, "repo")
-	writeFiles(t, repo, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
-	gitInit(t, repo)
-	git(t, repo, "branch", "-M", "main")
+	h, repo := gitHarness(t, nil, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
 	git(t, repo, "branch", "release")
 	git(t, repo, "pack-refs", "--all") // release lives in packed-refs only
 	h.worker("sneak", "developer", `id='-c user.name=s -c user.email=s@x'
