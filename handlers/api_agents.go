@@ -27,6 +27,8 @@ type agentInput struct {
 	Concurrency int                 `json:"concurrency"`
 	Password    string              `json:"password"`
 	Sandbox     models.AgentSandbox `json:"sandbox"`
+	PassEnv     []string            `json:"pass_env"`
+	DailyBudget *models.Budget      `json:"daily_budget"`
 }
 
 // agentPatch is the body of PATCH /agents/{name}: the fields to change, each left as
@@ -39,6 +41,9 @@ type agentPatch struct {
 	Concurrency *int                 `json:"concurrency"`
 	Disabled    *bool                `json:"disabled"`
 	Sandbox     *models.AgentSandbox `json:"sandbox"`
+	PassEnv     *[]string            `json:"pass_env"`
+	// DailyBudget replaces the agent's daily cap; {} removes it.
+	DailyBudget *models.Budget `json:"daily_budget"`
 }
 
 // List answers GET /agents. Commands, workdirs and sandbox settings are shown to
@@ -63,7 +68,8 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 		return err
 	}
 	a := &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
-		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox}
+		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox,
+		PassEnv: in.PassEnv, DailyBudget: in.DailyBudget}
 	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}
@@ -106,6 +112,15 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 	}
 	if in.Sandbox != nil {
 		a.Sandbox = *in.Sandbox
+	}
+	if in.PassEnv != nil {
+		a.PassEnv = *in.PassEnv
+	}
+	if in.DailyBudget != nil {
+		a.DailyBudget = in.DailyBudget
+		if a.DailyBudget.IsZero() {
+			a.DailyBudget = nil
+		}
 	}
 	if err := h.svc.UpdateAgent(ctx, actor, a); err != nil {
 		return err

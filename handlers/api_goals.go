@@ -18,6 +18,8 @@ type goalInput struct {
 	Title       string `json:"title"`
 	Description string `json:"description"`
 	Project     string `json:"project"`
+	// Budget caps what the goal's tasks may spend.
+	Budget *models.Budget `json:"budget"`
 }
 
 // Create answers POST /goals.
@@ -26,7 +28,7 @@ func (h *GoalsAPI) Create(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project}
+	g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project, Budget: in.Budget}
 	if err := h.svc.CreateGoal(c.Request().Context(), Actor(c), g); err != nil {
 		return err
 	}

@@ -46,9 +46,14 @@ type Agent struct {
 	Disabled     bool   `json:"disabled,omitempty"` // takes no new work, may not log in
 	// Sandbox is what the worker's confined processes may reach besides their
 	// workspace; admin-controlled like Command, and shown to admins only.
-	Sandbox   AgentSandbox `json:"sandbox,omitzero"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	Sandbox AgentSandbox `json:"sandbox,omitzero"`
+	// PassEnv names variables of the runner's environment the agent's processes get
+	// (API keys): admin-controlled, names only — values are never stored or shown.
+	PassEnv []string `json:"pass_env,omitempty"`
+	// DailyBudget caps what the agent's attempts may spend per UTC day; nil: no cap.
+	DailyBudget *Budget   `json:"daily_budget,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 
 	// PasswordHash is a bcrypt hash for dashboard login; never rendered or serialised.
 	PasswordHash string `json:"-"`
@@ -139,7 +144,36 @@ func (a *Agent) Validate() error {
 		}
 	}
 	a.Sandbox.validate(&fe)
+	if msg := a.DailyBudget.Problem(); msg != "" {
+		fe.Add("daily_budget", msg)
+	}
+	if msg := PassEnvProblem(a.PassEnv); msg != "" {
+		fe.Add("pass_env", msg)
+	} else if len(a.PassEnv) > 0 && a.Kind != KindWorker {
+		fe.Add("pass_env", "only worker agents have processes to pass variables to")
+	}
 	return fe.Err()
+}
+
+// envNameRE is an environment variable's name as a shell writes it.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// PassEnvProblem says what is wrong with a list of variable names to pass to an
+// agent's processes, "" when nothing is: each a plain name, at most 32, and none the
+// runner sets itself (PATH, HOME, TMPDIR, COUNTERSIGN_*).
+func PassEnvProblem(names []string) string {
+	if len(names) > 32 {
+		return "at most 32 variables"
+	}
+	for _, n := range names {
+		switch {
+		case !envNameRE.MatchString(n):
+			return quote(n) + " is not a variable name"
+		case n == "PATH" || n == "HOME" || n == "TMPDIR" || strings.HasPrefix(n, "COUNTERSIGN_"):
+			return quote(n) + " is set by the runner itself"
+		}
+	}
+	return ""
 }
 
 // Token is a bearer credential of an agent. Only the SHA-256 of the secret is kept.

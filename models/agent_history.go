@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -58,6 +59,12 @@ func AgentChanges(before, after *Agent) map[string]FieldChange {
 	if b.AllowUnix != a.AllowUnix {
 		out["sandbox.allow_unix"] = FieldChange{Before: b.AllowUnix, After: a.AllowUnix}
 	}
+	if !slices.Equal(before.PassEnv, after.PassEnv) {
+		out["pass_env"] = FieldChange{Before: nonNilStrings(before.PassEnv), After: nonNilStrings(after.PassEnv)}
+	}
+	if !reflect.DeepEqual(before.DailyBudget, after.DailyBudget) {
+		out["daily_budget"] = FieldChange{Before: before.DailyBudget, After: after.DailyBudget}
+	}
 	if before.PasswordHash != after.PasswordHash {
 		out["password"] = FieldChange{Before: "", After: "(changed)"}
 	}
@@ -88,7 +95,7 @@ func nonNilInts(s []int) []int {
 // command, the workdir and worktree, and the sandbox settings.
 func AdminOnlyAgentField(name string) bool {
 	switch name {
-	case "command", "workdir", "worktree", "sandbox":
+	case "command", "workdir", "worktree", "sandbox", "pass_env":
 		return true
 	}
 	return strings.HasPrefix(name, "sandbox.")
@@ -101,9 +108,10 @@ func (a Agent) VisibleTo(viewer *Agent) Agent {
 	a.Scope = nil
 	if viewer.HasRole(RoleAdmin) && viewer.Scope == nil {
 		a.Sandbox = a.Sandbox.Clone()
+		a.PassEnv = slices.Clone(a.PassEnv)
 		return a
 	}
-	a.Command, a.Workdir, a.Worktree, a.Sandbox = "", "", false, AgentSandbox{}
+	a.Command, a.Workdir, a.Worktree, a.Sandbox, a.PassEnv = "", "", false, AgentSandbox{}, nil
 	return a
 }
 

@@ -11,6 +11,8 @@ type Contract struct {
 	Completion   Completion   `json:"completion" yaml:"completion"`
 	Verification Verification `json:"verification" yaml:"verification"`
 	Review       *Review      `json:"review,omitempty" yaml:"review,omitempty"`
+	// Budget caps what all the task's attempts may spend; nil: no cap.
+	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 }
 
 // CompletionType is what the mechanical check looks for.
@@ -135,9 +137,11 @@ type ProjectRules struct {
 	Stacks []Stack `json:"stacks,omitempty" yaml:"stacks,omitempty"`
 	// AdvisoryWords and SkipWords classify descriptions: words (matching their common
 	// forms) or short phrases, case-insensitive.
-	AdvisoryWords []string  `json:"advisory_words" yaml:"advisory_words"`
-	SkipWords     []string  `json:"skip_words" yaml:"skip_words"`
-	UpdatedAt     time.Time `json:"updated_at" yaml:"-"`
+	AdvisoryWords []string `json:"advisory_words" yaml:"advisory_words"`
+	SkipWords     []string `json:"skip_words" yaml:"skip_words"`
+	// Prices are what attempts are charged per model (DefaultPrices when empty).
+	Prices    []ModelPrice `json:"prices,omitempty" yaml:"prices,omitempty"`
+	UpdatedAt time.Time    `json:"updated_at" yaml:"-"`
 }
 
 // FilePatternRule maps a glob of expected files to activities.

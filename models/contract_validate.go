@@ -182,6 +182,9 @@ func (c *Contract) Validate() error {
 	if c.Review != nil {
 		c.Review.validate(&fe)
 	}
+	if msg := c.Budget.Problem(); msg != "" {
+		fe.Add("budget", msg)
+	}
 	return fe.Err()
 }
 

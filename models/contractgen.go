@@ -77,6 +77,9 @@ const maxRuleEntries = 200
 // An activity is known when activities defines it or a stack has a command for it.
 func (r ProjectRules) Validate() error {
 	var fe FieldErrors
+	if msg := PricesProblem(r.Prices); msg != "" {
+		fe.Add("prices", msg)
+	}
 	if len(r.Activities) == 0 && len(r.Stacks) == 0 {
 		fe.Add("activities", "at least one activity (or one stack) is required")
 	}

@@ -22,17 +22,19 @@ var GoalStates = []GoalState{GoalOpen, GoalActive, GoalPendingVerify, GoalVerifi
 
 // Goal is a flat container of tasks with its own lifecycle.
 type Goal struct {
-	ID          int64      `json:"id"`
-	Title       string     `json:"title"`
-	Description string     `json:"description"`
-	Project     string     `json:"project"`
-	State       GoalState  `json:"state"`
-	CreatorID   int64      `json:"creator_id"`
-	VerifierID  *int64     `json:"verifier_id,omitempty"`
-	Notes       string     `json:"notes,omitempty"` // the lead's verification notes
-	VerifiedAt  *time.Time `json:"verified_at,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
+	ID          int64     `json:"id"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Project     string    `json:"project"`
+	State       GoalState `json:"state"`
+	CreatorID   int64     `json:"creator_id"`
+	VerifierID  *int64    `json:"verifier_id,omitempty"`
+	Notes       string    `json:"notes,omitempty"` // the lead's verification notes
+	// Budget caps what all the goal's tasks may spend; nil: no cap.
+	Budget     *Budget    `json:"budget,omitempty"`
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 }
 
 // Validate checks a new goal's fields.
@@ -49,6 +51,9 @@ func (g *Goal) Validate() error {
 	}
 	if len(g.Project) > 100 {
 		fe.Add("project", "must be at most 100 characters")
+	}
+	if msg := g.Budget.Problem(); msg != "" {
+		fe.Add("budget", msg)
 	}
 	return fe.Err()
 }

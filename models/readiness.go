@@ -23,6 +23,13 @@ const StageReadiness = "readiness"
 // reassigns, accepts or cancels it. Nothing goes to the ledger: no work was done and
 // no worker was paid; the budget (attempts used) is left as it is.
 func (s *Service) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Task, missing []string) error {
+	return s.blockBeforeAttempt(ctx, tx, runner, t, StageReadiness, "not ready: "+strings.Join(missing, "; "),
+		fmt.Sprintf("Task %d is not ready, no worker was started: %s", t.ID, strings.Join(missing, "; ")), missing)
+}
+
+// blockBeforeAttempt blocks t before a worker started (readiness, budget): the blocked
+// inbox item's one entry is attempt 0 at stage, and a retry needs no guidance.
+func (s *Service) blockBeforeAttempt(ctx context.Context, tx Tx, runner *Agent, t *Task, stage, failure, title string, missing []string) error {
 	agentName, err := assigneeName(ctx, tx, t)
 	if err != nil {
 		return err
@@ -30,21 +37,20 @@ func (s *Service) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Ta
 	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
 		return err
 	}
-	failure := "not ready: " + strings.Join(missing, "; ")
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
 		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), TS: s.now(), Missing: missing,
-		Attempts: []BlockedAttempt{{Attempt: 0, Stage: StageReadiness, Failure: failure}}}
+		Attempts: []BlockedAttempt{{Attempt: 0, Stage: stage, Failure: failure}}}
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Task %d is not ready, no worker was started: %s", t.ID, strings.Join(missing, "; ")), 300)}
+		Title: Truncate(title, 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}
 	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{
-		"inbox_id": item.ID, "kind": item.Kind, "stage": StageReadiness, "missing": missing})
+		"inbox_id": item.ID, "kind": item.Kind, "stage": stage, "missing": missing})
 }
 
 // BlockedNotReady reports whether task id waits in the inbox because it was not ready
@@ -60,7 +66,7 @@ func BlockedNotReady(ctx context.Context, tx Tx, id int64) (bool, error) {
 		if json.Unmarshal(it.Payload, &p) != nil {
 			continue
 		}
-		if n := len(p.Attempts); n > 0 && p.Attempts[n-1].Stage == StageReadiness {
+		if n := len(p.Attempts); n > 0 && (p.Attempts[n-1].Stage == StageReadiness || p.Attempts[n-1].Stage == StageBudget) {
 			return true, nil
 		}
 	}

@@ -113,6 +113,9 @@ type Tx interface {
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	ListAttempts(ctx context.Context, taskID int64) ([]Attempt, error)
+	// SpendOf sums what the attempts in scope used: cost and tokens of finished ones,
+	// and what running ones reserved.
+	SpendOf(ctx context.Context, scope SpendScope) (Spend, error)
 
 	CreateInboxItem(ctx context.Context, i *InboxItem) error
 	UpdateInboxItem(ctx context.Context, i *InboxItem) error

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,12 @@ type attemptRun struct {
 	// stepConflict is set when the task's dependencies' verified commits conflict: it
 	// is blocked with a fix task instead of starting.
 	stepConflict *models.StepConflict
+	// reserve is what the attempt holds of its budgets while it runs.
+	reserve models.BudgetDecision
+	// usage is what the attempt used, as its worker reported it (nil: nothing).
+	usage *models.Usage
+	// result is a stream-json run's final result text: its output for type none.
+	result string
 }
 
 func (ar *attemptRun) fail(stage, diagnosis string) {
@@ -141,8 +148,9 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 			os.RemoveAll(ar.tmp)
 			return p.notReady(ctx, tr, ar, missing)
 		}
-		if ok := p.begin(ctx, tr, ar); !ok {
-			return decision{done: true}
+		if d, ok := p.begin(ctx, tr, ar); !ok {
+			os.RemoveAll(ar.tmp)
+			return d
 		}
 	} else if ar.outcome != "" {
 		// The claim could not prepare it.
@@ -313,9 +321,12 @@ func relTo(dir, path string) string {
 	return path
 }
 
-// begin records the attempt as running, after checking the lease is still ours.
-func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+// begin records the attempt as running, after checking the lease is still ours and
+// that a budget leaves room for it. When it does not start, the decision says what the
+// task's goroutine does: wait for running attempts' reservations to settle, or stop.
+func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) (decision, bool) {
 	lost := false
+	var stop error
 	err := p.inTx(ctx, func(tx models.Tx) error {
 		t, err := tx.LockTask(ctx, tr.task.ID)
 		if err != nil {
@@ -325,22 +336,37 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 			lost = true
 			return nil
 		}
-		return p.recordStart(ctx, tx, tr, ar)
+		err = p.recordStart(ctx, tx, tr, ar)
+		if errors.Is(err, errBudgetWait) || errors.Is(err, errBudgetSpent) {
+			stop, err = err, nil // the task's block, if any, is committed
+		}
+		return err
 	})
 	switch {
 	case err != nil:
 		p.log.Warn("recording the attempt's start failed; releasing the task", "task_id", tr.task.ID, "err", err)
 		p.releaseLease(tr)
-		return false
+		return decision{done: true}, false
 	case lost:
 		p.log.Info("task no longer leased to this runner; not starting", "task_id", tr.task.ID)
-		return false
+		return decision{done: true}, false
+	case errors.Is(stop, errBudgetWait):
+		return decision{wait: budgetPoll}, false
+	case stop != nil:
+		return decision{done: true}, false
 	}
-	return true
+	return decision{}, true
 }
 
-// recordStart stores the attempt as running, with its attempt.started event, in tx.
+// recordStart stores the attempt as running, with its attempt.started event and what
+// it reserved of its budgets, in tx. A budget with no room left for it is
+// errBudgetWait (running attempts hold the rest) or errBudgetSpent (the task was
+// blocked in tx); nothing is recorded then.
 func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
+	reserve, err := p.reserveBudget(ctx, tx, tr)
+	if err != nil {
+		return err
+	}
 	if err := p.fixContract(ctx, tx, &tr.task, ar); err != nil {
 		return err
 	}
@@ -349,11 +375,12 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 	}
 	t := &tr.task
 	row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
-		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC()}
+		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC(),
+		ReservedUSD: reserve.ReserveUSD, ReservedTokens: reserve.ReserveTokens}
 	if err := tx.CreateAttempt(ctx, row); err != nil {
 		return err
 	}
-	ar.row = row
+	ar.row, ar.reserve = row, reserve
 	if p.cfg.APIURL != "" {
 		// The worker reaches the API as itself, on its own task only, for as long as
 		// this run lasts: no long-lived token ever sits in its command. Issued here, in
@@ -380,7 +407,7 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		Command:   tr.agent.Command,
 		Dir:       ar.ws.Dir,
 		Stdin:     strings.NewReader(ar.brief),
-		Env:       append(p.taskEnv(tr, ar), p.confinedEnv(ar, &tr.agent)...),
+		Env:       slices.Concat(p.taskEnv(tr, ar), p.confinedEnv(ar, &tr.agent), p.usageEnv(tr, ar)),
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
 		LogPath:   ar.ws.LogPath(ar.num),
@@ -402,7 +429,25 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		spec.Env = append(spec.Env, EnvToken+"="+ar.token)
 		defer p.revokeAttemptToken(ar.tokenID, t.ID)
 	}
-	ar.res, ar.runErr = worker.Run(ctx, spec)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var stream *jsonStream
+	if streamsJSON(tr.agent.Command) {
+		var err error
+		if stream, err = p.startJSONStream(&spec, ar, spec.OnOutput, cancel); err != nil {
+			ar.infra("preparing the worker's stream-json log failed: "+err.Error(), err)
+			return
+		}
+		spec.OnOutput = nil // stderr reaches the log file of its own; the live log shows the rendering
+	}
+	ar.res, ar.runErr = worker.Run(rctx, spec)
+	ar.usage = readUsageFile(ar.tmp)
+	if stream != nil {
+		stream.finish(ar)
+	}
+	if cause := context.Cause(rctx); errors.Is(cause, errBudgetOverrun) {
+		ar.fail(models.StageBudget, "the worker was stopped: "+cause.Error())
+	}
 }
 
 // attemptTimeout is how long the worker of t may run.

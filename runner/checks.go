@@ -50,6 +50,9 @@ func (ar *attemptRun) record(r models.CheckResult) bool {
 func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
 	cp := expandedCompletion(t)
+	if ar.outcome != "" {
+		return // decided while it ran (a budget stop, a log that could not be made)
+	}
 	if p.interrupted(ctx, ar) {
 		return
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -257,7 +258,15 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 		return nil
 	}
 	tr.next = ar
-	return p.recordStart(ctx, tx, tr, ar)
+	err = p.recordStart(ctx, tx, tr, ar)
+	if errors.Is(err, errBudgetWait) || errors.Is(err, errBudgetSpent) {
+		// Not started: the task's goroutine waits for room (its next attempt checks
+		// again), or the task was blocked here.
+		os.RemoveAll(ar.tmp)
+		tr.next, tr.blocked = nil, errors.Is(err, errBudgetSpent)
+		return nil
+	}
+	return err
 }
 
 // readyTime is when t became ready: its last change, its last dependency's

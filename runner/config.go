@@ -165,6 +165,10 @@ func (c *Config) defaults() error {
 // Presets are ready-made worker commands an admin can give a worker agent.
 var Presets = map[string]string{
 	// claude runs the Claude CLI in print mode: the brief arrives on stdin as the
-	// prompt, edits are allowed in the working directory, and the answer is printed.
-	"claude": "claude -p --permission-mode acceptEdits --output-format text",
+	// prompt, and it prints stream-json, which the runner decodes into a readable log,
+	// the final answer (what the checks read) and the usage. Confined, the runner lets
+	// it run every tool (EnvPermissionMode bypassPermissions), so it can run the tests
+	// it is judged by; unconfined it may only edit. A budget's room for the attempt is
+	// its --max-budget-usd, a second fence behind the runner's own.
+	"claude": `claude -p --output-format stream-json --verbose --permission-mode "${COUNTERSIGN_PERMISSION_MODE:-acceptEdits}" ${COUNTERSIGN_BUDGET_USD:+--max-budget-usd "$COUNTERSIGN_BUDGET_USD"}`,
 }

@@ -104,6 +104,11 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 		// A fix attempt for the reviewer's findings: not charged (see review).
 		return decision{}, p.keepLease(ctx, tx, t)
 	}
+	if ar.stage == models.StageBudget {
+		// Stopped by a budget, not by its work: not charged, and no revision until a
+		// person raises the budget.
+		return decision{done: true}, p.block(ctx, tx, t, false)
+	}
 	t.AttemptsUsed++
 	budget := max(t.Contract.Completion.MaxAttempts, 1)
 	if t.AttemptsUsed >= budget || ar.stage == models.StageReview {
@@ -201,6 +206,10 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		row.Judge = &ar.judge.report
 	}
 	row.Deliverable = ar.deliverable()
+	if err := p.priceUsage(ctx, tx, ar); err != nil {
+		return err
+	}
+	row.Usage = ar.usage
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
 	sanitizeAttempt(row)

@@ -74,11 +74,23 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// sandboxFlags are the sandbox settings of agent add and agent update.
+// sandboxFlags are the sandbox settings of agent add and agent update, with what the
+// agent's processes get from the runner's environment and what it may spend a day.
 type sandboxFlags struct {
 	read, write listFlag
 	connect     portsFlag
 	unix        bool
+	passEnv     listFlag
+	dailyUSD    float64
+}
+
+// dailyBudget is the --daily-budget-usd flag as a budget (nil for 0: no cap).
+func (f *sandboxFlags) dailyBudget() *models.Budget {
+	if f.dailyUSD == 0 {
+		return nil
+	}
+	v := f.dailyUSD
+	return &models.Budget{MaxCostUSD: &v}
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
@@ -86,6 +98,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.write, "sandbox-write", "worker: an absolute path its confined processes may write (repeat, or comma-separate)")
 	fs.Var(&f.connect, "sandbox-connect", "worker: a TCP port its confined processes may connect to (repeat, or comma-separate)")
 	fs.BoolVar(&f.unix, "sandbox-unix", false, "worker: its confined processes may open AF_UNIX sockets")
+	fs.Var(&f.passEnv, "pass-env", "worker: names of variables of the runner's environment its processes get, e.g. ANTHROPIC_API_KEY (values are never stored)")
+	fs.Float64Var(&f.dailyUSD, "daily-budget-usd", 0, "worker: what its attempts may spend per UTC day, in USD (0: no cap)")
 }
 
 func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
@@ -130,7 +144,8 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	defer db.Close()
 	a := &models.Agent{Name: name, Kind: models.AgentKind(kind), Roles: splitList(roles), Command: command,
 		Workdir: workdir, Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
-		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix}}
+		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix},
+		PassEnv: sb.passEnv, DailyBudget: sb.dailyBudget()}
 	if err := newService(db).CreateAgent(ctx, models.System, a, password); err != nil {
 		return describe(err)
 	}
@@ -193,6 +208,10 @@ func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 			a.Sandbox.Connect = sb.connect
 		case "sandbox-unix":
 			a.Sandbox.AllowUnix = sb.unix
+		case "pass-env":
+			a.PassEnv = sb.passEnv
+		case "daily-budget-usd":
+			a.DailyBudget = sb.dailyBudget()
 		default:
 			changed--
 		}

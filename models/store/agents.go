@@ -26,6 +26,8 @@ type agentRecord struct {
 	SandboxWrite     string
 	SandboxConnect   string
 	SandboxAllowUnix bool
+	PassEnv          string
+	DailyBudget      string
 	CreatedAt        time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt        time.Time `gorm:"autoUpdateTime:false"`
 }
@@ -43,7 +45,13 @@ func toAgentRecord(a *models.Agent) (*agentRecord, error) {
 			return nil, err
 		}
 	}
+	passEnv, err := toJSON(a.PassEnv, "[]")
+	if err != nil {
+		return nil, err
+	}
 	return &agentRecord{
+		PassEnv:      passEnv,
+		DailyBudget:  budgetJSON(a.DailyBudget),
 		ID:           a.ID,
 		Name:         a.Name,
 		Kind:         string(a.Kind),
@@ -80,6 +88,13 @@ func fromAgentRecord(r *agentRecord) (*models.Agent, error) {
 		CreatedAt:    normTime(r.CreatedAt),
 		UpdatedAt:    normTime(r.UpdatedAt),
 		Sandbox:      models.AgentSandbox{AllowUnix: r.SandboxAllowUnix},
+		DailyBudget:  budgetOf(r.DailyBudget),
+	}
+	if err := fromJSON(r.PassEnv, &a.PassEnv, "agents.pass_env"); err != nil {
+		return nil, err
+	}
+	if len(a.PassEnv) == 0 {
+		a.PassEnv = nil
 	}
 	if err := fromJSON(r.Roles, &a.Roles, "agents.roles"); err != nil {
 		return nil, err

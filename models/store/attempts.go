@@ -21,13 +21,19 @@ type attemptRecord struct {
 	Criteria    string
 	Judge       string
 	Deliverable string
-	ExitCode    int
-	OutputTail  string
-	OutputHash  string
-	LogPath     string
-	Brief       string
-	StartedAt   time.Time
-	FinishedAt  *time.Time
+	Usage       string
+	// CostUSD and Tokens are the usage's totals, for sums over attempts.
+	CostUSD        *float64
+	Tokens         *int64
+	ReservedUSD    *float64
+	ReservedTokens *int64
+	ExitCode       int
+	OutputTail     string
+	OutputHash     string
+	LogPath        string
+	Brief          string
+	StartedAt      time.Time
+	FinishedAt     *time.Time
 }
 
 func (attemptRecord) TableName() string { return "attempts" }
@@ -53,26 +59,38 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 			return nil, err
 		}
 	}
+	usage, err := toJSON(a.Usage, "")
+	if err != nil {
+		return nil, err
+	}
+	if a.Usage.Empty() {
+		usage = ""
+	}
 	return &attemptRecord{
-		ID:          a.ID,
-		TaskID:      a.TaskID,
-		Number:      a.Number,
-		AgentID:     a.AgentID,
-		RunnerID:    a.RunnerID,
-		Outcome:     a.Outcome,
-		Stage:       a.Stage,
-		Diagnosis:   a.Diagnosis,
-		Checks:      checks,
-		Criteria:    criteria,
-		Judge:       judge,
-		Deliverable: deliverable,
-		ExitCode:    a.ExitCode,
-		OutputTail:  a.OutputTail,
-		OutputHash:  a.OutputHash,
-		LogPath:     a.LogPath,
-		Brief:       a.Brief,
-		StartedAt:   normTime(a.StartedAt),
-		FinishedAt:  normTimePtr(a.FinishedAt),
+		Usage:          usage,
+		CostUSD:        costOf(a.Usage),
+		Tokens:         a.Usage.Tokens(),
+		ReservedUSD:    a.ReservedUSD,
+		ReservedTokens: a.ReservedTokens,
+		ID:             a.ID,
+		TaskID:         a.TaskID,
+		Number:         a.Number,
+		AgentID:        a.AgentID,
+		RunnerID:       a.RunnerID,
+		Outcome:        a.Outcome,
+		Stage:          a.Stage,
+		Diagnosis:      a.Diagnosis,
+		Checks:         checks,
+		Criteria:       criteria,
+		Judge:          judge,
+		Deliverable:    deliverable,
+		ExitCode:       a.ExitCode,
+		OutputTail:     a.OutputTail,
+		OutputHash:     a.OutputHash,
+		LogPath:        a.LogPath,
+		Brief:          a.Brief,
+		StartedAt:      normTime(a.StartedAt),
+		FinishedAt:     normTimePtr(a.FinishedAt),
 	}, nil
 }
 
@@ -93,6 +111,12 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 		Brief:      r.Brief,
 		StartedAt:  normTime(r.StartedAt),
 		FinishedAt: normTimePtr(r.FinishedAt),
+
+		ReservedUSD:    r.ReservedUSD,
+		ReservedTokens: r.ReservedTokens,
+	}
+	if err := fromJSON(r.Usage, &a.Usage, "attempts.usage"); err != nil {
+		return nil, err
 	}
 	if err := fromJSON(r.Checks, &a.Checks, "attempts.checks"); err != nil {
 		return nil, err
@@ -119,6 +143,14 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 		}
 	}
 	return a, nil
+}
+
+// costOf is u's cost, nil when unknown.
+func costOf(u *models.Usage) *float64 {
+	if u == nil {
+		return nil
+	}
+	return u.CostUSD
 }
 
 // CreateAttempt stores an attempt and sets a.ID; a zero StartedAt is set to now and
@@ -182,4 +214,40 @@ func (o *ops) ListAttempts(ctx context.Context, taskID int64) ([]models.Attempt,
 		out = append(out, *a)
 	}
 	return out, nil
+}
+
+// SpendOf sums the cost and tokens of the finished attempts in scope and what the
+// running ones reserved, in one statement.
+func (o *ops) SpendOf(ctx context.Context, scope models.SpendScope) (models.Spend, error) {
+	q := o.q(ctx).Table("attempts AS a").Select(`
+		COALESCE(SUM(CASE WHEN a.outcome = ? THEN 0 ELSE COALESCE(a.cost_usd, 0) END), 0) AS cost_usd,
+		COALESCE(SUM(CASE WHEN a.outcome = ? THEN 0 ELSE COALESCE(a.tokens, 0) END), 0) AS tokens,
+		COALESCE(SUM(CASE WHEN a.outcome = ? THEN COALESCE(a.reserved_usd, 0) ELSE 0 END), 0) AS reserved_usd,
+		COALESCE(SUM(CASE WHEN a.outcome = ? THEN COALESCE(a.reserved_tokens, 0) ELSE 0 END), 0) AS reserved_tokens,
+		COUNT(CASE WHEN a.outcome <> ? AND a.cost_usd IS NULL AND a.tokens IS NOT NULL THEN 1 END) AS unpriced`,
+		models.OutcomeRunning, models.OutcomeRunning, models.OutcomeRunning, models.OutcomeRunning, models.OutcomeRunning)
+	switch {
+	case scope.TaskID != 0:
+		q = q.Where("a.task_id = ?", scope.TaskID)
+	case scope.GoalID != 0:
+		q = q.Joins("JOIN tasks AS t ON t.id = a.task_id").Where("t.goal_id = ?", scope.GoalID)
+	}
+	if scope.AgentID != 0 {
+		q = q.Where("a.agent_id = ?", scope.AgentID)
+	}
+	if !scope.Since.IsZero() {
+		q = q.Where("a.started_at >= ?", normTime(scope.Since))
+	}
+	var row struct {
+		CostUSD        float64
+		Tokens         int64
+		ReservedUSD    float64
+		ReservedTokens int64
+		Unpriced       int
+	}
+	if err := q.Scan(&row).Error; err != nil {
+		return models.Spend{}, mapError(err, "attempts")
+	}
+	return models.Spend{CostUSD: row.CostUSD, Tokens: row.Tokens, ReservedUSD: row.ReservedUSD,
+		ReservedTokens: row.ReservedTokens, Unpriced: row.Unpriced}, nil
 }

@@ -25,6 +25,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, TargetBranch: "main", Concurrency: 3,
 			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
 			Sandbox: models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/var/cache/go", "/tmp/x"}, Connect: []int{443, 5432}, AllowUnix: true},
+			PassEnv: []string{"ANTHROPIC_API_KEY"}, DailyBudget: &models.Budget{MaxCostUSD: ptr(25.0)},
 		}
 		a.ID = 99 // ignored: the store assigns ids
 		allSet(t, a, "Scope")
@@ -141,7 +142,7 @@ func TestGoalsRoundTrip(t *testing.T) {
 		g := &models.Goal{
 			Title: "Dark mode", Description: "All pages", Project: "web", State: models.GoalVerified,
 			CreatorID: lead.ID, VerifierID: &lead.ID, Notes: "checked", VerifiedAt: tsp(3),
-			CreatedAt: ts(1), UpdatedAt: ts(2),
+			CreatedAt: ts(1), UpdatedAt: ts(2), Budget: &models.Budget{MaxCostUSD: ptr(3.5), MaxTokens: ptr(int64(900000))},
 		}
 		allSet(t, g, "ID")
 		want := *g
@@ -447,6 +448,11 @@ func TestAttemptsRoundTrip(t *testing.T) {
 				Truncated: true, Omitted: 3},
 			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
 			StartedAt: ts(1), FinishedAt: tsp(2),
+			Usage: &models.Usage{InputTokens: ptr(int64(1200)), OutputTokens: ptr(int64(340)), CacheReadTokens: ptr(int64(5)),
+				CacheWriteTokens: ptr(int64(7)), CostUSD: ptr(0.0123), CostSource: models.CostPriced,
+				Price: &models.ModelPrice{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15}, Turns: ptr(4),
+				Model: "claude-x-1", SessionID: "s-1", Note: "n"},
+			ReservedUSD: ptr(1.5), ReservedTokens: ptr(int64(1000)),
 		}
 		allSet(t, a, "ID")
 		want := *a
@@ -720,3 +726,5 @@ func TestAppendEventsBatch(t *testing.T) {
 		must(t, db.AppendEvents(ctx, nil)) // nothing to store is not an error
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

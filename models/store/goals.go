@@ -20,6 +20,7 @@ type goalRecord struct {
 	CreatorID   *int64 // NULL: created by the operator from the command line
 	VerifierID  *int64
 	Notes       string
+	Budget      string
 	VerifiedAt  *time.Time
 	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
@@ -37,6 +38,7 @@ func toGoalRecord(g *models.Goal) *goalRecord {
 		CreatorID:   creatorRef(g.CreatorID),
 		VerifierID:  g.VerifierID,
 		Notes:       g.Notes,
+		Budget:      budgetJSON(g.Budget),
 		VerifiedAt:  normTimePtr(g.VerifiedAt),
 		CreatedAt:   normTime(g.CreatedAt),
 		UpdatedAt:   normTime(g.UpdatedAt),
@@ -53,6 +55,7 @@ func fromGoalRecord(r *goalRecord) *models.Goal {
 		CreatorID:   creatorID(r.CreatorID),
 		VerifierID:  r.VerifierID,
 		Notes:       r.Notes,
+		Budget:      budgetOf(r.Budget),
 		VerifiedAt:  normTimePtr(r.VerifiedAt),
 		CreatedAt:   normTime(r.CreatedAt),
 		UpdatedAt:   normTime(r.UpdatedAt),

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/countersign/countersign/models"
 )
 
 // toJSON encodes v for a JSON text column; empty is what an empty value is stored as
@@ -43,4 +44,23 @@ func bytesOrNil(b []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// budgetJSON stores a budget: "" for none. Budgets are validated before they are
+// stored (no NaN), so encoding cannot fail.
+func budgetJSON(b *models.Budget) string {
+	if b.IsZero() {
+		return ""
+	}
+	s, _ := toJSON(b, "")
+	return s
+}
+
+// budgetOf reads a stored budget; nil for none or for a document that is not one.
+func budgetOf(s string) *models.Budget {
+	var b models.Budget
+	if s == "" || json.Unmarshal([]byte(s), &b) != nil || b.IsZero() {
+		return nil
+	}
+	return &b
 }

@@ -1,0 +1,140 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// StageBudget is the stage of a task stopped by a budget: before an attempt, when
+// what its task, goal or agent may spend is spent (no worker starts); or during one,
+// when a run passes what it reserved (its processes are killed). Never charged as the
+// worker's failure; a retry needs no guidance once the budget was raised.
+const StageBudget = "budget"
+
+// BudgetLimit is one cap on an attempt — its task's, its goal's or its agent's for the
+// day — with what was spent against it.
+type BudgetLimit struct {
+	Scope  string // "task 7", "goal 2", "agent quinn today"
+	Budget Budget
+	Spend  Spend
+}
+
+// BudgetDecision says whether an attempt may start: Spent names a cap finished
+// attempts used up (block the task); Wait says running attempts' reservations hold
+// what is left (try again when they settle); otherwise the attempt reserves
+// ReserveUSD and ReserveTokens (nil: no cap of that kind).
+type BudgetDecision struct {
+	Spent         *BudgetLimit
+	Wait          bool
+	ReserveUSD    *float64
+	ReserveTokens *int64
+}
+
+// DecideBudget applies limits to an attempt about to start. An attempt reserves all
+// that is left of the tightest cap: attempts under one cap then start one after
+// another as each settles, so however many start together, spend passes the cap by at
+// most one attempt's overrun (what a run spends past its reservation before it is
+// stopped, or what a worker reports only at its end).
+func DecideBudget(limits []BudgetLimit) BudgetDecision {
+	var d BudgetDecision
+	for i := range limits {
+		l := &limits[i]
+		b, sp := l.Budget, l.Spend
+		if c := b.MaxCostUSD; c != nil {
+			if sp.CostUSD >= *c {
+				d.Spent = l
+				return d
+			}
+			left := *c - sp.CostUSD - sp.ReservedUSD
+			if left <= 0 {
+				d.Wait = true
+			} else if d.ReserveUSD == nil || left < *d.ReserveUSD {
+				d.ReserveUSD = &left
+			}
+		}
+		if m := b.MaxTokens; m != nil {
+			if sp.Tokens >= *m {
+				d.Spent = l
+				return d
+			}
+			left := *m - sp.Tokens - sp.ReservedTokens
+			if left <= 0 {
+				d.Wait = true
+			} else if d.ReserveTokens == nil || left < *d.ReserveTokens {
+				d.ReserveTokens = &left
+			}
+		}
+	}
+	if d.Wait {
+		d.ReserveUSD, d.ReserveTokens = nil, nil
+	}
+	return d
+}
+
+// Describe says in words what the limit's budget is and how much of it was spent.
+func (l BudgetLimit) Describe() string {
+	var parts []string
+	if c := l.Budget.MaxCostUSD; c != nil {
+		parts = append(parts, fmt.Sprintf("%s spent %s of %s", l.Scope, USD(l.Spend.CostUSD), USD(*c)))
+	}
+	if m := l.Budget.MaxTokens; m != nil {
+		parts = append(parts, fmt.Sprintf("%s used %d of %d tokens", l.Scope, l.Spend.Tokens, *m))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// USD writes an amount of dollars for people: "$1.23", "$0.0042".
+func USD(v float64) string {
+	if v != 0 && v < 0.01 && v > -0.01 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+// BudgetLimits reads, in tx, the caps on an attempt of t by agent and what was spent
+// against each. The goal's row is locked first, so that attempts under one goal
+// decide one after another (on PostgreSQL as on SQLite) and none reserves what
+// another just took; the task's row is locked by the caller.
+func (s *Service) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent) ([]BudgetLimit, error) {
+	var limits []BudgetLimit
+	if t.GoalID != nil {
+		g, err := tx.LockGoal(ctx, *t.GoalID)
+		if err != nil {
+			return nil, err
+		}
+		if !g.Budget.IsZero() {
+			sp, err := tx.SpendOf(ctx, SpendScope{GoalID: g.ID})
+			if err != nil {
+				return nil, err
+			}
+			limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("goal %d", g.ID), Budget: *g.Budget, Spend: sp})
+		}
+	}
+	if b := t.Contract.Budget; !b.IsZero() {
+		sp, err := tx.SpendOf(ctx, SpendScope{TaskID: t.ID})
+		if err != nil {
+			return nil, err
+		}
+		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("task %d", t.ID), Budget: *b, Spend: sp})
+	}
+	if b := agent.DailyBudget; !b.IsZero() {
+		day := s.now().UTC().Truncate(24 * time.Hour)
+		sp, err := tx.SpendOf(ctx, SpendScope{AgentID: agent.ID, Since: day})
+		if err != nil {
+			return nil, err
+		}
+		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("agent %s today", agent.Name), Budget: *b, Spend: sp})
+	}
+	return limits, nil
+}
+
+// BlockOnBudget blocks t, in progress under the runner's lease, because limit is
+// spent: no worker starts, no attempt is used, nothing goes to the ledger. The inbox
+// item says which budget; raising it (RaiseBudget) resumes the task.
+func (s *Service) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent, t *Task, limit BudgetLimit) error {
+	msg := "budget spent: " + limit.Describe()
+	return s.blockBeforeAttempt(ctx, tx, runner, t, StageBudget, msg,
+		fmt.Sprintf("Task %d stopped, no worker was started: %s. Raise the budget to resume it.", t.ID, limit.Describe()), []string{msg})
+}
