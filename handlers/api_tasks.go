@@ -75,6 +75,8 @@ type TaskDetail struct {
 	Task     *models.Task       `json:"task"`
 	Attempts []models.Attempt   `json:"attempts"`
 	Inbox    []models.InboxItem `json:"inbox"`
+	// Spend is what the task's attempts used (and a running one reserved).
+	Spend models.Spend `json:"spend"`
 }
 
 // Get answers GET /tasks/{id}.
@@ -99,7 +101,11 @@ func (h *TasksAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(attempts), Inbox: nonNil(inbox)})
+	spend, err := h.svc.Store().SpendOf(ctx, models.SpendScope{TaskID: id})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(attempts), Inbox: nonNil(inbox), Spend: spend})
 }
 
 func nonNil[T any](s []T) []T {

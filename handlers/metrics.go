@@ -20,6 +20,8 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	attempts *prometheus.CounterVec
 	dispatch prometheus.Histogram
+	tokens   *prometheus.CounterVec
+	cost     *prometheus.CounterVec
 }
 
 // NewMetrics returns the metrics of a process over store; wsClients, when set,
@@ -30,12 +32,18 @@ func NewMetrics(store models.Store, wsClients func() int) *Metrics {
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "countersign_attempts_total", Help: "Worker attempts finished, by outcome and by the stage that failed (empty when passed).",
 		}, []string{"outcome", "stage"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_tokens_total", Help: "Tokens the attempts of this process's runner used, by agent and kind (input, output, cache_read, cache_write).",
+		}, []string{"agent", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "countersign_cost_usd_total", Help: "Cost in USD of the attempts of this process's runner whose cost is known, by agent.",
+		}, []string{"agent"}),
 		dispatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "countersign_dispatch_latency_seconds", Help: "Time from a task becoming ready to its worker process starting.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 	}
-	m.reg.MustRegister(m.attempts, m.dispatch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.reg.MustRegister(m.attempts, m.dispatch, m.tokens, m.cost, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&dbCollector{store: store})
 	if wsClients != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -56,6 +64,21 @@ func (m *Metrics) Dispatched(d time.Duration) { m.dispatch.Observe(d.Seconds()) 
 // AttemptFinished counts one finished attempt.
 func (m *Metrics) AttemptFinished(outcome, stage string) {
 	m.attempts.WithLabelValues(outcome, stage).Inc()
+}
+
+// Used counts what one finished attempt of agent used; unknown fields count nothing.
+func (m *Metrics) Used(agent string, u *models.Usage) {
+	if u == nil {
+		return
+	}
+	for kind, n := range map[string]*int64{"input": u.InputTokens, "output": u.OutputTokens, "cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
+		if n != nil {
+			m.tokens.WithLabelValues(agent, kind).Add(float64(*n))
+		}
+	}
+	if u.CostUSD != nil {
+		m.cost.WithLabelValues(agent).Add(*u.CostUSD)
+	}
 }
 
 // dbCollector reads the gauges that live in the database when scraped, so that every

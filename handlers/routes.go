@@ -104,6 +104,9 @@ func Routes(e *echo.Echo, d Deps) {
 	api.POST("/goals/:id/runs", goals.StartRun)
 	merge := NewMergeAPI(d.Service, d.Lander)
 	api.POST("/goals/:id/merge", merge.Goal)
+	budgets := NewBudgetAPI(d.Service)
+	api.POST("/goals/:id/budget", budgets.Goal)
+	api.POST("/tasks/:id/budget", budgets.Task)
 
 	tasks := NewTasksAPI(d.Service)
 	api.POST("/tasks", tasks.Create)

@@ -138,3 +138,94 @@ func (s *Service) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent, t *Ta
 	return s.blockBeforeAttempt(ctx, tx, runner, t, StageBudget, msg,
 		fmt.Sprintf("Task %d stopped, no worker was started: %s. Raise the budget to resume it.", t.ID, limit.Describe()), []string{msg})
 }
+
+// RaiseTaskBudget sets task id's budget, by a lead or exec (the contract's checks do
+// not change: a budget is money, not what was delegated), and resumes the task when a
+// budget had stopped it: a retry without guidance. The change is a task.budget event.
+func (s *Service) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b Budget) (*Task, error) {
+	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
+		return nil, err
+	}
+	if msg := b.Problem(); msg != "" || b.IsZero() {
+		if msg == "" {
+			msg = "give max_cost_usd or max_tokens"
+		}
+		return nil, &Error{Code: EINVALID, Message: "invalid budget", Fields: map[string]string{"budget": msg}}
+	}
+	var out *Task
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		t, err := tx.LockTask(ctx, id)
+		if err != nil {
+			return err
+		}
+		before := t.Contract.Budget
+		t.Contract.Budget = &b
+		if err := tx.UpdateTask(ctx, t); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, "task.budget", actor, &t.ID, t.GoalID, map[string]any{"before": before, "after": b}); err != nil {
+			return err
+		}
+		out = t
+		return s.resumeBudgetStopped(ctx, tx, actor, t)
+	})
+	return out, err
+}
+
+// SetGoalBudget sets goal id's budget, by a lead, and resumes its tasks a budget had
+// stopped. A nil budget removes the cap. The change is a goal.budget event.
+func (s *Service) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *Budget) (*Goal, error) {
+	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
+		return nil, err
+	}
+	if msg := b.Problem(); msg != "" {
+		return nil, &Error{Code: EINVALID, Message: "invalid budget", Fields: map[string]string{"budget": msg}}
+	}
+	if b.IsZero() {
+		b = nil
+	}
+	var out *Goal
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		g, err := tx.LockGoal(ctx, id)
+		if err != nil {
+			return err
+		}
+		before := g.Budget
+		g.Budget = b
+		if err := tx.UpdateGoal(ctx, g); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, "goal.budget", actor, nil, &g.ID, map[string]any{"before": before, "after": b}); err != nil {
+			return err
+		}
+		out = g
+		blocked, err := tx.ListTasks(ctx, TaskFilter{GoalID: id, State: TaskBlocked, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for i := range blocked {
+			t, err := tx.LockTask(ctx, blocked[i].ID)
+			if err != nil {
+				return err
+			}
+			if err := s.resumeBudgetStopped(ctx, tx, actor, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// resumeBudgetStopped retries t, without guidance, when it is blocked because a
+// budget stopped it (its open blocked item's last entry is at stage budget).
+func (s *Service) resumeBudgetStopped(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
+	if t.State != TaskBlocked {
+		return nil
+	}
+	stopped, err := blockedAt(ctx, tx, t.ID, StageBudget)
+	if err != nil || !stopped {
+		return err
+	}
+	return s.Apply(ctx, tx, actor, t, ActRetry, ActionInput{Reason: "budget raised"})
+}

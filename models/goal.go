@@ -87,4 +87,6 @@ type GoalStatus struct {
 	Goal   Goal              `json:"goal"`
 	Counts map[TaskState]int `json:"counts"`
 	Tasks  []Task            `json:"tasks"`
+	// Spend is what the goal's tasks' attempts used (and running ones reserved).
+	Spend Spend `json:"spend"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -57,6 +58,11 @@ func (s *Service) blockBeforeAttempt(ctx context.Context, tx Tx, runner *Agent, 
 // (its open blocked item has stage readiness): then a retry needs no guidance, since
 // nothing the worker did is to be fixed.
 func BlockedNotReady(ctx context.Context, tx Tx, id int64) (bool, error) {
+	return blockedAt(ctx, tx, id, StageReadiness, StageBudget)
+}
+
+// blockedAt reports whether task id's open blocked item ends at one of stages.
+func blockedAt(ctx context.Context, tx Tx, id int64, stages ...string) (bool, error) {
 	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: id, Kind: InboxBlocked})
 	if err != nil {
 		return false, err
@@ -66,7 +72,7 @@ func BlockedNotReady(ctx context.Context, tx Tx, id int64) (bool, error) {
 		if json.Unmarshal(it.Payload, &p) != nil {
 			continue
 		}
-		if n := len(p.Attempts); n > 0 && (p.Attempts[n-1].Stage == StageReadiness || p.Attempts[n-1].Stage == StageBudget) {
+		if n := len(p.Attempts); n > 0 && slices.Contains(stages, p.Attempts[n-1].Stage) {
 			return true, nil
 		}
 	}

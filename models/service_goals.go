@@ -45,7 +45,11 @@ func (s *Service) GoalStatus(ctx context.Context, id int64) (*GoalStatus, error)
 			counts[st] = 0
 		}
 	}
-	return &GoalStatus{Goal: *g, Counts: counts, Tasks: tasks}, nil
+	spend, err := s.store.SpendOf(ctx, SpendScope{GoalID: id})
+	if err != nil {
+		return nil, err
+	}
+	return &GoalStatus{Goal: *g, Counts: counts, Tasks: tasks, Spend: spend}, nil
 }
 
 // VerifyGoal records the lead's confirmation that the integrated result works. Only a

@@ -84,6 +84,23 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 			if tk := h.settled(late.ID, time.Minute); tk.State != models.TaskBlocked {
 				t.Fatalf("after a restart a task of the spent goal is %s, want blocked", tk.State)
 			}
+
+			// Raising the goal's budget resumes every task it stopped.
+			ten := 10.0
+			if _, err := h.svc.SetGoalBudget(h.ctx, h.boss, g.ID, &models.Budget{MaxCostUSD: &ten}); err != nil {
+				t.Fatal(err)
+			}
+			h.waitLong(2*time.Minute, "every task verified after the raise", func() bool {
+				for _, id := range append(ids, late.ID) {
+					if tk, err := h.db.GetTask(h.ctx, id); err != nil || tk.State != models.TaskVerified {
+						return false
+					}
+				}
+				return true
+			})
+			if spend, err := h.db.SpendOf(h.ctx, models.SpendScope{GoalID: g.ID}); err != nil || spend.CostUSD != 9 {
+				t.Fatalf("after the raise the goal spent $%.2f (%v), want $9.00", spend.CostUSD, err)
+			}
 		})
 	}
 }

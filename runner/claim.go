@@ -351,3 +351,16 @@ func (p *Pool) observeAttempt(outcome, stage string) {
 		p.cfg.Observer.AttemptFinished(outcome, stage)
 	}
 }
+
+// UsageObserver is an Observer that also counts what attempts used (the /metrics
+// handler is one).
+type UsageObserver interface {
+	Used(agent string, u *models.Usage)
+}
+
+// observeUsage reports a finished attempt's usage to an Observer that counts it.
+func (p *Pool) observeUsage(agent string, u *models.Usage) {
+	if o, ok := p.cfg.Observer.(UsageObserver); ok && u != nil {
+		o.Used(agent, u)
+	}
+}

@@ -46,6 +46,7 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 	}
 	tr.attempts = append(tr.attempts, *ar.row)
 	p.observeAttempt(ar.outcome, ar.stage)
+	p.observeUsage(tr.agent.Name, ar.usage)
 	p.log.Info("attempt finished", "task_id", tr.task.ID, "attempt", ar.num, "agent", tr.agent.Name,
 		"outcome", ar.outcome, "stage", ar.stage, "state", tr.task.State)
 	return d

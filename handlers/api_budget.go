@@ -1,0 +1,51 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+)
+
+// BudgetAPI sets what tasks and goals may spend.
+type BudgetAPI struct{ svc *models.Service }
+
+// NewBudgetAPI returns the budget handlers over svc.
+func NewBudgetAPI(svc *models.Service) *BudgetAPI { return &BudgetAPI{svc: svc} }
+
+// Task answers POST /tasks/{id}/budget {max_cost_usd, max_tokens}: a lead or exec
+// sets the task's budget; a task a budget stopped resumes.
+func (h *BudgetAPI) Task(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b models.Budget
+	if err := DecodeJSON(c, &b); err != nil {
+		return err
+	}
+	t, err := h.svc.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
+}
+
+// Goal answers POST /goals/{id}/budget {max_cost_usd, max_tokens}: a lead sets the
+// goal's budget ({} removes it); its tasks a budget stopped resume.
+func (h *BudgetAPI) Goal(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b models.Budget
+	if err := DecodeJSON(c, &b); err != nil {
+		return err
+	}
+	g, err := h.svc.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, g)
+}
