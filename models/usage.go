@@ -253,3 +253,76 @@ type SpendScope struct {
 	AgentID int64
 	Since   time.Time
 }
+
+// Summary says in words what the usage knows: "1,200 in · 300 out · 5 cache read ·
+// $0.0123 (priced) · 4 turns · claude-sonnet-4-5". Unknown parts are left out, and
+// an unknown cost says so.
+func (u *Usage) Summary() string {
+	if u == nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range []struct {
+		n    *int64
+		what string
+	}{{u.InputTokens, "in"}, {u.OutputTokens, "out"}, {u.CacheReadTokens, "cache read"}, {u.CacheWriteTokens, "cache write"}} {
+		if f.n != nil {
+			parts = append(parts, thousands(*f.n)+" "+f.what)
+		}
+	}
+	switch {
+	case u.CostUSD != nil && u.CostSource == CostPriced:
+		parts = append(parts, USD(*u.CostUSD)+" (priced)")
+	case u.CostUSD != nil:
+		parts = append(parts, USD(*u.CostUSD))
+	case u.Tokens() != nil:
+		parts = append(parts, "cost unknown")
+	}
+	if u.Turns != nil {
+		parts = append(parts, fmt.Sprintf("%d turns", *u.Turns))
+	}
+	if u.Model != "" {
+		parts = append(parts, u.Model)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// thousands writes n with commas: 1,234,567.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// Summary says what was spent: "$1.23 · 45,600 tokens", with what running attempts
+// hold and how many attempts' cost is unknown.
+func (s Spend) Summary() string {
+	out := USD(s.CostUSD) + " · " + thousands(s.Tokens) + " tokens"
+	if s.ReservedUSD > 0 {
+		out += " (" + USD(s.ReservedUSD) + " held by a running attempt)"
+	}
+	if s.Unpriced > 0 {
+		out += fmt.Sprintf("; %d attempt(s) of unknown cost", s.Unpriced)
+	}
+	return out
+}
+
+// Summary says what the budget caps: "$3.00, 100,000 tokens"; "" for none.
+func (b *Budget) Summary() string {
+	if b.IsZero() {
+		return ""
+	}
+	var parts []string
+	if b.MaxCostUSD != nil {
+		parts = append(parts, USD(*b.MaxCostUSD))
+	}
+	if b.MaxTokens != nil {
+		parts = append(parts, thousands(*b.MaxTokens)+" tokens")
+	}
+	return strings.Join(parts, ", ")
+}

@@ -164,6 +164,18 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 			v.Row = r
 		}
 	}
+	now := time.Now().UTC()
+	for _, s := range []struct {
+		since time.Time
+		out   *string
+	}{{now.Truncate(24 * time.Hour), &v.SpentToday}, {now.Add(-7 * 24 * time.Hour), &v.Spent7Days}} {
+		sp, err := p.d.Service.Store().SpendOf(c.Request().Context(), models.SpendScope{AgentID: a.ID, Since: s.since})
+		if err != nil {
+			return agentspage.AgentView{}, nil, err
+		}
+		*s.out = sp.Summary()
+	}
+	v.DailyBudget = a.DailyBudget.Summary()
 	if admin {
 		v.Workdir, v.Worktree = a.Workdir, a.Worktree
 		v.Edit = agentspage.AgentForm{Roles: strings.Join(a.Roles, ", "), Command: a.Command, Workdir: a.Workdir,

@@ -40,6 +40,8 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.GET("/tasks/:id", p.taskPage)
 	g.POST("/tasks/:id/action/:action", p.taskAction)
 	g.POST("/tasks/:id/merge", p.taskMerge)
+	g.POST("/tasks/:id/budget", p.taskBudget)
+	g.POST("/goals/:id/budget", p.goalBudget)
 	g.POST("/goals/:id/merge", p.goalMerge)
 
 	g.GET("/inbox", p.inboxPage)

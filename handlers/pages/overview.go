@@ -55,6 +55,11 @@ func (p *Pages) overviewPage(c echo.Context) error {
 	}
 	v.Meta = p.meta(c, "Overview", layout.NavOverview)
 	v.Inbox = v.Meta.InboxCount
+	today, err := st.SpendOf(ctx, models.SpendScope{Since: time.Now().UTC().Truncate(24 * time.Hour)})
+	if err != nil {
+		return err
+	}
+	v.SpentToday = today.Summary()
 	v.Meta.LiveRefresh = "any"
 	return ok(c, overview.Page(v))
 }

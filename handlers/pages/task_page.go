@@ -78,6 +78,9 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
 	v.Deliverable = deliverableView(t.ID, attempts)
+	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
+		return nil, err
+	}
 	v.Actions = actionForms(SignedIn(c), t, dir)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
@@ -221,6 +224,9 @@ func attemptView(a models.Attempt, dir *directory) task.Attempt {
 			Error: cr.Error, Attempts: cr.Attempts, Duration: ms(cr.DurationMS)})
 	}
 	out.Judge = judgeView(a.Judge)
+	if a.Usage != nil {
+		out.Usage, out.UsageNote = a.Usage.Summary(), a.Usage.Note
+	}
 	return out
 }
 

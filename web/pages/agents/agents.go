@@ -112,6 +112,9 @@ type AgentView struct {
 	TokenName string
 	// Sandbox is shown to admins, for workers.
 	Sandbox Sandbox
+	// SpentToday and Spent7Days are what the agent's attempts used since the start of
+	// the UTC day and over the last 7 days; DailyBudget its daily cap ("" for none).
+	SpentToday, Spent7Days, DailyBudget string
 	// Effective lists, one grant per line, everything the worker's confined processes
 	// may touch (defaults included); empty when no runner runs here.
 	Effective []string
@@ -188,6 +191,9 @@ func details(v AgentView) []components.DefItem {
 		{Term: "Roles", Values: r.Roles},
 		{Term: "Concurrency", Value: itoa(r.Concurrency)},
 		{Term: "Status", Value: statusLabel(r)},
+		{Term: "Spent today", Value: v.SpentToday},
+		{Term: "Spent in 7 days", Value: v.Spent7Days},
+		{Term: "Daily budget", Value: v.DailyBudget},
 	}
 	if v.Admin {
 		items = append(items, components.DefItem{Term: "Command", Value: r.Command, Mono: true},

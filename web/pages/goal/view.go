@@ -29,6 +29,16 @@ type View struct {
 	Verify       VerifyForm
 	Reject       RejectForm
 	Run          RunForm
+	Budget       BudgetView
+}
+
+// BudgetView is what a goal's tasks spent and may spend, with the lead's form.
+type BudgetView struct {
+	Spent  string
+	Cap    string // "" for no cap
+	CanSet bool   // a lead
+	Values map[string]string
+	Errors map[string]string
 }
 
 // Group is the tasks of one state; Tasks is capped, Count is all of them.
@@ -82,4 +92,15 @@ func tasksHref(goal int64, state string) string {
 		q.Set("state", state)
 	}
 	return "/tasks?" + q.Encode()
+}
+
+// budgetProps is the goal's budget card.
+func (v View) budgetProps() components.BudgetProps {
+	b := v.Budget
+	p := components.BudgetProps{TestID: "goal-budget", Spent: b.Spent, Cap: b.Cap, CSRF: v.CSRF, Label: "Set budget",
+		Values: b.Values, Errors: b.Errors}
+	if b.CanSet {
+		p.Action = "/goals/" + itoa(v.ID) + "/budget"
+	}
+	return p
 }

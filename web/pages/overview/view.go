@@ -16,6 +16,8 @@ type View struct {
 	Inbox      int
 	Pool       []Worker
 	Feed       []components.FeedItem
+	// SpentToday is what attempts started today (UTC) used, in words.
+	SpentToday string
 }
 
 // Tile is a count with the list it links to.

@@ -40,6 +40,8 @@ type View struct {
 	// Deliverable is the newest verified attempt's kept files, for a task without a
 	// git worktree; nil when it kept none.
 	Deliverable *components.DeliverableView
+	// Budget is what the task spent and may spend.
+	Budget BudgetView
 	// Branch is where the task's work stands in its repository; nil for a task
 	// without a git worktree of its own.
 	Branch *Branch
@@ -94,6 +96,8 @@ type Attempt struct {
 	Criteria   []Criterion
 	Judge      *Judge // nil: the attempt ran no verify commands
 	OutputTail string
+	Usage      string // what it used, in words; "" when nothing is known
+	UsageNote  string // why part of it is unknown
 }
 
 // HeldOutFile is one held-out test of the contract.
@@ -197,3 +201,23 @@ func (j Judge) restoredText() string {
 func actionURL(id int64, action string) string { return "/tasks/" + itoa(id) + "/action/" + action }
 
 func fid(action, field string) string { return "act-" + action + "-" + field }
+
+// BudgetView is what a task spent and may spend, with the form to raise its budget.
+type BudgetView struct {
+	Spent    string // "$1.23 · 4,500 tokens"
+	Cap      string // "$3.00"; "" for no cap
+	CanRaise bool   // a lead or exec
+	Values   map[string]string
+	Errors   map[string]string
+}
+
+// budgetProps is the task's budget card.
+func (v View) budgetProps() components.BudgetProps {
+	b := v.Budget
+	p := components.BudgetProps{TestID: "task-budget", Spent: b.Spent, Cap: b.Cap, CSRF: v.CSRF, Label: "Set budget",
+		Values: b.Values, Errors: b.Errors, Blocked: v.State == "blocked"}
+	if b.CanRaise {
+		p.Action = "/tasks/" + itoa(v.ID) + "/budget"
+	}
+	return p
+}

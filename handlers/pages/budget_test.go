@@ -1,0 +1,75 @@
+package pages_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// TestPagesShowUsageAndBudgets: the task page shows what each attempt used and what
+// the task spent, the goal page its tasks' spend, the agent page today's and the
+// overview the day's; a lead or exec sets a task's budget in a form that re-renders
+// with field errors (422) and changes nothing on bad input; anyone else gets no form
+// and a refusal.
+func TestPagesShowUsageAndBudgets(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	ctx := e.ctx()
+	g := &models.Goal{Title: "Costs"}
+	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	tk := e.humanTask("Spend", &g.ID, models.TaskVerified)
+	in, out, cost, turns := int64(1200), int64(300), 0.42, 3
+	now := time.Now().UTC()
+	must(t, e.db.CreateAttempt(ctx, &models.Attempt{TaskID: tk.ID, Number: 1, AgentID: e.agents["bot"].ID, RunnerID: "r",
+		Outcome: models.OutcomePassed, StartedAt: now, FinishedAt: &now,
+		Usage: &models.Usage{InputTokens: &in, OutputTokens: &out, CostUSD: &cost, CostSource: models.CostReported, Turns: &turns, Model: "claude-sonnet-4-5"}}))
+
+	lead := e.browser().login("lead")
+	pg := lead.get("/tasks/" + itoa64(tk.ID))
+	for _, want := range []string{"1,200 in · 300 out · $0.42 · 3 turns · claude-sonnet-4-5", "Spent: $0.42 · 1,500 tokens", `data-testid="budget-form"`} {
+		if !strings.Contains(pg.Body, want) {
+			t.Fatalf("the task page lacks %q", want)
+		}
+	}
+	if gp := lead.get("/goals/" + itoa64(g.ID)); !strings.Contains(gp.Body, "Spent: $0.42") {
+		t.Fatal("the goal page does not show its tasks' spend")
+	}
+	if ov := lead.get("/"); !strings.Contains(ov.Body, "Spent today: $0.42") {
+		t.Fatal("the overview does not show the day's spend")
+	}
+	if ag := lead.get("/agents/" + itoa64(e.agents["bot"].ID)); !strings.Contains(ag.Body, "$0.42") {
+		t.Fatal("the agent page does not show the agent's spend")
+	}
+
+	events := e.eventCount()
+	r := lead.post("/tasks/"+itoa64(tk.ID)+"/budget", url.Values{"max_cost_usd": {"lots"}})
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "must be an amount in USD") {
+		t.Fatalf("a bad budget: %d, want 422 with the field's error", r.Status)
+	}
+	if e.eventCount() != events {
+		t.Fatal("a refused budget changed something")
+	}
+	if r := lead.post("/tasks/"+itoa64(tk.ID)+"/budget", url.Values{"max_cost_usd": {"2.50"}}); r.Status != http.StatusSeeOther {
+		t.Fatalf("setting the budget: %d", r.Status)
+	}
+	got, err := e.db.GetTask(ctx, tk.ID)
+	must(t, err)
+	if got.Contract.Budget == nil || *got.Contract.Budget.MaxCostUSD != 2.5 {
+		t.Fatalf("the task's budget: %+v", got.Contract.Budget)
+	}
+	if !strings.Contains(lead.get("/tasks/"+itoa64(tk.ID)).Body, "Budget: $2.50") {
+		t.Fatal("the task page does not show the budget")
+	}
+
+	dev := e.browser().login("dev")
+	if strings.Contains(dev.get("/tasks/"+itoa64(tk.ID)).Body, `data-testid="budget-form"`) {
+		t.Fatal("a developer is offered the budget form")
+	}
+	if r := dev.post("/tasks/"+itoa64(tk.ID)+"/budget", url.Values{"max_cost_usd": {"100"}}); r.Status != http.StatusForbidden {
+		t.Fatalf("a developer's budget: %d, want 403", r.Status)
+	}
+}
