@@ -191,7 +191,20 @@ func evaluatorConfinement(c *config, sb *sandbox.Sandbox, ports []uint16) (*work
 // newEvaluator picks the semantic evaluator: anthropic when asked for, or with auto
 // when ANTHROPIC_API_KEY is set; a command; or none, which fails contracts with
 // `evaluate` closed. Verdicts are cached by contract and output hash.
+//
+// The Anthropic evaluator's endpoint is -evaluator-base-url, else ANTHROPIC_BASE_URL,
+// else Anthropic's own. It runs in this process, which no sandbox confines, so any
+// port is reachable. A command runs confined to the sandbox's ports: it gets
+// -evaluator-base-url as ANTHROPIC_BASE_URL, and the port of whichever
+// ANTHROPIC_BASE_URL it gets is added to what it may connect to.
 func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (evaluator.Evaluator, error) {
+	const baseURLFlag = "flag -evaluator-base-url"
+	if c.EvalBaseURL != "" {
+		// Checked whatever the evaluator, so that a typo fails at startup.
+		if err := evaluator.CheckBaseURL(c.EvalBaseURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", baseURLFlag, err)
+		}
+	}
 	key := os.Getenv("ANTHROPIC_API_KEY")
 	kind := c.Evaluator
 	if kind == "" || kind == "auto" {
@@ -206,11 +219,15 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 		if key == "" {
 			return nil, errors.New("flag -evaluator=anthropic: ANTHROPIC_API_KEY is not set")
 		}
-		a, err := evaluator.NewAnthropic(evaluator.AnthropicConfig{APIKey: key, Model: c.EvalModel})
+		base, err := evaluator.ResolveBaseURL(c.EvalBaseURL, baseURLFlag)
 		if err != nil {
 			return nil, err
 		}
-		log.Info("evaluator: anthropic", "model", a.Model())
+		a, err := evaluator.NewAnthropic(evaluator.AnthropicConfig{APIKey: key, Model: c.EvalModel, BaseURL: base})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("evaluator: anthropic", "model", a.Model(), "base_url", evaluator.RedactURL(base))
 		ev = a
 	case "command":
 		argv := strings.Fields(c.EvalCommand)
@@ -225,12 +242,34 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 			cmd.Confine, cmd.Dir = confine, confine.Policy.ReadWrite[0]
 			cmd.Env = append(cmd.Env, "HOME="+cmd.Dir, "TMPDIR="+cmd.Dir)
 		}
+		base := ""
 		for _, k := range splitList(c.EvalEnv) {
+			if k == evaluator.EnvBaseURL && c.EvalBaseURL != "" {
+				continue // the flag's value is passed below instead
+			}
 			if v, ok := os.LookupEnv(k); ok {
 				cmd.Env = append(cmd.Env, k+"="+v)
+				if k == evaluator.EnvBaseURL {
+					base = v
+				}
 			}
 		}
-		log.Info("evaluator: command", "command", argv[0], "env", c.EvalEnv)
+		if c.EvalBaseURL != "" {
+			base = c.EvalBaseURL
+			cmd.Env = append(cmd.Env, evaluator.EnvBaseURL+"="+base)
+		}
+		if base != "" && cmd.Confine != nil {
+			// A gateway on a port the sandbox does not open would look like an outage.
+			port, err := evaluator.URLPort(base)
+			if err != nil {
+				log.Warn("evaluator: ANTHROPIC_BASE_URL has no port to allow; the command may not reach it", "error", err)
+			} else {
+				conf := *cmd.Confine
+				conf.Policy.ConnectTCP = append(append([]uint16(nil), conf.Policy.ConnectTCP...), port)
+				cmd.Confine = &conf
+			}
+		}
+		log.Info("evaluator: command", "command", argv[0], "env", c.EvalEnv, "base_url", evaluator.RedactURL(base))
 		ev = cmd
 	default:
 		log.Info("evaluator: none (contracts with evaluate criteria will not pass)")

@@ -28,6 +28,7 @@ type config struct {
 	EvalCommand   string
 	EvalModel     string
 	EvalEnv       string
+	EvalBaseURL   string // Messages API endpoint; wins over ANTHROPIC_BASE_URL
 	RunnerID      string
 	Lease         time.Duration
 	Poll          time.Duration
@@ -95,6 +96,7 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.EvalCommand, "evaluator-command", envOr("", "COUNTERSIGN_EVALUATOR_COMMAND"), "command printing a JSON verdict, for --evaluator=command; split on spaces, request on stdin (env COUNTERSIGN_EVALUATOR_COMMAND)")
 	fs.StringVar(&c.EvalEnv, "evaluator-env", envOr("ANTHROPIC_API_KEY", "COUNTERSIGN_EVALUATOR_ENV"), "comma-separated variables passed to the evaluator command besides PATH, HOME and the locale (env COUNTERSIGN_EVALUATOR_ENV)")
 	fs.StringVar(&c.EvalModel, "evaluator-model", envOr("", "COUNTERSIGN_EVALUATOR_MODEL"), "Anthropic model for --evaluator=anthropic (default: a small Haiku model) (env COUNTERSIGN_EVALUATOR_MODEL)")
+	fs.StringVar(&c.EvalBaseURL, "evaluator-base-url", envOr("", "COUNTERSIGN_EVALUATOR_BASE_URL"), "Anthropic API endpoint (a gateway or proxy; http or https) for the evaluator, winning over ANTHROPIC_BASE_URL; an evaluator command gets it as ANTHROPIC_BASE_URL (env COUNTERSIGN_EVALUATOR_BASE_URL)")
 	if c.Lease, err = envDuration("COUNTERSIGN_LEASE", 30*time.Second); err != nil {
 		return err
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +35,9 @@ type AnthropicConfig struct {
 	APIKey string
 	// Model defaults to DefaultModel.
 	Model string
-	// BaseURL overrides the API endpoint (tests, proxies, gateways).
+	// BaseURL overrides the API endpoint (a gateway or proxy; tests); empty means the
+	// SDK's default, https://api.anthropic.com. It must pass CheckBaseURL. It is not
+	// read from ANTHROPIC_BASE_URL here: callers that honour it use ResolveBaseURL.
 	BaseURL string
 	// MaxTokens bounds the reply; DefaultMaxTokens when zero.
 	MaxTokens int64
@@ -53,14 +58,14 @@ func (c AnthropicConfig) String() string {
 	if c.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("anthropic{model=%s base_url=%s api_key=%s timeout=%s}", c.Model, c.BaseURL, key, c.Timeout)
+	return fmt.Sprintf("anthropic{model=%s base_url=%s api_key=%s timeout=%s}", c.Model, RedactURL(c.BaseURL), key, c.Timeout)
 }
 
 // LogValue describes the configuration for slog without the API key.
 func (c AnthropicConfig) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", RedactURL(c.BaseURL)),
 		slog.Bool("api_key_set", c.APIKey != ""),
 		slog.Duration("timeout", c.Timeout),
 	)
@@ -77,10 +82,16 @@ type Anthropic struct {
 
 // NewAnthropic returns an evaluator calling the Messages API with cfg. It reads
 // nothing from the environment itself (the SDK's environment defaults are off), so
-// what runs is exactly what cfg says. It fails without an API key.
+// what runs is exactly what cfg says. It fails without an API key and with a base
+// URL CheckBaseURL refuses.
 func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, errors.New("anthropic evaluator: no API key (set ANTHROPIC_API_KEY)")
+	}
+	if cfg.BaseURL != "" {
+		if err := CheckBaseURL(cfg.BaseURL); err != nil {
+			return nil, fmt.Errorf("anthropic evaluator: base URL: %w", err)
+		}
 	}
 	a := &Anthropic{
 		model:     cfg.Model,
@@ -122,6 +133,8 @@ func (a *Anthropic) Model() string { return a.model }
 
 // Evaluate asks the model for a verdict on r. Transport errors, API errors, timeouts,
 // a truncated or refused reply and a reply that is not a verdict are *InfraError.
+// Whenever the API replied, the Verdict's Usage holds the tokens the reply reports
+// and the model that answered (with an error too: the call was billed), never a cost.
 func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if strings.TrimSpace(r.Evaluate) == "" {
 		return Verdict{}, infra("anthropic", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
@@ -137,8 +150,10 @@ func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		},
 	})
 	if err != nil {
+		// An API error is not billed, and a transport error leaves no usage to read.
 		return Verdict{}, infra("anthropic", describeAPIError(ctx, err, a.timeout))
 	}
+	usage := messageUsage(msg, a.model)
 	var text strings.Builder
 	for _, block := range msg.Content {
 		if block.Type == "text" {
@@ -150,9 +165,94 @@ func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		if msg.StopReason != "" && msg.StopReason != anthropic.StopReasonEndTurn {
 			err = fmt.Errorf("%w (stop reason %s)", err, msg.StopReason)
 		}
-		return Verdict{}, infra("anthropic", err)
+		return Verdict{Usage: usage}, infra("anthropic", err)
 	}
+	// Only the API's own usage counts: ParseVerdict never takes one from model text.
+	v.Usage = usage
 	return v, nil
+}
+
+// EnvBaseURL is the environment variable ResolveBaseURL falls back on: the one
+// Anthropic's SDKs and Claude Code read, so a gateway or proxy set up for them serves
+// the evaluator as well.
+const EnvBaseURL = "ANTHROPIC_BASE_URL"
+
+// ResolveBaseURL returns the Messages API endpoint the Anthropic evaluator should
+// use: explicit when it is set (a flag, named by explicitName in errors), else
+// $ANTHROPIC_BASE_URL, else "" (the SDK's default). A value that CheckBaseURL
+// refuses is an error naming where it came from, so a typo fails at startup rather
+// than as an outage on every evaluation.
+func ResolveBaseURL(explicit, explicitName string) (string, error) {
+	base, from := strings.TrimSpace(explicit), explicitName
+	if base == "" {
+		base, from = strings.TrimSpace(os.Getenv(EnvBaseURL)), EnvBaseURL
+	}
+	if base == "" {
+		return "", nil
+	}
+	if err := CheckBaseURL(base); err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
+	}
+	return base, nil
+}
+
+// CheckBaseURL reports whether s can be an API endpoint: an absolute http or https
+// URL with a host and no query or fragment (the SDK would drop them silently). The
+// error quotes s without any password in it.
+func CheckBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		// url.Error quotes the whole value, password included.
+		return errors.New("not a URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q is not an absolute http:// or https:// URL", u.Redacted())
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("%q has no host", u.Redacted())
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("%q must not have a query or fragment", u.Redacted())
+	}
+	if _, err := URLPort(s); err != nil {
+		return fmt.Errorf("%q: %w", u.Redacted(), err)
+	}
+	return nil
+}
+
+// URLPort is the TCP port an http or https URL connects to: its explicit port, else
+// 80 or 443 by scheme. A confined process that must reach the URL needs it allowed.
+func URLPort(s string) (uint16, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return 0, errors.New("not a URL")
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return 0, fmt.Errorf("port %q is not a TCP port", p)
+		}
+		return uint16(n), nil
+	}
+	switch u.Scheme {
+	case "http":
+		return 80, nil
+	case "https":
+		return 443, nil
+	}
+	return 0, fmt.Errorf("scheme %q has no default port", u.Scheme)
+}
+
+// RedactURL is s with any password replaced by "xxxxx", for logs; a value that does
+// not parse is replaced whole, since it cannot be told where a password would be.
+func RedactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // describeAPIError shortens an SDK error to what an operator needs (status, type,

@@ -255,3 +255,180 @@ func TestEvaluatorsRefuseEmptyCriteria(t *testing.T) {
 		t.Errorf("command: %v", err)
 	}
 }
+
+// usageReply is a Messages API reply reporting every usage count.
+const usageReply = `{"id":"msg_02","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001",` +
+	`"content":[{"type":"text","text":"{\"pass\": true, \"diagnosis\": \"ok\"}"}],"stop_reason":"end_turn","stop_sequence":null,` +
+	`"usage":{"input_tokens":1200,"output_tokens":45,"cache_read_input_tokens":300,"cache_creation_input_tokens":7}}`
+
+func wantCount(t *testing.T, name string, got *int64, want int64) {
+	t.Helper()
+	if got == nil || *got != want {
+		t.Errorf("%s = %v, want %d", name, ptrString(got), want)
+	}
+}
+
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+func TestAnthropicUsage(t *testing.T) {
+	// A server answering with whole replies, so that each case sets the usage itself.
+	var reply atomic.Pointer[string]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, *reply.Load())
+	}))
+	t.Cleanup(srv.Close)
+	f := &fakeMessagesAPI{srv: srv}
+	setReply := func(s string) { reply.Store(&s) }
+
+	setReply(usageReply)
+	v, err := f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if err != nil || !v.Pass {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	u := v.Usage
+	if u == nil {
+		t.Fatal("no usage on the verdict")
+	}
+	wantCount(t, "input", u.InputTokens, 1200)
+	wantCount(t, "output", u.OutputTokens, 45)
+	wantCount(t, "cache read", u.CacheReadTokens, 300)
+	wantCount(t, "cache write", u.CacheWriteTokens, 7)
+	if u.Model != "claude-haiku-4-5-20251001" {
+		t.Errorf("model = %q, want the model that answered", u.Model)
+	}
+	// Pricing is the runner's, with the project's table.
+	if u.CostUSD != nil || u.CostSource != "" || u.Price != nil {
+		t.Errorf("the evaluator priced its usage: %+v", u)
+	}
+	u.PriceWith(models.DefaultPrices())
+	if u.CostUSD == nil || *u.CostUSD != 0.001464 {
+		t.Errorf("priced cost = %v", ptrString(u.CostUSD))
+	}
+
+	// Counts the reply leaves out are unknown, not zero.
+	setReply(`{"id":"msg_03","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"{\"pass\": false, \"diagnosis\": \"no\"}"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}`)
+	v, err = f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Usage == nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	if v.Usage.CacheReadTokens != nil || v.Usage.CacheWriteTokens != nil {
+		t.Errorf("absent cache counts made up: %+v", v.Usage)
+	}
+	wantCount(t, "input", v.Usage.InputTokens, 10)
+
+	// A reply that is no verdict was still billed: the error comes with its usage.
+	setReply(`{"id":"msg_04","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"looks fine"}],"stop_reason":"end_turn","usage":{"input_tokens":11,"output_tokens":3}}`)
+	v, err = f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if !errors.Is(err, ErrMalformed) || v.Pass || v.Usage == nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	wantCount(t, "input", v.Usage.InputTokens, 11)
+
+	// A model's text claiming usage is ignored: only the API's counts.
+	setReply(`{"id":"msg_05","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"{\"pass\": true, \"diagnosis\": \"ok\", \"usage\": {\"input_tokens\": 999999}}"}],"stop_reason":"end_turn","usage":{"input_tokens":12,"output_tokens":4}}`)
+	v, err = f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Usage == nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	wantCount(t, "input", v.Usage.InputTokens, 12)
+
+	// No usage object: the model is known, the tokens are not, and the note says why.
+	setReply(`{"id":"msg_06","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"{\"pass\": true}"}],"stop_reason":"end_turn"}`)
+	v, err = f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Usage == nil || v.Usage.Tokens() != nil || v.Usage.Model != "claude-haiku-4-5" || v.Usage.Note == "" {
+		t.Fatalf("no usage reported: %+v, %v", v.Usage, err)
+	}
+
+	// An API error is not billed and has no usage.
+	e := newFakeAPI(t)
+	e.status, e.body = 500, `{"type":"error","error":{"type":"api_error","message":"boom"}}`
+	v, err = e.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
+	if err == nil || v.Usage != nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+}
+
+func TestAnthropicBaseURLFromEnvironment(t *testing.T) {
+	f := newFakeAPI(t)
+	f.reply = `{"pass": true, "diagnosis": "ok"}`
+	other := newFakeAPI(t)
+	other.reply = `{"pass": true, "diagnosis": "ok"}`
+
+	// ANTHROPIC_BASE_URL alone routes the client.
+	t.Setenv(EnvBaseURL, f.srv.URL)
+	base, err := ResolveBaseURL("", "flag -evaluator-base-url")
+	if err != nil || base != f.srv.URL {
+		t.Fatalf("ResolveBaseURL = %q, %v", base, err)
+	}
+	a, err := NewAnthropic(AnthropicConfig{APIKey: testKey, BaseURL: base, MaxRetries: -1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Evaluate(t.Context(), sampleRequest); err != nil || f.calls.Load() != 1 {
+		t.Fatalf("env base URL: %v, %d calls", err, f.calls.Load())
+	}
+
+	// The flag wins over it.
+	base, err = ResolveBaseURL(other.srv.URL+"/", "flag -evaluator-base-url")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = NewAnthropic(AnthropicConfig{APIKey: testKey, BaseURL: base, MaxRetries: -1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Evaluate(t.Context(), sampleRequest); err != nil || other.calls.Load() != 1 || f.calls.Load() != 1 {
+		t.Fatalf("flag base URL: %v, %d/%d calls", err, other.calls.Load(), f.calls.Load())
+	}
+
+	// Neither: the SDK's default.
+	t.Setenv(EnvBaseURL, "")
+	if base, err := ResolveBaseURL("", "flag -evaluator-base-url"); base != "" || err != nil {
+		t.Errorf("no base URL: %q, %v", base, err)
+	}
+}
+
+func TestBaseURLValidation(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:8080", "https://gateway.example.com/anthropic", "HTTPS://gw.example.com/", "http://[::1]:9000/v"} {
+		if err := CheckBaseURL(ok); err != nil {
+			t.Errorf("CheckBaseURL(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"gateway.example.com", "localhost:8080", "/v1", "ftp://x.example.com", "http://", "http://:80",
+		"https://x.example.com/?k=v", "https://x.example.com/#f", "http://x.example.com:99999", "http://x.example.com:0", "http://%zz"} {
+		if err := CheckBaseURL(bad); err == nil {
+			t.Errorf("CheckBaseURL(%q) accepted it", bad)
+		}
+	}
+	// Errors name their source, and never show a password.
+	_, err := ResolveBaseURL("ftp://user:hunter2@x.example.com", "flag -evaluator-base-url")
+	if err == nil || !strings.Contains(err.Error(), "flag -evaluator-base-url") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("flag error: %v", err)
+	}
+	t.Setenv(EnvBaseURL, "not a url")
+	if _, err := ResolveBaseURL("", "flag -evaluator-base-url"); err == nil || !strings.Contains(err.Error(), EnvBaseURL) {
+		t.Errorf("env error: %v", err)
+	}
+	if _, err := NewAnthropic(AnthropicConfig{APIKey: testKey, BaseURL: "api.anthropic.com"}); err == nil {
+		t.Error("NewAnthropic took a relative base URL")
+	}
+	cfg := AnthropicConfig{APIKey: testKey, BaseURL: "https://u:hunter2@gw.example.com"}
+	if s := cfg.String() + cfg.LogValue().String(); strings.Contains(s, "hunter2") {
+		t.Errorf("config formats with the URL's password: %s", s)
+	}
+	for in, want := range map[string]uint16{"http://h": 80, "https://h/x": 443, "http://h:8443": 8443} {
+		if got, err := URLPort(in); got != want || err != nil {
+			t.Errorf("URLPort(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}

@@ -58,7 +58,9 @@ func CacheKey(r Request) [32]byte {
 }
 
 // Evaluate returns the cached verdict for r or asks the inner evaluator and caches
-// its verdict (not its error).
+// its verdict (not its error). A verdict from the cache has no Usage: nothing was
+// spent on it, and the call that was is already counted where it was made. On a
+// miss the inner evaluator's Usage is returned, with its error too.
 func (c *Cached) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	key := CacheKey(r)
 	c.mu.Lock()
@@ -74,17 +76,20 @@ func (c *Cached) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 
 	v, err := c.inner.Evaluate(ctx, r)
 	if err != nil {
-		return Verdict{}, err
+		return Verdict{Usage: v.Usage}, err
 	}
+	// The cache keeps the judgement only, so no hit can charge the usage again.
+	kept := v
+	kept.Usage = nil
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok { // filled meanwhile by a concurrent miss
-		el.Value.(*cacheEntry).verdict = v
+		el.Value.(*cacheEntry).verdict = kept
 		c.order.MoveToFront(el)
 		return v, nil
 	}
-	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, verdict: v})
+	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, verdict: kept})
 	for c.order.Len() > c.size {
 		oldest := c.order.Back()
 		c.order.Remove(oldest)

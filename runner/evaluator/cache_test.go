@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/countersign/countersign/models"
 )
 
 // countingEvaluator passes outputs that contain "good" and counts its calls; while
@@ -134,5 +136,43 @@ func TestCachedConcurrent(t *testing.T) {
 	hits, misses := c.Stats()
 	if hits+misses != 1600 || int(misses) != int(inner.calls.Load()) {
 		t.Errorf("hits %d + misses %d, inner calls %d", hits, misses, inner.calls.Load())
+	}
+}
+
+// spendingEvaluator passes everything and reports ten input tokens per call.
+type spendingEvaluator struct{ calls atomic.Int32 }
+
+func (s *spendingEvaluator) Evaluate(context.Context, Request) (Verdict, error) {
+	s.calls.Add(1)
+	n := int64(10)
+	return Verdict{Pass: true, Diagnosis: "ok", Usage: &models.Usage{InputTokens: &n, Model: "m"}}, nil
+}
+
+func TestCachedVerdictHasNoUsage(t *testing.T) {
+	inner := &spendingEvaluator{}
+	c := NewCached(inner, 10)
+	r := Request{ContractHash: "h", Evaluate: "criteria", Output: []byte("out")}
+	v, err := c.Evaluate(t.Context(), r)
+	if err != nil || v.Usage == nil || *v.Usage.InputTokens != 10 {
+		t.Fatalf("miss: %+v, %v; want the inner call's usage", v, err)
+	}
+	v, err = c.Evaluate(t.Context(), r)
+	if err != nil || !v.Pass || v.Usage != nil || inner.calls.Load() != 1 {
+		t.Fatalf("hit: %+v, %v, %d calls; a cached verdict spent nothing", v, err, inner.calls.Load())
+	}
+}
+
+// billedFailure gives no verdict but reports what the failed call spent.
+type billedFailure struct{}
+
+func (billedFailure) Evaluate(context.Context, Request) (Verdict, error) {
+	n := int64(3)
+	return Verdict{Pass: true, Usage: &models.Usage{OutputTokens: &n}}, infra("fake", ErrMalformed)
+}
+
+func TestCachedPassesUsageOfFailures(t *testing.T) {
+	v, err := NewCached(billedFailure{}, 10).Evaluate(t.Context(), Request{Evaluate: "c"})
+	if !IsInfra(err) || v.Pass || v.Usage == nil || *v.Usage.OutputTokens != 3 {
+		t.Fatalf("got %+v, %v", v, err)
 	}
 }

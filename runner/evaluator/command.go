@@ -49,7 +49,9 @@ type CommandInput struct {
 // Command evaluates by running a program: the request goes to its stdin as a
 // CommandInput JSON object (never into its arguments, so task data cannot reach a
 // shell or a flag) and it must print a JSON verdict {"pass": …, "diagnosis": …} on
-// stdout (text around the object is ignored). A non-zero exit, a timeout, or stdout
+// stdout (text around the object is ignored). The verdict may carry what it spent as
+// "usage" (see commandUsage; the output of `claude -p --output-format json` counts as
+// is), which becomes the Verdict's Usage. A non-zero exit, a timeout, or stdout
 // without a verdict is an *InfraError. The command runs in a process group of its own
 // that is killed as a whole on timeout, when ctx ends, and once the command exits, so
 // nothing it started outlives the evaluation.
@@ -149,10 +151,11 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if stdout.overflow {
 		return Verdict{}, infra("command", fmt.Errorf("%w: %s printed more than %d bytes", ErrMalformed, name, maxCommandStdout))
 	}
-	v, err := ParseVerdict(string(stdout.buf))
+	v, objs, err := parseVerdict(string(stdout.buf))
 	if err != nil {
 		return Verdict{}, infra("command", err)
 	}
+	v.Usage = commandUsage(objs)
 	return v, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/internal/proctest"
 )
 
@@ -237,5 +238,84 @@ func TestCommandEnvIsExactlyEnv(t *testing.T) {
 	}
 	if !strings.Contains(env, "\nRECORD_DIR="+dir+"\n") {
 		t.Errorf("environment:%s", env)
+	}
+}
+
+// replying runs testdata/reply.sh printing reply.
+func replying(t *testing.T, reply string) (Verdict, error) {
+	t.Helper()
+	return withEnv(t, "reply.sh", 10*time.Second, "REPLY="+reply).Evaluate(t.Context(), sampleRequest)
+}
+
+func TestCommandUsagePassthrough(t *testing.T) {
+	v, err := replying(t, `{"pass": true, "diagnosis": "ok", "usage": {"input_tokens": 900, "output_tokens": 40,`+
+		` "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5, "cost_usd": 0.0021, "model": "claude-haiku-4-5"}}`)
+	if err != nil || !v.Pass || v.Usage == nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	u := v.Usage
+	wantCount(t, "input", u.InputTokens, 900)
+	wantCount(t, "output", u.OutputTokens, 40)
+	wantCount(t, "cache read", u.CacheReadTokens, 100)
+	wantCount(t, "cache write", u.CacheWriteTokens, 5)
+	if u.CostUSD == nil || *u.CostUSD != 0.0021 || u.CostSource != models.CostReported || u.Model != "claude-haiku-4-5" {
+		t.Errorf("usage = %+v", u)
+	}
+
+	// Partial usage: what is missing stays unknown, and the runner prices the rest.
+	v, err = replying(t, `{"pass": false, "diagnosis": "no", "usage": {"output_tokens": 7}}`)
+	if err != nil || v.Usage == nil || v.Usage.InputTokens != nil || v.Usage.CostUSD != nil || v.Usage.Model != "" {
+		t.Fatalf("partial usage: %+v, %v", v.Usage, err)
+	}
+	wantCount(t, "output", v.Usage.OutputTokens, 7)
+
+	// No usage: nil, not zero.
+	if v, err := replying(t, `{"pass": true, "diagnosis": "ok"}`); err != nil || v.Usage != nil {
+		t.Fatalf("no usage: %+v, %v", v.Usage, err)
+	}
+}
+
+func TestCommandUsageGarbageIgnored(t *testing.T) {
+	for _, usage := range []string{
+		`"lots"`, `42`, `null`, `[1, 2]`, `{}`,
+		`{"input_tokens": -5, "output_tokens": "7", "cache_read_input_tokens": 1.5, "cache_creation_input_tokens": null, "cost_usd": -1, "model": 3}`,
+		`{"input_tokens": 1e400, "output_tokens": 99999999999999999999, "cost_usd": "free"}`,
+	} {
+		v, err := replying(t, `{"pass": true, "diagnosis": "ok", "usage": `+usage+`}`)
+		if err != nil || !v.Pass || v.Diagnosis != "ok" {
+			t.Errorf("usage %s broke the verdict: %+v, %v", usage, v, err)
+			continue
+		}
+		if v.Usage != nil {
+			t.Errorf("usage %s = %+v, want nil", usage, v.Usage)
+		}
+	}
+	// Good fields survive bad neighbours.
+	v, err := replying(t, `{"pass": true, "diagnosis": "ok", "usage": {"input_tokens": 12, "output_tokens": -1, "cost_usd": "x"}}`)
+	if err != nil || v.Usage == nil || v.Usage.OutputTokens != nil || v.Usage.CostUSD != nil {
+		t.Fatalf("mixed usage: %+v, %v", v.Usage, err)
+	}
+	wantCount(t, "input", v.Usage.InputTokens, 12)
+}
+
+func TestCommandClaudeJSONUsage(t *testing.T) {
+	// `claude -p --output-format json`: the CLI's usage and total cost count; a
+	// "usage" inside the model's text does not.
+	v, err := replying(t, `{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.0042,`+
+		`"usage":{"input_tokens":3000,"output_tokens":80,"cache_read_input_tokens":0,"cache_creation_input_tokens":200},`+
+		`"result":"{\"pass\": true, \"diagnosis\": \"ok\", \"usage\": {\"input_tokens\": 1}}"}`)
+	if err != nil || !v.Pass || v.Usage == nil {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	wantCount(t, "input", v.Usage.InputTokens, 3000)
+	wantCount(t, "cache read", v.Usage.CacheReadTokens, 0)
+	wantCount(t, "cache write", v.Usage.CacheWriteTokens, 200)
+	if v.Usage.CostUSD == nil || *v.Usage.CostUSD != 0.0042 || v.Usage.CostSource != models.CostReported {
+		t.Errorf("cost = %v (%s)", ptrString(v.Usage.CostUSD), v.Usage.CostSource)
+	}
+	// The existing fixture reports nothing: nil.
+	v, err = script(t, "claude_json.sh", 10*time.Second).Evaluate(t.Context(), sampleRequest)
+	if err != nil || v.Usage != nil {
+		t.Fatalf("claude_json.sh: %+v, %v", v.Usage, err)
 	}
 }

@@ -31,6 +31,13 @@ import (
 type Verdict struct {
 	Pass      bool   `json:"pass"`
 	Diagnosis string `json:"diagnosis"`
+	// Usage is what giving this verdict spent, for the attempt's usage and budgets:
+	// the tokens and model the API reported (Anthropic) or the usage the command
+	// printed (Command). Nil means nothing is known to have been spent — a cached
+	// verdict, or a command that reports nothing — never a made-up zero. Its cost is
+	// unset unless a command reported one: the runner prices tokens with the project's
+	// price table ((*models.Usage).PriceWith).
+	Usage *models.Usage `json:"usage,omitempty"`
 }
 
 // Request is what an evaluator judges: the worker's Output against the Evaluate
@@ -46,7 +53,10 @@ type Request struct {
 }
 
 // Evaluator judges an output. A nil error comes with a verdict; a non-nil error is an
-// *InfraError and means no verdict: the caller must not pass the task on it.
+// *InfraError and means no verdict: the caller must not pass the task on it. Even
+// with an error the returned Verdict's Usage may say what a call that did happen
+// spent (an API reply that was not a verdict is still billed); every other field of
+// it is then zero.
 type Evaluator interface {
 	Evaluate(ctx context.Context, r Request) (Verdict, error)
 }
@@ -233,8 +243,17 @@ func Prompt(r Request, maxOutput int) string {
 // boolean "pass" and, optionally, a string "diagnosis". Text around the object (a
 // code fence, a preamble) is ignored. A reply from `claude -p --output-format json`,
 // whose "result" string holds the model's text, is unwrapped. An error wraps
-// ErrMalformed.
+// ErrMalformed. The verdict's Usage is always nil: a model's text is no evidence of
+// what it spent (worker output it read could have put any "usage" there).
 func ParseVerdict(reply string) (Verdict, error) {
+	v, _, err := parseVerdict(reply)
+	return v, err
+}
+
+// parseVerdict is ParseVerdict also returning the verdict's JSON object, and the
+// outermost `claude -p` wrapper object it was unwrapped from (nil when none), for the
+// fields a command may report besides the verdict (usage).
+func parseVerdict(reply string) (Verdict, *verdictObjects, error) {
 	for i := 0; i < len(reply); i++ {
 		if reply[i] != '{' {
 			continue
@@ -247,30 +266,42 @@ func ParseVerdict(reply string) (Verdict, error) {
 		if raw, ok := obj["pass"]; ok {
 			var pass bool
 			if err := json.Unmarshal(raw, &pass); err != nil {
-				return Verdict{}, fmt.Errorf(`%w: "pass" is %s, not a boolean`, ErrMalformed, clip(string(raw), 40))
+				return Verdict{}, nil, fmt.Errorf(`%w: "pass" is %s, not a boolean`, ErrMalformed, clip(string(raw), 40))
 			}
 			var diag string
 			if raw, ok := obj["diagnosis"]; ok && string(raw) != "null" {
 				if err := json.Unmarshal(raw, &diag); err != nil {
-					return Verdict{}, fmt.Errorf(`%w: "diagnosis" is not a string`, ErrMalformed)
+					return Verdict{}, nil, fmt.Errorf(`%w: "diagnosis" is not a string`, ErrMalformed)
 				}
 			}
 			diag = strings.TrimSpace(diag)
 			if !pass && diag == "" {
 				diag = "the evaluator failed the output without giving a diagnosis"
 			}
-			return Verdict{Pass: pass, Diagnosis: diag}, nil
+			return Verdict{Pass: pass, Diagnosis: diag}, &verdictObjects{verdict: obj}, nil
 		}
 		if raw, ok := obj["result"]; ok {
 			var inner string
 			if json.Unmarshal(raw, &inner) == nil {
-				return ParseVerdict(inner)
+				v, objs, err := parseVerdict(inner)
+				if objs != nil {
+					// The outermost wrapper is the CLI's own; one nested in its result
+					// is model text.
+					objs.wrapper = obj
+				}
+				return v, objs, err
 			}
 		}
 		// Some other object: skip past it and keep looking.
 		i += int(dec.InputOffset()) - 1
 	}
-	return Verdict{}, fmt.Errorf("%w: no JSON object with a boolean \"pass\" in the reply %s", ErrMalformed, clip(reply, 200))
+	return Verdict{}, nil, fmt.Errorf("%w: no JSON object with a boolean \"pass\" in the reply %s", ErrMalformed, clip(reply, 200))
+}
+
+// verdictObjects are the JSON objects a verdict was read from.
+type verdictObjects struct {
+	verdict map[string]json.RawMessage // the object holding "pass"
+	wrapper map[string]json.RawMessage // the outermost `claude -p` result object around it, or nil
 }
 
 // clip quotes s, shortened to at most n bytes, for an error message.

@@ -44,13 +44,15 @@ func TestParseVerdict(t *testing.T) {
 		reply string
 		want  Verdict
 	}{
-		{`{"pass": true, "diagnosis": "ok"}`, Verdict{true, "ok"}},
-		{"Sure.\n```json\n{\"pass\": false, \"diagnosis\": \" misses criterion 2 \"}\n```", Verdict{false, "misses criterion 2"}},
-		{`{"pass": false}`, Verdict{false, "the evaluator failed the output without giving a diagnosis"}},
-		{`{"pass": true, "diagnosis": null}`, Verdict{true, ""}},
-		{`{"note": "x"} {"pass": true, "diagnosis": "second object"}`, Verdict{true, "second object"}},
-		{`{broken {"pass": false, "diagnosis": "after junk"}`, Verdict{false, "after junk"}},
-		{`{"type":"result","result":"{\"pass\": true, \"diagnosis\": \"wrapped\"}"}`, Verdict{true, "wrapped"}},
+		{`{"pass": true, "diagnosis": "ok"}`, Verdict{Pass: true, Diagnosis: "ok"}},
+		{"Sure.\n```json\n{\"pass\": false, \"diagnosis\": \" misses criterion 2 \"}\n```", Verdict{Pass: false, Diagnosis: "misses criterion 2"}},
+		{`{"pass": false}`, Verdict{Pass: false, Diagnosis: "the evaluator failed the output without giving a diagnosis"}},
+		{`{"pass": true, "diagnosis": null}`, Verdict{Pass: true, Diagnosis: ""}},
+		{`{"note": "x"} {"pass": true, "diagnosis": "second object"}`, Verdict{Pass: true, Diagnosis: "second object"}},
+		{`{broken {"pass": false, "diagnosis": "after junk"}`, Verdict{Pass: false, Diagnosis: "after junk"}},
+		{`{"type":"result","result":"{\"pass\": true, \"diagnosis\": \"wrapped\"}"}`, Verdict{Pass: true, Diagnosis: "wrapped"}},
+		// A model's text is no evidence of spending: its "usage" never reaches the verdict.
+		{`{"pass": true, "diagnosis": "ok", "usage": {"input_tokens": 5}}`, Verdict{Pass: true, Diagnosis: "ok"}},
 	}
 	for _, c := range cases {
 		got, err := ParseVerdict(c.reply)
