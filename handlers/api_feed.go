@@ -19,7 +19,7 @@ func (h *FeedAPI) Inbox(c echo.Context) error {
 	var fe models.FieldErrors
 	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(queryInt(c, "limit", &fe))}
 	switch f.Kind {
-	case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused:
+	case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused, models.InboxBudget:
 	default:
 		fe.Add("kind", "must be blocked, escalation, advisory or agent_paused")
 	}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ const StageBudget = "budget"
 // day — with what was spent against it.
 type BudgetLimit struct {
 	Scope  string // "task 7", "goal 2", "agent quinn today"
+	Of     SpendScope
 	Budget Budget
 	Spend  Spend
 }
@@ -105,27 +107,29 @@ func (s *Service) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent
 			return nil, err
 		}
 		if !g.Budget.IsZero() {
-			sp, err := tx.SpendOf(ctx, SpendScope{GoalID: g.ID})
+			of := SpendScope{GoalID: g.ID}
+			sp, err := tx.SpendOf(ctx, of)
 			if err != nil {
 				return nil, err
 			}
-			limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("goal %d", g.ID), Budget: *g.Budget, Spend: sp})
+			limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("goal %d", g.ID), Of: of, Budget: *g.Budget, Spend: sp})
 		}
 	}
 	if b := t.Contract.Budget; !b.IsZero() {
-		sp, err := tx.SpendOf(ctx, SpendScope{TaskID: t.ID})
+		of := SpendScope{TaskID: t.ID}
+		sp, err := tx.SpendOf(ctx, of)
 		if err != nil {
 			return nil, err
 		}
-		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("task %d", t.ID), Budget: *b, Spend: sp})
+		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("task %d", t.ID), Of: of, Budget: *b, Spend: sp})
 	}
 	if b := agent.DailyBudget; !b.IsZero() {
-		day := s.now().UTC().Truncate(24 * time.Hour)
-		sp, err := tx.SpendOf(ctx, SpendScope{AgentID: agent.ID, Since: day})
+		of := SpendScope{AgentID: agent.ID, Since: s.now().UTC().Truncate(24 * time.Hour)}
+		sp, err := tx.SpendOf(ctx, of)
 		if err != nil {
 			return nil, err
 		}
-		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("agent %s today", agent.Name), Budget: *b, Spend: sp})
+		limits = append(limits, BudgetLimit{Scope: fmt.Sprintf("agent %s today", agent.Name), Of: of, Budget: *b, Spend: sp})
 	}
 	return limits, nil
 }
@@ -228,4 +232,59 @@ func (s *Service) resumeBudgetStopped(ctx context.Context, tx Tx, actor *Agent, 
 		return err
 	}
 	return s.Apply(ctx, tx, actor, t, ActRetry, ActionInput{Reason: "budget raised"})
+}
+
+// BudgetWarnAt is the share of a cost cap whose crossing warns people (80 %).
+const BudgetWarnAt = 0.8
+
+// EventBudgetWarning records a budget whose spend crossed BudgetWarnAt.
+const EventBudgetWarning = "budget.warning"
+
+// WarnBudgets, by the runner in tx right after it recorded an attempt of t that cost
+// cost, warns about each cost cap on t the attempt took past BudgetWarnAt: an event
+// and an inbox notice (kind budget) saying which budget, how much is left and at what
+// rate it is going (the last hour's spend).
+func (s *Service) WarnBudgets(ctx context.Context, tx Tx, runner *Agent, t *Task, agent *Agent, cost float64) error {
+	if cost <= 0 {
+		return nil
+	}
+	limits, err := s.BudgetLimits(ctx, tx, t, agent)
+	if err != nil {
+		return err
+	}
+	for _, l := range limits {
+		c := l.Budget.MaxCostUSD
+		if c == nil {
+			continue
+		}
+		after := l.Spend.CostUSD
+		threshold := *c * BudgetWarnAt
+		if after-cost >= threshold || after < threshold {
+			continue
+		}
+		hour := l.Of
+		if since := s.now().Add(-time.Hour); hour.Since.Before(since) {
+			hour.Since = since
+		}
+		recent, err := tx.SpendOf(ctx, hour)
+		if err != nil {
+			return err
+		}
+		left := max(*c-after, 0)
+		title := fmt.Sprintf("Budget warning: %s spent %s of %s (%.0f%%); %s left, at %s an hour",
+			l.Scope, USD(after), USD(*c), 100*after / *c, USD(left), USD(recent.CostUSD))
+		item := &InboxItem{Kind: InboxBudget, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(), Title: Truncate(title, 300)}
+		if item.Payload, err = json.Marshal(map[string]any{"budget": l.Scope, "spent_usd": after, "cap_usd": *c,
+			"left_usd": left, "usd_per_hour": recent.CostUSD}); err != nil {
+			return err
+		}
+		if err := tx.CreateInboxItem(ctx, item); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, EventBudgetWarning, runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID,
+			"budget": l.Scope, "spent_usd": after, "cap_usd": *c, "left_usd": left, "usd_per_hour": recent.CostUSD}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

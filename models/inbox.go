@@ -14,10 +14,12 @@ const (
 	// so the runner paused (disabled) the agent; its task waits, uncharged. Resolved
 	// when an admin enables the agent again, or dismissed by a lead or exec.
 	InboxAgentPaused = "agent_paused"
+	// InboxBudget: a budget's spend crossed BudgetWarnAt; a notice, dismissed once read.
+	InboxBudget = "budget"
 )
 
 // InboxKinds lists every kind of inbox item.
-var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused}
+var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused, InboxBudget}
 
 // InboxItem is something waiting for a person.
 type InboxItem struct {

@@ -51,7 +51,7 @@ func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int
 		if it, err = tx.GetInboxItem(ctx, itemID); err != nil {
 			return err
 		}
-		if it.Kind != InboxAdvisory && it.Kind != InboxAgentPaused {
+		if it.Kind != InboxAdvisory && it.Kind != InboxAgentPaused && it.Kind != InboxBudget {
 			return &Error{Code: ECONFLICT, State: it.Kind, Message: inboxKindConflict(it)}
 		}
 		if it.Resolved {

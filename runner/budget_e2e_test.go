@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,17 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 			must(t, err)
 			if spend.CostUSD < 3 || spend.CostUSD > 4 || float64(verified) != spend.CostUSD || blocked != 8-verified {
 				t.Fatalf("spent $%.2f with %d verified and %d blocked; want $3.00 to $4.00 and the rest blocked", spend.CostUSD, verified, blocked)
+			}
+			warned := 0
+			items, err := h.db.ListInbox(h.ctx, models.InboxFilter{Kind: models.InboxBudget, IncludeResolved: true})
+			must(t, err)
+			for _, it := range items {
+				if strings.Contains(it.Title, "goal "+itoa(g.ID)+" spent $3.00 of $3.00") {
+					warned++
+				}
+			}
+			if warned != 1 {
+				t.Errorf("budget warnings %d, want one as the goal passed 80%%: %+v", warned, items)
 			}
 			a := h.attempts(ids[0])
 			if len(a) == 1 {

@@ -67,6 +67,11 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 	if err := p.saveAttempt(ctx, tx, tr, ar, t); err != nil {
 		return decision{}, err
 	}
+	if u := ar.usage; u != nil && u.CostUSD != nil {
+		if err := p.svc.WarnBudgets(ctx, tx, p.runner, t, &tr.agent, *u.CostUSD); err != nil {
+			return decision{}, err
+		}
+	}
 	if !owned {
 		tr.task = *t
 		return decision{done: true}, nil

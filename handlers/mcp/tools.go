@@ -348,7 +348,7 @@ func (t *tools) register(srv *sdk.Server) {
 		onTask, func(ctx context.Context, a *models.Agent, in InboxArgs) (InboxListView, string, error) {
 			var fe models.FieldErrors
 			switch in.Kind {
-			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused:
+			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused, models.InboxBudget:
 			default:
 				fe.Add("kind", "must be blocked, escalation, advisory or agent_paused")
 			}

@@ -19,6 +19,7 @@ var inboxKinds = []struct{ kind, label string }{
 	{models.InboxEscalation, "Escalations"},
 	{models.InboxAdvisory, "Advisory outputs to look at"},
 	{models.InboxAgentPaused, "Paused agents"},
+	{models.InboxBudget, "Budget warnings"},
 }
 
 // actCheckAgain names the inbox form that checks a task blocked as not ready again: a
@@ -131,8 +132,8 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				Label: "Check again", Variant: "primary"})
 		}
 		for _, act := range inboxActions {
-			if it.Kind == models.InboxAgentPaused {
-				break // the agent is repaired on its page; the task waits for it
+			if it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {
+				break // the agent is repaired on its page; a warning changes no task
 			}
 			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
 				continue
@@ -142,7 +143,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				Label: sp.label, Variant: sp.variant, Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
 		}
 	}
-	if it.Kind == models.InboxAdvisory || it.Kind == models.InboxAgentPaused {
+	if it.Kind == models.InboxAdvisory || it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {
 		if f, ok := dismissForm(me, it.ID); ok {
 			out.Forms = append(out.Forms, f)
 		}
