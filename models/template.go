@@ -26,11 +26,13 @@ type Step struct {
 	Completion   Completion   `json:"completion" yaml:"completion,omitempty"`
 	Verification Verification `json:"verification" yaml:"verification,omitempty"`
 	Review       *Review      `json:"review,omitempty" yaml:"review,omitempty"`
+	// Budget caps what each task of the step may spend.
+	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 }
 
 // Contract returns the step's contract.
 func (s Step) Contract() Contract {
-	return Contract{Completion: s.Completion, Verification: s.Verification, Review: s.Review}
+	return Contract{Completion: s.Completion, Verification: s.Verification, Review: s.Review, Budget: s.Budget}
 }
 
 // Run is a template version instantiated for a goal.

@@ -121,6 +121,18 @@ func (u *Usage) Add(o *Usage) *Usage {
 	if u.CostUSD != nil || o.CostUSD != nil {
 		c := fval(u.CostUSD) + fval(o.CostUSD)
 		sum.CostUSD = &c
+		if (u.CostUSD == nil && u.Tokens() != nil) || (o.CostUSD == nil && o.Tokens() != nil) {
+			sum.addNote("part of the cost is unknown")
+		}
+	}
+	if u.CostUSD == nil && o.CostUSD != nil {
+		sum.CostSource, sum.Price = o.CostSource, o.Price
+	} else if u.CostUSD != nil && o.CostUSD != nil && (u.CostSource != o.CostSource || u.Price != o.Price) {
+		// A sum of differently charged parts has no one source or price.
+		sum.CostSource, sum.Price = CostPriced, nil
+		if u.CostSource == CostReported && o.CostSource == CostReported {
+			sum.CostSource = CostReported
+		}
 	}
 	if u.Turns != nil || o.Turns != nil {
 		n := ival(u.Turns) + ival(o.Turns)

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,45 @@ func TestPassEnvByName(t *testing.T) {
 	bad := &models.Agent{Name: "bad", Kind: models.KindWorker, Roles: []string{"x"}, Command: "true", PassEnv: []string{"COUNTERSIGN_TOKEN"}}
 	if err := h.svc.CreateAgent(h.ctx, h.boss, bad, ""); models.ErrorCode(err) != models.EINVALID {
 		t.Fatalf("passing a variable the runner sets itself: %v, want EINVALID", err)
+	}
+}
+
+// TestStreamJSONWorker: a worker that prints Claude Code's stream-json has its output
+// decoded: the checks read the final result (its done token), the attempt's tail is
+// readable (tool calls, not raw JSON), and the result's usage is the attempt's. One
+// whose API calls, priced, pass what its attempt reserved is killed at stage budget,
+// uncharged, long before it would have ended.
+func TestStreamJSONWorker(t *testing.T) {
+	h := newHarness(t, "sqlite", nil)
+	abs, err := filepath.Abs("testdata/fake-claude.sh")
+	must(t, err)
+	cmd := "sh " + shq(abs) + " --output-format stream-json --verbose"
+	h.worker("claude", "developer", cmd)
+	h.worker("spendthrift", "tester", "FAKE_CLAUDE=expensive "+cmd)
+	ok := h.task("Run the tests", "developer", doneContract())
+	cent := 0.01
+	capped := doneContract()
+	capped.Budget = &models.Budget{MaxCostUSD: &cent}
+	costly := h.task("Think hard", "tester", capped)
+	h.start()
+
+	if tk := h.settled(ok.ID, time.Minute); tk.State != models.TaskVerified {
+		t.Fatalf("the stream-json worker: %s; attempts %+v", tk.State, h.attempts(ok.ID))
+	}
+	a := h.attempts(ok.ID)[0]
+	if !strings.Contains(a.OutputTail, "→ Bash: go test ./...") || strings.Contains(a.OutputTail, `{"type":`) || !strings.Contains(a.OutputTail, "All done. TASK_COMPLETE") {
+		t.Errorf("the attempt's tail is not the readable log and the result:\n%s", a.OutputTail)
+	}
+	if u := a.Usage; u == nil || u.CostUSD == nil || *u.CostUSD != 0.0123 || *u.InputTokens != 100 || *u.CacheReadTokens != 7 || u.SessionID != "sess-1" || *u.Turns != 2 {
+		t.Errorf("the stream's usage: %+v", a.Usage)
+	}
+
+	start := time.Now()
+	tk := h.settled(costly.ID, time.Minute)
+	if tk.State != models.TaskBlocked || tk.AttemptsUsed != 0 || time.Since(start) > 20*time.Second {
+		t.Fatalf("the run past its budget: %s, %d attempts charged, after %s", tk.State, tk.AttemptsUsed, time.Since(start))
+	}
+	if at := h.attempts(costly.ID); len(at) != 1 || at[0].Stage != models.StageBudget {
+		t.Fatalf("the stopped attempt: %+v", at)
 	}
 }

@@ -376,6 +376,7 @@ func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp mod
 		Output:       out,
 		ContractHash: t.Contract.Hash(),
 	})
+	p.addEvaluatorUsage(ctx, ar, v.Usage) // a failed call may have been billed too
 	r := models.CheckResult{Stage: models.StageEvaluation, DurationMS: time.Since(start).Milliseconds()}
 	switch {
 	case err != nil:

@@ -139,3 +139,17 @@ func (p *Pool) priceUsage(ctx context.Context, tx models.Tx, ar *attemptRun) err
 	ar.usage.PriceWith(prices(rules))
 	return nil
 }
+
+// addEvaluatorUsage adds what an evaluator call used to the attempt's usage (nil: a
+// cached verdict, nothing spent). Each side is priced with its own model first: the
+// sum keeps the worker's model.
+func (p *Pool) addEvaluatorUsage(ctx context.Context, ar *attemptRun, u *models.Usage) {
+	if u == nil {
+		return
+	}
+	if rules, err := p.rules(ctx); err == nil {
+		ar.usage.PriceWith(prices(rules))
+		u.PriceWith(prices(rules))
+	}
+	ar.usage = ar.usage.Add(u)
+}
