@@ -103,6 +103,7 @@ func (p *Pages) agentCreate(c echo.Context) error {
 	fe := models.FieldErrors{}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
 	a.Sandbox = formSandbox(&fe, f)
+	a.PassEnv, a.DailyBudget = formSpend(&fe, f)
 	var err error
 	if len(fe) == 0 {
 		err = p.d.Service.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
@@ -181,7 +182,8 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 		v.Edit = agentspage.AgentForm{Roles: strings.Join(a.Roles, ", "), Command: a.Command, Workdir: a.Workdir,
 			Worktree: a.Worktree, Concurrency: strconv.Itoa(a.Concurrency), Disabled: a.Disabled,
 			SandboxRead: strings.Join(a.Sandbox.Read, ", "), SandboxWrite: strings.Join(a.Sandbox.Write, ", "),
-			SandboxConnect: joinPorts(a.Sandbox.Connect), SandboxAllowUnix: a.Sandbox.AllowUnix}
+			SandboxConnect: joinPorts(a.Sandbox.Connect), SandboxAllowUnix: a.Sandbox.AllowUnix,
+			PassEnv: strings.Join(a.PassEnv, ", "), DailyBudgetUSD: budgetValues(orNoBudget(a.DailyBudget))["max_cost_usd"]}
 		v.Sandbox = agentspage.Sandbox{Read: a.Sandbox.Read, Write: a.Sandbox.Write, Connect: splitList(joinPorts(a.Sandbox.Connect)),
 			AllowUnix: a.Sandbox.AllowUnix}
 		if p.d.SandboxPolicy != nil {
@@ -219,6 +221,7 @@ func (p *Pages) agentUpdate(c echo.Context) error {
 	if cur.Kind == models.KindWorker {
 		a.Command, a.Workdir, a.Worktree = f.Command, f.Workdir, f.Worktree
 		a.Sandbox = formSandbox(&fe, f)
+		a.PassEnv, a.DailyBudget = formSpend(&fe, f)
 	}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
 	if len(fe) == 0 {

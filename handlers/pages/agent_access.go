@@ -24,6 +24,22 @@ const agentHistoryLimit = 50
 func sandboxForm(c echo.Context, f *agentspage.AgentForm) {
 	f.SandboxRead, f.SandboxWrite = c.FormValue("sandbox.read"), c.FormValue("sandbox.write")
 	f.SandboxConnect, f.SandboxAllowUnix = c.FormValue("sandbox.connect"), c.FormValue("sandbox.allow_unix") != ""
+	f.PassEnv, f.DailyBudgetUSD = c.FormValue("pass_env"), strings.TrimSpace(c.FormValue("daily_budget"))
+}
+
+// formSpend turns the pass-env and daily budget fields into settings; an amount that
+// is no number is a field error. The service checks the rest.
+func formSpend(fe *models.FieldErrors, f agentspage.AgentForm) ([]string, *models.Budget) {
+	var daily *models.Budget
+	if s := strings.TrimPrefix(f.DailyBudgetUSD, "$"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			fe.Add("daily_budget", "must be an amount in USD, like 20")
+		} else {
+			daily = &models.Budget{MaxCostUSD: &v}
+		}
+	}
+	return splitList(f.PassEnv), daily
 }
 
 // formSandbox turns the sandbox fields as typed into settings (paths and ports comma-

@@ -129,3 +129,11 @@ func (p *Pages) goalBudgetView(ctx context.Context, me *models.Agent, g *models.
 	}
 	return v, nil
 }
+
+// orNoBudget is b, or an empty budget for none.
+func orNoBudget(b *models.Budget) *models.Budget {
+	if b == nil {
+		return &models.Budget{}
+	}
+	return b
+}

@@ -73,3 +73,35 @@ func TestPagesShowUsageAndBudgets(t *testing.T) {
 		t.Fatalf("a developer's budget: %d, want 403", r.Status)
 	}
 }
+
+// TestAgentFormPassesEnvAndCapsTheDay: an admin names the variables a worker gets and
+// its daily budget in the agent form; a name the runner sets itself re-renders the
+// form (422) and changes nothing; people who are not admins see neither.
+func TestAgentFormPassesEnvAndCapsTheDay(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	bot := e.agents["bot"]
+	admin := e.browser().login("admin")
+	path := "/agents/" + itoa64(bot.ID)
+	form := url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"},
+		"pass_env": {"ANTHROPIC_API_KEY, OPENAI_API_KEY"}, "daily_budget": {"20"}}
+	if r := admin.post(path, form); r.Status != http.StatusSeeOther {
+		t.Fatalf("saving the agent: %d: %.300s", r.Status, r.Body)
+	}
+	got, err := e.db.GetAgent(e.ctx(), bot.ID)
+	must(t, err)
+	if strings.Join(got.PassEnv, ",") != "ANTHROPIC_API_KEY,OPENAI_API_KEY" || got.DailyBudget == nil || *got.DailyBudget.MaxCostUSD != 20 {
+		t.Fatalf("stored: pass_env %v, daily budget %+v", got.PassEnv, got.DailyBudget)
+	}
+	events := e.eventCount()
+	form.Set("pass_env", "COUNTERSIGN_TOKEN")
+	if r := admin.post(path, form); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "is set by the runner itself") {
+		t.Fatalf("passing the runner's own variable: %d", r.Status)
+	}
+	if e.eventCount() != events {
+		t.Fatal("a refused agent form changed something")
+	}
+	if pg := e.browser().login("lead").get(path); strings.Contains(pg.Body, "OPENAI_API_KEY") {
+		t.Fatal("a lead sees the variables a worker gets")
+	}
+}

@@ -74,6 +74,10 @@ type AgentForm struct {
 	SandboxWrite     string
 	SandboxConnect   string
 	SandboxAllowUnix bool
+	// PassEnv names variables of the runner's environment (comma-separated) and
+	// DailyBudgetUSD caps a day's spend (blank: none); workers only.
+	PassEnv        string
+	DailyBudgetUSD string
 }
 
 // Sandbox is what a worker's confined processes may reach besides their workspace,

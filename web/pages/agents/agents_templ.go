@@ -970,6 +970,14 @@ func sandboxFields(errs map[string]string, f AgentForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
+		templ_7745c5c3_Err = components.Field(withHelp(props(errs, "pass_env", "Passes these variables", f.PassEnv), "names from the runner's environment, e.g. ANTHROPIC_API_KEY; values are never stored or shown")).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = components.Field(withHelp(props(errs, "daily_budget", "Daily budget (USD)", f.DailyBudgetUSD), "what its attempts may spend per UTC day; blank: no cap")).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 71, "</fieldset>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
@@ -1051,7 +1059,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var42 string
 						templ_7745c5c3_Var42, templ_7745c5c3_Err = templ.JoinStringErrs("token-row-" + i64(t.ID))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 222, Col: 49}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 224, Col: 49}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var42))
 						if templ_7745c5c3_Err != nil {
@@ -1064,7 +1072,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var43 string
 						templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(t.Status)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 222, Col: 74}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 224, Col: 74}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 						if templ_7745c5c3_Err != nil {
@@ -1077,7 +1085,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var44 string
 						templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(t.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 223, Col: 20}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 225, Col: 20}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 						if templ_7745c5c3_Err != nil {
@@ -1090,7 +1098,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var45 string
 						templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(t.Status)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 224, Col: 22}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 226, Col: 22}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 						if templ_7745c5c3_Err != nil {
@@ -1103,7 +1111,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var46 string
 						templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(when(&t.Created, ""))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 225, Col: 48}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 227, Col: 48}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 						if templ_7745c5c3_Err != nil {
@@ -1116,7 +1124,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var47 string
 						templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(when(t.Expires, "never"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 226, Col: 52}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 228, Col: 52}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 						if templ_7745c5c3_Err != nil {
@@ -1129,7 +1137,7 @@ func tokensCard(v AgentView) templ.Component {
 						var templ_7745c5c3_Var48 string
 						templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(when(t.LastUsed, "never"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 227, Col: 53}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/agents/agents.templ`, Line: 229, Col: 53}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 						if templ_7745c5c3_Err != nil {
