@@ -3,6 +3,7 @@ package pages
 import (
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -130,7 +131,7 @@ func splitList(s string) []string {
 
 func parseRulesForm(form url.Values) rules.Form {
 	f := rules.Form{Always: form.Get("always"), AdvisoryWords: form.Get("advisory_words"), SkipWords: form.Get("skip_words"),
-		Stacks: form.Get("stacks")}
+		Stacks: form.Get("stacks"), Prices: form.Get("prices")}
 	for i := 0; i < maxRuleRows; i++ {
 		if _, ok := form[rules.ActivityField(i, "name")]; !ok {
 			break
@@ -177,11 +178,19 @@ func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
 	r.Always = splitList(strings.ToLower(f.Always))
 	r.AdvisoryWords = splitList(strings.ToLower(f.AdvisoryWords))
 	r.SkipWords = splitList(strings.ToLower(f.SkipWords))
-	stacks, err := parseStacksYAML(f.Stacks)
+	stacks, err := parseYAMLList[models.Stack](f.Stacks, "stacks")
 	if err != nil {
 		fe.Add("stacks", err.Error())
 	}
 	r.Stacks = stacks
+	prices, err := parseYAMLList[models.ModelPrice](f.Prices, "prices")
+	if err != nil {
+		fe.Add("prices", err.Error())
+	}
+	if reflect.DeepEqual(prices, models.DefaultPrices()) {
+		prices = nil // the defaults, as shown: they stay the defaults
+	}
+	r.Prices = prices
 	return r, fe
 }
 
@@ -259,7 +268,10 @@ func atoiOr(s string) int {
 // their order, words one per line.
 func formFromRules(r models.ProjectRules) rules.Form {
 	f := rules.Form{Always: strings.Join(r.Always, ", "), AdvisoryWords: strings.Join(r.AdvisoryWords, "\n"),
-		SkipWords: strings.Join(r.SkipWords, "\n"), Stacks: stacksYAML(r.Stacks)}
+		SkipWords: strings.Join(r.SkipWords, "\n"), Stacks: yamlList(r.Stacks), Prices: yamlList(r.Prices)}
+	if len(r.Prices) == 0 {
+		f.Prices = yamlList(models.DefaultPrices())
+	}
 	names := make([]string, 0, len(r.Activities))
 	for n := range r.Activities {
 		names = append(names, n)

@@ -90,34 +90,34 @@ func stackViews(stacks []models.Stack) []rules.StackView {
 	return out
 }
 
-// stacksYAML writes the stacks for the form's text area; no stacks is empty text.
-func stacksYAML(stacks []models.Stack) string {
-	if len(stacks) == 0 {
+// yamlList writes a list of rules (stacks, prices) for the form; "" for none.
+func yamlList[T any](items []T) string {
+	if len(items) == 0 {
 		return ""
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(stacks); err != nil {
+	if err := enc.Encode(items); err != nil {
 		return ""
 	}
 	_ = enc.Close()
 	return buf.String()
 }
 
-// parseStacksYAML reads the form's stacks: a YAML list of stacks, strictly (an unknown
-// field is an error naming it); empty text is no stacks.
-func parseStacksYAML(text string) ([]models.Stack, error) {
+// parseYAMLList reads a list of what (stacks, prices) from the form, strictly (an
+// unknown field is an error, not silently dropped); blank is none.
+func parseYAMLList[T any](text, what string) ([]T, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
-	var stacks []models.Stack
-	if err := dec.Decode(&stacks); err != nil && !errors.Is(err, io.EOF) {
-		return nil, errors.New("not a YAML list of stacks: " + strings.TrimPrefix(err.Error(), "yaml: "))
+	var items []T
+	if err := dec.Decode(&items); err != nil && !errors.Is(err, io.EOF) {
+		return nil, errors.New("not a YAML list of " + what + ": " + strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	return stacks, nil
+	return items, nil
 }
 
 var stackErrRE = regexp.MustCompile(`^stacks\[(\d+)\]\.?(.*)$`)

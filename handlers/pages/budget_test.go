@@ -105,3 +105,34 @@ func TestAgentFormPassesEnvAndCapsTheDay(t *testing.T) {
 		t.Fatal("a lead sees the variables a worker gets")
 	}
 }
+
+// TestRulesPageEditsPrices: the rules page shows the price table (Anthropic's list
+// prices until one is saved); a price added there is what attempts are charged; a
+// pattern that is not a regular expression re-renders the page (422) and saves nothing.
+func TestRulesPageEditsPrices(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	admin := e.browser().login("admin")
+	page := admin.get("/rules")
+	if !strings.Contains(page.Body, `name="prices"`) || !strings.Contains(page.Body, "claude-haiku-4-5") {
+		t.Fatal("the rules page does not show the default prices")
+	}
+	form := formValues(t, page.Body, "/rules")
+	form.Set("prices", "- pattern: mystery-.*\n  input_per_mtok: 2\n  output_per_mtok: 8\n")
+	if r := admin.post("/rules", form); r.Status != http.StatusSeeOther {
+		t.Fatalf("saving prices: %d: %.300s", r.Status, r.Body)
+	}
+	saved, err := e.db.GetRules(e.ctx())
+	must(t, err)
+	if p, ok := models.PriceOf(saved.Prices, "Mystery-1"); !ok || p.OutputPerMTok != 8 {
+		t.Fatalf("saved prices %+v", saved.Prices)
+	}
+	events := e.eventCount()
+	form.Set("prices", "- pattern: \"(\"\n  input_per_mtok: 1\n")
+	if r := admin.post("/rules", form); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "is not a regular expression") {
+		t.Fatalf("a broken pattern: %d", r.Status)
+	}
+	if e.eventCount() != events {
+		t.Fatal("a refused price table changed something")
+	}
+}

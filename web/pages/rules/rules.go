@@ -101,6 +101,7 @@ type Form struct {
 	AdvisoryWords string // one word or phrase per line
 	SkipWords     string // one word or phrase per line
 	Stacks        string // the stacks as YAML
+	Prices        string // the price table as YAML
 }
 
 // ActivityRow maps an activity to its command.
