@@ -74,6 +74,13 @@ func (p *Pages) taskBudget(c echo.Context) error {
 	if err == nil {
 		_, err = p.d.Service.RaiseTaskBudget(c.Request().Context(), SignedIn(c), id, b)
 	}
+	back := "/tasks/" + itoa(id)
+	if c.FormValue("back") == "/inbox" {
+		back = "/inbox"
+		if isInvalid(err) {
+			return p.inboxFormAt(c, "/tasks/"+itoa(id)+"/budget", values, fieldErrors(err))
+		}
+	}
 	if isInvalid(err) {
 		v, verr := p.taskView(c, id)
 		if verr != nil {
@@ -85,7 +92,7 @@ func (p *Pages) taskBudget(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return done(c, "/tasks/"+itoa(id), "Task #"+itoa(id)+": budget set to "+b.Summary()+".")
+	return done(c, back, "Task #"+itoa(id)+": budget set to "+b.Summary()+".")
 }
 
 // goalBudget answers POST /goals/:id/budget: a lead sets the goal's budget (blank

@@ -136,3 +136,40 @@ func TestRulesPageEditsPrices(t *testing.T) {
 		t.Fatal("a refused price table changed something")
 	}
 }
+
+// TestInboxRaisesAStoppedBudget: a task a budget stopped offers, in the inbox, a form
+// that raises its budget and resumes it; a bad amount re-renders the inbox (422).
+func TestInboxRaisesAStoppedBudget(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	ctx := e.ctx()
+	cent := 0.01
+	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Capped", Brief: "b", Role: "developer", Assignee: "bot",
+		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "DONE"}, Budget: &models.Budget{MaxCostUSD: &cent}}})
+	must(t, err)
+	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
+	runner, err := e.svc.RunnerAgent(ctx)
+	must(t, err)
+	must(t, e.db.InTx(ctx, func(tx models.Tx) error {
+		lt, err := tx.LockTask(ctx, tk.ID)
+		if err != nil {
+			return err
+		}
+		return e.svc.BlockOnBudget(ctx, tx, runner, lt, models.BudgetLimit{Scope: "task " + itoa64(tk.ID), Budget: *lt.Contract.Budget, Spend: models.Spend{CostUSD: 0.02}})
+	}))
+	exec := e.browser().login("exec")
+	if pg := exec.get("/inbox"); !strings.Contains(pg.Body, `data-testid="inbox-form-raise-budget"`) {
+		t.Fatal("the inbox offers no budget raise for a task a budget stopped")
+	}
+	form := url.Values{"back": {"/inbox"}, "max_cost_usd": {"ten"}}
+	if r := exec.post("/tasks/"+itoa64(tk.ID)+"/budget", form); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "must be an amount in USD") {
+		t.Fatalf("a bad amount from the inbox: %d", r.Status)
+	}
+	form.Set("max_cost_usd", "10")
+	if r := exec.post("/tasks/"+itoa64(tk.ID)+"/budget", form); r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/inbox" {
+		t.Fatalf("raising from the inbox: %d to %q", r.Status, r.Header.Get("Location"))
+	}
+	if s := e.state(tk.ID); s == models.TaskBlocked {
+		t.Fatalf("the task is still blocked after its budget was raised")
+	}
+}

@@ -27,6 +27,10 @@ var inboxKinds = []struct{ kind, label string }{
 // readiness check again and, once ready, the task.
 const actCheckAgain = "check-again"
 
+// actRaiseBudget names the inbox form that raises the budget of a task a budget
+// stopped, which resumes it.
+const actRaiseBudget = "raise-budget"
+
 // inboxActions are the resolving actions the inbox offers, in display order.
 var inboxActions = []models.Action{models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
 
@@ -100,6 +104,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Criteria = completionFacts(bp.CompletionSpec)
 			out.Missing = bp.Missing
 			for _, a := range bp.Attempts {
+				out.BudgetStop = out.BudgetStop || a.Stage == models.StageBudget
 				if a.Stage == models.StageReadiness {
 					out.NotReady = true
 					continue // no attempt was made: Missing says why
@@ -130,6 +135,11 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 		if _, err := models.CheckTransition(t.State, models.ActRetry); err == nil && out.NotReady && it.Kind == models.InboxBlocked && mayTry(me, t, models.ActRetry, dir) {
 			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(models.ActRetry)), Action: actCheckAgain,
 				Label: "Check again", Variant: "primary"})
+		}
+		if out.BudgetStop && it.Kind == models.InboxBlocked && t.State == models.TaskBlocked &&
+			(me.HasRole(models.RoleLead) || me.HasRole(models.RoleExec)) {
+			out.Forms = append(out.Forms, inbox.Form{Path: "/tasks/" + itoa(t.ID) + "/budget", Action: actRaiseBudget,
+				Label: "Raise budget and resume", Variant: "primary", Budget: true})
 		}
 		for _, act := range inboxActions {
 			if it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {

@@ -493,6 +493,12 @@ func item(v View, it Item) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
+			if f.Budget {
+				templ_7745c5c3_Err = components.Field(components.FieldProps{ID: fid(it.ID, f.Action, "max_cost_usd"), Name: "max_cost_usd", Label: "New budget (USD)", Value: f.Values["max_cost_usd"], Error: f.Errors["max_cost_usd"], Required: true, TestID: "inbox-" + f.Action + "-usd"}).Render(ctx, templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
 			if f.Reason {
 				templ_7745c5c3_Err = components.TextArea(components.FieldProps{ID: fid(it.ID, f.Action, "reason"), Name: "reason", Label: f.ReasonLabel, Value: f.Values["reason"], Error: f.Errors["reason"], Required: f.Required, Rows: 2, TestID: "inbox-" + f.Action + "-reason"}).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {

@@ -26,22 +26,23 @@ type Group struct {
 
 // Item is one open inbox item with its task and the forms that resolve it.
 type Item struct {
-	ID        int64
-	Kind      string
-	Title     string
-	CreatedAt time.Time
-	TaskID    int64
-	TaskTitle string
-	TaskState string
-	GoalID    int64
-	Agent     string               // the blocked task's worker; the paused agent
-	AgentHref string               // agent_paused: the agent's page, where an admin enables it again
-	Criteria  []components.DefItem // blocked: the exact completion spec
-	Attempts  []Attempt            // blocked: every attempt's stage and failure
-	NotReady  bool                 // blocked before any attempt: its contract could not be checked
-	Missing   []string             // not ready: what is missing
-	Details   []components.DefItem // escalation and advisory details
-	Forms     []Form
+	ID         int64
+	Kind       string
+	Title      string
+	CreatedAt  time.Time
+	TaskID     int64
+	TaskTitle  string
+	TaskState  string
+	GoalID     int64
+	Agent      string               // the blocked task's worker; the paused agent
+	AgentHref  string               // agent_paused: the agent's page, where an admin enables it again
+	Criteria   []components.DefItem // blocked: the exact completion spec
+	Attempts   []Attempt            // blocked: every attempt's stage and failure
+	NotReady   bool                 // blocked before any attempt: its contract could not be checked
+	BudgetStop bool                 // a budget stopped it: raising the budget resumes it
+	Missing    []string             // not ready: what is missing
+	Details    []components.DefItem // escalation and advisory details
+	Forms      []Form
 }
 
 // Attempt is one failed attempt of a blocked task.
@@ -63,6 +64,7 @@ type Form struct {
 	Reason      bool
 	ReasonLabel string
 	Required    bool
+	Budget      bool // takes a budget in USD (raise a task's budget)
 	Values      map[string]string
 	Errors      map[string]string
 }
