@@ -96,6 +96,12 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 		if tk.Title == "Publish the guide" && (len(atts) != 2 || atts[1].Stage != models.StageContradiction) {
 			t.Errorf("publishing did not block on the contradiction: %+v", atts)
 		}
+		if tk.Title == "Investigate onboarding drop-off" {
+			// The demo's workers report usage as any worker may; the runner prices it.
+			if u := atts[len(atts)-1].Usage; u == nil || u.CostUSD == nil || u.CostSource != models.CostPriced || *u.CostUSD <= 0 {
+				t.Errorf("the demo's usage was not recorded and priced: %+v", u)
+			}
+		}
 	}
 	for kind, n := range map[string]int{models.InboxAdvisory: 1, models.InboxBlocked: 1} {
 		items, _ := db.ListInbox(ctx, models.InboxFilter{Kind: kind})

@@ -3,6 +3,9 @@
 # file) and prints the done token. Task facts come only from the environment and the
 # brief on stdin.
 cat >/dev/null
+# Demo usage, reported the way any worker may: a Claude-Code-shaped message in
+# $COUNTERSIGN_USAGE_FILE (made-up figures; the runner prices them).
+printf '{"model":"claude-sonnet-4-5","num_turns":3,"usage":{"input_tokens":12000,"output_tokens":900}}' >"$COUNTERSIGN_USAGE_FILE"
 sleep 1
 if [ -n "$COUNTERSIGN_OUTPUT_PATH" ]; then
 	cat >"$COUNTERSIGN_OUTPUT_PATH" <<'OUT'
