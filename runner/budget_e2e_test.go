@@ -208,7 +208,12 @@ func TestStreamJSONWorker(t *testing.T) {
 	if tk.State != models.TaskBlocked || tk.AttemptsUsed != 0 || time.Since(start) > 20*time.Second {
 		t.Fatalf("the run past its budget: %s, %d attempts charged, after %s", tk.State, tk.AttemptsUsed, time.Since(start))
 	}
-	if at := h.attempts(costly.ID); len(at) != 1 || at[0].Stage != models.StageBudget {
+	at := h.attempts(costly.ID)
+	if len(at) != 1 || at[0].Stage != models.StageBudget {
 		t.Fatalf("the stopped attempt: %+v", at)
+	}
+	// What it used before it was stopped counts against its budgets.
+	if u := at[0].Usage; u == nil || *u.InputTokens != 2_000_000 || u.CostUSD == nil || *u.CostUSD < 6 {
+		t.Fatalf("the stopped attempt's usage: %+v", u)
 	}
 }

@@ -115,15 +115,30 @@ func (s *jsonStream) finish(ar *attemptRun) {
 		out.WriteString("\n")
 		out.WriteString(final.Text)
 		ar.result = final.Text
-		ar.usage = finalUsage(final)
+		ar.usage = finalUsage(final, s.dec.Running())
+	} else if run := s.dec.Running(); run.Calls > 0 {
+		// Stopped before its result (a budget, a timeout): what its API calls reported
+		// is what it used, priced with the rest.
+		ar.usage = &models.Usage{InputTokens: &run.InputTokens, OutputTokens: &run.OutputTokens,
+			CacheReadTokens: &run.CacheReadTokens, CacheWriteTokens: &run.CacheWriteTokens, Model: run.Model,
+			Note: "the run ended before its result: tokens as its API calls reported them"}
 	}
 	ar.res.Tail = out.Bytes()
 }
 
-// finalUsage is the usage a stream's final result reports.
-func finalUsage(f streamjson.Final) *models.Usage {
-	u := &models.Usage{InputTokens: f.InputTokens, OutputTokens: f.OutputTokens, CacheReadTokens: f.CacheReadTokens,
-		CacheWriteTokens: f.CacheWriteTokens, CostUSD: f.CostUSD, Turns: f.Turns, Model: f.Model, SessionID: f.SessionID}
+// finalUsage is the usage a stream's final result reports. A count the API calls on
+// the way reported higher wins: a run the CLI stopped on its own budget reports its
+// cost but zero tokens.
+func finalUsage(f streamjson.Final, run streamjson.Usage) *models.Usage {
+	most := func(final *int64, seen int64) *int64 {
+		if seen > 0 && (final == nil || *final < seen) {
+			return &seen
+		}
+		return final
+	}
+	u := &models.Usage{InputTokens: most(f.InputTokens, run.InputTokens), OutputTokens: most(f.OutputTokens, run.OutputTokens),
+		CacheReadTokens: most(f.CacheReadTokens, run.CacheReadTokens), CacheWriteTokens: most(f.CacheWriteTokens, run.CacheWriteTokens),
+		CostUSD: f.CostUSD, Turns: f.Turns, Model: f.Model, SessionID: f.SessionID}
 	if u.CostUSD != nil {
 		u.CostSource = models.CostReported
 	}

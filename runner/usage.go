@@ -37,7 +37,9 @@ func (p *Pool) usageEnv(tr *taskRun, ar *attemptRun) []string {
 		env = append(env, EnvBudgetUSD+"="+strconv.FormatFloat(*r, 'f', 4, 64))
 	}
 	if p.cfg.Sandbox != nil && p.cfg.Sandbox.Enabled() && p.cfg.Sandbox.Ready() {
-		env = append(env, EnvPermissionMode+"=bypassPermissions")
+		// IS_SANDBOX tells Claude Code it runs in a sandbox, where it accepts
+		// bypassPermissions even as root (the runner's user on many hosts).
+		env = append(env, EnvPermissionMode+"=bypassPermissions", "IS_SANDBOX=1")
 	}
 	for _, name := range tr.agent.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {

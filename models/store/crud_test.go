@@ -369,7 +369,7 @@ func TestTemplatesAndRuns(t *testing.T) {
 		boss := agent(t, db, "boss", "lead")
 		c := fullContract()
 		step := models.Step{Name: "build", Role: "developer", Brief: "Build it", Approve: "reviewer", Verify: "lead",
-			Completion: c.Completion, Verification: c.Verification, Review: c.Review}
+			Completion: c.Completion, Verification: c.Verification, Review: c.Review, Budget: &models.Budget{MaxCostUSD: ptr(2.0)}}
 		allSet(t, &step)
 		v1 := &models.Template{Name: "feature", Version: 7, Description: "d1", Steps: []models.Step{step}, CreatorID: boss.ID, CreatedAt: ts(1)}
 		wantV1 := *v1
@@ -654,6 +654,7 @@ func TestRules(t *testing.T) {
 			AdvisoryWords: []string{"research"},
 			SkipWords:     []string{"docs"},
 			Stacks:        models.DefaultStacks(),
+			Prices:        []models.ModelPrice{{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}},
 		}
 		must(t, db.SaveRules(ctx, r))
 		allSet(t, r)
@@ -665,6 +666,7 @@ func TestRules(t *testing.T) {
 			AdvisoryWords: []string{"research"},
 			SkipWords:     []string{"docs"},
 			Stacks:        models.DefaultStacks(),
+			Prices:        r.Prices,
 			UpdatedAt:     r.UpdatedAt,
 		}
 		got, err := db.GetRules(ctx)
