@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/ledger"
 )
@@ -33,7 +32,7 @@ func newAdmEnv(t *testing.T, info ledger.Info) *admEnv {
 // human creates a human agent with the admin tests' password and no token.
 func (e *admEnv) human(name string, roles ...string) *models.Agent {
 	e.t.Helper()
-	return handlertest.CreateAgent(e.t, e.svc, name, models.KindHuman, admPassword, roles...)
+	return e.withPassword(name, models.KindHuman, admPassword, roles...)
 }
 
 // admClient is a signed-in browser: a cookie jar, no redirect following.

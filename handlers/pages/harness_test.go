@@ -1,6 +1,7 @@
 package pages_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -8,9 +9,11 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/handlers/internal/handlertest"
@@ -69,8 +72,49 @@ func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 // agent creates a human (or worker) agent with the test password and a bearer token.
 func (e *env) agent(name string, kind models.AgentKind, roles ...string) *models.Agent {
 	e.t.Helper()
-	a := handlertest.CreateAgent(e.t, e.svc, name, kind, testPassword, roles...)
+	a := e.withPassword(name, kind, testPassword, roles...)
 	e.agents[name], e.tokens[name] = a, handlertest.CreateToken(e.t, e.svc, name, "test")
+	return a
+}
+
+// fixtureHashes holds, per fixture password, one bcrypt hash of it at bcrypt.MinCost.
+var fixtureHashes sync.Map
+
+// fixtureHash returns a bcrypt hash of password at bcrypt.MinCost, made once per
+// password and test binary. Under -race a hash at the production cost
+// (bcrypt.DefaultCost) takes one to two seconds to make and as long to check, and the
+// tests make hundreds: the login checks the tests exercise are the same bcrypt
+// comparison at a lower cost.
+func fixtureHash(t testing.TB, password string) string {
+	t.Helper()
+	if len(password) < models.MinPasswordLength {
+		t.Fatalf("fixture password %q is shorter than %d characters", password, models.MinPasswordLength)
+	}
+	if h, ok := fixtureHashes.Load(password); ok {
+		return h.(string)
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := fixtureHashes.LoadOrStore(password, string(h))
+	return got.(string)
+}
+
+// withPassword creates an agent through the service, as the system (the same checks
+// and agent.created event as handlertest.CreateAgent), then stores fixtureHash of
+// password as its password hash directly in the store (no event), so that it signs
+// in with password. See fixtureHash for why the service does not hash it.
+func (e *env) withPassword(name string, kind models.AgentKind, password string, roles ...string) *models.Agent {
+	e.t.Helper()
+	a := handlertest.CreateAgent(e.t, e.svc, name, kind, "", roles...)
+	a.PasswordHash = fixtureHash(e.t, password)
+	if err := e.db.UpdateAgent(context.Background(), a); err != nil {
+		e.t.Fatalf("password of agent %s: %v", name, err)
+	}
+	if !a.CheckPassword(password) {
+		e.t.Fatalf("agent %s does not accept its fixture password", name)
+	}
 	return a
 }
 
