@@ -52,10 +52,8 @@ func claudeEnv(t *testing.T, api *fakeAnthropic) []string {
 		"DISABLE_ERROR_REPORTING":                  "1",
 		"DISABLE_AUTOUPDATER":                      "1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		// The runner lets a confined worker bypass permissions; as root the CLI
-		// refuses that ("--dangerously-skip-permissions cannot be used with
-		// root/sudo privileges") unless told it runs in a sandbox, which it does.
-		"IS_SANDBOX": "1",
+		// IS_SANDBOX is not here: the runner sets it beside bypassPermissions, without
+		// which the CLI refuses to run as root.
 	}
 	var names []string
 	for k, v := range vars {
