@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,39 +21,93 @@ import (
 // chromium is Debian's headless-capable Chromium.
 const chromium = "/usr/bin/chromium"
 
-// chrome starts a headless Chromium with a fresh profile for one signed-in user, or
-// skips (fails with CI=true) when it is missing or does not start.
+// browserProc is the one headless Chromium the package's browser tests share: it
+// starts with the first test that needs it and stops in TestMain. Each test gets a
+// browser context of its own in it (see chrome).
+var browserProc struct {
+	once   sync.Once
+	ctx    context.Context // the browser's chromedp context; nil when it did not start
+	stop   func()
+	err    error // why it did not start
+	found  bool  // the executable exists
+	lookup error
+}
+
+// startBrowser starts the shared Chromium once, with a profile in a temp dir.
+func startBrowser() {
+	browserProc.once.Do(func() {
+		if _, err := exec.LookPath(chromium); err != nil {
+			browserProc.lookup = err
+			return
+		}
+		browserProc.found = true
+		dir, err := os.MkdirTemp("", "countersign-chromium-")
+		if err != nil {
+			browserProc.err = err
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(chromium),
+			chromedp.UserDataDir(dir),
+			chromedp.Flag("headless", true),
+			chromedp.Flag("no-sandbox", true),
+			chromedp.Flag("disable-gpu", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("no-first-run", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.WindowSize(1280, 900),
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(actx)
+		browserProc.stop = func() { cancelCtx(); cancelAlloc(); os.RemoveAll(dir) }
+		// The first run starts the browser, which lives as long as the context of
+		// that run: ctx itself, not one with a deadline.
+		if err := chromedp.Do(ctx); err != nil {
+			browserProc.err = err
+			browserProc.stop()
+			browserProc.stop = nil
+			return
+		}
+		browserProc.ctx = ctx
+	})
+}
+
+// TestMain stops the shared Chromium, if a test started it, after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if browserProc.stop != nil {
+		browserProc.stop()
+	}
+	os.Exit(code)
+}
+
+// chrome opens a tab in a fresh browser context (its own cookies, storage and cache:
+// a fresh profile for one signed-in user) of the shared headless Chromium, closed
+// with the test, or skips (fails with CI=true) when Chromium is missing or does not
+// start.
 func chrome(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := exec.LookPath(chromium); err != nil {
+	startBrowser()
+	if !browserProc.found {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium not found at %s: %v", chromium, err)
+			t.Fatalf("chromium not found at %s: %v", chromium, browserProc.lookup)
 		}
-		t.Skipf("chromium not found at %s: %v", chromium, err)
+		t.Skipf("chromium not found at %s: %v", chromium, browserProc.lookup)
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
+	if browserProc.ctx == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("start chromium: %v", browserProc.err)
+		}
+		t.Skipf("chromium does not start: %v", browserProc.err)
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelCtx := chromedp.NewContext(browserProc.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() { cancelTimeout(); cancelCtx() })
 	if err := chromedp.Do(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("start chromium: %v", err)
-		}
-		t.Skipf("chromium does not start: %v", err)
+		t.Fatalf("open a tab in chromium: %v", err)
 	}
 	return ctx
 }
@@ -134,6 +189,7 @@ func newBrowserEnv(t *testing.T) *env {
 }
 
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	e := newBrowserEnv(t)
 
 	t.Run("login", func(t *testing.T) {
