@@ -28,6 +28,7 @@ func byTestID(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + i
 // workspace, sees the error beside that field, fixes it and sees the new version; it
 // screenshots every admin page.
 func TestBrowserTemplateEditor(t *testing.T) {
+	t.Parallel()
 	ctx := chrome(t)
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRulesPage(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	ctx := context.Background()
 	c := e.login("eve")
@@ -94,6 +95,7 @@ func mustEvents(t *testing.T, e *admEnv) []models.Event {
 }
 
 func TestAgentsPage(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	ctx := context.Background()
 	admin := e.login("ada")
@@ -245,6 +247,7 @@ func ledgerEntries(t *testing.T, e *admEnv) (complete, blocked *models.LedgerEnt
 }
 
 func TestLedgerPages(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	ctx := context.Background()
 	complete, blocked := ledgerEntries(t, e)
@@ -304,6 +307,7 @@ func TestLedgerPages(t *testing.T) {
 }
 
 func TestLedgerHashScanLinks(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, ledger.Info{Kind: "hcs", Network: "testnet", TopicID: "0.0.4242"})
 	ctx := context.Background()
 	task, _ := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "t", Role: "developer", Brief: "b"})
@@ -333,6 +337,7 @@ func TestLedgerHashScanLinks(t *testing.T) {
 // TestAdminPagesEscapeMarkup puts <script> into every name, brief and text the admin
 // pages show and checks that it only ever appears escaped.
 func TestAdminPagesEscapeMarkup(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	ctx := context.Background()
 	const evil = `<script>alert("x")</script>`

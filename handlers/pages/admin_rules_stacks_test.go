@@ -17,7 +17,9 @@ import (
 // they apply, protected paths, results), edits them as YAML with errors beside the
 // field, and lets an editor check which stacks a directory on the server matches.
 func TestRulesPageStacks(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		t.Parallel()
 		e := &admEnv{newEnvWith(t, d, envOptions{ledger: pagesLocal})}
 		e.human("eve", "editor")
 		e.human("dev", "developer")

@@ -39,6 +39,7 @@ func stepRoles(t *testing.T, body string) []string {
 }
 
 func TestTemplateEditorRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	c := e.login("eve")
 	ctx := context.Background()
@@ -240,6 +241,7 @@ func assertFieldError(t *testing.T, body, name, msg string) {
 }
 
 func TestTemplateImport(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	c := e.login("eve")
 	c.get("/templates/import").want(t, http.StatusOK, `data-testid="import-form"`)

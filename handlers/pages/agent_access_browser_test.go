@@ -18,6 +18,7 @@ import (
 // it with its Revoke button, after which the token is refused; screenshots of both
 // pages.
 func TestBrowserAgentAccess(t *testing.T) {
+	t.Parallel()
 	ctx := chrome(t)
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()

@@ -99,8 +99,10 @@ func flash(html string) string { return between(html, `data-testid="flash"`, "</
 // the agent itself list its tokens and revoke them (with the CSRF token), others
 // neither.
 func TestAgentPageAccess(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range storetest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, dialect)
 			ctx := context.Background()
 			e.agent("ada", models.KindHuman, models.RoleAdmin)

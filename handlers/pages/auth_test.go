@@ -11,6 +11,7 @@ import (
 )
 
 func TestLoginLogout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.agent("alice", models.KindHuman, "lead")
 	b := e.browser()
@@ -61,6 +62,7 @@ func TestLoginLogout(t *testing.T) {
 }
 
 func TestLoginRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.agent("alice", models.KindHuman, "lead")
 	e.agent("bot", models.KindWorker, "developer")
@@ -113,6 +115,7 @@ func TestLoginRateLimit(t *testing.T) {
 }
 
 func TestSessionRequired(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	b := e.browser()
 	r := b.do("POST", "/logout", url.Values{}, nil)

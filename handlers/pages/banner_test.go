@@ -10,6 +10,7 @@ import (
 
 // While the sandbox is off every signed-in page says so; with it on, none does.
 func TestSandboxBanner(t *testing.T) {
+	t.Parallel()
 	const off = "sandbox off: workers run unconfined (--sandbox=off)"
 	for _, banner := range []func() string{nil, func() string { return off }} {
 		e := newEnvWith(t, "sqlite", envOptions{banner: banner})
@@ -27,6 +28,7 @@ func TestSandboxBanner(t *testing.T) {
 
 // An admin sees a worker's effective sandbox policy on its page; nobody else does.
 func TestEffectivePolicyOnAgentPage(t *testing.T) {
+	t.Parallel()
 	policy := func(a *models.Agent) []string {
 		return []string{"read, write and execute /data/work/agents/" + a.Name + "/home"}
 	}

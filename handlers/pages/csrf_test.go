@@ -15,6 +15,7 @@ import (
 // valid session: each is refused with 403 and nothing changes. A wrong token fails
 // the same way.
 func TestEveryPostNeedsCSRF(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	g := e.pendingGoal("csrf goal")
@@ -67,6 +68,7 @@ func TestEveryPostNeedsCSRF(t *testing.T) {
 
 // TestFormErrors422 re-renders forms with their field errors and 422.
 func TestFormErrors422(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	g := e.pendingGoal("form goal")
@@ -109,6 +111,7 @@ func TestFormErrors422(t *testing.T) {
 // TestButtonsFollowRoles: a lead sees verify and reject on a goal waiting for
 // verification, a developer does not; the exec sees accept on a blocked task.
 func TestButtonsFollowRoles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	g := e.pendingGoal("buttons goal")

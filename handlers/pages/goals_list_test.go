@@ -66,7 +66,9 @@ func pageLinks(body string) map[string]string {
 // following it shows the remaining 20, a link back to the newest and no Older link.
 // The state filter is kept in the links.
 func TestGoalsPaging(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		ids := e.bulkGoals(slices.Repeat([]models.GoalState{models.GoalOpen}, 120))
@@ -129,7 +131,9 @@ func TestGoalsPaging(t *testing.T) {
 // TestOverviewGoalCounts: the overview counts every goal per state, past the 1,000
 // newest the old list-and-count covered.
 func TestOverviewGoalCounts(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		// The oldest are verified and active, so that the newest 1,000 are all open.
@@ -163,7 +167,9 @@ func head(xs []int64) []int64 { return xs[:min(len(xs), 5)] }
 // TestGoalsPagingFullLastPage: exactly one page of goals shows no Older link, which
 // would lead to an empty page.
 func TestGoalsPagingFullLastPage(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		e.bulkGoals(slices.Repeat([]models.GoalState{models.GoalOpen}, 100))
@@ -182,7 +188,9 @@ var taskRowRE = regexp.MustCompile(`data-testid="task-row-(\d+)"`)
 // TestTasksPaging: the task list pages by 50, with an Older link only when there is
 // more to see (50 tasks: none; 51: one, then a last page of one task).
 func TestTasksPaging(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		var ids []int64

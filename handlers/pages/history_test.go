@@ -23,7 +23,9 @@ func historyOf(t *testing.T, body string) string {
 // TestHistoryOnRulesAndTemplatePages: the rules page and a template's page list the
 // changes, newest first, with who made each, when, the fields changed and the diff.
 func TestHistoryOnRulesAndTemplatePages(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		t.Parallel()
 		e := &admEnv{newEnvWith(t, d, envOptions{ledger: pagesLocal})}
 		ada := e.human("ada", models.RoleLead, models.RoleAdmin)
 		eve := e.human("eve", "editor")

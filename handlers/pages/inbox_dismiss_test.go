@@ -70,6 +70,7 @@ func card(body string, itemID int64) string {
 // item of the same task) with a notice, and a second dismissal, one of a blocked
 // item or of an unknown item is refused. The old task route is gone.
 func TestInboxDismiss(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	at, adv := e.advisoryTask("Investigate the slow API")
@@ -218,7 +219,9 @@ func (e *env) item(id int64) *models.InboxItem {
 
 // TestInboxResolveAPI: POST /api/v1/inbox/{id}/resolve follows the same rules.
 func TestInboxResolveAPI(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		_, adv := e.advisoryTask("Investigate the slow API")
@@ -253,6 +256,7 @@ func TestInboxResolveAPI(t *testing.T) {
 // TestBrowserDismissAdvisory: in Chromium, the exec dismisses an advisory output from
 // the inbox with a note, through the item's own route, and sees the notice.
 func TestBrowserDismissAdvisory(t *testing.T) {
+	t.Parallel()
 	e := newBrowserEnv(t)
 	at, adv := e.advisoryTask("Browser advisory task")
 	ctx := chrome(t)

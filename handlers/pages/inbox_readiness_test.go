@@ -32,6 +32,7 @@ func (e *env) asRunner(id int64, fn func(tx models.Tx, runner *models.Agent, t *
 // instead of attempts and offers Check again, a retry without guidance, which sends
 // it back to its worker and resolves the item; a developer is offered no button.
 func TestInboxNotReadyCheckAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Needs a linter", Brief: "Lint it.",
@@ -82,6 +83,7 @@ func TestInboxNotReadyCheckAgain(t *testing.T) {
 // and why, offers no task action (the task waits for the agent) but Dismiss, and is
 // resolved when an admin enables the agent again.
 func TestInboxPausedAgent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Waits for bot", Brief: "Do it.", Role: "developer", Assignee: "bot"})

@@ -86,6 +86,7 @@ func tamperAttempt() models.Attempt {
 // shows tamper like any failing stage. The contract's held-out test is read back by the
 // lead and by no one else, who reads its number.
 func TestTaskPageJudge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	passed := tamperAttempt()
@@ -163,6 +164,7 @@ func TestTaskPageJudge(t *testing.T) {
 // values come back beside their field with 422. A developer reads the template, its
 // YAML and its history without the held-out test, told how many there are.
 func TestTemplateEditorHeldOut(t *testing.T) {
+	t.Parallel()
 	e := newAdmEnv(t, pagesLocal)
 	ctx := context.Background()
 	c := e.login("eve")

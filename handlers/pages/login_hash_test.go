@@ -11,6 +11,7 @@ import (
 // which must take as long as a real password's check, so it must be a well-formed
 // hash of the cost passwords are hashed at.
 func TestDummyHashCostsAsMuchAsAPassword(t *testing.T) {
+	t.Parallel()
 	cost, err := bcrypt.Cost([]byte(dummyHash))
 	if err != nil || cost != bcrypt.DefaultCost {
 		t.Fatalf("dummyHash cost %d (%v), want %d", cost, err, bcrypt.DefaultCost)

@@ -83,7 +83,9 @@ func matrixCases() []matrixCase {
 // (session + CSRF) and through the JSON API (bearer), on both dialects: the outcome
 // is the service's rule, and a refused action changes nothing.
 func TestAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel()
 		e := newEnv(t, dialect)
 		e.team()
 		browsers := map[string]*browser{}

@@ -12,6 +12,7 @@ const xss = `<script>alert(1)</script>`
 // TestPagesRender renders every core page over a database with a goal waiting for
 // verification, a blocked task and hostile text, and checks that the text is escaped.
 func TestPagesRender(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
 	g := e.pendingGoal("Goal " + xss)
