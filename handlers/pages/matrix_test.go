@@ -81,51 +81,62 @@ func matrixCases() []matrixCase {
 
 // TestAuthorizationMatrix takes every page action as every role, through the pages
 // (session + CSRF) and through the JSON API (bearer), on both dialects: the outcome
-// is the service's rule, and a refused action changes nothing.
+// is the service's rule, and a refused action changes nothing. Each action is a
+// parallel subtest with a database of its own, so that counting the stored events
+// before and after each request reads that action's events only.
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	handlertest.ForEachDialect(t, func(t *testing.T, dialect string) {
 		t.Parallel()
-		e := newEnv(t, dialect)
-		e.team()
-		browsers := map[string]*browser{}
-		for _, r := range matrixRoles {
-			browsers[r] = e.browser().login(r)
-		}
 		for _, mc := range matrixCases() {
-			for _, role := range matrixRoles {
-				allowed := slices.Contains(mc.allowed, role)
-				for _, via := range []string{"page", "api"} {
-					page, form, api, body, taskID, goalID := mc.setup(e)
-					before, tState, gState := e.eventCount(), stateOr(e, taskID), goalOr(e, goalID)
-					var status int
-					var raw string
-					if via == "page" {
-						r := browsers[role].post(page, form)
-						status, raw = r.Status, r.Body
-					} else {
-						status, raw = e.apiDo(role, api, body)
-					}
-					want := map[bool]map[string]int{true: {"page": 303, "api": 200}, false: {"page": 403, "api": 403}}[allowed][via]
-					if status != want {
-						t.Errorf("%s as %s via %s: status %d, want %d: %.300s", mc.name, role, via, status, want, raw)
-						continue
-					}
-					if !allowed {
-						if n := e.eventCount(); n != before {
-							t.Errorf("%s as %s via %s: refused but %d events were added", mc.name, role, via, n-before)
-						}
-						if s := stateOr(e, taskID); s != tState {
-							t.Errorf("%s as %s via %s: refused but task moved %s → %s", mc.name, role, via, tState, s)
-						}
-						if s := goalOr(e, goalID); s != gState {
-							t.Errorf("%s as %s via %s: refused but goal moved %s → %s", mc.name, role, via, gState, s)
-						}
-					}
+			t.Run(mc.name, func(t *testing.T) {
+				t.Parallel()
+				runMatrixCase(t, dialect, mc)
+			})
+		}
+	})
+}
+
+// runMatrixCase takes the action of mc as every role, through the page and the API, on a
+// fresh database of dialect with the team signed in.
+func runMatrixCase(t *testing.T, dialect string, mc matrixCase) {
+	e := newEnv(t, dialect)
+	e.team()
+	browsers := map[string]*browser{}
+	for _, r := range matrixRoles {
+		browsers[r] = e.browser().login(r)
+	}
+	for _, role := range matrixRoles {
+		allowed := slices.Contains(mc.allowed, role)
+		for _, via := range []string{"page", "api"} {
+			page, form, api, body, taskID, goalID := mc.setup(e)
+			before, tState, gState := e.eventCount(), stateOr(e, taskID), goalOr(e, goalID)
+			var status int
+			var raw string
+			if via == "page" {
+				r := browsers[role].post(page, form)
+				status, raw = r.Status, r.Body
+			} else {
+				status, raw = e.apiDo(role, api, body)
+			}
+			want := map[bool]map[string]int{true: {"page": 303, "api": 200}, false: {"page": 403, "api": 403}}[allowed][via]
+			if status != want {
+				t.Errorf("%s as %s via %s: status %d, want %d: %.300s", mc.name, role, via, status, want, raw)
+				continue
+			}
+			if !allowed {
+				if n := e.eventCount(); n != before {
+					t.Errorf("%s as %s via %s: refused but %d events were added", mc.name, role, via, n-before)
+				}
+				if s := stateOr(e, taskID); s != tState {
+					t.Errorf("%s as %s via %s: refused but task moved %s → %s", mc.name, role, via, tState, s)
+				}
+				if s := goalOr(e, goalID); s != gState {
+					t.Errorf("%s as %s via %s: refused but goal moved %s → %s", mc.name, role, via, gState, s)
 				}
 			}
 		}
-	})
+	}
 }
 
 func stateOr(e *env, id int64) models.TaskState {
