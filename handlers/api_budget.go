@@ -17,12 +17,8 @@ func NewBudgetAPI(svc *models.Service) *BudgetAPI { return &BudgetAPI{svc: svc} 
 // Task answers POST /tasks/{id}/budget {max_cost_usd, max_tokens}: a lead or exec
 // sets the task's budget; a task a budget stopped resumes.
 func (h *BudgetAPI) Task(c echo.Context) error {
-	id, err := PathID(c, "id")
+	id, b, err := budgetRequest(c)
 	if err != nil {
-		return err
-	}
-	var b models.Budget
-	if err := DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	t, err := h.svc.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
@@ -35,12 +31,8 @@ func (h *BudgetAPI) Task(c echo.Context) error {
 // Goal answers POST /goals/{id}/budget {max_cost_usd, max_tokens}: a lead sets the
 // goal's budget ({} removes it); its tasks a budget stopped resume.
 func (h *BudgetAPI) Goal(c echo.Context) error {
-	id, err := PathID(c, "id")
+	id, b, err := budgetRequest(c)
 	if err != nil {
-		return err
-	}
-	var b models.Budget
-	if err := DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	g, err := h.svc.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
@@ -48,4 +40,14 @@ func (h *BudgetAPI) Goal(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, g)
+}
+
+// budgetRequest reads the path's id and the body's budget.
+func budgetRequest(c echo.Context) (int64, models.Budget, error) {
+	var b models.Budget
+	id, err := PathID(c, "id")
+	if err == nil {
+		err = DecodeJSON(c, &b)
+	}
+	return id, b, err
 }
