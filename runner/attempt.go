@@ -434,7 +434,7 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	var stream *jsonStream
 	if streamsJSON(tr.agent.Command) {
 		var err error
-		if stream, err = p.startJSONStream(&spec, ar, spec.OnOutput, cancel); err != nil {
+		if stream, err = p.startJSONStream(ctx, &spec, ar, spec.OnOutput, cancel); err != nil {
 			ar.infra("preparing the worker's stream-json log failed: "+err.Error(), err)
 			return
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -39,6 +38,7 @@ type jsonStream struct {
 	prices  []models.ModelPrice
 	cancel  context.CancelCauseFunc
 	stopped bool
+	priced  streamjson.Usage // the running usage last priced
 }
 
 // streamTail bounds the readable tail kept for the checks and the attempt record.
@@ -46,12 +46,12 @@ const streamTail = 64 << 10
 
 // startJSONStream wires spec for a stream-json run: stdout to the decoder, the
 // readable rendering to the attempt's log file, and stderr to a log of its own.
-func (p *Pool) startJSONStream(spec *worker.Spec, ar *attemptRun, onLog func([]byte), cancel context.CancelCauseFunc) (*jsonStream, error) {
+func (p *Pool) startJSONStream(ctx context.Context, spec *worker.Spec, ar *attemptRun, onLog func([]byte), cancel context.CancelCauseFunc) (*jsonStream, error) {
 	f, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := p.rules(context.Background())
+	rules, err := p.rules(ctx)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -63,6 +63,7 @@ func (p *Pool) startJSONStream(spec *worker.Spec, ar *attemptRun, onLog func([]b
 	return s, nil
 }
 
+// writerFunc is an io.Writer made of a function.
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
@@ -84,8 +85,8 @@ func (s *jsonStream) rendered(b []byte) (int, error) {
 // write decodes stdout and stops the run once its priced usage passes the limit.
 func (s *jsonStream) write(b []byte) (int, error) {
 	n, err := s.dec.Write(b)
-	if s.limit != nil && !s.stopped {
-		run := s.dec.Running()
+	if run := s.dec.Running(); s.limit != nil && !s.stopped && run != s.priced {
+		s.priced = run // price only what changed: most chunks add no API call
 		u := models.Usage{Model: run.Model, InputTokens: &run.InputTokens, OutputTokens: &run.OutputTokens,
 			CacheReadTokens: &run.CacheReadTokens, CacheWriteTokens: &run.CacheWriteTokens}
 		u.PriceWith(s.prices)
@@ -145,4 +146,3 @@ func finalUsage(f streamjson.Final, run streamjson.Usage) *models.Usage {
 	return u
 }
 
-var _ io.Writer = writerFunc(nil)
