@@ -351,10 +351,12 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) (decision
 		p.log.Info("task no longer leased to this runner; not starting", "task_id", tr.task.ID)
 		return decision{done: true}, false
 	case errors.Is(stop, errBudgetWait):
-		return decision{wait: budgetPoll}, false
+		tr.budgetWaits++
+		return decision{wait: budgetWait(tr.budgetWaits)}, false
 	case stop != nil:
 		return decision{done: true}, false
 	}
+	tr.budgetWaits = 0
 	return decision{}, true
 }
 

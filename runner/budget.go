@@ -11,15 +11,28 @@ import (
 // Why an attempt did not start for its budgets.
 var (
 	// errBudgetWait: running attempts' reservations hold what is left; the task's
-	// goroutine tries again after budgetPoll.
+	// goroutine tries again after budgetWait.
 	errBudgetWait = errors.New("budget held by running attempts")
 	// errBudgetSpent: a budget is spent; the task was blocked at stage budget.
 	errBudgetSpent = errors.New("budget spent")
 )
 
-// budgetPoll is how long a task waits for the reservations under its budget to
-// settle before it checks again.
-const budgetPoll = 250 * time.Millisecond
+// budgetPoll is how long a task first waits for the reservations under its budget to
+// settle before it checks again; each further wait doubles, up to budgetPollMax, since
+// every check prepares the attempt again (for a worktree, git runs).
+const (
+	budgetPoll    = 250 * time.Millisecond
+	budgetPollMax = 5 * time.Second
+)
+
+// budgetWait is how long the n-th wait in a row lasts.
+func budgetWait(n int) time.Duration {
+	d := budgetPoll
+	for i := 1; i < n && d < budgetPollMax; i++ {
+		d *= 2
+	}
+	return min(d, budgetPollMax)
+}
 
 // reserveBudget decides, in tx with the task's row locked, whether tr's next attempt
 // may start under its task's, goal's and agent's budgets, and what it reserves. A

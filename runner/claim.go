@@ -18,6 +18,9 @@ type taskRun struct {
 	agent    models.Agent // the worker agent doing it
 	readyAt  time.Time    // when the task became ready (see Observer.Dispatched)
 	takeover bool         // claimed from a runner whose lease expired
+	// budgetWaits counts the attempts in a row that waited for a budget's
+	// reservations to settle: each waits longer (see budgetWait).
+	budgetWaits int
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 
