@@ -21,8 +21,8 @@ type taskRun struct {
 	// budgetWaits counts the attempts in a row that waited for a budget's
 	// reservations to settle: each waits longer (see budgetWait).
 	budgetWaits int
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
 
 	// attempts are the task's attempts, oldest first: read in the claim and kept up
 	// to date by this pool, which alone records attempts of the task while it holds

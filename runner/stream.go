@@ -145,4 +145,3 @@ func finalUsage(f streamjson.Final, run streamjson.Usage) *models.Usage {
 	}
 	return u
 }
-
