@@ -280,7 +280,7 @@ func keepFile(dir, rel, dst string, budget int64) (f models.DeliverableFile, ok 
 	if !validDeliverablePath(name) {
 		return f, false, nil
 	}
-	in, err := openRegularBeneath(dir, rel)
+	in, err := workspace.OpenRegularBeneath(dir, rel)
 	if err != nil {
 		return f, false, nil
 	}
@@ -325,36 +325,6 @@ func validDeliverablePath(p string) bool {
 	return filepath.IsLocal(native) && filepath.Clean(native) == native
 }
 
-// errNotRegular is openRegularBeneath's refusal of anything but a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// openRegularBeneath opens rel below dir for reading only if it is a regular file:
-// no symbolic link anywhere on the way, no step out of dir (openat2, decided by the
-// kernel at the moment of opening, like workspace.Open), and O_NONBLOCK, so that a
-// FIFO a worker's process swapped in after the walk does not block the runner until
-// someone writes to it; whatever it opened that is not a regular file is closed and
-// refused.
-func openRegularBeneath(dir, rel string) (*os.File, error) {
-	dirfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dirfd)
-	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, errNotRegular
-	}
-	return os.NewFile(uintptr(fd), rel), nil
-}
-
 // DeliverableFiles reads the kept files of deliverables (models.DeliverableStore)
 // under a workspace root, the runner's <data>/work; a server without a runner of its
 // own reads them the same way.
@@ -377,11 +347,11 @@ func (d *DeliverableFiles) Open(ctx context.Context, taskID int64, attempt int, 
 		return nil, err
 	}
 	dir := filepath.Join(d.root, "meta", strconv.FormatInt(taskID, 10), "deliverable", strconv.Itoa(attempt))
-	f, err := openRegularBeneath(dir, filepath.FromSlash(path))
+	f, err := workspace.OpenRegularBeneath(dir, filepath.FromSlash(path))
 	switch {
 	case err == nil:
 		return f, nil
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, errNotRegular):
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, workspace.ErrNotRegular):
 		return nil, missing
 	}
 	var errno unix.Errno

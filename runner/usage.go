@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/workspace"
 )
 
 // Environment variables about usage and budgets every worker gets.
@@ -57,7 +58,7 @@ const usageFileName = "usage.json"
 // without following links, bounded, and anything that is not a usage message becomes
 // a note on the attempt, never a failure.
 func readUsageFile(dir string) *models.Usage {
-	f, err := openRegularBeneath(dir, usageFileName)
+	f, err := workspace.OpenRegularBeneath(dir, usageFileName)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -85,6 +85,10 @@ type Request struct {
 	Base string
 }
 
+// ErrNotRegular refuses to open what is not a regular file (a FIFO, a device, a
+// directory) where the runner reads a worker's file.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Workspace is a prepared task workspace.
 type Workspace struct {
 	// Dir is where the worker runs and where contract paths are resolved; absolute,
@@ -685,14 +689,15 @@ func realDirAt(p string) bool {
 
 // Open opens abs, a path Resolve returned, for reading, without following any symbolic
 // link and without leaving the workspace, whatever a worker's process did to the path
-// since it was resolved. Every read of a worker's output goes through it: the runner
-// reads with rights no worker has.
+// since it was resolved, and only a regular file (ErrNotRegular): a FIFO never blocks
+// the runner. Every read of a worker's output goes through it: the runner reads with
+// rights no worker has.
 func (w *Workspace) Open(abs string) (*os.File, error) {
 	rel, err := filepath.Rel(w.Dir, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 		return nil, escapes(abs, "")
 	}
-	return openBeneath(w.Dir, rel)
+	return OpenRegularBeneath(w.Dir, rel)
 }
 
 // ReadFile reads abs whole through Open.
