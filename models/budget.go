@@ -96,13 +96,17 @@ func USD(v float64) string {
 }
 
 // BudgetLimits reads, in tx, the caps on an attempt of t by agent and what was spent
-// against each. The goal's row is locked first, so that attempts under one goal
+// against each. A goal with a budget has its row locked, so that attempts under it
 // decide one after another (on PostgreSQL as on SQLite) and none reserves what
-// another just took; the task's row is locked by the caller.
+// another just took; goals without one are only read, so their tasks' attempts do not
+// queue behind each other. The task's row is locked by the caller.
 func (s *Service) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent) ([]BudgetLimit, error) {
 	var limits []BudgetLimit
 	if t.GoalID != nil {
-		g, err := tx.LockGoal(ctx, *t.GoalID)
+		g, err := tx.GetGoal(ctx, *t.GoalID)
+		if err == nil && !g.Budget.IsZero() {
+			g, err = tx.LockGoal(ctx, *t.GoalID) // read again under the lock
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -201,6 +201,11 @@ func (s *Service) TaskBranch(ctx context.Context, actor *Agent, id int64, lander
 	if err := actor.MayReadTask(t); err != nil {
 		return nil, err
 	}
+	return s.BranchReport(ctx, t, lander)
+}
+
+// BranchReport is TaskBranch for a task its caller read and may read.
+func (s *Service) BranchReport(ctx context.Context, t *Task, lander Lander) (*BranchReport, error) {
 	if t.Branch == "" {
 		return nil, Errorf(ENOTFOUND, "task %d has no branch of its own: its agent works without a git worktree", t.ID)
 	}

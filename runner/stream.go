@@ -87,8 +87,7 @@ func (s *jsonStream) write(b []byte) (int, error) {
 	n, err := s.dec.Write(b)
 	if run := s.dec.Running(); s.limit != nil && !s.stopped && run != s.priced {
 		s.priced = run // price only what changed: most chunks add no API call
-		u := models.Usage{Model: run.Model, InputTokens: &run.InputTokens, OutputTokens: &run.OutputTokens,
-			CacheReadTokens: &run.CacheReadTokens, CacheWriteTokens: &run.CacheWriteTokens}
+		u := runningUsage(run)
 		u.PriceWith(s.prices)
 		if u.CostUSD != nil && *u.CostUSD > *s.limit {
 			s.stopped = true
@@ -120,9 +119,8 @@ func (s *jsonStream) finish(ar *attemptRun) {
 	} else if run := s.dec.Running(); run.Calls > 0 {
 		// Stopped before its result (a budget, a timeout): what its API calls reported
 		// is what it used, priced with the rest.
-		ar.usage = &models.Usage{InputTokens: &run.InputTokens, OutputTokens: &run.OutputTokens,
-			CacheReadTokens: &run.CacheReadTokens, CacheWriteTokens: &run.CacheWriteTokens, Model: run.Model,
-			Note: "the run ended before its result: tokens as its API calls reported them"}
+		ar.usage = runningUsage(run)
+		ar.usage.Note = "the run ended before its result: tokens as its API calls reported them"
 	}
 	ar.res.Tail = out.Bytes()
 }
@@ -144,4 +142,10 @@ func finalUsage(f streamjson.Final, run streamjson.Usage) *models.Usage {
 		u.CostSource = models.CostReported
 	}
 	return u
+}
+
+// runningUsage is what a stream's API calls reported so far.
+func runningUsage(run streamjson.Usage) *models.Usage {
+	return &models.Usage{Model: run.Model, InputTokens: &run.InputTokens, OutputTokens: &run.OutputTokens,
+		CacheReadTokens: &run.CacheReadTokens, CacheWriteTokens: &run.CacheWriteTokens}
 }

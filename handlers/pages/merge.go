@@ -22,7 +22,7 @@ func (p *Pages) branchView(ctx context.Context, me *models.Agent, t *models.Task
 		return nil
 	}
 	b := &task.Branch{Name: t.Branch, Base: t.Base, Commit: t.Commit}
-	r, err := p.d.Service.TaskBranch(ctx, me, t.ID, p.d.Lander)
+	r, err := p.d.Service.BranchReport(ctx, t, p.d.Lander)
 	if err != nil {
 		p.d.Log.Warn("reading a task's branch failed", "task_id", t.ID, "err", err)
 		b.Unreadable = true
