@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more.
-.PHONY: run test bench bench-1gb cover generate
+.PHONY: run test bench bench-1gb bench-compare cover generate
 
 # Run the product on the embedded default: SQLite in ./data, local ledger, demo agents.
 run:
@@ -26,6 +26,13 @@ bench:
 bench-1gb:
 	COUNTERSIGN_BENCH_1GB=1 go test -run '^$$' -bench PeakMemory1GB -benchtime 1x ./runner/
 	COUNTERSIGN_BENCH_1GB=1 go test -run '^$$' -bench OneGigabyte -benchtime 1x ./runner/worker/
+
+# Throughput of a bare fork/exec loop, River and the runner pool on the same worker,
+# concurrency and PostgreSQL (issue #16; its own module, so River stays out of go.mod),
+# then the pool's first 200 completions with 200, 1000 and 10000 pending tasks.
+bench-compare:
+	cd bench/river && go run ./cmd/bench-compare
+	cd bench/river && go run ./cmd/bench-compare -backlog
 
 # Statement coverage of models and runner across every package's tests.
 cover:
