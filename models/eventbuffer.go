@@ -6,12 +6,13 @@ import "context"
 // stores them with one AppendEvents call, in the order they were appended. A state
 // change appends several events (a runner's claim: assign, start, attempt.started;
 // a pass: attempt.finished, submit, approve, verify); on PostgreSQL each append is a
-// round trip, so buffering them makes a transaction markedly shorter. Appending last
-// also takes the append lock (see store.AppendEvent) as late as possible.
+// round trip, so they are stored together; and an EventBuffer that is never flushed
+// drops what it held, which is how a claim leaves nothing behind of a task it could not
+// claim.
 //
-// Until Flush the held events have no ID, and reads of events through the Tx do not
-// see them; whoever buffers flushes before the transaction commits. Every other
-// method goes straight to the Tx underneath.
+// Held events have no ID until the transaction commits (see Tx.AppendEvent); whoever
+// buffers flushes before it does. Every other method goes straight to the Tx
+// underneath.
 type EventBuffer struct {
 	Tx
 	held []*Event
@@ -32,7 +33,8 @@ func (b *EventBuffer) AppendEvents(_ context.Context, es []*Event) error {
 	return nil
 }
 
-// Flush stores the held events in the Tx underneath, which sets their IDs.
+// Flush passes the held events to the Tx underneath, which sets their IDs when it
+// commits.
 func (b *EventBuffer) Flush(ctx context.Context) error {
 	if len(b.held) == 0 {
 		return nil

@@ -124,10 +124,16 @@ type Tx interface {
 	// CountInbox counts the items ListInbox would list without its limit.
 	CountInbox(ctx context.Context, f InboxFilter) (int, error)
 
-	// AppendEvent assigns e.ID (strictly increasing) and stores it.
+	// AppendEvent stores e. Its ID (strictly increasing, committed in ID order) is
+	// assigned when its transaction commits, just before: reads through the same
+	// transaction do not see it, and code that needs the ID registers BeforeCommit.
 	AppendEvent(ctx context.Context, e *Event) error
-	// AppendEvents stores es in order with one statement, assigning their IDs.
+	// AppendEvents stores es in order, as AppendEvent one by one.
 	AppendEvents(ctx context.Context, es []*Event) error
+	// BeforeCommit runs fn once the transaction's events and ledger entries are
+	// stored and have their IDs, before it commits (at once outside a transaction);
+	// fn must not use the transaction.
+	BeforeCommit(fn func())
 	// ListEvents returns up to limit events with ID > afterID, oldest first.
 	ListEvents(ctx context.Context, afterID int64, limit int) ([]Event, error)
 	// LastEventID returns the id of the newest event, 0 when there is none.
@@ -141,7 +147,8 @@ type Tx interface {
 	// oldest first.
 	ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]Event, error)
 
-	// AppendLedgerEntry assigns e.ID (the posting order) and stores it as pending.
+	// AppendLedgerEntry stores e as pending; its ID (the posting order) is assigned
+	// as an event's is, when its transaction commits.
 	AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error
 	UpdateLedgerEntry(ctx context.Context, e *LedgerEntry) error
 	GetLedgerEntry(ctx context.Context, id int64) (*LedgerEntry, error)

@@ -356,12 +356,15 @@ func (o ownTx) AppendEvents(ctx context.Context, es []*models.Event) error {
 	if err := o.Tx.AppendEvents(ctx, es); err != nil {
 		return err
 	}
-	ids := make([]int64, len(es))
-	for i, e := range es {
-		ids[i] = e.ID
-	}
-	*o.ids = append(*o.ids, ids...)
-	o.p.ownEvents(ids, true)
+	// The store gives events their ids just before the commit.
+	o.Tx.BeforeCommit(func() {
+		ids := make([]int64, len(es))
+		for i, e := range es {
+			ids[i] = e.ID
+		}
+		*o.ids = append(*o.ids, ids...)
+		o.p.ownEvents(ids, true)
+	})
 	return nil
 }
 

@@ -552,19 +552,27 @@ func TestEventsOrder(t *testing.T) {
 		want.ID = e.ID
 		var last int64 = e.ID
 		for i := 0; i < 5; i++ {
+			var evs []*models.Event
 			must(t, db.InTx(ctx, func(tx models.Tx) error {
 				for j := 0; j < 2; j++ {
 					ev := &models.Event{Type: "x"}
 					if err := tx.AppendEvent(ctx, ev); err != nil {
 						return err
 					}
-					if ev.ID <= last {
-						t.Errorf("event id %d after %d", ev.ID, last)
+					if ev.ID != 0 {
+						t.Errorf("event id %d before the commit", ev.ID)
 					}
-					last = ev.ID
+					evs = append(evs, ev)
 				}
 				return nil
 			}))
+			// Ids are assigned at the commit, in the order of the appends.
+			for _, ev := range evs {
+				if ev.ID <= last {
+					t.Errorf("event id %d after %d", ev.ID, last)
+				}
+				last = ev.ID
+			}
 		}
 		all, err := db.ListEvents(ctx, 0, 0)
 		must(t, err)
@@ -615,17 +623,18 @@ func TestLedgerRoundTrip(t *testing.T) {
 		must(t, err)
 		equal(t, "after UpdateLedgerEntry", got, &want)
 
-		var ids []int64
+		var les []*models.LedgerEntry
 		must(t, db.InTx(ctx, func(tx models.Tx) error {
 			for i := 0; i < 3; i++ {
 				le := &models.LedgerEntry{Type: models.LedgerGoalVerified, Message: []byte("m")}
 				if err := tx.AppendLedgerEntry(ctx, le); err != nil {
 					return err
 				}
-				ids = append(ids, le.ID)
+				les = append(les, le)
 			}
 			return nil
 		}))
+		ids := []int64{les[0].ID, les[1].ID, les[2].ID}
 		pending, err := db.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending})
 		must(t, err)
 		if len(pending) != 3 || pending[0].ID != ids[0] || pending[2].ID != ids[2] || pending[0].Payload != nil || pending[0].TxBytes != nil {

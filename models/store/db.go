@@ -88,6 +88,7 @@ type ops struct {
 type txState struct {
 	maxEvent int64 // the largest event id appended; subscribers hear of it after commit
 	agents   agentMemo
+	appends  // events and ledger entries, written just before the commit (appends.go)
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
@@ -133,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		sqlDB.SetConnMaxIdleTime(0)
 	} else {
 		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(5)
+		sqlDB.SetMaxIdleConns(20)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -202,6 +203,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 		}
 	}()
 	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.flushAppends(ctx); err != nil {
 		return err
 	}
 	if err := gtx.Commit().Error; err != nil {

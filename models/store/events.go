@@ -34,19 +34,17 @@ func fromEventRecord(r *eventRecord) *models.Event {
 	}
 }
 
-// AppendEvent assigns e.ID (strictly increasing, committed in order) and stores the
-// event; a zero CreatedAt is set to now. Subscribers hear of it once its transaction
-// commits; outside InTx it runs in a transaction of its own.
-//
-// On PostgreSQL, triggers (migration 0003) keep the ids in commit order and notify
-// other processes: each insert first takes a transaction-scoped advisory lock, so lock
-// the rows a transaction needs (Lock*) before its first append, or two transactions
-// may deadlock (PostgreSQL then aborts one with an ECONFLICT "try again").
+// AppendEvent stores the event; its ID (strictly increasing, committed in order) is
+// assigned when its transaction commits, and a zero CreatedAt is set to now.
+// Subscribers hear of it once its transaction commits; outside InTx it runs in a
+// transaction of its own. Reads through the same transaction do not see it: appends
+// are held until just before the commit (see appends.go), so that the append lock is
+// held for as short a time as possible.
 func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
 	return o.AppendEvents(ctx, []*models.Event{e})
 }
 
-// AppendEvents stores es in one statement, in order, as AppendEvent would one by one.
+// AppendEvents stores es in order, as AppendEvent would one by one.
 func (o *ops) AppendEvents(ctx context.Context, es []*models.Event) error {
 	if len(es) == 0 {
 		return nil
@@ -54,6 +52,12 @@ func (o *ops) AppendEvents(ctx context.Context, es []*models.Event) error {
 	if o.tx == nil {
 		return o.atomic(ctx, func(o *ops) error { return o.AppendEvents(ctx, es) })
 	}
+	o.tx.events = append(o.tx.events, es...)
+	return nil
+}
+
+// insertEvents writes the held events in one statement and sets their IDs.
+func (o *ops) insertEvents(ctx context.Context, es []*models.Event) error {
 	recs := make([]eventRecord, len(es))
 	for i, e := range es {
 		if e.CreatedAt.IsZero() {

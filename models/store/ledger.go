@@ -78,9 +78,9 @@ func fromLedgerRecord(r *ledgerRecord) *models.LedgerEntry {
 	}
 }
 
-// AppendLedgerEntry assigns e.ID (the posting order, committed in order like event
-// ids) and stores the entry as pending; a zero CreatedAt is set to now. Outside InTx
-// it runs in a transaction of its own.
+// AppendLedgerEntry stores the entry as pending; its ID (the posting order, committed
+// in order like event ids) is assigned when its transaction commits, and a zero
+// CreatedAt is set to now. Outside InTx it runs in a transaction of its own.
 func (o *ops) AppendLedgerEntry(ctx context.Context, e *models.LedgerEntry) error {
 	if o.tx == nil {
 		return o.atomic(ctx, func(o *ops) error { return o.AppendLedgerEntry(ctx, e) })
@@ -89,12 +89,23 @@ func (o *ops) AppendLedgerEntry(ctx context.Context, e *models.LedgerEntry) erro
 		e.CreatedAt = now()
 	}
 	e.Status = models.LedgerPending
-	rec := toLedgerRecord(e)
-	rec.ID = 0
-	if err := o.q(ctx).Create(rec).Error; err != nil {
+	o.tx.ledger = append(o.tx.ledger, e)
+	return nil
+}
+
+// insertLedgerEntries writes the held entries in one statement and sets their IDs.
+func (o *ops) insertLedgerEntries(ctx context.Context, es []*models.LedgerEntry) error {
+	recs := make([]*ledgerRecord, len(es))
+	for i, e := range es {
+		recs[i] = toLedgerRecord(e)
+		recs[i].ID = 0
+	}
+	if err := o.q(ctx).Create(&recs).Error; err != nil {
 		return mapError(err, "ledger entry")
 	}
-	*e = *fromLedgerRecord(rec)
+	for i, e := range es {
+		*e = *fromLedgerRecord(recs[i])
+	}
 	return nil
 }
 

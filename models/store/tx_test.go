@@ -100,12 +100,11 @@ func TestSubscribe(t *testing.T) {
 		// value here.
 		ch := db.Subscribe(subCtx)
 
-		var last int64
+		var last *models.Event
 		must(t, db.InTx(ctx, func(tx models.Tx) error {
 			for i := 0; i < 3; i++ {
-				e := &models.Event{Type: "x"}
-				must(t, tx.AppendEvent(ctx, e))
-				last = e.ID
+				last = &models.Event{Type: "x"}
+				must(t, tx.AppendEvent(ctx, last))
 			}
 			select {
 			case id := <-ch:
@@ -114,8 +113,8 @@ func TestSubscribe(t *testing.T) {
 			}
 			return nil
 		}))
-		if id, _ := next(t, ch); id != last {
-			t.Fatalf("Subscribe delivered %d, want the newest id %d", id, last)
+		if id, _ := next(t, ch); id != last.ID {
+			t.Fatalf("Subscribe delivered %d, want the newest id %d", id, last.ID)
 		}
 
 		_ = db.InTx(ctx, func(tx models.Tx) error {
@@ -126,19 +125,18 @@ func TestSubscribe(t *testing.T) {
 
 		// A slow reader gets the newest id, not a backlog.
 		for i := 0; i < 3; i++ {
-			e := &models.Event{Type: "y"}
-			must(t, db.AppendEvent(ctx, e))
-			last = e.ID
+			last = &models.Event{Type: "y"}
+			must(t, db.AppendEvent(ctx, last))
 		}
 		deadline := time.After(10 * time.Second)
-		for got := int64(0); got != last; {
+		for got := int64(0); got != last.ID; {
 			select {
 			case got = <-ch:
-				if got > last {
-					t.Fatalf("got id %d beyond the last %d", got, last)
+				if got > last.ID {
+					t.Fatalf("got id %d beyond the last %d", got, last.ID)
 				}
 			case <-deadline:
-				t.Fatalf("newest id %d never delivered", last)
+				t.Fatalf("newest id %d never delivered", last.ID)
 			}
 		}
 

@@ -208,6 +208,11 @@ func (r *Registry) reap(ctx context.Context, prefix string, spareLiveOwners bool
 	if err != nil {
 		return 0, fmt.Errorf("procs: %w", err)
 	}
+	if len(recs) == 0 && len(bad) == 0 {
+		// Nothing recorded, nothing to judge: reading every process's stat (a file per
+		// process on the host) is the cost of an attempt's start otherwise.
+		return 0, nil
+	}
 	var errs []error
 	for _, path := range bad {
 		r.log().Warn("procs: deleting an unreadable record", "path", path)

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+
+	"github.com/countersign/countersign/models"
+)
+
+// appends are the events and ledger entries a transaction appended, held until just
+// before it commits.
+//
+// On PostgreSQL every insert into events or ledger_entries first takes one
+// transaction-scoped lock, held to commit (migration 0003), so that ids are committed
+// in id order and a reader that follows ids never skips one. Writing the appends last
+// holds that lock for the inserts and the commit alone, instead of for everything a
+// transaction does after its first append: every writer of the database serialises
+// on it, so its hold time bounds the whole system's write rate. It also makes the
+// lock the last one a transaction takes, so no lock order can deadlock with it.
+type appends struct {
+	events []*models.Event
+	ledger []*models.LedgerEntry
+	// beforeCommit run after the appends are written (their ids are set) and before
+	// the commit.
+	beforeCommit []func()
+}
+
+// BeforeCommit registers fn to run when the transaction's appends have been written
+// (events and ledger entries have their ids) and before it commits; fn must not use
+// the transaction. Outside a transaction it runs fn at once.
+func (o *ops) BeforeCommit(fn func()) {
+	if o.tx == nil {
+		fn()
+		return
+	}
+	o.tx.beforeCommit = append(o.tx.beforeCommit, fn)
+}
+
+// flushAppends writes what the transaction appended, one statement per table, and
+// runs the BeforeCommit functions.
+func (o *ops) flushAppends(ctx context.Context) error {
+	a := &o.tx.appends
+	if len(a.events) > 0 {
+		if err := o.insertEvents(ctx, a.events); err != nil {
+			return err
+		}
+	}
+	if len(a.ledger) > 0 {
+		if err := o.insertLedgerEntries(ctx, a.ledger); err != nil {
+			return err
+		}
+	}
+	for _, fn := range a.beforeCommit {
+		fn()
+	}
+	*a = appends{}
+	return nil
+}
