@@ -39,8 +39,9 @@ type BacklogPoint struct {
 
 // Backlog measures the pool (confined, as serve runs it) with pending no-op tasks
 // created before the clock starts, timing the first BacklogFirst completions (all of
-// them when pending is smaller). The store is a fresh database on the PostgreSQL server
-// at serverURL (dropped afterwards) for store.DialectPostgres, or a fresh SQLite file
+// them when pending is smaller). The store is a fresh database on the PostgreSQL
+// server at serverURL (dropped afterwards) for store.DialectPostgres, settled (VACUUM
+// ANALYZE, as autovacuum would leave it) once the tasks exist, or a fresh SQLite file
 // for store.DialectSQLite.
 func Backlog(ctx context.Context, dialect, serverURL string, pending, concurrency int, log *slog.Logger) (BacklogPoint, error) {
 	p := BacklogPoint{Dialect: dialect, Pending: pending}
@@ -55,6 +56,9 @@ func Backlog(ctx context.Context, dialect, serverURL string, pending, concurrenc
 			return err
 		}
 		p.Create = time.Since(start)
+		if err := settle(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
 		p.Rate, err = s.runPool(ctx, sandbox.ModeOn, min(pending, BacklogFirst), log)
 		return err
 	}

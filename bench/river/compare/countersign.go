@@ -23,11 +23,11 @@ import (
 const stallTimeout = 60 * time.Second
 
 // Countersign measures the runner pool on a database of its own created on the server
-// at serverURL (dropped afterwards): n no-op tasks created before the clock starts, one
-// worker agent of the given concurrency, the pool configured as `countersign serve`
-// configures it with the sandbox in mode. It returns the tasks per second from the
-// pool's Start to the nth finished attempt, and an error unless every attempt passed.
-// log receives the pool's logs (nil: none).
+// at serverURL (dropped afterwards): n no-op tasks created and the database settled
+// (VACUUM ANALYZE) before the clock starts, one worker agent of the given concurrency,
+// the pool configured as `countersign serve` configures it with the sandbox in mode.
+// It returns the tasks per second from the pool's Start to the nth finished attempt,
+// and an error unless every attempt passed. log receives the pool's logs (nil: none).
 func Countersign(ctx context.Context, serverURL string, n, concurrency int, mode sandbox.Mode, log *slog.Logger) (rate float64, err error) {
 	err = withDatabase(ctx, serverURL, func(dbURL string) error {
 		s, err := openSite(ctx, store.Config{DatabaseURL: dbURL}, concurrency)
@@ -36,6 +36,9 @@ func Countersign(ctx context.Context, serverURL string, n, concurrency int, mode
 		}
 		defer s.close()
 		if err := s.createTasks(ctx, n); err != nil {
+			return err
+		}
+		if err := settle(ctx, dbURL); err != nil {
 			return err
 		}
 		rate, err = s.runPool(ctx, mode, n, log)

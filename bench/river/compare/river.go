@@ -46,9 +46,10 @@ func (w *execWorker) Work(ctx context.Context, job *river.Job[execArgs]) error {
 }
 
 // River measures River on a database of its own created on the server at serverURL
-// (dropped afterwards): migrated with rivermigrate, n jobs inserted with InsertMany
-// before the clock starts, one queue of MaxWorkers concurrency. It returns the jobs
-// per second from the client's Start to the nth completed job (EventKindJobCompleted).
+// (dropped afterwards): migrated with rivermigrate, n jobs inserted with InsertMany and
+// the database settled (VACUUM ANALYZE) before the clock starts, one queue of
+// MaxWorkers concurrency. It returns the jobs per second from the client's Start to the
+// nth completed job (EventKindJobCompleted).
 // A failed or cancelled job is an error. log receives River's logs (nil: none).
 func River(ctx context.Context, serverURL string, n, concurrency int, tuning RiverTuning, log *slog.Logger) (rate float64, err error) {
 	err = withDatabase(ctx, serverURL, func(dbURL string) error {
@@ -95,6 +96,9 @@ func riverRun(ctx context.Context, dbURL string, n, concurrency int, tuning Rive
 		return 0, err
 	}
 	if err := insertJobs(ctx, client, n); err != nil {
+		return 0, err
+	}
+	if err := settle(ctx, dbURL); err != nil {
 		return 0, err
 	}
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{

@@ -58,7 +58,7 @@ func runCompare(ctx context.Context, n, c int, server string, log *slog.Logger) 
 }
 
 func runBacklog(ctx context.Context, server string, c int, log *slog.Logger) error {
-	fmt.Printf("first %d completions, concurrency %d, sandbox on; acceptance: >= %.1fx at P=%d of P=%d\n",
+	fmt.Printf("first %d completions, concurrency %d, sandbox on, PostgreSQL settled (VACUUM ANALYZE) after creating the tasks; acceptance: >= %.1fx at P=%d of P=%d\n",
 		compare.BacklogFirst, c, compare.MinBacklogRatio, compare.BacklogSizes[len(compare.BacklogSizes)-1], compare.BacklogSizes[0])
 	var points []compare.BacklogPoint
 	for _, dialect := range []string{store.DialectPostgres, store.DialectSQLite} {
