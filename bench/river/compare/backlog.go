@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,34 +78,67 @@ func Backlog(ctx context.Context, dialect, serverURL string, pending, concurrenc
 	return p, nil
 }
 
-// WriteBacklog prints points as an aligned table: dialect, P, creation time, tasks/s
-// and the ratio to the first point of the same dialect, with a verdict against
-// MinBacklogRatio.
+// WriteBacklog prints points as an aligned table, one row per dialect and P (in the
+// order they first appear), over every repetition of it: the median creation time,
+// the median tasks/s and their range, the ratio of that median to the median of the
+// dialect's first P, and a verdict against MinBacklogRatio.
 func WriteBacklog(w io.Writer, points []BacklogPoint) error {
-	const format = "%-9s %6s %10s %9s %9s  %s"
-	if _, err := fmt.Fprintf(w, format+"\n", "store", "P", "create", "tasks/s", baseLabel(points), "verdict"); err != nil {
+	type key struct {
+		dialect string
+		pending int
+	}
+	var order []key
+	groups := map[key][]BacklogPoint{}
+	for _, p := range points {
+		k := key{p.Dialect, p.Pending}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	const format = "%-9s %6s %4s %9s %9s %13s %9s  %s"
+	if _, err := fmt.Fprintf(w, format+"\n", "store", "P", "runs", "create", "tasks/s", "range", baseLabel(points), "verdict"); err != nil {
 		return err
 	}
 	base := map[string]float64{}
-	for _, p := range points {
-		if _, ok := base[p.Dialect]; !ok {
-			base[p.Dialect] = p.Rate
+	for _, k := range order {
+		g := groups[k]
+		rates, creates := make([]float64, len(g)), make([]float64, len(g))
+		for i, p := range g {
+			rates[i], creates[i] = p.Rate, float64(p.Create)
 		}
-		r := ratio(p.Rate, base[p.Dialect])
+		rate := median(rates)
+		if _, ok := base[k.dialect]; !ok {
+			base[k.dialect] = rate
+		}
+		r := ratio(rate, base[k.dialect])
 		verdict := "ok"
 		if r < MinBacklogRatio {
 			verdict = fmt.Sprintf("below %.1f", MinBacklogRatio)
 		}
-		line := fmt.Sprintf(format, p.Dialect, fmt.Sprint(p.Pending), p.Create.Round(10*time.Millisecond).String(),
-			fmt.Sprintf("%.1f", p.Rate), fmtRatio(r), verdict)
-		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+		line := fmt.Sprintf(format, k.dialect, fmt.Sprint(k.pending), fmt.Sprint(len(g)),
+			time.Duration(median(creates)).Round(10*time.Millisecond).String(), fmt.Sprintf("%.1f", rate),
+			fmt.Sprintf("%.1f-%.1f", slices.Min(rates), slices.Max(rates)), fmtRatio(r), verdict)
+		if _, err := io.WriteString(w, strings.TrimRight(line, " ")+"\n"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// baseLabel names the column of ratios to each dialect's first point.
+// median returns the median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// baseLabel names the column of ratios to each dialect's first P.
 func baseLabel(points []BacklogPoint) string {
 	if len(points) == 0 {
 		return "ratio"

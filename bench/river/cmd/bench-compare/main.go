@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/countersign/countersign/bench/river/compare"
 	"github.com/countersign/countersign/models/store"
@@ -27,6 +28,7 @@ func main() {
 	c := flag.Int("c", compare.DefaultConcurrency, "concurrency of every system")
 	server := flag.String("postgres", compare.DefaultServer, "PostgreSQL server; a database is created on it (and dropped) per measurement")
 	backlog := flag.Bool("backlog", false, "measure the pool's first completions with growing backlogs instead")
+	repeat := flag.Int("repeat", 3, "with -backlog, measurements of each store and P (the table shows their median)")
 	verbose := flag.Bool("v", false, "print River's and the pool's warnings")
 	flag.Parse()
 
@@ -38,7 +40,7 @@ func main() {
 	}
 	var err error
 	if *backlog {
-		err = runBacklog(ctx, *server, *c, log)
+		err = runBacklog(ctx, *server, *c, *repeat, log)
 	} else {
 		err = runCompare(ctx, *n, *c, *server, log)
 	}
@@ -57,18 +59,22 @@ func runCompare(ctx context.Context, n, c int, server string, log *slog.Logger) 
 	return r.WriteTable(os.Stdout)
 }
 
-func runBacklog(ctx context.Context, server string, c int, log *slog.Logger) error {
-	fmt.Printf("first %d completions, concurrency %d, sandbox on, PostgreSQL settled (VACUUM ANALYZE) after creating the tasks; acceptance: >= %.1fx at P=%d of P=%d\n",
-		compare.BacklogFirst, c, compare.MinBacklogRatio, compare.BacklogSizes[len(compare.BacklogSizes)-1], compare.BacklogSizes[0])
+func runBacklog(ctx context.Context, server string, c, repeat int, log *slog.Logger) error {
+	fmt.Printf("first %d completions (median of %d runs), concurrency %d, sandbox on, PostgreSQL settled (VACUUM ANALYZE) after creating the tasks; acceptance: >= %.1fx at P=%d of P=%d\n",
+		compare.BacklogFirst, max(repeat, 1), c, compare.MinBacklogRatio, compare.BacklogSizes[len(compare.BacklogSizes)-1], compare.BacklogSizes[0])
+	// Repetitions are interleaved, so that a slow spell of a shared machine spreads over
+	// every P rather than falling on one.
 	var points []compare.BacklogPoint
-	for _, dialect := range []string{store.DialectPostgres, store.DialectSQLite} {
-		for _, p := range compare.BacklogSizes {
-			pt, err := compare.Backlog(ctx, dialect, server, p, c, log)
-			if err != nil {
-				return err
+	for rep := range max(repeat, 1) {
+		for _, dialect := range []string{store.DialectPostgres, store.DialectSQLite} {
+			for _, p := range compare.BacklogSizes {
+				pt, err := compare.Backlog(ctx, dialect, server, p, c, log)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "  run %d: %s P=%d: created in %s, %.1f tasks/s\n", rep+1, dialect, p, pt.Create.Round(time.Millisecond), pt.Rate)
+				points = append(points, pt)
 			}
-			fmt.Fprintf(os.Stderr, "  %s P=%d: created in %s, %.1f tasks/s\n", dialect, p, pt.Create, pt.Rate)
-			points = append(points, pt)
 		}
 	}
 	return compare.WriteBacklog(os.Stdout, points)
