@@ -150,9 +150,10 @@ func TestConfinedRunLeavesNoEscapee(t *testing.T) {
 
 // A confined worker is PID 1 of its namespace, and a timeout still ends the run. The
 // group's SIGTERM does not reach a PID 1 that leaves SIGTERM at its default: a program
-// exec'd as PID 1 ends only with the SIGKILL after the grace period, and a shell that
-// runs the program as its child survives the SIGTERM that kills the child and exits
-// 143 itself; a PID 1 that handles SIGTERM gets it as before.
+// exec'd as PID 1 (by exec, or because it needs no shell) ends only with the SIGKILL
+// after the grace period, and a shell that runs the program as its child survives the
+// SIGTERM that kills the child and exits 143 itself; a PID 1 that handles SIGTERM gets
+// it as before.
 func TestConfinedTimeoutEndsRunAsPID1(t *testing.T) {
 	sb := pidNamespaces(t)
 	dir := t.TempDir()
@@ -165,7 +166,9 @@ func TestConfinedTimeoutEndsRunAsPID1(t *testing.T) {
 		slow     bool // ended by the SIGKILL after the grace period
 	}{
 		{"exec sleep 30", -1, "SIGKILL", true},
-		{"sleep 30", 143, "", false},
+		// A command that needs no shell is exec'd directly (direct.go): PID 1 itself.
+		{"sleep 30", -1, "SIGKILL", true},
+		{"sleep 30 && true", 143, "", false},
 		{`trap 'echo term; exit 3' TERM; sleep 30 & wait`, 3, "", false},
 	} {
 		t.Run(tc.command, func(t *testing.T) {

@@ -48,7 +48,9 @@ const drainQuiet = 100 * time.Millisecond
 
 // Spec describes one run. Exactly one of Command and Argv is required.
 type Spec struct {
-	// Command is run as `Shell -c Command`. It is admin-defined and must never contain
+	// Command is run as `Shell -c Command` — or, with the default shell, as the one
+	// program it names when it needs nothing of a shell (see direct.go): the same run,
+	// one process fewer. It is admin-defined and must never contain
 	// task data: pass that through Stdin and Env.
 	Command string
 	// Argv, when set instead of Command, is run without a shell: Argv[0] (looked up in
@@ -281,25 +283,21 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 
-	var cmd *exec.Cmd
-	if len(s.Argv) > 0 {
-		cmd = exec.Command(s.Argv[0], s.Argv[1:]...)
-	} else {
-		cmd = exec.Command(shell, "-c", s.Command)
-	}
-	cmd.Dir = s.Dir
+	env := append(BaseEnv(), s.Env...)
 	if s.ExactEnv {
-		cmd.Env = append([]string{}, s.Env...) // non-nil: nil would inherit everything
-	} else {
-		cmd.Env = append(BaseEnv(), s.Env...)
+		env = append([]string{}, s.Env...) // non-nil: nil would inherit everything
 	}
-	cmd.Stdin = s.Stdin
-	cmd.Stdout = pw
+	stdout := pw
 	if sw != nil {
-		cmd.Stdout = sw
+		stdout = sw
 	}
-	cmd.Stderr = pw
-	cmd.WaitDelay = stdinWaitDelay
+	newCmd := func(argv []string) *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, env, s.Stdin
+		cmd.Stdout, cmd.Stderr = stdout, pw
+		cmd.WaitDelay = stdinWaitDelay
+		return cmd
+	}
 
 	sb, policy, onStart := unconfined, sandbox.Policy{}, func(int) func() { return func() {} }
 	if c := s.Confine; c != nil {
@@ -315,10 +313,28 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	start := time.Now()
 	// The sandbox waits for the exit on the thread that started the command: the
 	// command's parent-death signal is tied to that thread.
-	err = sb.Start(cmd, policy, func() {
-		reap = awaitExit(cmd)
-		close(exited)
-	})
+	whileRunning := func(cmd *exec.Cmd) func() {
+		return func() {
+			reap = awaitExit(cmd)
+			close(exited)
+		}
+	}
+	var cmd *exec.Cmd
+	if len(s.Argv) > 0 {
+		cmd = newCmd(s.Argv)
+		err = sb.Start(cmd, policy, whileRunning(cmd))
+	} else {
+		if shell == DefaultShell {
+			// Without a shell when it needs none; a direct start that fails (a script
+			// without #!, a program the sandbox may not run) is the shell's to report,
+			// as it always was.
+			cmd = startDirect(s.Command, newCmd, sb, policy, whileRunning)
+		}
+		if cmd == nil {
+			cmd = newCmd([]string{shell, "-c", s.Command})
+			err = sb.Start(cmd, policy, whileRunning(cmd))
+		}
+	}
 	if err != nil {
 		pw.Close()
 		pr.Close()
