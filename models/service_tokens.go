@@ -253,6 +253,9 @@ func (s *Service) emitRevoked(ctx context.Context, tx Tx, actor, a *Agent, ts []
 // returned once; only its hash is stored. It is the runner's call, not an agent's.
 func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	err = s.store.InTx(ctx, func(tx Tx) error {
+		if _, err := tx.GetTask(ctx, taskID); err != nil {
+			return err
+		}
 		secret, tokenID, err = s.IssueAttemptTokenTx(ctx, tx, agentID, taskID, attemptNo, ttl)
 		return err
 	})
@@ -265,6 +268,8 @@ func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, 
 // IssueAttemptTokenTx is IssueAttemptToken in the caller's transaction: the runner
 // issues the token in the transaction that records the attempt's start, so it costs no
 // transaction of its own. Any earlier attempt token of the task is revoked with it.
+// The caller has read the task in tx (the runner holds it locked): a task that does not
+// exist is the store's EINVALID (a reference to a missing row), not an ENOTFOUND.
 func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	if ttl <= 0 {
 		return "", 0, Errorf(EINVALID, "an attempt token needs a positive lifetime, not %s", ttl)
@@ -279,14 +284,15 @@ func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskI
 	if a.Kind == KindSystem || a.Disabled {
 		return "", 0, Errorf(EINVALID, "agent %s cannot hold an attempt token", a.Name)
 	}
-	if _, err := tx.GetTask(ctx, taskID); err != nil {
-		return "", 0, err
-	}
 	now := s.now()
 	// One live attempt token per task: an earlier attempt's (a runner that died before
-	// revoking it, its worker's escaped processes still holding it) dies now.
-	if err := tx.RevokeTaskAttemptTokens(ctx, taskID, now); err != nil {
-		return "", 0, err
+	// revoking it, its worker's escaped processes still holding it) dies now. A first
+	// attempt has no earlier attempt, so no earlier token: the runner records an
+	// attempt and issues its token in one transaction.
+	if attemptNo > 1 {
+		if err := tx.RevokeTaskAttemptTokens(ctx, taskID, now); err != nil {
+			return "", 0, err
+		}
 	}
 	secret = NewSecret("cs_")
 	t := &Token{AgentID: a.ID, Name: fmt.Sprintf("attempt %d of task %d", attemptNo, taskID), Hash: HashSecret(secret),
@@ -302,6 +308,13 @@ func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskI
 func (s *Service) RevokeAttemptToken(ctx context.Context, tokenID int64) error {
 	// One statement: the runner calls this once per attempt, on its hot path.
 	return s.store.RevokeAttemptToken(ctx, tokenID, s.now())
+}
+
+// RevokeAttemptTokens revokes the attempt tokens tokenIDs in one statement, as
+// RevokeAttemptToken would one by one: the runner gathers the tokens of attempts that
+// end together.
+func (s *Service) RevokeAttemptTokens(ctx context.Context, tokenIDs []int64) error {
+	return s.store.RevokeAttemptTokens(ctx, tokenIDs, s.now())
 }
 
 // RevokeAttemptTokensForTask revokes every attempt token of task taskID — what a

@@ -47,6 +47,8 @@ type Tx interface {
 	// RevokeAttemptToken marks the attempt token id revoked at at, in one statement; an
 	// id that names no attempt token, or one already revoked, changes nothing.
 	RevokeAttemptToken(ctx context.Context, id int64, at time.Time) error
+	// RevokeAttemptTokens is RevokeAttemptToken for several ids in one statement.
+	RevokeAttemptTokens(ctx context.Context, ids []int64, at time.Time) error
 	// RevokeTaskAttemptTokens marks revoked at at every live attempt token of task
 	// taskID, in one statement.
 	RevokeTaskAttemptTokens(ctx context.Context, taskID int64, at time.Time) error

@@ -464,14 +464,20 @@ func attemptTimeout(t *models.Task) time.Duration {
 // that the token of a runner that died expires soon after its worker would have.
 const attemptTokenMargin = time.Minute
 
-// revokeAttemptToken ends the attempt's token once its worker has exited. A failure
-// is logged: the token expires on its own shortly after.
+// revokeAttemptToken ends the attempt's token once its worker has exited, before
+// anything else runs in its workspace. Attempts that end together share one statement
+// (see groupCommit). A failure is logged: the token expires on its own shortly after.
 func (p *Pool) revokeAttemptToken(id, taskID int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.svc.RevokeAttemptToken(ctx, id); err != nil {
+	if err := p.revoker.submit(id); err != nil {
 		p.log.Warn("revoking an attempt token failed; it expires on its own", "task_id", taskID, "token_id", id, "err", err)
 	}
+}
+
+// revokeAttemptTokens revokes a batch of attempt tokens (see revokeAttemptToken).
+func (p *Pool) revokeAttemptTokens(ids []int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.svc.RevokeAttemptTokens(ctx, ids)
 }
 
 // taskEnv is the worker's environment beyond worker.BaseEnv.

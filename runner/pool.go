@@ -74,6 +74,8 @@ type Pool struct {
 	evMu sync.Mutex
 	own  map[int64]bool // ids of events this pool appended that no wake-up has covered yet
 	seen int64          // the newest event id a wake-up covered
+
+	revoker groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
 }
 
 // New checks cfg, applies its defaults and returns a Pool that has not started.
@@ -82,7 +84,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	st := cfg.Service.Store()
-	return &Pool{
+	p := &Pool{
 		cfg:     cfg,
 		svc:     cfg.Service,
 		store:   st,
@@ -93,7 +95,9 @@ func New(cfg Config) (*Pool, error) {
 		own:     map[int64]bool{},
 
 		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
-	}, nil
+	}
+	p.revoker.do = p.revokeAttemptTokens
+	return p, nil
 }
 
 // Start begins claiming: at once, then whenever events are committed (a task was

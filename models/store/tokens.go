@@ -157,6 +157,16 @@ func (o *ops) RevokeAttemptToken(ctx context.Context, id int64, at time.Time) er
 	return nil
 }
 
+// RevokeAttemptTokens revokes the live attempt tokens among ids in one statement.
+func (o *ops) RevokeAttemptTokens(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := o.q(ctx).Model(&tokenRecord{}).Where("id IN ? AND task_id IS NOT NULL AND revoked_at IS NULL", ids).
+		Update("revoked_at", normTime(at)).Error
+	return mapError(err, "tokens")
+}
+
 // RevokeTaskAttemptTokens revokes every live attempt token of task taskID in one
 // statement.
 func (o *ops) RevokeTaskAttemptTokens(ctx context.Context, taskID int64, at time.Time) error {
