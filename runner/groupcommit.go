@@ -3,13 +3,13 @@ package runner
 import "sync"
 
 // groupCommit runs one statement for the requests of callers that arrive together, as
-// a database's group commit does: the first caller runs a batch with whatever is
-// pending, callers that arrive meanwhile wait and are served by the next batch, which
-// that same caller runs. There is no goroutine to start or stop, and a caller returns
-// only once its own request is done: a batch delays nobody by more than the batch
-// before it.
+// a database's group commit does: a caller that finds no batch running runs one with
+// whatever is pending; callers that arrive meanwhile wait, and when that batch is done
+// the first of them runs the next one, with all of them. There is no goroutine to
+// start or stop, each caller returns once its own request is done, and none runs more
+// than the one batch its own request is in.
 type groupCommit[T any] struct {
-	do func(batch []T) error // runs one batch; its error is every caller's
+	do func(batch []T) error // runs one batch; its error is every caller's in it
 
 	mu      sync.Mutex
 	pending []groupReq[T]
@@ -18,34 +18,44 @@ type groupCommit[T any] struct {
 
 type groupReq[T any] struct {
 	item T
-	done chan error
+	done chan error    // the error of the batch that held the request
+	lead chan struct{} // the request's caller is to run the next batch
 }
 
 // submit adds item to the next batch and returns that batch's error.
 func (g *groupCommit[T]) submit(item T) error {
-	req := groupReq[T]{item: item, done: make(chan error, 1)}
+	req := groupReq[T]{item: item, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, req)
 	if g.running {
 		g.mu.Unlock()
-		return <-req.done
-	}
-	g.running = true
-	for len(g.pending) > 0 {
-		batch := g.pending
-		g.pending = nil
-		g.mu.Unlock()
-		items := make([]T, len(batch))
-		for i, r := range batch {
-			items[i] = r.item
-		}
-		err := g.do(items)
-		for _, r := range batch {
-			r.done <- err
+		select {
+		case err := <-req.done:
+			return err
+		case <-req.lead:
 		}
 		g.mu.Lock()
 	}
-	g.running = false
+	g.running = true
+	batch := g.pending
+	g.pending = nil
 	g.mu.Unlock()
-	return <-req.done
+
+	items := make([]T, len(batch))
+	for i, r := range batch {
+		items[i] = r.item
+	}
+	err := g.do(items)
+	for _, r := range batch {
+		r.done <- err
+	}
+
+	g.mu.Lock()
+	if len(g.pending) > 0 {
+		g.pending[0].lead <- struct{}{} // still running: the next batch is theirs
+	} else {
+		g.running = false
+	}
+	g.mu.Unlock()
+	return err
 }
