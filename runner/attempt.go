@@ -145,18 +145,18 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 			return p.settle(tr, ar)
 		}
 		if len(missing) > 0 {
-			os.RemoveAll(ar.tmp)
+			p.tmpDirs.release(ar.tmp)
 			return p.notReady(ctx, tr, ar, missing)
 		}
 		if d, ok := p.begin(ctx, tr, ar); !ok {
-			os.RemoveAll(ar.tmp)
+			p.tmpDirs.release(ar.tmp)
 			return d
 		}
 	} else if ar.outcome != "" {
 		// The claim could not prepare it.
 		return p.settle(tr, ar)
 	}
-	defer os.RemoveAll(ar.tmp)
+	defer p.tmpDirs.release(ar.tmp)
 	if p.cfg.Procs != nil {
 		// A process of an earlier attempt of this task (a runner that died here) must
 		// not write beside this one.

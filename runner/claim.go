@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -248,7 +247,7 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 		return nil
 	}
 	if len(missing) > 0 {
-		os.RemoveAll(ar.tmp)
+		p.tmpDirs.release(ar.tmp)
 		// The blocked task's contract shows the stack criteria whose tools are missing.
 		if err := p.fixContract(ctx, tx, t, ar); err != nil {
 			return err
@@ -265,7 +264,7 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 	if errors.Is(err, errBudgetWait) || errors.Is(err, errBudgetSpent) {
 		// Not started: the task's goroutine waits for room (its next attempt checks
 		// again), or the task was blocked here.
-		os.RemoveAll(ar.tmp)
+		p.tmpDirs.release(ar.tmp)
 		tr.next, tr.blocked = nil, errors.Is(err, errBudgetSpent)
 		return nil
 	}

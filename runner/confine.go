@@ -26,21 +26,20 @@ func (p *Pool) agentHome(a *models.Agent) string {
 	return filepath.Join(p.cfg.Workspaces.Root(), "agents", a.Name, "home")
 }
 
-// attemptTmp is the attempt's private temp dir, its TMPDIR; removed when the attempt
-// is settled.
+// attemptTmp is the attempt's private temp dir, its TMPDIR; released (see tmpDirs)
+// when the attempt is settled.
 func (p *Pool) attemptTmp(taskID int64, attempt int) string {
 	return filepath.Join(p.cfg.Workspaces.Root(), "tmp", fmt.Sprintf("task-%d-attempt-%d", taskID, attempt))
 }
 
 // prepareConfinement creates the attempt's temp dir and the agent's home.
 func (p *Pool) prepareConfinement(tr *taskRun, ar *attemptRun) error {
-	ar.tmp = p.attemptTmp(tr.task.ID, ar.num)
-	for _, d := range []string{ar.tmp, p.agentHome(&tr.agent)} {
-		if err := os.MkdirAll(d, 0o750); err != nil {
-			return err
-		}
+	tmp := p.attemptTmp(tr.task.ID, ar.num)
+	if err := p.tmpDirs.make(tmp); err != nil {
+		return err
 	}
-	return nil
+	ar.tmp = tmp
+	return os.MkdirAll(p.agentHome(&tr.agent), 0o750)
 }
 
 // confinement is how every process of an attempt runs — the worker, its verify

@@ -29,7 +29,7 @@ import (
 //
 //	<root>/meta/<task>/deliverable/base.json      the stamps before the first attempt
 //	<root>/meta/<task>/deliverable/<n>/<path>     the kept copies of verified attempt n
-//	<root>/meta/<task>/deliverable/<n>.json       their manifest (also on the attempt)
+//	<root>/meta/<task>/deliverable/<n>.json       their manifest (also on the attempt; none when nothing was kept)
 //
 // The meta directory is the runner's: workers may read it, never write it, so the
 // copies stay as they were verified whatever happens to the workspace afterwards.
@@ -236,6 +236,14 @@ func keepChanged(ctx context.Context, ws *workspace.Workspace, base *stampBase, 
 		return nil, err
 	}
 	d := &models.Deliverable{Files: []models.DeliverableFile{}, Truncated: truncated}
+	if len(changed) == 0 {
+		// Nothing to keep, nothing to write (the attempt's row says so): only a
+		// manifest a runner that died may have left goes.
+		if err := os.Remove(dst + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return d, nil
+	}
 	budget := int64(deliverableMaxBytes)
 	for i, rel := range changed {
 		if err := ctx.Err(); err != nil {

@@ -76,6 +76,7 @@ type Pool struct {
 	seen int64          // the newest event id a wake-up covered
 
 	revoker groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
+	tmpDirs *tmpDirs           // attempts' private temp dirs
 }
 
 // New checks cfg, applies its defaults and returns a Pool that has not started.
@@ -97,6 +98,10 @@ func New(cfg Config) (*Pool, error) {
 		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
 	}
 	p.revoker.do = p.revokeAttemptTokens
+	// Recycled only where no process of an attempt can outlive it, or where nothing
+	// confined it anyway.
+	sb := cfg.Sandbox
+	p.tmpDirs = newTmpDirs(filepath.Join(cfg.Workspaces.Root(), "tmp"), sb == nil || !sb.Enabled() || sb.KillsEscapees())
 	return p, nil
 }
 
@@ -133,6 +138,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	} else if len(closed) > 0 {
 		p.log.Warn("put back the workspaces of judge's views an earlier runner left", "views", len(closed))
 	}
+	p.tmpDirs.removeSpares()
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
 	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {
 		p.log.Warn("pruning expired attempt tokens failed", "err", err)

@@ -42,7 +42,18 @@ type Registry struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// spares are finished records' files, kept to be overwritten by the next record:
+	// on an ext4 without a journal every new inode is found by skipping those deleted
+	// in the last minute, so a file made and removed per run slows every file creation
+	// on the host; renaming creates and deletes nothing.
+	spareMu sync.Mutex
+	spares  []string
+	spareN  int
 }
+
+// maxSpares bounds the spare files a registry keeps.
+const maxSpares = 64
 
 // Open returns the registry kept in dir, creating the directory (mode 0700) if needed,
 // and takes this registry's owner lock, which it holds until Close or the death of
@@ -123,7 +134,7 @@ func (r *Registry) record(taskID int64, attempt, pid int) (storedRecord, error) 
 		return storedRecord{}, err
 	}
 	name := rec.fileName()
-	if err := writeAtomic(r.dir, name, b); err != nil {
+	if err := r.writeRecord(name, b); err != nil {
 		return storedRecord{}, err
 	}
 	return storedRecord{rec, filepath.Join(r.dir, name)}, nil
@@ -161,6 +172,9 @@ func (r *Registry) release(rec storedRecord) {
 }
 
 func (r *Registry) remove(rec storedRecord) {
+	if r.keepSpare(rec.path) {
+		return
+	}
 	if err := removeIfExists(rec.path); err != nil {
 		r.log().Error("procs: removing a finished run's record", "path", rec.path, "err", err)
 	}
@@ -365,4 +379,42 @@ func ignoreESRCH(err error) error {
 		return nil
 	}
 	return err
+}
+
+// writeRecord publishes data as r.dir/name as writeAtomic does, overwriting a spare
+// instead of creating a file when there is one.
+func (r *Registry) writeRecord(name string, data []byte) error {
+	r.spareMu.Lock()
+	var spare string
+	if n := len(r.spares); n > 0 {
+		spare, r.spares = r.spares[n-1], r.spares[:n-1]
+	}
+	r.spareMu.Unlock()
+	if spare != "" {
+		err := os.WriteFile(spare, data, 0o600) // truncates: the file is ours and a regular one
+		if err == nil {
+			if err = os.Rename(spare, filepath.Join(r.dir, name)); err == nil {
+				return nil
+			}
+		}
+		os.Remove(spare)
+	}
+	return writeAtomic(r.dir, name, data)
+}
+
+// keepSpare moves a finished record's file among the spares, unless there are enough.
+// Its name starts with tmpPrefix: a runner that dies leaves them to removeStaleTemps.
+func (r *Registry) keepSpare(path string) bool {
+	r.spareMu.Lock()
+	defer r.spareMu.Unlock()
+	if len(r.spares) >= maxSpares {
+		return false
+	}
+	r.spareN++
+	spare := filepath.Join(r.dir, fmt.Sprintf("%sspare-%s-%d", tmpPrefix, r.owner.name, r.spareN))
+	if os.Rename(path, spare) != nil {
+		return false
+	}
+	r.spares = append(r.spares, spare)
+	return true
 }

@@ -542,3 +542,32 @@ func killAll(pids []int) {
 		}
 	}
 }
+
+// A finished run's record file is overwritten by the next run's record instead of a
+// file being removed and another made.
+func TestRecordFilesAreReused(t *testing.T) {
+	dir := t.TempDir()
+	r := open(t, dir)
+	inodes := map[uint64]bool{}
+	for i := range 3 {
+		g := startGroup(t, "sleep 100")
+		done := r.Track(5, i+1)(g.Process.Pid)
+		files := records(t, dir)
+		if len(files) != 1 {
+			t.Fatalf("records: %v", files)
+		}
+		st, err := os.Stat(filepath.Join(dir, files[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[st.Sys().(*syscall.Stat_t).Ino] = true
+		stopGroup(g)
+		done()
+	}
+	if len(inodes) != 1 {
+		t.Fatalf("3 runs used %d record files, want 1 reused", len(inodes))
+	}
+	if files := records(t, dir); len(files) != 0 {
+		t.Fatalf("records left: %v", files)
+	}
+}
