@@ -27,7 +27,7 @@ import (
 // the regular files the task added or changed, compared with a stamp base taken before
 // its first worker ran, copied once an attempt is verified to
 //
-//	<root>/meta/<task>/deliverable/base.json      the stamps before the first attempt
+//	<root>/meta/<task>/deliverable-base.json      the stamps before the first attempt
 //	<root>/meta/<task>/deliverable/<n>/<path>     the kept copies of verified attempt n
 //	<root>/meta/<task>/deliverable/<n>.json       their manifest (also on the attempt; none when nothing was kept)
 //
@@ -95,9 +95,21 @@ func (p *Pool) prepareDeliverable(tr *taskRun, ar *attemptRun) {
 	ar.deliv = &deliverableRun{base: base}
 }
 
+// deliverableBase is where a task's stamp base is kept: beside the deliverable
+// directory, which a task that delivers nothing never needs.
+func deliverableBase(metaDir string) string { return filepath.Join(metaDir, "deliverable-base.json") }
+
+// olderDeliverableBase is where runners before deliverableBase kept it.
+func olderDeliverableBase(metaDir string) string {
+	return filepath.Join(deliverableDir(metaDir), "base.json")
+}
+
 func loadOrTakeBase(ws *workspace.Workspace) (*stampBase, error) {
-	path := filepath.Join(deliverableDir(ws.MetaDir), "base.json")
+	path := deliverableBase(ws.MetaDir)
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = os.ReadFile(olderDeliverableBase(ws.MetaDir))
+	}
 	if err == nil {
 		var base stampBase
 		if err := json.Unmarshal(b, &base); err != nil {
