@@ -113,7 +113,14 @@ func (o *ops) readyQuery(ctx context.Context, rq models.ReadyQuery) *gorm.DB {
 			string(models.TaskInProgress), rq.AgentIDs, now)
 	}
 	// readyStates is implied by cond; spelled out, it lets SQLite use the index.
-	q := o.q(ctx).Model(&taskRecord{}).Where(readyStates).Where(cond).
+	q := o.q(ctx).Model(&taskRecord{})
+	if o.db.dialect == DialectSQLite {
+		// Left to itself SQLite's planner takes tasks_state_lease_idx for the state
+		// terms and sorts every ready task to return the first few: a claim's cost
+		// grew with the backlog. Walking tasks_ready_idx in order stops at the limit.
+		q = q.Table("tasks INDEXED BY tasks_ready_idx")
+	}
+	q = q.Where(readyStates).Where(cond).
 		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on_id WHERE d.task_id = tasks.id AND dt.state <> ?)",
 			string(models.TaskVerified))
 	if len(rq.Exclude) > 0 {
