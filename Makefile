@@ -6,9 +6,11 @@ run:
 	go run ./cmd/countersign serve --demo
 
 # Run every test (SQLite and PostgreSQL, real processes, headless Chromium); the
-# browser tests leave a screenshot of every page they visit in ./artifacts.
+# browser tests leave a screenshot of every page they visit in ./artifacts. The
+# benchmark module (bench/river) is vetted, so it keeps building as the product moves.
 test:
 	go vet ./...
+	cd bench/river && go vet ./...
 	COUNTERSIGN_ARTIFACTS=$(CURDIR)/artifacts go test -race -count=1 -timeout 20m ./...
 
 # Print every benchmark figure the README names (about 5 minutes).
