@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -288,6 +289,32 @@ func TestTasksRoundTrip(t *testing.T) {
 		if deps, err := db.Dependents(ctx, fix.ID); err != nil || len(deps) != 1 || deps[0].ID != tk.ID {
 			t.Fatalf("Dependents(fix) = %v, %v", deps, err)
 		}
+		// In a transaction, LockTask tells Dependents when none exist, until one is added.
+		lone := task(t, db, boss.ID, "developer", nil)
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			for _, c := range []struct {
+				id   int64
+				want int
+			}{{dep1.ID, 1}, {lone.ID, 0}} {
+				locked, err := tx.LockTask(ctx, c.id)
+				if err != nil {
+					return err
+				}
+				if got, _ := tx.GetTask(ctx, c.id); c.id == dep1.ID && !reflect.DeepEqual(locked, got) {
+					t.Errorf("LockTask = %+v, GetTask = %+v", locked, got)
+				}
+				if deps, err := tx.Dependents(ctx, c.id); err != nil || len(deps) != c.want {
+					t.Errorf("Dependents(%d) after LockTask = %v, %v; want %d", c.id, deps, err, c.want)
+				}
+			}
+			if err := tx.AddDependency(ctx, tk.ID, lone.ID); err != nil {
+				return err
+			}
+			if deps, err := tx.Dependents(ctx, lone.ID); err != nil || len(deps) != 1 || deps[0].ID != tk.ID {
+				t.Errorf("Dependents(lone) after AddDependency in the transaction = %v, %v", deps, err)
+			}
+			return nil
+		}))
 		wantCode(t, db.AddDependency(ctx, tk.ID, 4242), models.EINVALID)
 		wantCode(t, db.AddDependency(ctx, 4242, fix.ID), models.ENOTFOUND)
 

@@ -89,6 +89,8 @@ type txState struct {
 	maxEvent int64 // the largest event id appended; subscribers hear of it after commit
 	agents   agentMemo
 	appends  // events and ledger entries, written just before the commit (appends.go)
+	// noDependents are tasks LockTask found no task depending on (see LockTask).
+	noDependents map[int64]bool
 }
 
 // Open connects to the database cfg names. It does not migrate: call Migrate (the

@@ -259,6 +259,11 @@ func (o *ops) saveDeps(ctx context.Context, taskID int64, deps []int64) error {
 	if len(deps) == 0 {
 		return nil
 	}
+	if o.tx != nil {
+		for _, d := range deps {
+			delete(o.tx.noDependents, d) // it has one now
+		}
+	}
 	recs := make([]taskDepRecord, len(deps))
 	for i, d := range deps {
 		if d == taskID {
@@ -282,8 +287,27 @@ func (o *ops) GetTask(ctx context.Context, id int64) (*models.Task, error) {
 
 // LockTask returns the task with this id, locked for update until the transaction
 // ends.
+//
+// It also finds out, in the same statement, whether any task depends on this one:
+// when none does, Dependents answers from that within the transaction instead of
+// asking again (a runner's settle asks, on its hot path).
 func (o *ops) LockTask(ctx context.Context, id int64) (*models.Task, error) {
-	return o.getTask(ctx, o.forUpdate(o.q(ctx)), id)
+	var row struct {
+		Task          taskRecord `gorm:"embedded"`
+		HasDependents bool
+	}
+	q := o.forUpdate(o.q(ctx).Model(&taskRecord{}).
+		Select("tasks.*, EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on_id = tasks.id) AS has_dependents"))
+	if err := q.Take(&row, "id = ?", id).Error; err != nil {
+		return nil, readError(err, "task", id)
+	}
+	if o.tx != nil && !row.HasDependents {
+		if o.tx.noDependents == nil {
+			o.tx.noDependents = map[int64]bool{}
+		}
+		o.tx.noDependents[id] = true
+	}
+	return fromTaskRecord(&row.Task)
 }
 
 func (o *ops) getTask(ctx context.Context, q *gorm.DB, id int64) (*models.Task, error) {
@@ -336,6 +360,9 @@ func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task
 // Dependents lists the tasks that depend on task id, in ascending id order.
 func (o *ops) Dependents(ctx context.Context, id int64) ([]models.Task, error) {
 	var recs []taskRecord
+	if o.tx != nil && o.tx.noDependents[id] {
+		return fromTaskRecords(recs) // LockTask saw none, and this transaction added none
+	}
 	err := o.q(ctx).
 		Where("id IN (?)", o.q(ctx).Model(&taskDepRecord{}).Select("task_id").Where("depends_on_id = ?", id)).
 		Order("id").Find(&recs).Error
