@@ -50,8 +50,8 @@ const drainQuiet = 100 * time.Millisecond
 type Spec struct {
 	// Command is run as `Shell -c Command` — or, with the default shell, as the one
 	// program it names when it needs nothing of a shell (see direct.go): the same run,
-	// one process fewer. It is admin-defined and must never contain
-	// task data: pass that through Stdin and Env.
+	// one process fewer. It is admin-defined and must never contain task data: pass
+	// that through Stdin and Env.
 	Command string
 	// Argv, when set instead of Command, is run without a shell: Argv[0] (looked up in
 	// the runner's PATH unless it contains a slash) with Argv[1:] as its arguments. It
@@ -283,9 +283,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 
-	env := append(BaseEnv(), s.Env...)
+	var env []string
 	if s.ExactEnv {
 		env = append([]string{}, s.Env...) // non-nil: nil would inherit everything
+	} else {
+		env = append(BaseEnv(), s.Env...)
 	}
 	stdout := pw
 	if sw != nil {
