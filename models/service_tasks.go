@@ -69,8 +69,9 @@ func (s *Service) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 }
 
 func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves []Move) error {
-	// Lock the goal before the first event: on PostgreSQL appending an event holds a
-	// transaction-wide lock, so every row lock must come first (task → goal → events).
+	// Lock the goal before anything changes: every walk takes the task's row, then its
+	// goal's, so two walks cannot deadlock. (Events take the append lock only at the
+	// commit, after every row lock.)
 	syncsGoal, reopened := false, false
 	for _, m := range moves {
 		syncsGoal = syncsGoal || (t.GoalID != nil && movesGoal(m.Act))

@@ -1,18 +1,15 @@
 package runner
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+
+	"github.com/countersign/countersign/runner/internal/spares"
 )
 
-// tmpDirs hands attempts their private temp dirs, recycling the empty ones. On an
-// ext4 without a journal every new inode is found by skipping those deleted in the
-// last minute, so a runner that makes and removes a directory per attempt makes every
-// later file creation on the host slower the busier it is; renaming a spare directory
-// into place creates nothing and deletes nothing.
+// tmpDirs hands attempts their private temp dirs, recycling the empty ones (see
+// package spares for why).
 //
 // A directory is recycled only when nothing of the attempt that used it can still
 // write to it: its processes are dead (the sandbox kills escapees, or nothing confined
@@ -20,20 +17,14 @@ import (
 type tmpDirs struct {
 	dir     string // where attempts' temp dirs and the spares are
 	recycle bool
-
-	mu    sync.Mutex
-	spare []string
-	n     int // names spares uniquely
+	spare   spares.Stack
 }
-
-// maxSpareTmpDirs bounds the spare directories kept.
-const maxSpareTmpDirs = 64
 
 // spareTmpPrefix starts the names of spare directories.
 const spareTmpPrefix = ".spare-"
 
 func newTmpDirs(dir string, recycle bool) *tmpDirs {
-	return &tmpDirs{dir: dir, recycle: recycle}
+	return &tmpDirs{dir: dir, recycle: recycle, spare: spares.Stack{Dir: dir, Prefix: spareTmpPrefix, Max: 64}}
 }
 
 // removeSpares removes the spares an earlier runner left in dir.
@@ -48,13 +39,7 @@ func (t *tmpDirs) removeSpares() {
 
 // make creates path, an empty directory of mode 0750, from a spare when there is one.
 func (t *tmpDirs) make(path string) error {
-	t.mu.Lock()
-	var spare string
-	if n := len(t.spare); n > 0 {
-		spare, t.spare = t.spare[n-1], t.spare[:n-1]
-	}
-	t.mu.Unlock()
-	if spare != "" {
+	if spare := t.spare.Take(); spare != "" {
 		if err := os.Rename(spare, path); err == nil {
 			return nil
 		}
@@ -68,14 +53,14 @@ func (t *tmpDirs) release(path string) {
 	if path == "" {
 		return
 	}
-	if t.recycle && t.keep(path) {
+	if t.recycle && emptyTmpDir(path) && t.spare.Keep(path) {
 		return
 	}
 	os.RemoveAll(path)
 }
 
-// keep moves path, when it is an empty directory of mode 0750, among the spares.
-func (t *tmpDirs) keep(path string) bool {
+// emptyTmpDir reports whether path is an empty directory of mode 0750.
+func emptyTmpDir(path string) bool {
 	st, err := os.Lstat(path)
 	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o750 {
 		return false
@@ -84,21 +69,7 @@ func (t *tmpDirs) keep(path string) bool {
 	if err != nil {
 		return false
 	}
+	defer f.Close()
 	names, _ := f.Readdirnames(1)
-	f.Close()
-	if len(names) > 0 {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.spare) >= maxSpareTmpDirs {
-		return false
-	}
-	t.n++
-	spare := filepath.Join(t.dir, fmt.Sprintf("%s%d", spareTmpPrefix, t.n))
-	if os.Rename(path, spare) != nil {
-		return false
-	}
-	t.spare = append(t.spare, spare)
-	return true
+	return len(names) == 0
 }

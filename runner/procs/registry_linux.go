@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/countersign/countersign/runner/internal/spares"
 )
 
 // Supported reports whether this system has what the Registry needs (/proc, process
@@ -43,17 +45,11 @@ type Registry struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// spares are finished records' files, kept to be overwritten by the next record:
-	// on an ext4 without a journal every new inode is found by skipping those deleted
-	// in the last minute, so a file made and removed per run slows every file creation
-	// on the host; renaming creates and deletes nothing.
-	spareMu sync.Mutex
-	spares  []string
-	spareN  int
+	// spares are finished records' files, kept to be overwritten by the next record
+	// (see package spares). Their names start with tmpPrefix: a runner that dies
+	// leaves them to removeStaleTemps.
+	spares spares.Stack
 }
-
-// maxSpares bounds the spare files a registry keeps.
-const maxSpares = 64
 
 // Open returns the registry kept in dir, creating the directory (mode 0700) if needed,
 // and takes this registry's owner lock, which it holds until Close or the death of
@@ -74,7 +70,8 @@ func Open(dir string) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("procs: owner lock: %w", err)
 	}
-	return &Registry{dir: dir, host: host, boot: boot, owner: owner}, nil
+	return &Registry{dir: dir, host: host, boot: boot, owner: owner,
+		spares: spares.Stack{Dir: dir, Prefix: tmpPrefix + "spare-" + owner.name + "-", Max: 64}}, nil
 }
 
 // Close releases the registry's owner lock without touching its records: groups it
@@ -172,7 +169,7 @@ func (r *Registry) release(rec storedRecord) {
 }
 
 func (r *Registry) remove(rec storedRecord) {
-	if r.keepSpare(rec.path) {
+	if r.spares.Keep(rec.path) {
 		return
 	}
 	if err := removeIfExists(rec.path); err != nil {
@@ -384,13 +381,7 @@ func ignoreESRCH(err error) error {
 // writeRecord publishes data as r.dir/name as writeAtomic does, overwriting a spare
 // instead of creating a file when there is one.
 func (r *Registry) writeRecord(name string, data []byte) error {
-	r.spareMu.Lock()
-	var spare string
-	if n := len(r.spares); n > 0 {
-		spare, r.spares = r.spares[n-1], r.spares[:n-1]
-	}
-	r.spareMu.Unlock()
-	if spare != "" {
+	if spare := r.spares.Take(); spare != "" {
 		err := os.WriteFile(spare, data, 0o600) // truncates: the file is ours and a regular one
 		if err == nil {
 			if err = os.Rename(spare, filepath.Join(r.dir, name)); err == nil {
@@ -400,21 +391,4 @@ func (r *Registry) writeRecord(name string, data []byte) error {
 		os.Remove(spare)
 	}
 	return writeAtomic(r.dir, name, data)
-}
-
-// keepSpare moves a finished record's file among the spares, unless there are enough.
-// Its name starts with tmpPrefix: a runner that dies leaves them to removeStaleTemps.
-func (r *Registry) keepSpare(path string) bool {
-	r.spareMu.Lock()
-	defer r.spareMu.Unlock()
-	if len(r.spares) >= maxSpares {
-		return false
-	}
-	r.spareN++
-	spare := filepath.Join(r.dir, fmt.Sprintf("%sspare-%s-%d", tmpPrefix, r.owner.name, r.spareN))
-	if os.Rename(path, spare) != nil {
-		return false
-	}
-	r.spares = append(r.spares, spare)
-	return true
 }

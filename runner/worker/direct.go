@@ -129,7 +129,7 @@ func isPlain(c byte) bool {
 // lookPathIn finds file in the PATH of env the way a shell would, returning "" when
 // it is not an executable regular file there: the shell then runs the command, and
 // reports a missing program (127) as it always has.
-func lookPathIn(file string, env []string, dir string) string {
+func lookPathIn(file string, env []string) string {
 	if strings.Contains(file, "/") {
 		if !filepath.IsAbs(file) {
 			return ""
@@ -173,7 +173,7 @@ func startDirect(command string, newCmd func(argv []string) *exec.Cmd, sb *sandb
 		return nil
 	}
 	cmd := newCmd(dc.argv)
-	path := lookPathIn(dc.argv[0], cmd.Env, cmd.Dir)
+	path := lookPathIn(dc.argv[0], cmd.Env)
 	if path == "" {
 		return nil
 	}
