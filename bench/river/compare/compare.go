@@ -27,6 +27,9 @@ type Options struct {
 	SandboxOff bool
 	// RiverDefaults also measures River with its default fetch timing.
 	RiverDefaults bool
+	// Floor also measures the product's worker.Run confined, with no database or
+	// runner around it: the ceiling confinement alone sets.
+	Floor bool
 	// Log receives River's and the pool's logs (nil: none).
 	Log *slog.Logger
 }
@@ -37,6 +40,8 @@ type Result struct {
 	N, Concurrency int
 	// Bare is the bare fork/exec loop's runs per second.
 	Bare float64
+	// Confined is worker.Run's confined runs per second, no database (see Confined).
+	Confined float64
 	// River is River's jobs per second with the RiverBench tuning.
 	River float64
 	// RiverDefaults is River's jobs per second with its default fetch timing.
@@ -81,6 +86,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		fn   func() (float64, error)
 	}{
 		{"bare", true, &r.Bare, func() (float64, error) { return Bare(ctx, o.N, o.Concurrency) }},
+		{"confined", o.Floor, &r.Confined, func() (float64, error) { return Confined(ctx, o.N, o.Concurrency) }},
 		{"river", true, &r.River, func() (float64, error) { return River(ctx, o.Server, o.N, o.Concurrency, RiverBench, o.Log) }},
 		{"river (defaults)", o.RiverDefaults, &r.RiverDefaults, func() (float64, error) {
 			return River(ctx, o.Server, o.N, o.Concurrency, RiverTuning{}, o.Log)
@@ -113,6 +119,7 @@ func (r Result) WriteTable(w io.Writer) error {
 		v    float64
 	}{
 		{"bare fork/exec", r.Bare},
+		{"worker.Run confined, no database", r.Confined},
 		{"River (riverbench fetch timing)", r.River},
 		{"River (default fetch timing)", r.RiverDefaults},
 		{"Countersign (sandbox on, as serve)", r.Countersign},

@@ -52,7 +52,7 @@ func main() {
 
 func runCompare(ctx context.Context, n, c int, server string, log *slog.Logger) error {
 	fmt.Printf("N=%d tasks, concurrency %d, PostgreSQL %s\n", n, c, redacted(server))
-	r, err := compare.Run(ctx, compare.Options{N: n, Concurrency: c, Server: server, SandboxOff: true, RiverDefaults: true, Log: log})
+	r, err := compare.Run(ctx, compare.Options{N: n, Concurrency: c, Server: server, SandboxOff: true, RiverDefaults: true, Floor: true, Log: log})
 	if err != nil {
 		return err
 	}
