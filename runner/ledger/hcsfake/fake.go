@@ -8,7 +8,11 @@
 // TransactionBody), refuses a repeated transaction id with DUPLICATE_TRANSACTION and
 // never executes it twice, refuses expired transactions, reaches "consensus" at once,
 // keeps a sequence number and running hash per topic, keeps every receipt for ever,
-// and injects faults (BUSY, unavailable, a reply lost after the message was accepted).
+// and injects faults (BUSY, unavailable, a reply lost after the message was accepted),
+// one at a time (FailNext), periodically (SetSchedule) or per node (SetNodeBusy).
+//
+// One Node may serve several node accounts (StartNodes): each has its own listener,
+// all share one consensus state, as the nodes of one network do.
 //
 // It does not check signatures or charge fees, and its running hash uses the
 // version-3 fields in plain big-endian concatenation, not the nodes' Java framing, so
@@ -22,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +53,22 @@ const (
 	// fails the call with gRPC Unavailable, as if the reply were lost on the way back.
 	// The SDK resends the same id and sees DUPLICATE_TRANSACTION.
 	FaultLoseReplyAfterAccept
+	// FaultDropReplyAfterAccept accepts the message and then never answers: the call
+	// hangs until the client gives up (its gRPC deadline) or the node closes. This is
+	// a reply lost on a real network, where nobody tells the client it is gone.
+	FaultDropReplyAfterAccept
 )
+
+// Schedule injects faults periodically, counted over all submitMessage calls the
+// node's endpoints receive, from 1: call k answers BUSY (accepting nothing) when
+// BusyEvery divides k; of the other calls, every LoseReplyEvery-th loses its reply,
+// whatever the reply said, as Lose (FaultDropReplyAfterAccept when zero) describes.
+// Faults queued with FailNext come first and do not count. Zero fields inject nothing.
+type Schedule struct {
+	BusyEvery      int
+	LoseReplyEvery int
+	Lose           Fault // FaultLoseReplyAfterAccept or FaultDropReplyAfterAccept
+}
 
 // String names the fault.
 func (f Fault) String() string {
@@ -59,6 +79,8 @@ func (f Fault) String() string {
 		return "unavailable"
 	case FaultLoseReplyAfterAccept:
 		return "lose-reply-after-accept"
+	case FaultDropReplyAfterAccept:
+		return "drop-reply-after-accept"
 	}
 	return fmt.Sprintf("fault(%d)", int(f))
 }
@@ -80,7 +102,11 @@ type Stats struct {
 	Duplicates int // DUPLICATE_TRANSACTION answers
 	Expired    int // TRANSACTION_EXPIRED answers
 	Faults     int // injected faults
+	Busy       int // BUSY answers (injected)
+	Lost       int // replies lost or dropped (injected)
 	Receipts   int // receipt queries
+	// SubmitsByNode counts submitMessage calls per node account ("0.0.3").
+	SubmitsByNode map[string]int
 }
 
 type topic struct {
@@ -94,11 +120,17 @@ type record struct {
 	receipt *services.TransactionReceipt
 }
 
-// Node is a running fake consensus node.
+// endpoint is one node account's listener.
+type endpoint struct {
+	lis  net.Listener
+	srv  *grpc.Server
+	acct int64
+}
+
+// Node is a running fake consensus network of one or more node accounts.
 type Node struct {
-	lis    net.Listener
-	srv    *grpc.Server
-	nodeID *services.AccountID
+	eps     []*endpoint
+	closing chan struct{} // closed by Close: dropped replies stop hanging
 
 	mu        sync.Mutex
 	now       func() time.Time
@@ -107,23 +139,39 @@ type Node struct {
 	nextTopic int64
 	records   map[string]*record
 	faults    []Fault
+	schedule  Schedule
+	calls     int // submitMessage calls counted by the schedule
+	replies   int // of them, calls not answered BUSY by the schedule
+	busyNodes map[int64]bool
 	stats     Stats
 	closed    bool
 }
 
-// Start listens on 127.0.0.1:0 and serves until Close or until ctx ends.
-func Start(ctx context.Context) (*Node, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("hcsfake: listen: %w", err)
-	}
+// Start listens on 127.0.0.1:0 as node account 0.0.3 and serves until Close or until
+// ctx ends.
+func Start(ctx context.Context) (*Node, error) { return StartNodes(ctx, 1) }
+
+// StartNodes starts count node accounts (0.0.3, 0.0.4, …), each on its own
+// 127.0.0.1 port, sharing one consensus state; they serve until Close or until ctx
+// ends.
+func StartNodes(ctx context.Context, count int) (*Node, error) {
 	n := &Node{
-		lis: lis, srv: grpc.NewServer(), nodeID: &services.AccountID{Account: &services.AccountID_AccountNum{AccountNum: 3}},
-		now: time.Now, topics: map[int64]*topic{}, nextTopic: 1001, records: map[string]*record{},
+		closing: make(chan struct{}), now: time.Now, topics: map[int64]*topic{}, nextTopic: 1001,
+		records: map[string]*record{}, busyNodes: map[int64]bool{},
 	}
-	services.RegisterConsensusServiceServer(n.srv, consensusServer{n: n})
-	services.RegisterCryptoServiceServer(n.srv, cryptoServer{n: n})
-	go func() { _ = n.srv.Serve(lis) }()
+	n.stats.SubmitsByNode = map[string]int{}
+	for i := range max(count, 1) {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("hcsfake: listen: %w", err)
+		}
+		ep := &endpoint{lis: lis, srv: grpc.NewServer(), acct: int64(3 + i)}
+		services.RegisterConsensusServiceServer(ep.srv, consensusServer{n: n, acct: ep.acct})
+		services.RegisterCryptoServiceServer(ep.srv, cryptoServer{n: n})
+		n.eps = append(n.eps, ep)
+		go func() { _ = ep.srv.Serve(lis) }()
+	}
 	go func() {
 		<-ctx.Done()
 		n.Close()
@@ -132,10 +180,14 @@ func Start(ctx context.Context) (*Node, error) {
 }
 
 // StartT starts a node for a test and closes it when the test ends.
-func StartT(tb testing.TB) *Node {
+func StartT(tb testing.TB) *Node { return StartNodesT(tb, 1) }
+
+// StartNodesT starts count node accounts for a test (see StartNodes) and closes them
+// when the test ends.
+func StartNodesT(tb testing.TB, count int) *Node {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := Start(ctx)
+	n, err := StartNodes(ctx, count)
 	if err != nil {
 		cancel()
 		tb.Fatal(err)
@@ -152,18 +204,59 @@ func (n *Node) Close() {
 		return
 	}
 	n.closed = true
+	close(n.closing)
 	n.mu.Unlock()
-	n.srv.Stop()
+	for _, ep := range n.eps {
+		ep.srv.Stop()
+	}
 }
 
-// Addr is the node's host:port.
-func (n *Node) Addr() string { return n.lis.Addr().String() }
+// Addr is the first node account's host:port.
+func (n *Node) Addr() string { return n.eps[0].lis.Addr().String() }
 
-// NodeAccountID is the node's account id, "0.0.3".
+// NodeAccountID is the first node account's id, "0.0.3".
 func (n *Node) NodeAccountID() string { return "0.0.3" }
 
-// Network is the HEDERA_NETWORK value for this node: "127.0.0.1:port=0.0.3".
-func (n *Node) Network() string { return n.Addr() + "=" + n.NodeAccountID() }
+// NodeAccountIDs are the ids of all node accounts, in order: "0.0.3", "0.0.4", ….
+func (n *Node) NodeAccountIDs() []string {
+	out := make([]string, len(n.eps))
+	for i, ep := range n.eps {
+		out[i] = fmt.Sprintf("0.0.%d", ep.acct)
+	}
+	return out
+}
+
+// Network is the HEDERA_NETWORK value for the node accounts:
+// "127.0.0.1:port=0.0.3[,127.0.0.1:port=0.0.4…]".
+func (n *Node) Network() string {
+	parts := make([]string, len(n.eps))
+	for i, ep := range n.eps {
+		parts[i] = fmt.Sprintf("%s=0.0.%d", ep.lis.Addr(), ep.acct)
+	}
+	return strings.Join(parts, ",")
+}
+
+// SetSchedule replaces the periodic fault schedule and restarts its count.
+func (n *Node) SetSchedule(s Schedule) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s.Lose == 0 {
+		s.Lose = FaultDropReplyAfterAccept
+	}
+	n.schedule, n.calls, n.replies = s, 0, 0
+}
+
+// SetNodeBusy makes node account acct ("0.0.4") answer BUSY to every submission
+// (busy true) or stop doing so. Other node accounts are not affected.
+func (n *Node) SetNodeBusy(acct string, busy bool) {
+	var num int64
+	if _, err := fmt.Sscanf(acct, "0.0.%d", &num); err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.busyNodes[num] = busy
+}
 
 // SetClock replaces the node's clock (validity checks and consensus times).
 func (n *Node) SetClock(now func() time.Time) {
@@ -193,7 +286,12 @@ func (n *Node) PendingFaults() int {
 func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.stats
+	st := n.stats
+	st.SubmitsByNode = make(map[string]int, len(n.stats.SubmitsByNode))
+	for k, v := range n.stats.SubmitsByNode {
+		st.SubmitsByNode[k] = v
+	}
+	return st
 }
 
 // CreateTopic creates a topic directly (without a transaction) and returns its id.
@@ -269,57 +367,97 @@ func precheck(code services.ResponseCodeEnum) *services.TransactionResponse {
 	return &services.TransactionResponse{NodeTransactionPrecheckCode: code}
 }
 
-// admit runs the common prechecks under n.mu: fault injection, decoding, validity
-// window and duplicates. It returns the body, a response to send instead (when not
-// nil), a gRPC error, and whether the reply is to be lost after acceptance.
-func (n *Node) admit(tx *services.Transaction) (*services.TransactionBody, *services.TransactionResponse, error, bool) {
-	n.stats.Submits++
-	var fault Fault
+// nextFault picks the fault for this call under n.mu: a queued one first, then a BUSY
+// node, then the schedule.
+func (n *Node) nextFault(acct int64) Fault {
 	if len(n.faults) > 0 {
-		fault, n.faults = n.faults[0], n.faults[1:]
+		f := n.faults[0]
+		n.faults = n.faults[1:]
+		return f
+	}
+	if n.busyNodes[acct] {
+		return FaultBusy
+	}
+	s := n.schedule
+	if s.BusyEvery <= 0 && s.LoseReplyEvery <= 0 {
+		return 0
+	}
+	n.calls++
+	if s.BusyEvery > 0 && n.calls%s.BusyEvery == 0 {
+		return FaultBusy
+	}
+	n.replies++
+	if s.LoseReplyEvery > 0 && n.replies%s.LoseReplyEvery == 0 {
+		return s.Lose
+	}
+	return 0
+}
+
+// admit runs the common prechecks under n.mu: fault injection, decoding, validity
+// window and duplicates. It returns the body (nil when the call is answered without
+// accepting anything), the response to send instead, a gRPC error, and the fault to
+// apply to the reply (lose or drop it), if any.
+func (n *Node) admit(acct int64, tx *services.Transaction) (*services.TransactionBody, *services.TransactionResponse, error, Fault) {
+	n.stats.Submits++
+	n.stats.SubmitsByNode[fmt.Sprintf("0.0.%d", acct)]++
+	fault := n.nextFault(acct)
+	if fault != 0 {
 		n.stats.Faults++
 	}
 	switch fault {
 	case FaultBusy:
-		return nil, precheck(services.ResponseCodeEnum_BUSY), nil, false
+		n.stats.Busy++
+		return nil, precheck(services.ResponseCodeEnum_BUSY), nil, 0
 	case FaultUnavailable:
-		return nil, nil, status.Error(codes.Unavailable, "hcsfake: injected unavailable"), false
+		return nil, nil, status.Error(codes.Unavailable, "hcsfake: injected unavailable"), 0
+	case FaultLoseReplyAfterAccept, FaultDropReplyAfterAccept:
+		n.stats.Lost++
 	}
 	body, err := decode(tx)
 	if err != nil {
-		return nil, precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil, false
+		return nil, precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil, fault
 	}
 	id := TxIDString(body.GetTransactionID())
 	if _, dup := n.records[id]; dup {
 		n.stats.Duplicates++
-		return nil, precheck(services.ResponseCodeEnum_DUPLICATE_TRANSACTION), nil, false
+		return nil, precheck(services.ResponseCodeEnum_DUPLICATE_TRANSACTION), nil, fault
 	}
 	now := n.now()
 	vs := body.GetTransactionID().GetTransactionValidStart()
 	start := time.Unix(vs.GetSeconds(), int64(vs.GetNanos()))
 	valid := time.Duration(body.GetTransactionValidDuration().GetSeconds()) * time.Second
 	if start.After(now.Add(10 * time.Second)) {
-		return nil, precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_START), nil, false
+		return nil, precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_START), nil, fault
 	}
 	if now.After(start.Add(valid)) {
 		n.stats.Expired++
-		return nil, precheck(services.ResponseCodeEnum_TRANSACTION_EXPIRED), nil, false
+		return nil, precheck(services.ResponseCodeEnum_TRANSACTION_EXPIRED), nil, fault
 	}
-	return body, nil, nil, fault == FaultLoseReplyAfterAccept
+	return body, nil, nil, fault
 }
 
-// reply finishes an accepted transaction's call, losing the reply when asked to.
-func reply(lose bool) (*services.TransactionResponse, error) {
-	if lose {
+// deliver sends a call's answer, or loses it as fault says: FaultLoseReplyAfterAccept
+// fails the call at once, FaultDropReplyAfterAccept answers nothing until the caller
+// gives up or the node closes. It must be called without n.mu.
+func (n *Node) deliver(ctx context.Context, resp *services.TransactionResponse, err error, fault Fault) (*services.TransactionResponse, error) {
+	switch fault {
+	case FaultLoseReplyAfterAccept:
 		return nil, status.Error(codes.Unavailable, "hcsfake: reply lost after accept")
+	case FaultDropReplyAfterAccept:
+		select {
+		case <-ctx.Done():
+		case <-n.closing:
+		}
+		return nil, status.Error(codes.Unavailable, "hcsfake: reply dropped after accept")
 	}
-	return precheck(services.ResponseCodeEnum_OK), nil
+	return resp, err
 }
 
 // consensusServer serves ConsensusService for n.
 type consensusServer struct {
 	services.UnimplementedConsensusServiceServer
-	n *Node
+	n    *Node
+	acct int64 // the node account this endpoint serves
 }
 
 // cryptoServer serves CryptoService (receipts) for n.
@@ -330,12 +468,14 @@ type cryptoServer struct {
 
 // SubmitMessage implements ConsensusService.submitMessage.
 func (s consensusServer) SubmitMessage(ctx context.Context, tx *services.Transaction) (*services.TransactionResponse, error) {
-	return s.n.submitMessage(ctx, tx)
+	resp, err, fault := s.n.submitMessage(s.acct, tx)
+	return s.n.deliver(ctx, resp, err, fault)
 }
 
 // CreateTopic implements ConsensusService.createTopic.
 func (s consensusServer) CreateTopic(ctx context.Context, tx *services.Transaction) (*services.TransactionResponse, error) {
-	return s.n.createTopicTx(ctx, tx)
+	resp, err, fault := s.n.createTopicTx(s.acct, tx)
+	return s.n.deliver(ctx, resp, err, fault)
 }
 
 // GetTransactionReceipts implements CryptoService.getTransactionReceipts.
@@ -344,26 +484,27 @@ func (s cryptoServer) GetTransactionReceipts(ctx context.Context, q *services.Qu
 }
 
 // submitMessage accepts a message: sequence, running hash, receipt.
-func (n *Node) submitMessage(_ context.Context, tx *services.Transaction) (*services.TransactionResponse, error) {
+// It returns the answer and the fault to apply to it (see deliver).
+func (n *Node) submitMessage(acct int64, tx *services.Transaction) (*services.TransactionResponse, error, Fault) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	body, resp, err, lose := n.admit(tx)
+	body, resp, err, fault := n.admit(acct, tx)
 	if body == nil {
-		return resp, err
+		return resp, err, fault
 	}
 	sub := body.GetConsensusSubmitMessage()
 	if sub == nil {
-		return precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil
+		return precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil, fault
 	}
 	if len(sub.GetMessage()) == 0 {
-		return precheck(services.ResponseCodeEnum_INVALID_TOPIC_MESSAGE), nil
+		return precheck(services.ResponseCodeEnum_INVALID_TOPIC_MESSAGE), nil, fault
 	}
 	if len(sub.GetMessage()) > 1024 {
-		return precheck(services.ResponseCodeEnum_MESSAGE_SIZE_TOO_LARGE), nil
+		return precheck(services.ResponseCodeEnum_MESSAGE_SIZE_TOO_LARGE), nil, fault
 	}
 	t := n.topics[sub.GetTopicID().GetTopicNum()]
 	if t == nil {
-		return precheck(services.ResponseCodeEnum_INVALID_TOPIC_ID), nil
+		return precheck(services.ResponseCodeEnum_INVALID_TOPIC_ID), nil, fault
 	}
 	at := n.consensusTime()
 	t.seq++
@@ -379,20 +520,20 @@ func (n *Node) submitMessage(_ context.Context, tx *services.Transaction) (*serv
 		TopicRunningHash: append([]byte(nil), t.hash...), TopicRunningHashVersion: 3,
 	}}
 	n.stats.Accepted++
-	return reply(lose)
+	return precheck(services.ResponseCodeEnum_OK), nil, fault
 }
 
 // createTopicTx creates a topic from a transaction.
-func (n *Node) createTopicTx(_ context.Context, tx *services.Transaction) (*services.TransactionResponse, error) {
+func (n *Node) createTopicTx(acct int64, tx *services.Transaction) (*services.TransactionResponse, error, Fault) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	body, resp, err, lose := n.admit(tx)
+	body, resp, err, fault := n.admit(acct, tx)
 	if body == nil {
-		return resp, err
+		return resp, err, fault
 	}
 	ct := body.GetConsensusCreateTopic()
 	if ct == nil {
-		return precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil
+		return precheck(services.ResponseCodeEnum_INVALID_TRANSACTION_BODY), nil, fault
 	}
 	id := n.createTopic(ct.GetMemo())
 	var num int64
@@ -401,7 +542,7 @@ func (n *Node) createTopicTx(_ context.Context, tx *services.Transaction) (*serv
 		Status:  services.ResponseCodeEnum_SUCCESS,
 		TopicID: &services.TopicID{TopicNum: num},
 	}}
-	return reply(lose)
+	return precheck(services.ResponseCodeEnum_OK), nil, fault
 }
 
 // receipts answers a receipt query: SUCCESS with the topic fields for a known id,

@@ -2,6 +2,7 @@ package hcsfake
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,12 @@ func submitTx(t *testing.T, topic int64, start time.Time, msg string) *services.
 	return &services.Transaction{SignedTransactionBytes: st}
 }
 
+// submit calls the node as node account 0.0.3's endpoint does.
+func submit(ctx context.Context, n *Node, tx *services.Transaction) (*services.TransactionResponse, error) {
+	resp, err, fault := n.submitMessage(3, tx)
+	return n.deliver(ctx, resp, err, fault)
+}
+
 func TestNode(t *testing.T) {
 	n := StartT(t)
 	ctx := context.Background()
@@ -38,29 +45,29 @@ func TestNode(t *testing.T) {
 		}
 		return r.GetNodeTransactionPrecheckCode()
 	}
-	if c := code(n.submitMessage(ctx, tx)); c != services.ResponseCodeEnum_OK {
+	if c := code(submit(ctx, n, tx)); c != services.ResponseCodeEnum_OK {
 		t.Fatal(c)
 	}
-	if c := code(n.submitMessage(ctx, tx)); c != services.ResponseCodeEnum_DUPLICATE_TRANSACTION {
+	if c := code(submit(ctx, n, tx)); c != services.ResponseCodeEnum_DUPLICATE_TRANSACTION {
 		t.Fatal(c)
 	}
-	if c := code(n.submitMessage(ctx, submitTx(t, 1001, now.Add(-time.Hour), "old"))); c != services.ResponseCodeEnum_TRANSACTION_EXPIRED {
+	if c := code(submit(ctx, n, submitTx(t, 1001, now.Add(-time.Hour), "old"))); c != services.ResponseCodeEnum_TRANSACTION_EXPIRED {
 		t.Fatal(c)
 	}
-	if c := code(n.submitMessage(ctx, submitTx(t, 999, now.Add(time.Millisecond), "x"))); c != services.ResponseCodeEnum_INVALID_TOPIC_ID {
+	if c := code(submit(ctx, n, submitTx(t, 999, now.Add(time.Millisecond), "x"))); c != services.ResponseCodeEnum_INVALID_TOPIC_ID {
 		t.Fatal(c)
 	}
 	n.FailNext(FaultBusy, 1)
 	n.FailNext(FaultUnavailable, 1)
 	n.FailNext(FaultLoseReplyAfterAccept, 1)
 	two := submitTx(t, 1001, now.Add(time.Microsecond), "two")
-	if c := code(n.submitMessage(ctx, two)); c != services.ResponseCodeEnum_BUSY {
+	if c := code(submit(ctx, n, two)); c != services.ResponseCodeEnum_BUSY {
 		t.Fatal(c)
 	}
-	if c := code(n.submitMessage(ctx, two)); c != -1 {
+	if c := code(submit(ctx, n, two)); c != -1 {
 		t.Fatal(c)
 	}
-	if c := code(n.submitMessage(ctx, two)); c != -1 { // accepted, reply lost
+	if c := code(submit(ctx, n, two)); c != -1 { // accepted, reply lost
 		t.Fatal(c)
 	}
 	msgs := n.Messages(topic)
@@ -90,4 +97,45 @@ func TestNode(t *testing.T) {
 	}
 	n.Close()
 	n.Close()
+}
+
+// The schedule counts calls across node accounts: every fifth call is BUSY, every
+// fourth other reply is lost (accepted, answered with nothing until the caller gives
+// up); a BUSY node answers BUSY alone.
+func TestScheduleAndNodes(t *testing.T) {
+	n := StartNodesT(t, 3)
+	if got := n.NodeAccountIDs(); len(got) != 3 || got[2] != "0.0.5" || strings.Count(n.Network(), ",") != 2 {
+		t.Fatalf("%v %s", got, n.Network())
+	}
+	n.CreateTopic("s")
+	n.SetSchedule(Schedule{BusyEvery: 5, LoseReplyEvery: 4})
+	start := time.Now()
+	var codes []string
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		resp, err, fault := n.submitMessage(int64(3+i%3), submitTx(t, 1001, start.Add(time.Duration(i)*time.Microsecond), "m"))
+		r, err := n.deliver(ctx, resp, err, fault)
+		cancel()
+		switch {
+		case err != nil:
+			codes = append(codes, "lost")
+		default:
+			codes = append(codes, r.GetNodeTransactionPrecheckCode().String())
+		}
+	}
+	want := "OK OK OK lost BUSY OK OK OK lost BUSY"
+	if got := strings.Join(codes, " "); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	st := n.Stats()
+	if st.Accepted != 8 || st.Busy != 2 || st.Lost != 2 || st.SubmitsByNode["0.0.4"] != 3 {
+		t.Fatalf("%+v", st)
+	}
+	n.SetSchedule(Schedule{})
+	n.SetNodeBusy("0.0.4", true)
+	resp, _, _ := n.submitMessage(4, submitTx(t, 1001, start.Add(time.Millisecond), "x"))
+	resp5, _, _ := n.submitMessage(5, submitTx(t, 1001, start.Add(2*time.Millisecond), "y"))
+	if resp.GetNodeTransactionPrecheckCode() != services.ResponseCodeEnum_BUSY || resp5.GetNodeTransactionPrecheckCode() != services.ResponseCodeEnum_OK {
+		t.Fatalf("%v %v", resp, resp5)
+	}
 }
