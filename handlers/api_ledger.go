@@ -39,10 +39,13 @@ func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
 	return v
 }
 
-// List answers GET /ledger?status=&after=&limit=, oldest first.
+// List answers GET /ledger?status=&task=&goal=&after=&limit=, oldest first; with
+// task= (goal=) it is the chain of that task (goal): task.complete, task.revoked,
+// task.complete again….
 func (h *LedgerAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: queryInt(c, "after", &fe), Limit: int(queryInt(c, "limit", &fe))}
+	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: queryInt(c, "after", &fe), Limit: int(queryInt(c, "limit", &fe)),
+		TaskID: queryInt(c, "task", &fe), GoalID: queryInt(c, "goal", &fe)}
 	switch f.Status {
 	case "", models.LedgerPending, models.LedgerPosted, models.LedgerFailed:
 	default:

@@ -11,9 +11,16 @@ import (
 // behind an interface so that models does not depend on the ledger's message format;
 // the ledger package provides the implementation.
 type LedgerComposer interface {
-	TaskComplete(t *Task, builder, verifier *Agent, outputHash string, judge *JudgeReport, at time.Time) (*LedgerEntry, error)
+	// TaskComplete builds t's task.complete; kind is KindRunner, KindAdvisory or
+	// KindOverride (see verificationKind).
+	TaskComplete(t *Task, builder, verifier *Agent, kind, outputHash string, judge *JudgeReport, at time.Time) (*LedgerEntry, error)
 	TaskBlocked(t *Task, p BlockedPayload) (*LedgerEntry, error)
 	GoalVerified(g *Goal, lead *Agent, counts map[TaskState]int, at time.Time) (*LedgerEntry, error)
+	// TaskRevoked withdraws revoked, t's latest task.complete; why is RevokedReopened
+	// or RevokedDrift and reason the person's words.
+	TaskRevoked(t *Task, revoked *LedgerEntry, by *Agent, why, reason string, at time.Time) (*LedgerEntry, error)
+	// GoalRevoked withdraws revoked, g's latest goal.verified.
+	GoalRevoked(g *Goal, revoked *LedgerEntry, by *Agent, why, reason string, at time.Time) (*LedgerEntry, error)
 }
 
 // Service applies the governance rules. Every state change it makes runs in one

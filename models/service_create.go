@@ -140,7 +140,7 @@ func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 		}
 	}
 	if t.GoalID != nil {
-		return s.syncGoal(ctx, tx, actor, *t.GoalID, false)
+		return s.syncGoal(ctx, tx, actor, *t.GoalID, "")
 	}
 	return nil
 }

@@ -207,12 +207,12 @@ func (s *Service) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goal
 			return err
 		}
 		if old != nil && *old != goalID {
-			if err := s.syncGoal(ctx, tx, actor, *old, false); err != nil {
+			if err := s.syncGoal(ctx, tx, actor, *old, ""); err != nil {
 				return err
 			}
 		}
 		out = t
-		return s.syncGoal(ctx, tx, actor, goalID, false)
+		return s.syncGoal(ctx, tx, actor, goalID, "")
 	})
 	return out, err
 }

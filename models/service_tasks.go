@@ -72,7 +72,7 @@ func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 	// Lock the goal before anything changes: every walk takes the task's row, then its
 	// goal's, so two walks cannot deadlock. (Events take the append lock only at the
 	// commit, after every row lock.)
-	syncsGoal, reopened := false, false
+	syncsGoal, reopened := false, ""
 	for _, m := range moves {
 		syncsGoal = syncsGoal || (t.GoalID != nil && movesGoal(m.Act))
 	}
@@ -82,7 +82,9 @@ func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 		}
 	}
 	for i, m := range moves {
-		reopened = reopened || (m.Act == ActReopen && t.State == TaskVerified)
+		if m.Act == ActReopen && t.State == TaskVerified {
+			reopened = fmt.Sprintf("task %d reopened: %s", t.ID, strings.TrimSpace(m.In.Reason))
+		}
 		after, err := s.transition(ctx, tx, actor, t, m.Act, m.In)
 		if err != nil {
 			return err
@@ -400,7 +402,7 @@ func (s *Service) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	t.AssigneeID = ptr(*t.BuilderID)
 	t.ApproverID, t.VerifierID, t.VerifiedAt, t.Notes, t.Override = nil, nil, nil, "", false
 	t.Reason, t.AttemptsUsed = in.Reason, 0
-	return effect{}, nil
+	return effect{after: []func() error{func() error { return s.revokeTask(ctx, tx, actor, t, RevokedReopened, in.Reason) }}}, nil
 }
 
 func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
@@ -525,6 +527,7 @@ func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifie
 		}
 		builder = b
 	}
+	checked := verifier.IsRunner() // the runner verifies only what passed its checks
 	if hash == "" {
 		attempts, err := tx.ListAttempts(ctx, t.ID)
 		if err != nil {
@@ -535,17 +538,35 @@ func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifie
 				hash, judge = a.OutputHash, a.Judge
 			}
 		}
+		checked = checked || (len(attempts) > 0 && attempts[len(attempts)-1].Outcome == OutcomePassed)
 	}
-	e, err := s.ledger.TaskComplete(t, builder, verifier, hash, judge, s.now())
+	e, err := s.ledger.TaskComplete(t, builder, verifier, verificationKind(t, checked), hash, judge, s.now())
 	if err != nil {
 		return err
 	}
 	return tx.AppendLedgerEntry(ctx, e)
 }
 
-// syncGoal moves a goal along automatically after one of its tasks changed. reopened
-// says a verified task was reopened, which makes a verified goal active again.
-func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened bool) error {
+// verificationKind says how t's verification goes on the ledger: override when an
+// exec accepted it; runner when the runner's checks passed (checked: the runner
+// verified, or the task's newest attempt passed) and the contract has checks to run;
+// advisory otherwise — a contract without automated checks, or work a person did and
+// a person looked at.
+func verificationKind(t *Task, checked bool) string {
+	switch {
+	case t.Override:
+		return KindOverride
+	case checked && t.Contract.Verification.Type != VerifyAdvisory:
+		return KindRunner
+	default:
+		return KindAdvisory
+	}
+}
+
+// syncGoal moves a goal along automatically after one of its tasks changed. reopened,
+// when set, says why a verified task was reopened: that makes a verified goal active
+// again and withdraws its goal.verified.
+func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened string) error {
 	g, err := tx.LockGoal(ctx, goalID)
 	if err != nil {
 		return err
@@ -556,9 +577,12 @@ func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int6
 	}
 	from := g.State
 	next := NextGoalState(g.State, counts)
-	if reopened && g.State == GoalVerified {
+	if reopened != "" && g.State == GoalVerified {
 		next = GoalActive
 		g.VerifierID, g.VerifiedAt = nil, nil
+		if err := s.revokeGoal(ctx, tx, actor, g, RevokedReopened, reopened, s.now()); err != nil {
+			return err
+		}
 	}
 	if next == from {
 		return nil
@@ -568,7 +592,7 @@ func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int6
 		return err
 	}
 	typ := "goal.state_changed"
-	if reopened && from == GoalVerified {
+	if reopened != "" && from == GoalVerified {
 		typ = "goal.reopened"
 	}
 	return s.emit(ctx, tx, typ, actor, nil, &g.ID, map[string]any{"from": from, "to": next})

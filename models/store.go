@@ -195,6 +195,11 @@ type LedgerFilter struct {
 	Status  string
 	AfterID int64
 	Limit   int
+	// TaskID and GoalID, when set, keep the entries about that task or goal.
+	TaskID int64
+	GoalID int64
+	// Types, when set, keeps the entries of these types.
+	Types []string
 }
 
 // Clock returns the current time; tests replace it.

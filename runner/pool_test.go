@@ -185,6 +185,13 @@ func TestAdvisoryGoesToInbox(t *testing.T) {
 	if a := h.attempts(task.ID); len(a) != 1 || len(a[0].Checks) != 1 || a[0].Checks[0].Stage != models.StageProcess {
 		t.Fatalf("advisory checks %+v", a)
 	}
+	// On the ledger it is not a runner-verified completion: a reader can tell.
+	entries, err := h.db.ListLedger(h.ctx, models.LedgerFilter{TaskID: task.ID})
+	must(t, err)
+	if len(entries) != 1 || entries[0].Kind != models.KindAdvisory ||
+		!strings.Contains(string(entries[0].Message), `"verifier":"runner","kind":"advisory"`) {
+		t.Fatalf("ledger of an advisory task: %+v", entries)
+	}
 }
 
 // TestRejectionRerunsBuilder: a verifier's rejection sends the task back; the runner

@@ -22,12 +22,15 @@ const ledgerPageSize = 50
 
 func (p *Pages) ledgerRow(e models.LedgerEntry) ledgerpage.Row {
 	r := ledgerpage.Row{ID: e.ID, Type: e.Type, Status: e.Status, Attempts: e.Attempts, LastError: e.LastError,
-		Override: e.Override, Sequence: e.Sequence, RunningHash: e.RunningHash, TxID: e.TxID, Summarised: len(e.Payload) > 0}
+		Override: e.Override, Kind: e.Kind, Sequence: e.Sequence, RunningHash: e.RunningHash, TxID: e.TxID, Summarised: len(e.Payload) > 0}
 	if e.TaskID != nil {
 		r.TaskID = *e.TaskID
 	}
 	if e.GoalID != nil {
 		r.GoalID = *e.GoalID
+	}
+	if e.RevokesID != nil {
+		r.RevokesID = *e.RevokesID
 	}
 	if e.ConsensusAt != nil {
 		r.ConsensusAt = *e.ConsensusAt
@@ -44,16 +47,19 @@ func (p *Pages) ledgerKind() string {
 	return p.d.Ledger.Kind
 }
 
-// ledgerView reads one page of entries after the id in ?after=.
-func (p *Pages) ledgerView(c echo.Context, after int64) (ledgerpage.View, error) {
-	v := ledgerpage.View{Meta: p.meta(c, "Ledger", layout.NavLedger), CSRF: CSRFToken(c), Kind: p.ledgerKind(), After: after}
+// ledgerView reads one page of entries after the id in ?after=, of one task's or
+// goal's chain when f says so.
+func (p *Pages) ledgerView(c echo.Context, after int64, f models.LedgerFilter) (ledgerpage.View, error) {
+	v := ledgerpage.View{Meta: p.meta(c, "Ledger", layout.NavLedger), CSRF: CSRFToken(c), Kind: p.ledgerKind(), After: after,
+		TaskID: f.TaskID, GoalID: f.GoalID}
 	v.Meta.LiveRefresh = "any" // entries are written and posted as work is verified
 	if v.Kind == "hcs" {
 		v.TopicID = p.d.Ledger.TopicID
 		v.TopicURL = p.d.Ledger.TopicURL()
 	}
 	// One more than a page tells whether there is a next page.
-	entries, err := p.d.Service.Store().ListLedger(c.Request().Context(), models.LedgerFilter{AfterID: after, Limit: ledgerPageSize + 1})
+	f.AfterID, f.Limit = after, ledgerPageSize+1
+	entries, err := p.d.Service.Store().ListLedger(c.Request().Context(), f)
 	if err != nil {
 		return v, err
 	}
@@ -67,17 +73,15 @@ func (p *Pages) ledgerView(c echo.Context, after int64) (ledgerpage.View, error)
 	return v, nil
 }
 
-// ledgerList answers GET /ledger[?after=ID].
+// ledgerList answers GET /ledger[?after=ID][&task=ID|&goal=ID].
 func (p *Pages) ledgerList(c echo.Context) error {
-	var after int64
-	if q := c.QueryParam("after"); q != "" {
-		n, err := strconv.ParseInt(q, 10, 64)
-		if err != nil || n < 0 {
-			return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"after": "must be an entry id"}}
-		}
-		after = n
+	var fe models.FieldErrors
+	after := queryID(c, "after", &fe)
+	f := models.LedgerFilter{TaskID: queryID(c, "task", &fe), GoalID: queryID(c, "goal", &fe)}
+	if err := fe.Err(); err != nil {
+		return err
 	}
-	v, err := p.ledgerView(c, after)
+	v, err := p.ledgerView(c, after, f)
 	if err != nil {
 		return err
 	}
@@ -87,7 +91,7 @@ func (p *Pages) ledgerList(c echo.Context) error {
 // ledgerVerify answers POST /ledger/verify: VerifyChain over every entry of the local
 // ledger, the result shown on the first page of the ledger.
 func (p *Pages) ledgerVerify(c echo.Context) error {
-	v, err := p.ledgerView(c, 0)
+	v, err := p.ledgerView(c, 0, models.LedgerFilter{})
 	if err != nil {
 		return err
 	}
@@ -146,4 +150,19 @@ func (p *Pages) ledgerEntry(c echo.Context) error {
 		}
 	}
 	return render(c, http.StatusOK, ledgerpage.Entry(v))
+}
+
+// queryID reads the optional id in query parameter name: 0 when absent, a field
+// error when it is not a non-negative whole number.
+func queryID(c echo.Context, name string, fe *models.FieldErrors) int64 {
+	q := c.QueryParam(name)
+	if q == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(q, 10, 64)
+	if err != nil || n < 0 {
+		fe.Add(name, "must be an id")
+		return 0
+	}
+	return n
 }

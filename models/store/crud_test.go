@@ -626,10 +626,16 @@ func TestEventsOrder(t *testing.T) {
 func TestLedgerRoundTrip(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
+		// The entry the round-tripped one revokes (posted, so the pending list below
+		// holds only the three appended there).
+		base := &models.LedgerEntry{Type: models.LedgerTaskComplete, TaskID: i64(1), Message: []byte("m")}
+		must(t, db.AppendLedgerEntry(ctx, base))
+		base.Status = models.LedgerPosted
+		must(t, db.UpdateLedgerEntry(ctx, base))
 		e := &models.LedgerEntry{
-			Type: models.LedgerTaskComplete, TaskID: i64(1), GoalID: i64(2),
+			Type: models.LedgerTaskRevoked, TaskID: i64(1), GoalID: i64(2),
 			Message: []byte{0, 1, 2, 0xff, '{'}, Payload: []byte(`{"full":true}`), Status: models.LedgerPosted,
-			Attempts: 2, LastError: "timeout", Override: true, CreatedAt: ts(1),
+			Attempts: 2, LastError: "timeout", Override: true, Kind: models.KindOverride, RevokesID: &base.ID, CreatedAt: ts(1),
 			TxID: "0.0.1234@1700000000.000000001", TxBytes: []byte{9, 8, 7, 0},
 			Sequence: 42, RunningHash: "ab01", ConsensusAt: tsp(2), PostedAt: tsp(3),
 		}
@@ -671,6 +677,19 @@ func TestLedgerRoundTrip(t *testing.T) {
 		must(t, err)
 		if len(page) != 2 || page[0].ID != ids[0] || page[1].ID != ids[1] {
 			t.Fatalf("ListLedger page = %+v", page)
+		}
+		chain, err := db.ListLedger(ctx, models.LedgerFilter{TaskID: 1})
+		must(t, err)
+		if len(chain) != 2 || chain[0].ID != base.ID || chain[1].ID != e.ID || *chain[1].RevokesID != base.ID {
+			t.Fatalf("ListLedger of task 1 = %+v", chain)
+		}
+		if goal, err := db.ListLedger(ctx, models.LedgerFilter{GoalID: 2}); err != nil || len(goal) != 1 || goal[0].ID != e.ID {
+			t.Fatalf("ListLedger of goal 2 = %+v, %v", goal, err)
+		}
+		typed, err := db.ListLedger(ctx, models.LedgerFilter{Types: []string{models.LedgerGoalVerified, models.LedgerTaskRevoked}})
+		must(t, err)
+		if len(typed) != 4 || typed[0].ID != e.ID {
+			t.Fatalf("ListLedger of two types = %d entries", len(typed))
 		}
 		_, err = db.GetLedgerEntry(ctx, 4242)
 		wantCode(t, err, models.ENOTFOUND)

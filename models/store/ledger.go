@@ -19,6 +19,8 @@ type ledgerRecord struct {
 	Attempts    int
 	LastError   string
 	Override    bool
+	Kind        string
+	RevokesID   *int64
 	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
 	TxID        string
 	TxBytes     []byte
@@ -46,6 +48,8 @@ func toLedgerRecord(e *models.LedgerEntry) *ledgerRecord {
 		Attempts:    e.Attempts,
 		LastError:   e.LastError,
 		Override:    e.Override,
+		Kind:        e.Kind,
+		RevokesID:   e.RevokesID,
 		CreatedAt:   normTime(e.CreatedAt),
 		TxID:        e.TxID,
 		TxBytes:     bytesOrNil(e.TxBytes),
@@ -68,6 +72,8 @@ func fromLedgerRecord(r *ledgerRecord) *models.LedgerEntry {
 		Attempts:    r.Attempts,
 		LastError:   r.LastError,
 		Override:    r.Override,
+		Kind:        r.Kind,
+		RevokesID:   r.RevokesID,
 		CreatedAt:   normTime(r.CreatedAt),
 		TxID:        r.TxID,
 		TxBytes:     bytesOrNil(r.TxBytes),
@@ -134,11 +140,22 @@ func (o *ops) GetLedgerEntry(ctx context.Context, id int64) (*models.LedgerEntry
 }
 
 // ListLedger returns ledger entries oldest first: of one status when f.Status is
-// set, with ids above f.AfterID, at most f.Limit (default 100, at most 1000).
+// set, about one task or goal when f.TaskID or f.GoalID is, of f.Types when given,
+// with ids above f.AfterID,
+// at most f.Limit (default 100, at most 1000).
 func (o *ops) ListLedger(ctx context.Context, f models.LedgerFilter) ([]models.LedgerEntry, error) {
 	q := o.q(ctx).Where("id > ?", f.AfterID).Order("id").Limit(listLimit(f.Limit))
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
+	}
+	if f.TaskID != 0 {
+		q = q.Where("task_id = ?", f.TaskID)
+	}
+	if f.GoalID != 0 {
+		q = q.Where("goal_id = ?", f.GoalID)
+	}
+	if len(f.Types) > 0 {
+		q = q.Where("type IN ?", f.Types)
 	}
 	var recs []ledgerRecord
 	if err := q.Find(&recs).Error; err != nil {

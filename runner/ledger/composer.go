@@ -44,14 +44,14 @@ func deref(p *int64) int64 {
 }
 
 // TaskComplete builds the task.complete entry for t. A nil verifier is the runner.
-func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, outputHash string, judge *models.JudgeReport, at time.Time) (*models.LedgerEntry, error) {
+func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, kind, outputHash string, judge *models.JudgeReport, at time.Time) (*models.LedgerEntry, error) {
 	ch, err := ContractHash(t.Contract)
 	if err != nil {
 		return nil, err
 	}
 	return TaskComplete{
 		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
-		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName),
+		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName), Kind: kind,
 		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), Commit: t.Commit, At: at,
 	}.Entry()
 }
@@ -93,4 +93,36 @@ func (Composer) GoalVerified(g *models.Goal, lead *models.Agent, counts map[mode
 		GoalID: g.ID, Verifier: agentName(lead, ""), Verified: counts[models.TaskVerified],
 		Cancelled: counts[models.TaskCancelled], Payload: payload, At: at,
 	}.Entry()
+}
+
+// revokedPayload is the JSON kept with a revocation: what it withdraws and why, in the
+// person's words.
+type revokedPayload struct {
+	Task      int64  `json:"task,omitempty"`
+	Goal      int64  `json:"goal,omitempty"`
+	RevokesID int64  `json:"revokes_entry"`
+	Why       string `json:"why"`
+	Reason    string `json:"reason"`
+}
+
+// TaskRevoked builds the task.revoked entry withdrawing revoked (t's latest
+// task.complete).
+func (Composer) TaskRevoked(t *models.Task, revoked *models.LedgerEntry, by *models.Agent, why, reason string, at time.Time) (*models.LedgerEntry, error) {
+	payload, err := json.Marshal(revokedPayload{Task: t.ID, Goal: deref(t.GoalID), RevokesID: revoked.ID, Why: why, Reason: reason})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode revocation payload: %w", err)
+	}
+	return Revoked{Type: models.LedgerTaskRevoked, TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
+		By: agentName(by, RunnerName), Why: why, RevokesID: revoked.ID, Revokes: revoked.Sequence, Payload: payload, At: at}.Entry()
+}
+
+// GoalRevoked builds the goal.revoked entry withdrawing revoked (g's latest
+// goal.verified).
+func (Composer) GoalRevoked(g *models.Goal, revoked *models.LedgerEntry, by *models.Agent, why, reason string, at time.Time) (*models.LedgerEntry, error) {
+	payload, err := json.Marshal(revokedPayload{Goal: g.ID, RevokesID: revoked.ID, Why: why, Reason: reason})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: encode revocation payload: %w", err)
+	}
+	return Revoked{Type: models.LedgerGoalRevoked, GoalID: g.ID, By: agentName(by, RunnerName), Why: why,
+		RevokesID: revoked.ID, Revokes: revoked.Sequence, Payload: payload, At: at}.Entry()
 }

@@ -18,14 +18,34 @@ import (
 // fixed order (the order of the Message struct):
 //
 //	{"v":1,"type":"task.complete","task":42,"goal":7,"step":2,"agent":"dev-1",
-//	 "verifier":"runner","contract":"<sha384 hex>","output":"<sha384 hex>",
-//	 "override":false,"ts":"2026-05-01T10:00:00.123456Z"}
+//	 "verifier":"runner","kind":"runner","contract":"<sha384 hex>",
+//	 "output":"<sha384 hex>","override":false,"ts":"2026-05-01T10:00:00.123456Z"}
+//
+//	{"v":1,"type":"task.revoked","task":42,"goal":7,"step":2,"by":"lead-ann",
+//	 "why":"reopened","revokes":17,"payload":"<sha384 hex>","size":96,"ts":"…"}
 //
 //	{"v":1,"type":"task.blocked","task":43,"goal":7,"step":3,"agent":"dev-2",
 //	 "attempts":2,"stage":"verify","payload":"<sha384 hex>","size":2317,"ts":"…"}
 //
 //	{"v":1,"type":"goal.verified","goal":7,"verifier":"lead-ann","verified":5,
 //	 "cancelled":1,"payload":"<sha384 hex>","size":412,"ts":"…"}
+//
+//	{"v":1,"type":"goal.revoked","goal":7,"by":"lead-ann","why":"reopened",
+//	 "revokes":23,"payload":"<sha384 hex>","size":80,"ts":"…"}
+//
+// Kinds. task.complete's "kind" says how the task was verified: "runner" (every
+// automated check passed), "advisory" (the contract has no automated checks) or
+// "override" (an exec accepted it without its checks passing); "verifier" says who
+// looked — "runner" when no person did. Messages written before kinds existed carry
+// no "kind"; their "override" still tells an exec's acceptance.
+//
+// Revocations. task.revoked and goal.revoked withdraw the task's (goal's) latest
+// task.complete (goal.verified): "why" is "reopened" or "drift", "by" who decided,
+// "revokes" the ledger sequence of the withdrawn message. That sequence exists only
+// once the withdrawn entry is posted, so the publisher writes it in just before it
+// prepares the revocation (see FillRevokes): entries are posted in order, so it is
+// known by then. The payload (JSON: the entry ids and the person's reason, in full)
+// is kept like task.blocked's.
 //
 // Ids are JSON numbers; absent ids (a task with no goal) are left out. Hashes are
 // lower-case hex SHA-384 (96 characters). Times are RFC 3339 in UTC with at most
@@ -71,6 +91,10 @@ type Message struct {
 	Step      int    `json:"step,omitempty"`
 	Agent     string `json:"agent,omitempty"`
 	Verifier  string `json:"verifier,omitempty"`
+	Kind      string `json:"kind,omitempty"` // task.complete: how it was verified
+	By        string `json:"by,omitempty"`   // revocations: who decided
+	Why       string `json:"why,omitempty"`  // revocations: reopened or drift
+	Revokes   int64  `json:"revokes,omitempty"`
 	Contract  string `json:"contract,omitempty"`
 	Output    string `json:"output,omitempty"`
 	Override  *bool  `json:"override,omitempty"` // always present in task.complete
@@ -141,7 +165,8 @@ func ParseMessage(b []byte) (Message, error) {
 		return m, fmt.Errorf("ledger: message version %d is not supported", m.V)
 	}
 	switch m.Type {
-	case models.LedgerTaskComplete, models.LedgerTaskBlocked, models.LedgerGoalVerified:
+	case models.LedgerTaskComplete, models.LedgerTaskBlocked, models.LedgerGoalVerified,
+		models.LedgerTaskRevoked, models.LedgerGoalRevoked:
 	default:
 		return m, fmt.Errorf("ledger: unknown message type %q", m.Type)
 	}
@@ -207,12 +232,25 @@ type TaskComplete struct {
 	Step     int   // 0: not a workflow step
 	Agent    string
 	Verifier string
+	Kind     string // models.KindRunner, KindAdvisory or KindOverride; see kind
 	Contract string // SHA-384 hex of the task's contract (ContractHash)
 	Output   string // SHA-384 hex of the verified output; "" when there is none
 	Override bool   // accepted by the exec without passing the checks
 	Judge    *JudgeCounts
 	Commit   string // the verified git commit; "" for a task without a branch
 	At       time.Time
+}
+
+// kind is c.Kind, or when empty what Override implies: override or runner.
+func (c TaskComplete) kind() string {
+	switch {
+	case c.Kind != "":
+		return c.Kind
+	case c.Override:
+		return models.KindOverride
+	default:
+		return models.KindRunner
+	}
 }
 
 // Message builds the task.complete message. It always fits one chunk.
@@ -226,6 +264,15 @@ func (c TaskComplete) Message() (Message, error) {
 	if c.Output != "" && !hashOK(c.Output) {
 		return Message{}, fmt.Errorf("ledger: task.complete output hash must be SHA-384 hex")
 	}
+	kind := c.kind()
+	switch kind {
+	case models.KindRunner, models.KindAdvisory, models.KindOverride:
+	default:
+		return Message{}, fmt.Errorf("ledger: task.complete kind %q is not runner, advisory or override", kind)
+	}
+	if (kind == models.KindOverride) != c.Override {
+		return Message{}, fmt.Errorf("ledger: task.complete kind %q disagrees with override=%v", kind, c.Override)
+	}
 	if c.Commit != "" && !commitOK(c.Commit) {
 		return Message{}, fmt.Errorf("ledger: task.complete commit must be a 40- or 64-digit lower-case hex object id")
 	}
@@ -233,7 +280,7 @@ func (c TaskComplete) Message() (Message, error) {
 	return Message{
 		V: MessageVersion, Type: models.LedgerTaskComplete,
 		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
-		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON),
+		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON), Kind: kind,
 		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, TS: Timestamp(c.At),
 	}, nil
 }
@@ -248,7 +295,9 @@ func (c TaskComplete) Entry() (*models.LedgerEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEntry(models.LedgerTaskComplete, c.TaskID, c.GoalID, b, nil, c.Override, c.At), nil
+	e := newEntry(models.LedgerTaskComplete, c.TaskID, c.GoalID, b, nil, c.Override, c.At)
+	e.Kind = c.kind()
+	return e, nil
 }
 
 // TaskBlocked describes a task blocked after its attempts ran out. Payload is the
@@ -382,4 +431,60 @@ func commitOK(s string) bool {
 		}
 	}
 	return true
+}
+
+// Revoked describes a task.revoked or goal.revoked: it withdraws entry RevokesID (the
+// task's latest task.complete, the goal's latest goal.verified). Payload (JSON: the
+// ids and the person's reason in full) is stored; the message carries its hash.
+// Revokes, the withdrawn entry's ledger sequence, is 0 until FillRevokes sets it.
+type Revoked struct {
+	Type      string // models.LedgerTaskRevoked or models.LedgerGoalRevoked
+	TaskID    int64  // task.revoked: the task; 0 for goal.revoked
+	GoalID    int64
+	Step      int
+	By        string
+	Why       string // models.RevokedReopened or models.RevokedDrift
+	RevokesID int64
+	Revokes   int64
+	Payload   []byte
+	At        time.Time
+}
+
+// Message builds the revocation message; it fits one chunk.
+func (r Revoked) Message() (Message, error) {
+	switch {
+	case r.Type == models.LedgerTaskRevoked && r.TaskID <= 0:
+		return Message{}, fmt.Errorf("ledger: task.revoked needs a task id")
+	case r.Type == models.LedgerGoalRevoked && (r.GoalID <= 0 || r.TaskID != 0):
+		return Message{}, fmt.Errorf("ledger: goal.revoked needs a goal id and no task")
+	case r.Type != models.LedgerTaskRevoked && r.Type != models.LedgerGoalRevoked:
+		return Message{}, fmt.Errorf("ledger: %q is not a revocation", r.Type)
+	case r.Why != models.RevokedReopened && r.Why != models.RevokedDrift:
+		return Message{}, fmt.Errorf("ledger: a revocation's why must be reopened or drift, not %q", r.Why)
+	case r.RevokesID <= 0:
+		return Message{}, fmt.Errorf("ledger: a revocation must name the entry it withdraws")
+	case len(r.Payload) == 0 || !json.Valid(r.Payload):
+		return Message{}, fmt.Errorf("ledger: a revocation's payload must be JSON")
+	}
+	return Message{
+		V: MessageVersion, Type: r.Type, Task: r.TaskID, Goal: r.GoalID, Step: r.Step,
+		By: LimitName(r.By, MaxNameJSON), Why: r.Why, Revokes: r.Revokes,
+		Payload: SHA384Hex(r.Payload), Size: len(r.Payload), TS: Timestamp(r.At),
+	}, nil
+}
+
+// Entry returns the pending ledger entry for r, with Payload and RevokesID set.
+func (r Revoked) Entry() (*models.LedgerEntry, error) {
+	m, err := r.Message()
+	if err != nil {
+		return nil, err
+	}
+	msg, err := m.Encode()
+	if err != nil {
+		return nil, err
+	}
+	e := newEntry(r.Type, r.TaskID, r.GoalID, msg, r.Payload, false, r.At)
+	id := r.RevokesID
+	e.RevokesID = &id
+	return e, nil
 }

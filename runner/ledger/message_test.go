@@ -59,7 +59,7 @@ func TestTaskCompleteFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"v":1,"type":"task.complete","task":42,"goal":7,"step":2,"agent":"dev-1","verifier":"runner","contract":"` + hashA + `","output":"` + hashA + `","override":false,"ts":"2026-05-01T10:00:00.123456Z"}`
+	want := `{"v":1,"type":"task.complete","task":42,"goal":7,"step":2,"agent":"dev-1","verifier":"runner","kind":"runner","contract":"` + hashA + `","output":"` + hashA + `","override":false,"ts":"2026-05-01T10:00:00.123456Z"}`
 	if string(e.Message) != want {
 		t.Fatalf("got  %s\nwant %s", e.Message, want)
 	}
@@ -175,13 +175,13 @@ func TestComposer(t *testing.T) {
 	goal := int64(7)
 	task := &models.Task{ID: 3, GoalID: &goal, StepNum: 2, Override: true}
 	at := time.Now()
-	e, err := c.TaskComplete(task, &models.Agent{Name: "dev"}, nil, hashA, nil, at)
+	e, err := c.TaskComplete(task, &models.Agent{Name: "dev"}, nil, models.KindOverride, hashA, nil, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, _ := ParseMessage(e.Message)
 	ch, _ := ContractHash(task.Contract)
-	if m.Verifier != RunnerName || m.Agent != "dev" || m.Contract != ch || !*m.Override || m.Goal != 7 || m.Step != 2 {
+	if m.Verifier != RunnerName || m.Agent != "dev" || m.Contract != ch || !*m.Override || m.Goal != 7 || m.Step != 2 || m.Kind != models.KindOverride || e.Kind != models.KindOverride {
 		t.Fatalf("%s", e.Message)
 	}
 	e, err = c.TaskBlocked(task, models.BlockedPayload{Type: "task.blocked", TaskID: 3, Agent: "dev",

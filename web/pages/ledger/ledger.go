@@ -24,6 +24,9 @@ type View struct {
 	// (0: none).
 	After int64
 	Next  int64
+	// TaskID or GoalID, when set, keep the page to that task's (goal's) chain.
+	TaskID int64
+	GoalID int64
 	// Verify is the result of the verify-chain button, nil before it is pressed.
 	Verify *VerifyResult
 }
@@ -38,6 +41,8 @@ type Row struct {
 	Attempts    int
 	LastError   string
 	Override    bool
+	Kind        string // task.complete: runner, advisory or override ("" before kinds)
+	RevokesID   int64  // revocations: the entry withdrawn
 	Sequence    int64
 	RunningHash string // full hex
 	ConsensusAt time.Time
@@ -93,7 +98,33 @@ func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func nextHref(after int64) string { return "/ledger?after=" + i64(after) }
+// nextHref is the next page's address, keeping the page's task or goal filter.
+func nextHref(v View) string { return filterHref(v) + "after=" + i64(v.Next) }
+
+// filterHref is /ledger? with the page's task or goal filter, ready for one more
+// parameter.
+func filterHref(v View) string {
+	switch {
+	case v.TaskID != 0:
+		return "/ledger?task=" + i64(v.TaskID) + "&"
+	case v.GoalID != 0:
+		return "/ledger?goal=" + i64(v.GoalID) + "&"
+	}
+	return "/ledger?"
+}
+
+// kindLabel says in words how a task.complete was verified.
+func kindLabel(kind string) string {
+	switch kind {
+	case "runner":
+		return "runner: every automated check of the contract passed"
+	case "advisory":
+		return "advisory: no automated checks; the verifier looked (the runner: nobody did)"
+	case "override":
+		return "override: accepted by an exec without its checks passing"
+	}
+	return kind
+}
 
 func rowItems(r Row, k string, created, posted time.Time) []components.DefItem {
 	items := []components.DefItem{
@@ -117,13 +148,24 @@ func rowItems(r Row, k string, created, posted time.Time) []components.DefItem {
 	if !posted.IsZero() {
 		items = append(items, components.DefItem{Term: "Posted", Value: posted.UTC().Format(time.RFC3339)})
 	}
-	if r.Override {
+	if r.Kind != "" {
+		items = append(items, components.DefItem{Term: "Verified", Value: kindLabel(r.Kind)})
+	} else if r.Override {
 		items = append(items, components.DefItem{Term: "Override", Value: "accepted by the exec without passing checks"})
+	}
+	if r.RevokesID != 0 {
+		items = append(items, components.DefItem{Term: "Revokes", Value: "entry #" + i64(r.RevokesID)})
 	}
 	return items
 }
 
 func subtitle(v View) string {
+	switch {
+	case v.TaskID != 0:
+		return "The chain of task #" + i64(v.TaskID) + ": each completion, and what revoked it."
+	case v.GoalID != 0:
+		return "The entries of goal #" + i64(v.GoalID) + " and its tasks."
+	}
 	if v.Kind == "hcs" {
 		s := "Posted to Hedera Consensus Service"
 		if v.TopicID != "" {

@@ -1,0 +1,59 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// standingEntry returns the newest entry of type typ about the task (taskID) or goal
+// (goalID) that no later revocation withdrew, or nil when there is none: what a
+// revocation withdraws.
+func standingEntry(ctx context.Context, tx Tx, f LedgerFilter, typ, revokedType string) (*LedgerEntry, error) {
+	f.Limit, f.Types = 1000, []string{typ, revokedType}
+	var standing *LedgerEntry
+	for {
+		page, err := tx.ListLedger(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for i := range page {
+			switch page[i].Type {
+			case typ:
+				standing = &page[i]
+			case revokedType:
+				standing = nil
+			}
+		}
+		if len(page) < f.Limit {
+			return standing, nil
+		}
+		f.AfterID = page[len(page)-1].ID
+	}
+}
+
+// revokeTask writes a task.revoked withdrawing t's standing task.complete, if it has
+// one (a task verified before the ledger kept it has none).
+func (s *Service) revokeTask(ctx context.Context, tx Tx, actor *Agent, t *Task, why, reason string) error {
+	e, err := standingEntry(ctx, tx, LedgerFilter{TaskID: t.ID}, LedgerTaskComplete, LedgerTaskRevoked)
+	if err != nil || e == nil {
+		return err
+	}
+	r, err := s.ledger.TaskRevoked(t, e, actor, why, reason, s.now())
+	if err != nil {
+		return err
+	}
+	return tx.AppendLedgerEntry(ctx, r)
+}
+
+// revokeGoal writes a goal.revoked withdrawing g's standing goal.verified, if any.
+func (s *Service) revokeGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, why, reason string, at time.Time) error {
+	e, err := standingEntry(ctx, tx, LedgerFilter{GoalID: g.ID}, LedgerGoalVerified, LedgerGoalRevoked)
+	if err != nil || e == nil {
+		return err
+	}
+	r, err := s.ledger.GoalRevoked(g, e, actor, why, reason, at)
+	if err != nil {
+		return err
+	}
+	return tx.AppendLedgerEntry(ctx, r)
+}
