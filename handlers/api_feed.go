@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,10 +20,8 @@ func NewFeedAPI(svc *models.Service) *FeedAPI { return &FeedAPI{svc: svc} }
 func (h *FeedAPI) Inbox(c echo.Context) error {
 	var fe models.FieldErrors
 	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(queryInt(c, "limit", &fe))}
-	switch f.Kind {
-	case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused, models.InboxBudget:
-	default:
-		fe.Add("kind", "must be blocked, escalation, advisory or agent_paused")
+	if f.Kind != "" && !slices.Contains(models.InboxKinds, f.Kind) {
+		fe.Add("kind", "must be one of "+strings.Join(models.InboxKinds, ", "))
 	}
 	if err := fe.Err(); err != nil {
 		return err

@@ -16,10 +16,14 @@ const (
 	InboxAgentPaused = "agent_paused"
 	// InboxBudget: a budget's spend crossed BudgetWarnAt; a notice, dismissed once read.
 	InboxBudget = "budget"
+	// InboxDrift: what a verified task's verification covered changed afterwards (see
+	// Drift). Resolved when a lead reopens the task (task.revoked, reason drift) or a
+	// recheck finds it as verified again.
+	InboxDrift = "drift"
 )
 
 // InboxKinds lists every kind of inbox item.
-var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused, InboxBudget}
+var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused, InboxBudget, InboxDrift}
 
 // InboxItem is something waiting for a person.
 type InboxItem struct {

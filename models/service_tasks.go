@@ -402,7 +402,17 @@ func (s *Service) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	t.AssigneeID = ptr(*t.BuilderID)
 	t.ApproverID, t.VerifierID, t.VerifiedAt, t.Notes, t.Override = nil, nil, nil, "", false
 	t.Reason, t.AttemptsUsed = in.Reason, 0
-	return effect{after: []func() error{func() error { return s.revokeTask(ctx, tx, actor, t, RevokedReopened, in.Reason) }}}, nil
+	// Reopening a stale task is the lead confirming its drift: the completion is
+	// withdrawn for that reason, and the work is fingerprinted again when it passes.
+	why := RevokedReopened
+	if t.Drift != nil {
+		why = RevokedDrift
+	}
+	t.Fingerprint, t.Drift = nil, nil
+	return effect{after: []func() error{
+		func() error { return s.revokeTask(ctx, tx, actor, t, why, in.Reason) },
+		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, InboxDrift, "reopened: "+in.Reason) },
+	}}, nil
 }
 
 func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {

@@ -157,6 +157,11 @@ type Task struct {
 	Branch string `json:"branch,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Commit string `json:"commit,omitempty"`
+	// Fingerprint is what the runner's pass covered, to tell later whether the work
+	// is still what was verified; nil for work the runner never passed.
+	Fingerprint *Fingerprint `json:"-"`
+	// Drift, set while a recheck finds the verified work changed: the task is stale.
+	Drift *Drift `json:"drift,omitempty"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

@@ -73,6 +73,8 @@ type attemptRun struct {
 	deliv *deliverableRun // a task without a git workspace: its base and what was kept (deliverable.go)
 	// commit is the verified commit on the task's branch (worktree tasks that pass).
 	commit string
+	// fingerprint is what the passed attempt's verification covers (fingerprint.go).
+	fingerprint *models.Fingerprint
 	// stepConflict is set when the task's dependencies' verified commits conflict: it
 	// is blocked with a fix task instead of starting.
 	stepConflict *models.StepConflict
@@ -174,6 +176,7 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	p.check(ctx, tr, ar)
 	p.commitVerified(ctx, tr, ar)
 	p.keepDeliverable(ctx, tr, ar)
+	p.takeFingerprint(ctx, tr, ar)
 	d := p.settle(tr, ar)
 	p.pushVerified(ctx, tr, ar)
 	return d

@@ -88,6 +88,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		if ar.commit != "" {
 			t.Commit = ar.commit
 		}
+		t.Fingerprint = ar.fingerprint
 		if err := p.svc.RunnerPassJudged(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, judged, advisory); err != nil {
 			return decision{}, err
 		}

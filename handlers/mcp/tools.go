@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -347,10 +348,8 @@ func (t *tools) register(srv *sdk.Server) {
 		Description: "List what waits for a person: blocked tasks (attempts exhausted, with every attempt's failure), escalations (a task rejected twice by verifiers) and advisory outputs to look at. Open items only unless include_resolved is set."},
 		onTask, func(ctx context.Context, a *models.Agent, in InboxArgs) (InboxListView, string, error) {
 			var fe models.FieldErrors
-			switch in.Kind {
-			case "", models.InboxBlocked, models.InboxEscalation, models.InboxAdvisory, models.InboxAgentPaused, models.InboxBudget:
-			default:
-				fe.Add("kind", "must be blocked, escalation, advisory or agent_paused")
+			if in.Kind != "" && !slices.Contains(models.InboxKinds, in.Kind) {
+				fe.Add("kind", "must be one of "+strings.Join(models.InboxKinds, ", "))
 			}
 			if in.Limit < 0 || in.Limit > 1000 {
 				fe.Add("limit", "must be between 1 and 1000")

@@ -20,6 +20,7 @@ var inboxKinds = []struct{ kind, label string }{
 	{models.InboxAdvisory, "Advisory outputs to look at"},
 	{models.InboxAgentPaused, "Paused agents"},
 	{models.InboxBudget, "Budget warnings"},
+	{models.InboxDrift, "Verified work that changed"},
 }
 
 // actCheckAgain names the inbox form that checks a task blocked as not ready again: a

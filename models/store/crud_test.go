@@ -240,6 +240,9 @@ func TestTasksRoundTrip(t *testing.T) {
 			AttemptsUsed: 2, Override: true, LeaseOwner: "runner-a", LeaseUntil: tsp(8),
 			CreatedAt: ts(1), UpdatedAt: ts(2), VerifiedAt: tsp(3),
 			Branch: "countersign/task-1", Base: strings.Repeat("a", 40), Commit: strings.Repeat("b", 40),
+			Fingerprint: &models.Fingerprint{Dir: "/w/tasks/1", Git: true, Output: "out.md", Truncated: true, At: ts(4),
+				Files: []models.FingerprintFile{{Path: "out.md", Hash: strings.Repeat("c", 40)}, {Path: "gone.go"}}},
+			Drift: &models.Drift{At: ts(5), Changed: []string{"out.md"}},
 		}
 		allSet(t, tk, "ID")
 		want := *tk

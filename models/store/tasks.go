@@ -48,6 +48,8 @@ type taskRecord struct {
 	Branch         string
 	BaseCommit     string
 	VerifiedCommit string
+	Fingerprint    string // JSON; "" when none
+	Drift          string // JSON; "" when fresh
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -66,6 +68,14 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		return nil, err
 	}
 	deps, err := toJSON(normDeps(t.DependsOn), "")
+	if err != nil {
+		return nil, err
+	}
+	fp, err := toJSON(t.Fingerprint, "")
+	if err != nil {
+		return nil, err
+	}
+	drift, err := toJSON(t.Drift, "")
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +114,8 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Branch:         t.Branch,
 		BaseCommit:     t.Base,
 		VerifiedCommit: t.Commit,
+		Fingerprint:    fp,
+		Drift:          drift,
 	}, nil
 }
 
@@ -149,6 +161,12 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		return nil, err
 	}
 	t.DependsOn = normDeps(t.DependsOn)
+	if err := fromJSON(r.Fingerprint, &t.Fingerprint, "tasks.fingerprint"); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.Drift, &t.Drift, "tasks.drift"); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

@@ -1,0 +1,182 @@
+package drift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Result is what a recheck found for one task.
+type Result struct {
+	TaskID int64
+	// Changed are the fingerprinted paths that differ from what was verified; the
+	// task is stale when it is not empty.
+	Changed []string
+	// Gone: the workspace no longer exists, so nothing was compared.
+	Gone bool
+	// Unchecked: the task has no fingerprint (verified by a person without a runner
+	// pass, or before fingerprints existed) or is not verified.
+	Unchecked bool
+	// Fresh: the task was stale and its work is as verified again.
+	Fresh bool
+}
+
+// String says the result in a few words, for the command line and flashes.
+func (r Result) String() string {
+	switch {
+	case r.Unchecked:
+		return fmt.Sprintf("task %d: no fingerprint to compare", r.TaskID)
+	case r.Gone:
+		return fmt.Sprintf("task %d: its workspace is gone; nothing compared", r.TaskID)
+	case len(r.Changed) > 0:
+		return fmt.Sprintf("task %d: STALE, changed since verification: %s", r.TaskID, (&models.Drift{Changed: r.Changed}).Summary())
+	case r.Fresh:
+		return fmt.Sprintf("task %d: as verified again (was stale)", r.TaskID)
+	}
+	return fmt.Sprintf("task %d: as verified", r.TaskID)
+}
+
+// Rechecker compares verified tasks' workspaces with their fingerprints and records
+// what it finds through the service (models.Service.RecordDrift, ClearDrift). Start
+// runs it periodically; Task and Tasks run it once.
+type Rechecker struct {
+	svc      *models.Service
+	log      *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewRechecker returns a Rechecker; interval is the periodic pass's (Start), zero for
+// none. log receives the periodic pass's findings (nil: discarded).
+func NewRechecker(svc *models.Service, interval time.Duration, log *slog.Logger) *Rechecker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Rechecker{svc: svc, interval: interval, log: log}
+}
+
+// Task rechecks one task as actor (who the events name).
+func (r *Rechecker) Task(ctx context.Context, actor *models.Agent, id int64) (Result, error) {
+	t, err := r.svc.Store().GetTask(ctx, id)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.check(ctx, actor, t)
+}
+
+// Tasks rechecks every verified task (of one goal when goalID is not 0) as actor; it
+// stops at the first error, returning what it found before.
+func (r *Rechecker) Tasks(ctx context.Context, actor *models.Agent, goalID int64) ([]Result, error) {
+	var out []Result
+	f := models.TaskFilter{State: models.TaskVerified, GoalID: goalID, Limit: 500}
+	for {
+		page, err := r.svc.Store().ListTasks(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		for i := range page {
+			res, err := r.check(ctx, actor, &page[i])
+			if err != nil {
+				return out, fmt.Errorf("task %d: %w", page[i].ID, err)
+			}
+			out = append(out, res)
+		}
+		if len(page) < f.Limit {
+			return out, nil
+		}
+		f.AfterID = page[len(page)-1].ID
+	}
+}
+
+func (r *Rechecker) check(ctx context.Context, actor *models.Agent, t *models.Task) (Result, error) {
+	res := Result{TaskID: t.ID}
+	if t.State != models.TaskVerified || t.Fingerprint == nil {
+		res.Unchecked = true
+		return res, nil
+	}
+	changed, err := Compare(ctx, t.Fingerprint)
+	switch {
+	case errors.Is(err, ErrWorkspaceGone):
+		res.Gone = true
+		return res, nil
+	case err != nil:
+		return res, err
+	case len(changed) > 0:
+		res.Changed = changed
+		_, err = r.svc.RecordDrift(ctx, actor, t.ID, changed)
+	case t.Drift != nil:
+		res.Fresh = true
+		_, err = r.svc.ClearDrift(ctx, actor, t.ID)
+	}
+	if models.ErrorCode(err) == models.ECONFLICT {
+		// Reopened between the read and the write: no longer verified, nothing to mark.
+		return Result{TaskID: t.ID, Unchecked: true}, nil
+	}
+	return res, err
+}
+
+// Start runs a pass over every verified task every interval, as the runner agent,
+// until Stop; it does nothing when the interval is zero.
+func (r *Rechecker) Start(ctx context.Context, runner *models.Agent) error {
+	if r.interval <= 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return errors.New("drift: the rechecker is already started")
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	go r.loop(ctx, runner, r.done)
+	return nil
+}
+
+func (r *Rechecker) loop(ctx context.Context, runner *models.Agent, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		results, err := r.Tasks(ctx, runner, 0)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("recheck pass failed", "err", err)
+		}
+		for _, res := range results {
+			if len(res.Changed) > 0 {
+				r.log.Warn("verified work changed", "task_id", res.TaskID, "changed", res.Changed)
+			}
+		}
+	}
+}
+
+// Stop ends the periodic pass and waits for it (or for ctx); calling it again, or
+// without Start, does nothing.
+func (r *Rechecker) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
