@@ -18,10 +18,12 @@ import (
 )
 
 // HCS posts ledger entries as messages on a Hedera Consensus Service topic, following
-// the exactly-once protocol of the package documentation. Every SDK call runs in a
-// goroutine that recovers panics (the SDK has been seen to divide by zero) and is
-// abandoned, not killed, when ctx ends: abandoning is safe because the prepared bytes
-// carry a fixed transaction id that the network executes at most once.
+// the exactly-once protocol of the package documentation. It is a Pipeline: Send lets
+// a transaction go as soon as a node has taken it in order, Await reads its receipt
+// (see hcs_send.go for how order survives BUSY nodes and lost replies). Every SDK call
+// runs in a goroutine that recovers panics (the SDK has been seen to divide by zero)
+// and is abandoned, not killed, when ctx ends: abandoning is safe because the prepared
+// bytes carry a fixed transaction id that the network executes at most once.
 type HCS struct {
 	cfg      HCSConfig
 	client   *hiero.Client
@@ -33,12 +35,20 @@ type HCS struct {
 
 	mu        sync.Mutex
 	lastStart time.Time // valid starts handed out by this process are strictly increasing
+
+	sendMu sync.Mutex // one Send at a time: the order of Sends is the order on the topic
+	send   *sendState
 }
 
 // Defaults for HCSConfig's tuning fields.
 const (
 	DefaultValidDuration = 120 * time.Second
 	DefaultStartSkew     = 5 * time.Second
+	DefaultSubmitTimeout = 3 * time.Second
+	// DefaultNodeBackoff is how long the SDK itself shuns a node after a transport
+	// error. It is short because HCS keeps its own per-node backoff; a long one would
+	// also hold up the receipt query that settles a lost reply at that node.
+	DefaultNodeBackoff = 50 * time.Millisecond
 	// ReceiptTTL is how long a node keeps a receipt after consensus.
 	ReceiptTTL = 180 * time.Second
 	// consensusGrace covers the time between the end of validity and consensus.
@@ -86,6 +96,12 @@ func NewHCS(cfg HCSConfig) (_ *HCS, err error) {
 	if h.cfg.MaxBackoff < h.cfg.MinBackoff {
 		h.cfg.MaxBackoff = max(8*time.Second, h.cfg.MinBackoff)
 	}
+	if h.cfg.SubmitTimeout <= 0 {
+		h.cfg.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if h.cfg.NodeBackoff <= 0 {
+		h.cfg.NodeBackoff = DefaultNodeBackoff
+	}
 	nodes, err := parseNetwork(cfg.Network)
 	if err != nil {
 		return nil, fmt.Errorf("hcs: network: %w", err)
@@ -110,18 +126,17 @@ func NewHCS(cfg HCSConfig) (_ *HCS, err error) {
 	if cfg.RequestTimeout > 0 {
 		client.SetRequestTimeout(cfg.RequestTimeout)
 	}
-	if cfg.NodeBackoff > 0 {
-		client.SetNodeMinBackoff(cfg.NodeBackoff)
-		client.SetNodeMaxBackoff(cfg.NodeBackoff)
-		client.SetMinNodeReadmitTime(cfg.NodeBackoff)
-		client.SetMaxNodeReadmitTime(cfg.NodeBackoff)
-	}
+	client.SetNodeMinBackoff(h.cfg.NodeBackoff)
+	client.SetNodeMaxBackoff(h.cfg.NodeBackoff)
+	client.SetMinNodeReadmitTime(h.cfg.NodeBackoff)
+	client.SetMaxNodeReadmitTime(h.cfg.NodeBackoff)
 	h.client = client
 	h.nodes = pinNodes(client.GetNetwork(), h.cfg.MaxNodes)
 	if len(h.nodes) == 0 {
 		_ = client.Close()
 		return nil, errors.New("hcs: the network has no nodes")
 	}
+	h.send = newSendState(len(h.nodes))
 	return h, nil
 }
 
@@ -222,57 +237,38 @@ func (h *HCS) Prepare(ctx context.Context, e *models.LedgerEntry) error {
 		return err
 	}
 	e.TxID, e.TxBytes = id, raw
+	h.send.mu.Lock()
+	h.send.mine[id] = true // nobody else can have sent it: Send need not confirm it
+	h.send.mu.Unlock()
 	return nil
 }
 
-// Submit sends the bytes Prepare stored, unchanged. Whatever the SDK reports — success,
-// DUPLICATE_TRANSACTION (an earlier send got through), a transport error, a timeout —
-// the answer comes from the receipt of the same transaction id. An error means the
-// outcome is still unknown: call Lookup later.
-func (h *HCS) Submit(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
-	if e.TxID == "" || len(e.TxBytes) == 0 {
-		return Receipt{}, fmt.Errorf("hcs: entry %d was not prepared", e.ID)
+// submitTimeout is the longest wait for a node's answer to one submission.
+func (h *HCS) submitTimeout() time.Duration {
+	if h.cfg.GRPCDeadline > 0 {
+		return min(h.cfg.SubmitTimeout, h.cfg.GRPCDeadline)
 	}
-	sendErr := h.call(ctx, "submit", func() error {
-		txi, err := hiero.TransactionFromBytes(e.TxBytes)
-		if err != nil {
-			return fmt.Errorf("hcs: stored transaction of entry %d: %w", e.ID, err)
-		}
-		switch tx := txi.(type) {
-		case hiero.TopicMessageSubmitTransaction:
-			h.tune(tx.Transaction)
-			_, err = tx.Execute(h.client)
-		case *hiero.TopicMessageSubmitTransaction:
-			h.tune(tx.Transaction)
-			_, err = tx.Execute(h.client)
-		default:
-			return fmt.Errorf("hcs: stored transaction of entry %d is a %T", e.ID, txi)
-		}
-		return err
-	})
-	r, found, lerr := h.Lookup(ctx, e)
-	if found {
-		return r, nil
-	}
-	if sendErr == nil {
-		sendErr = errors.New("sent, but no receipt yet")
-	}
-	if lerr != nil {
-		return Receipt{}, fmt.Errorf("hcs: entry %d (tx %s): %v; receipt: %w", e.ID, e.TxID, sendErr, lerr)
-	}
-	return Receipt{}, fmt.Errorf("hcs: entry %d (tx %s) did not reach consensus: %v", e.ID, e.TxID, sendErr)
+	return h.cfg.SubmitTimeout
 }
 
-// tune applies the configured retry backoff to a transaction rebuilt from bytes
-// (TransactionFromBytes gives it the SDK defaults).
-func (h *HCS) tune(tx *hiero.Transaction[*hiero.TopicMessageSubmitTransaction]) {
-	if h.cfg.MinBackoff <= tx.GetMaxBackoff() {
-		tx.SetMinBackoff(h.cfg.MinBackoff)
-		tx.SetMaxBackoff(h.cfg.MaxBackoff)
-	} else {
-		tx.SetMaxBackoff(h.cfg.MaxBackoff)
-		tx.SetMinBackoff(h.cfg.MinBackoff)
+// requestTimeout bounds one Send across all its attempts.
+func (h *HCS) requestTimeout() time.Duration {
+	if h.cfg.RequestTimeout > 0 {
+		return h.cfg.RequestTimeout
 	}
+	return 2 * time.Minute
+}
+
+// Submit sends the bytes Prepare stored, unchanged, and waits for their receipt:
+// Send, then Await. Whatever happens on the way — BUSY, DUPLICATE_TRANSACTION (an
+// earlier send got through), a lost reply, a timeout — the answer comes from the
+// receipt of the same transaction id. An error means the outcome is still unknown:
+// call Lookup later.
+func (h *HCS) Submit(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
+	if err := h.Send(ctx, e); err != nil {
+		return Receipt{}, err
+	}
+	return h.Await(ctx, e)
 }
 
 // Lookup asks for the receipt of e's transaction id. Found and SUCCESS: the receipt
@@ -289,30 +285,22 @@ func (h *HCS) Lookup(ctx context.Context, e *models.LedgerEntry) (Receipt, bool,
 	if err != nil || id.ValidStart == nil {
 		return Receipt{}, false, Permanent(fmt.Errorf("hcs: entry %d has a malformed transaction id", e.ID))
 	}
-	var rc hiero.TransactionReceipt
-	var qerr error
-	err = h.call(ctx, "receipt", func() error {
-		q := hiero.NewTransactionReceiptQuery().
-			SetTransactionID(id).
-			SetNodeAccountIDs(h.nodes).
-			SetMaxRetry(h.cfg.ReceiptAttempts)
-		if h.cfg.MinBackoff <= 8*time.Second {
-			q.SetMinBackoff(h.cfg.MinBackoff).SetMaxBackoff(h.cfg.MaxBackoff)
-		} else {
-			q.SetMaxBackoff(h.cfg.MaxBackoff).SetMinBackoff(h.cfg.MinBackoff)
-		}
-		rc, qerr = q.Execute(h.client)
-		return nil
-	})
+	r, found, err := h.lookup(ctx, e, id)
+	if err == nil {
+		h.send.forget(e.TxID) // decided: nothing kept for Send or Await is needed
+	}
+	return r, found, err
+}
+
+// lookup is Lookup once the transaction id is read.
+func (h *HCS) lookup(ctx context.Context, e *models.LedgerEntry, id hiero.TransactionID) (Receipt, bool, error) {
+	rc, qerr, err := h.queryReceipt(ctx, id, h.nodes)
 	if err != nil {
 		return Receipt{}, false, err
 	}
 	if qerr == nil {
 		if rc.Status == hiero.StatusSuccess {
-			return Receipt{
-				Sequence: int64(rc.TopicSequenceNumber), RunningHash: rc.TopicRunningHash,
-				ConsensusAt: h.now().UTC(), TxID: e.TxID,
-			}, true, nil
+			return h.toReceipt(rc, e.TxID), true, nil
 		}
 		switch rc.Status {
 		case hiero.StatusUnknown, hiero.StatusReceiptNotFound, hiero.StatusBusy, hiero.StatusOk:
@@ -339,6 +327,33 @@ func (h *HCS) Lookup(ctx context.Context, e *models.LedgerEntry) (Receipt, bool,
 		return Receipt{}, false, nil // custom network without a mirror: receipts are the record
 	}
 	return h.mirrorLookup(ctx, e, id)
+}
+
+// queryReceipt asks nodes for id's receipt until it is final or the configured
+// attempts are spent. err is set when the SDK could not be asked at all; qerr is the
+// query's own error.
+func (h *HCS) queryReceipt(ctx context.Context, id hiero.TransactionID, nodes []hiero.AccountID) (hiero.TransactionReceipt, error, error) {
+	var rc hiero.TransactionReceipt
+	var qerr error
+	err := h.call(ctx, "receipt", func() error {
+		q := hiero.NewTransactionReceiptQuery().
+			SetTransactionID(id).
+			SetNodeAccountIDs(nodes).
+			SetMaxRetry(h.cfg.ReceiptAttempts)
+		if h.cfg.MinBackoff <= 8*time.Second {
+			q.SetMinBackoff(h.cfg.MinBackoff).SetMaxBackoff(h.cfg.MaxBackoff)
+		} else {
+			q.SetMaxBackoff(h.cfg.MaxBackoff).SetMinBackoff(h.cfg.MinBackoff)
+		}
+		rc, qerr = q.Execute(h.client)
+		return nil
+	})
+	if err != nil {
+		// call gave up waiting (ctx ended): the abandoned query may still write rc and
+		// qerr, so they are not read.
+		return hiero.TransactionReceipt{}, nil, err
+	}
+	return rc, qerr, nil
 }
 
 // mirrorLookup resolves a transaction whose receipt has expired from the mirror node.

@@ -106,9 +106,17 @@ type HCSConfig struct {
 	MinBackoff      time.Duration // SDK retry backoff (250ms)
 	MaxBackoff      time.Duration // (8s)
 	GRPCDeadline    time.Duration // one gRPC call (10s)
-	RequestTimeout  time.Duration // one SDK Execute (2m)
+	RequestTimeout  time.Duration // one SDK Execute, and one Send across its attempts (2m)
 	ReceiptAttempts int           // receipt query attempts before "not found yet" (5)
-	NodeBackoff     time.Duration // how long the SDK shuns a node after a failure (8s)
+	// NodeBackoff is how long the SDK shuns a node after a transport error (50ms):
+	// HCS backs off BUSY and failing nodes itself, per node, growing from MinBackoff
+	// to MaxBackoff while the other pinned nodes carry on.
+	NodeBackoff time.Duration
+	// SubmitTimeout is the longest wait for a node's answer to one submission before
+	// it is taken for lost and settled by a receipt query (3s, at most GRPCDeadline).
+	// Once answers have been seen the wait is ten times their moving average, at
+	// least 100ms, so a lost reply costs a fraction of a second, not a deadline.
+	SubmitTimeout time.Duration
 }
 
 // String describes the configuration without key material.

@@ -150,7 +150,8 @@ func (c *crashStore) UpdateLedgerEntry(ctx context.Context, e *models.LedgerEntr
 
 // crashLedger kills its process right after an entry's message was sent (before the
 // receipt is recorded) or right after an entry was prepared and saved (before it was
-// sent).
+// sent). It is a Pipeline when its ledger is, and counts the most entries it ever had
+// sent and not yet awaited.
 type crashLedger struct {
 	Ledger
 	store       *crashStore
@@ -158,6 +159,8 @@ type crashLedger struct {
 	afterSave   map[int64]bool
 	crashed     chan int64
 	crashedOnce sync.Once
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
 }
 
 func (c *crashLedger) crash(id int64) {
@@ -178,17 +181,46 @@ func (c *crashLedger) Submit(ctx context.Context, e *models.LedgerEntry) (Receip
 	return r, err
 }
 
-// TestHCSExactlyOnceAcceptance posts 200 entries through the real SDK to the fake
-// node while injecting BUSY, unavailable and lost-reply faults and two crashes with a
-// new publisher taking over, and checks that the topic holds exactly the 200
-// messages, in order, with no duplicates and no gaps.
+func (c *crashLedger) Send(ctx context.Context, e *models.LedgerEntry) error {
+	if c.afterSave[e.ID] {
+		c.crash(e.ID)
+		return errors.New("crashed before sending")
+	}
+	err := c.Ledger.(Pipeline).Send(ctx, e)
+	if c.afterSend[e.ID] {
+		c.crash(e.ID)
+		return errors.New("crashed before recording")
+	}
+	if err == nil {
+		n := c.inFlight.Add(1)
+		for m := c.maxInFlight.Load(); n > m && !c.maxInFlight.CompareAndSwap(m, n); m = c.maxInFlight.Load() {
+		}
+	}
+	return err
+}
+
+func (c *crashLedger) Await(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
+	defer c.inFlight.Add(-1)
+	return c.Ledger.(Pipeline).Await(ctx, e)
+}
+
+// TestHCSExactlyOnceAcceptance posts 200 entries, pipelined, through the real SDK to
+// three fake nodes while injecting the fault mix (every fifth call BUSY, every fourth
+// reply dropped) on top of queued BUSY, unavailable and lost-reply faults, and two
+// crashes with a new publisher (a new process: its own HCS client) taking over, and
+// checks that the topic holds exactly the 200 messages, in order, with no duplicates
+// and no gaps, that every row recorded its own message's receipt, and that several
+// transactions were in flight at once.
 func TestHCSExactlyOnceAcceptance(t *testing.T) {
 	const total = 200
-	node, h, topic := fakeHCS(t)
+	node := hcsfake.StartNodesT(t, 3)
+	topic := node.CreateTopic("test")
+	node.SetSchedule(faultMix)
 	ms := newMemStore()
 	lock := &memLock{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	began := time.Now()
 
 	// Process A: crashes right after sending entry 60, then (its successor) B crashes
 	// after saving the prepared entry 130 but before sending it.
@@ -199,7 +231,7 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 	}
 	start := func(afterSend, afterSave map[int64]bool) proc {
 		cs := &crashStore{memStore: ms}
-		cl := &crashLedger{Ledger: h, store: cs, afterSend: afterSend, afterSave: afterSave, crashed: make(chan int64, 1)}
+		cl := &crashLedger{Ledger: newHCSFor(t, node, topic), store: cs, afterSend: afterSend, afterSave: afterSave, crashed: make(chan int64, 1)}
 		lh := lock.handle()
 		p := NewPublisher(cs, cl, Options{Logger: quiet, Lock: lh, PollInterval: 20 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 		if err := p.Start(ctx); err != nil {
@@ -274,32 +306,18 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 		}
 	}
 
-	msgs := node.Messages(topic)
-	if len(msgs) != total {
-		t.Fatalf("topic has %d messages, want %d", len(msgs), total)
-	}
-	rows := ms.all()
-	seenTx := map[string]bool{}
-	for i, m := range msgs {
-		r := rows[i]
-		if m.Sequence != uint64(i+1) {
-			t.Fatalf("message %d has sequence %d", i, m.Sequence)
-		}
-		if !bytes.Equal(m.Contents, r.Message) {
-			t.Fatalf("message %d is not entry %d", i+1, r.ID)
-		}
-		if seenTx[m.TxID] {
-			t.Fatalf("transaction %s twice", m.TxID)
-		}
-		seenTx[m.TxID] = true
-		if r.Sequence != int64(m.Sequence) || r.TxID != m.TxID || r.RunningHash != encodeHex(m.RunningHash) {
-			t.Fatalf("entry %d receipt %d %s does not match the topic", r.ID, r.Sequence, r.TxID)
-		}
-	}
+	took := time.Since(began)
+	checkTopic(t, node, topic, ms)
 	st := node.Stats()
-	t.Logf("fake node: %+v", st)
-	if st.Faults < 10 || st.Duplicates < 3 || node.PendingFaults() != 0 {
+	t.Logf("%d entries in %v; fake nodes: %+v; in flight at most %d", total, took.Round(time.Millisecond), st, c.c.maxInFlight.Load())
+	if st.Faults < 60 || st.Busy < 20 || st.Lost < 20 || st.Duplicates < 1 || node.PendingFaults() != 0 {
 		t.Fatalf("faults were not all exercised: %+v", st)
+	}
+	if m := c.c.maxInFlight.Load(); m < 2 {
+		t.Fatalf("at most %d transaction in flight: not pipelined", m)
+	}
+	if len(st.SubmitsByNode) < 2 {
+		t.Fatalf("one node took every submission: %v", st.SubmitsByNode)
 	}
 }
 

@@ -6,8 +6,12 @@
 //
 // The service writes each entry into the ledger_entries table in the same database
 // transaction as the state change it records (the outbox). A single Publisher posts
-// pending entries strictly in ID order, one at a time, and writes the receipt
-// (sequence number, running hash, consensus time, transaction id) back into the row.
+// pending entries strictly in ID order and writes the receipt (sequence number,
+// running hash, consensus time, transaction id) back into the row, in ID order too.
+// To a ledger that is a Pipeline (HCS) it keeps up to Options.Depth transactions in
+// flight: each is prepared and saved, then sent once the one before it is taken in
+// order, and their receipts are read concurrently; an entry is recorded only after
+// every entry before it is.
 //
 // # Exactly once
 //
@@ -28,6 +32,12 @@
 //     exists. Only then does the publisher clear TxID/TxBytes, record why in
 //     LastError, and prepare a new transaction. While the outcome is undecidable,
 //     Lookup returns an error and the publisher retries later.
+//
+// Pipelined, Submit is split in two: Send (hand the prepared bytes over, in order)
+// and Await (the receipt). An error from either is resolved with Lookup exactly as an
+// error from Submit, and nothing after the failed entry is recorded until it is
+// resolved: later entries already sent keep their prepared transactions and are
+// resolved by the same transaction ids on the next pass.
 //
 // The local ledger follows the same protocol trivially: Prepare is a no-op, and its
 // "consensus" is the row update the publisher makes, so an unrecorded Submit left no
@@ -68,6 +78,20 @@ type Ledger interface {
 	// and can no longer get there (so a new transaction may be prepared); an error
 	// when that cannot be decided yet.
 	Lookup(ctx context.Context, e *models.LedgerEntry) (Receipt, bool, error)
+}
+
+// Pipeline is a Ledger that can keep several transactions in flight and still put
+// them on the ledger in the order they were sent. The publisher calls Send one entry
+// at a time in ID order, and Await for entries Send took, concurrently.
+type Pipeline interface {
+	Ledger
+	// Send hands e's prepared transaction over and returns once it is taken in order:
+	// nothing sent after it can reach the ledger before it. An error means e's
+	// outcome is not settled (call Lookup) and nothing may be sent after it.
+	Send(ctx context.Context, e *models.LedgerEntry) error
+	// Await returns the receipt of an entry Send took. An error means the outcome is
+	// not settled: call Lookup.
+	Await(ctx context.Context, e *models.LedgerEntry) (Receipt, error)
 }
 
 // ErrOutcomeUnknown is wrapped by errors for which nobody can tell yet whether the

@@ -32,12 +32,21 @@ type Options struct {
 	MinBackoff   time.Duration // wait after a first failed attempt (500ms)
 	MaxBackoff   time.Duration // cap of the doubling backoff (1m)
 	Clock        models.Clock  // PostedAt (time.Now)
+	// Depth is how many transactions may be in flight at once when the ledger is a
+	// Pipeline (HCS): prepared and saved, sent, their receipts not yet recorded (8).
+	// 1 posts one entry at a time, as PostNext does; the local ledger always does.
+	Depth int
 	// OnPosted is called after an entry is recorded as posted (metrics).
 	OnPosted func(e models.LedgerEntry)
 }
 
-// Publisher posts pending ledger entries to one Ledger strictly in ID order, one at a
-// time, and records their receipts. Fields it writes (through UpdateLedgerEntry,
+// DefaultDepth is the default of Options.Depth.
+const DefaultDepth = 8
+
+// Publisher posts pending ledger entries to one Ledger strictly in ID order and
+// records their receipts in ID order: an entry is recorded posted only after every
+// entry before it is recorded. To a Pipeline it keeps up to Options.Depth entries in
+// flight; to any other ledger it posts one at a time. Fields it writes (through UpdateLedgerEntry,
 // which must save every field of the entry):
 //
 //   - after Prepare, before sending: TxID, TxBytes;
@@ -74,6 +83,9 @@ func NewPublisher(store models.Store, l Ledger, opts Options) *Publisher {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.Depth <= 0 {
+		opts.Depth = DefaultDepth
 	}
 	log := opts.Logger
 	if log == nil {
@@ -150,7 +162,7 @@ func (p *Publisher) run(ctx context.Context, done chan struct{}) {
 			locked = true
 			p.log.Info("publisher lock taken")
 		}
-		posted, err := p.PostNext(ctx)
+		posted, err := p.step(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -158,7 +170,7 @@ func (p *Publisher) run(ctx context.Context, done chan struct{}) {
 			if !p.sleep(ctx, p.nextBackoff()) {
 				return
 			}
-		case posted:
+		case posted > 0:
 			p.backoff = 0
 		default:
 			p.backoff = 0
@@ -206,9 +218,9 @@ func (p *Publisher) nextBackoff() time.Duration {
 }
 
 // PostNext posts the oldest pending entry, if any, and reports whether one was
-// posted. It is the publisher's single step, exported for the CLI and tests; the
-// caller must hold the publisher lock. An error leaves the entry pending (or failed,
-// for a permanent error) with the attempt recorded.
+// posted. It is the publisher's single step without a pipeline, exported for the CLI
+// and tests; the caller must hold the publisher lock. An error leaves the entry
+// pending (or failed, for a permanent error) with the attempt recorded.
 func (p *Publisher) PostNext(ctx context.Context) (bool, error) {
 	rows, err := p.store.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending, Limit: 1})
 	if err != nil {
@@ -218,45 +230,76 @@ func (p *Publisher) PostNext(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	e := rows[0]
-	if e.TxID == "" {
-		if err := p.ledger.Prepare(ctx, &e); err != nil {
-			return false, p.attemptFailed(ctx, &e, fmt.Errorf("prepare: %w", err))
-		}
-		if e.TxID != "" {
-			// The prepared transaction is saved before anything is sent: whoever sends
-			// this entry from now on sends these bytes.
-			if err := p.store.UpdateLedgerEntry(ctx, &e); err != nil {
-				return false, fmt.Errorf("ledger publisher: save prepared entry %d: %w", e.ID, err)
-			}
-		}
+	if stage, err := p.prepare(ctx, &e); err != nil {
+		return p.resolve(ctx, &e, stage, err)
 	}
 	r, err := p.ledger.Submit(ctx, &e)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Shutting down: record nothing; the next publisher asks by transaction id.
-			return false, ctx.Err()
-		}
-		if IsPermanent(err) {
-			return false, p.attemptFailed(ctx, &e, err)
-		}
-		lr, found, lerr := p.ledger.Lookup(ctx, &e)
-		switch {
-		case lerr != nil:
-			if IsPermanent(lerr) {
-				return false, p.attemptFailed(ctx, &e, lerr)
-			}
-			return false, p.attemptFailed(ctx, &e, err)
-		case !found:
-			if e.TxID != "" {
-				err = fmt.Errorf("%v; transaction %s can no longer reach the ledger, a new one will be prepared", err, e.TxID)
-				p.log.Warn("re-preparing ledger entry", "entry", e.ID, "tx", e.TxID)
-				e.TxID, e.TxBytes = "", nil
-			}
-			return false, p.attemptFailed(ctx, &e, err)
-		}
-		r = lr
+		return p.resolve(ctx, &e, stageSend, err)
 	}
 	return true, p.recordPosted(ctx, &e, r)
+}
+
+// Stages at which posting an entry can fail.
+const (
+	stagePrepare = "prepare" // Prepare failed: nothing was sent
+	stageSave    = "save"    // the prepared transaction could not be saved: nothing was sent
+	stageSend    = "send"    // Send or Submit failed: the outcome is unknown
+	stageAwait   = "await"   // Await failed: the outcome is unknown
+	stageList    = "list"    // no entry: listing the pending entries failed
+)
+
+// prepare readies e when it has no transaction yet and saves the prepared
+// transaction before anything is sent, so that whoever sends this entry from now on
+// sends these bytes. It returns the stage that failed.
+func (p *Publisher) prepare(ctx context.Context, e *models.LedgerEntry) (string, error) {
+	if e.TxID != "" {
+		return "", nil
+	}
+	if err := p.ledger.Prepare(ctx, e); err != nil {
+		return stagePrepare, fmt.Errorf("prepare: %w", err)
+	}
+	if e.TxID != "" {
+		if err := p.store.UpdateLedgerEntry(ctx, e); err != nil {
+			return stageSave, fmt.Errorf("ledger publisher: save prepared entry %d: %w", e.ID, err)
+		}
+	}
+	return "", nil
+}
+
+// resolve settles an entry whose posting failed at stage with cause, following the
+// package protocol: a failed Prepare is an attempt; an unknown outcome is asked of
+// Lookup by the same transaction id — found: recorded posted (true); gone for good: a
+// new transaction will be prepared; undecided: the attempt is recorded and the entry
+// retried later.
+func (p *Publisher) resolve(ctx context.Context, e *models.LedgerEntry, stage string, cause error) (bool, error) {
+	switch {
+	case stage == stageSave || stage == stageList:
+		return false, cause
+	case stage == stagePrepare:
+		return false, p.attemptFailed(ctx, e, cause)
+	case ctx.Err() != nil:
+		// Shutting down: record nothing; the next publisher asks by transaction id.
+		return false, ctx.Err()
+	case IsPermanent(cause):
+		return false, p.attemptFailed(ctx, e, cause)
+	}
+	r, found, lerr := p.ledger.Lookup(ctx, e)
+	switch {
+	case lerr != nil:
+		if IsPermanent(lerr) {
+			return false, p.attemptFailed(ctx, e, lerr)
+		}
+		return false, p.attemptFailed(ctx, e, cause)
+	case !found:
+		if e.TxID != "" {
+			cause = fmt.Errorf("%v; transaction %s can no longer reach the ledger, a new one will be prepared", cause, e.TxID)
+			p.log.Warn("re-preparing ledger entry", "entry", e.ID, "tx", e.TxID)
+			e.TxID, e.TxBytes = "", nil
+		}
+		return false, p.attemptFailed(ctx, e, cause)
+	}
+	return true, p.recordPosted(ctx, e, r)
 }
 
 // attemptFailed records a failed attempt and returns cause.
@@ -301,10 +344,23 @@ func (p *Publisher) recordPosted(ctx context.Context, e *models.LedgerEntry, r R
 func (p *Publisher) Drain(ctx context.Context) (int, error) {
 	n := 0
 	for {
-		posted, err := p.PostNext(ctx)
-		if err != nil || !posted {
+		posted, err := p.step(ctx)
+		n += posted
+		if err != nil || posted == 0 {
 			return n, err
 		}
-		n++
 	}
+}
+
+// step posts what is pending, pipelined when the ledger allows it, and returns how
+// many entries it recorded posted.
+func (p *Publisher) step(ctx context.Context) (int, error) {
+	if pl, ok := p.ledger.(Pipeline); ok && p.opts.Depth > 1 {
+		return p.postPipelined(ctx, pl)
+	}
+	posted, err := p.PostNext(ctx)
+	if posted {
+		return 1, err
+	}
+	return 0, err
 }
