@@ -80,14 +80,20 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return errors.New(sb.Status())
 	}
-	pool, err := startRunner(ctx, &c, db, newService(db), sb, log, runnerHooks{})
+	svc := newService(db)
+	pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{})
 	if err != nil {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return err
 	}
+	recheck, err := startRechecker(ctx, &c, svc, log)
+	if err != nil {
+		stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, pool.Stop})
+		return err
+	}
 	<-ctx.Done()
 	log.Info("shutting down the runner pool", "grace", c.Grace)
-	stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, pool.Stop})
+	stopAll(log, c.Grace+15*time.Second, []func(context.Context) error{stopPub, recheck.Stop, pool.Stop})
 	return nil
 }
 

@@ -33,6 +33,8 @@ type config struct {
 	Lease         time.Duration
 	Poll          time.Duration
 	Grace         time.Duration
+	// RecheckEvery is the periodic recheck's interval (drift.Rechecker); 0: off.
+	RecheckEvery time.Duration
 	NoRunner      bool
 	SecureCookies bool
 	MetricsPublic bool   // serve /metrics without a bearer token
@@ -109,6 +111,10 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "task lease; renewed by heartbeat, taken over by another runner when it expires (env COUNTERSIGN_LEASE)")
 	fs.DurationVar(&c.Poll, "poll", c.Poll, "fallback polling interval; runners wake on events first (env COUNTERSIGN_POLL)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "on shutdown, how long running workers may finish before they are cancelled (env COUNTERSIGN_GRACE)")
+	if c.RecheckEvery, err = envDuration("COUNTERSIGN_RECHECK_INTERVAL", 0); err != nil {
+		return err
+	}
+	fs.DurationVar(&c.RecheckEvery, "recheck-interval", c.RecheckEvery, "compare verified tasks' work with what was verified this often, marking changed ones stale; 0 turns the periodic pass off (env COUNTERSIGN_RECHECK_INTERVAL)")
 	fs.StringVar(&c.Sandbox, "sandbox", envOr("on", "COUNTERSIGN_SANDBOX"), "confine workers, verify commands, git and reviewers (Landlock, seccomp): on, or off to run them with the runner's own rights (env COUNTERSIGN_SANDBOX)")
 	fs.StringVar(&c.URL, "url", envOr("", "COUNTERSIGN_URL"), "URL workers reach Countersign's API and MCP at, given to them as COUNTERSIGN_URL; serve defaults to its own address (env COUNTERSIGN_URL)")
 	fs.StringVar(&c.SandboxPorts, "sandbox-ports", envOr("80,443", "COUNTERSIGN_SANDBOX_PORTS"), "comma-separated TCP ports every confined worker may connect to, besides Countersign's own (env COUNTERSIGN_SANDBOX_PORTS)")

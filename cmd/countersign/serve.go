@@ -23,6 +23,7 @@ import (
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/demo"
+	"github.com/countersign/countersign/runner/drift"
 	"github.com/countersign/countersign/runner/ledger"
 )
 
@@ -117,6 +118,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var policy func(*models.Agent) []string
 	var lander models.Lander
 	var usage func() (int64, error)
+	var recheck *drift.Rechecker
 	if !c.NoRunner && sb.Ready() {
 		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
 		if err != nil {
@@ -124,12 +126,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		}
 		stops = append(stops, pool.Stop)
 		policy, lander, usage = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage
+		// Rechecks read the workspaces, which live where the runner runs.
+		if recheck, err = startRechecker(ctx, &c, svc, log); err != nil {
+			return err
+		}
+		stops = append(stops, recheck.Stop)
 	}
 	// Kept files are read from the data dir, with or without a runner here.
 	deliverables := runner.NewDeliverableFiles(filepath.Join(c.DataDir, "work"))
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
 		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage,
-		Deliverables: deliverables})
+		Deliverables: deliverables, Recheck: recheck})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
@@ -212,4 +219,15 @@ func sandboxBanner(sb *sandbox.Sandbox) func() string {
 		return nil
 	}
 	return sb.Status
+}
+
+// startRechecker returns the rechecker the Recheck buttons use, its periodic pass
+// started when c sets an interval.
+func startRechecker(ctx context.Context, c *config, svc *models.Service, log *slog.Logger) (*drift.Rechecker, error) {
+	rc := drift.NewRechecker(svc, c.RecheckEvery, log)
+	runnerAgent, err := svc.RunnerAgent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rc, rc.Start(ctx, runnerAgent)
 }

@@ -21,7 +21,7 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 //	POST /logout
 //	GET  /                                  overview
 //	GET  /goals, /goals/new, /goals/:id     POST /goals, /goals/:id/{verify,reject,runs}
-//	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action
+//	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action, /tasks/:id/recheck
 //	GET  /inbox                             POST /inbox/:id/dismiss (an advisory item)
 //	                                        (its other forms post to the task actions)
 func (p *Pages) coreRoutes(g *echo.Group) {
@@ -43,6 +43,8 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/tasks/:id/budget", p.taskBudget)
 	g.POST("/goals/:id/budget", p.goalBudget)
 	g.POST("/goals/:id/merge", p.goalMerge)
+	g.POST("/tasks/:id/recheck", p.taskRecheck)
+	g.POST("/goals/:id/recheck", p.goalRecheck)
 
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)

@@ -57,10 +57,11 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 	me := SignedIn(c)
 	v := &goal.View{CSRF: CSRFToken(c), ID: g.ID, Title: g.Title, Description: g.Description, Project: g.Project,
 		State: string(g.State), Notes: g.Notes, VerifierName: dir.name(g.VerifierID),
-		CanDecide: me.HasRole(models.RoleLead) && g.State == models.GoalPendingVerify,
-		CanRun:    me.HasRole(models.RoleLead) && g.State != models.GoalVerified,
-		CanMerge:  me.HasRole(models.RoleLead) && g.State == models.GoalVerified && p.d.Lander != nil,
-		Agents:    dir.options("— unassigned —")}
+		CanDecide:  me.HasRole(models.RoleLead) && g.State == models.GoalPendingVerify,
+		CanRun:     me.HasRole(models.RoleLead) && g.State != models.GoalVerified,
+		CanMerge:   me.HasRole(models.RoleLead) && g.State == models.GoalVerified && p.d.Lander != nil,
+		CanRecheck: mayRecheck(me) && counts[models.TaskVerified] > 0 && p.d.Recheck != nil,
+		Agents:     dir.options("— unassigned —")}
 	v.Done, v.Total = progress(counts)
 	groups, err := p.goalGroups(ctx, id, counts, dir)
 	if err != nil {

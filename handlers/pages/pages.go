@@ -5,6 +5,7 @@
 package pages
 
 import (
+	"github.com/countersign/countersign/runner/drift"
 	"log/slog"
 
 	"github.com/labstack/echo/v4"
@@ -38,6 +39,9 @@ type Deps struct {
 	// Deliverables reads the kept files of tasks' deliverables; nil lists them on the
 	// task page without download links that work.
 	Deliverables models.DeliverableStore
+	// Recheck compares verified tasks' work with their fingerprints for the Recheck
+	// buttons; nil refuses them (a server without the runner).
+	Recheck *drift.Rechecker
 }
 
 // Pages is the dashboard.

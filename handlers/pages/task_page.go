@@ -83,6 +83,9 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v.Actions = actionForms(SignedIn(c), t, dir)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
+	if v.Verification, err = p.verificationView(ctx, SignedIn(c), stored); err != nil {
+		return nil, err
+	}
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
 	v.Meta.LiveRefresh = "task:" + itoa(t.ID)
 	return v, nil

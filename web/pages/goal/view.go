@@ -24,6 +24,7 @@ type View struct {
 	CanDecide    bool    // a lead, and the goal waits for verification
 	CanRun       bool    // a lead, and the goal is not verified
 	CanMerge     bool    // a lead, the goal is verified, and the runner can merge
+	CanRecheck   bool    // a lead or exec, some task is verified, and the runner can recheck
 	Agents       []components.Option
 	Templates    []components.Option
 	Verify       VerifyForm

@@ -45,6 +45,19 @@ type View struct {
 	// Branch is where the task's work stands in its repository; nil for a task
 	// without a git worktree of its own.
 	Branch *Branch
+	// Verification says how the task's standing completion was verified and whether
+	// its work is still what was verified; nil for a task never verified.
+	Verification *Verification
+}
+
+// Verification is the verification card: the ledger's kind of the standing
+// task.complete, the fingerprint's size, and the drift a recheck found.
+type Verification struct {
+	Kind          string // runner, advisory, override; "" when the ledger does not say
+	Fingerprinted int    // files the fingerprint covers; 0: none to recheck
+	Stale         bool
+	Changed       string // the drift's paths, for a person
+	CanRecheck    bool   // a lead or exec, a verified task with a fingerprint
 }
 
 // Branch is a task's own branch against the target branch its work lands on.
