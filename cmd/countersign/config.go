@@ -18,23 +18,23 @@ import (
 // the matching COUNTERSIGN_* environment variable (DATABASE_URL is honoured too), so
 // flags win over the environment and the environment over built-in defaults.
 type config struct {
-	DataDir       string
-	DatabaseURL   string
-	LogLevel      string
-	Addr          string
-	Demo          bool
-	Ledger        string
-	Evaluator     string
-	EvalCommand   string
-	EvalModel     string
-	EvalEnv       string
-	EvalBaseURL   string // Messages API endpoint; wins over ANTHROPIC_BASE_URL
-	RunnerID      string
-	Lease         time.Duration
-	Poll          time.Duration
-	Grace         time.Duration
+	DataDir     string
+	DatabaseURL string
+	LogLevel    string
+	Addr        string
+	Demo        bool
+	Ledger      string
+	Evaluator   string
+	EvalCommand string
+	EvalModel   string
+	EvalEnv     string
+	EvalBaseURL string // Messages API endpoint; wins over ANTHROPIC_BASE_URL
+	RunnerID    string
+	Lease       time.Duration
+	Poll        time.Duration
+	Grace       time.Duration
 	// RecheckEvery is the periodic recheck's interval (drift.Rechecker); 0: off.
-	RecheckEvery time.Duration
+	RecheckEvery  time.Duration
 	NoRunner      bool
 	SecureCookies bool
 	MetricsPublic bool   // serve /metrics without a bearer token
