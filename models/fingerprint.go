@@ -151,6 +151,9 @@ func (s *Service) unverifyGoal(ctx context.Context, tx Tx, actor *Agent, goalID 
 		return err
 	}
 	g.State, g.VerifierID, g.VerifiedAt, g.UpdatedAt = GoalPendingVerify, nil, nil, now
+	if err := s.moveDeferred(ctx, tx, g, GoalVerified); err != nil {
+		return err
+	}
 	if err := tx.UpdateGoal(ctx, g); err != nil {
 		return err
 	}

@@ -31,10 +31,13 @@ type Goal struct {
 	VerifierID  *int64    `json:"verifier_id,omitempty"`
 	Notes       string    `json:"notes,omitempty"` // the lead's verification notes
 	// Budget caps what all the goal's tasks may spend; nil: no cap.
-	Budget     *Budget    `json:"budget,omitempty"`
-	VerifiedAt *time.Time `json:"verified_at,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	Budget *Budget `json:"budget,omitempty"`
+	// Deferred are the deferred criteria of its tasks, run once it waits for
+	// verification; nil when it has none (or does not wait yet).
+	Deferred   *DeferredChecks `json:"deferred,omitempty"`
+	VerifiedAt *time.Time      `json:"verified_at,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
 }
 
 // Validate checks a new goal's fields.

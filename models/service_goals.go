@@ -72,6 +72,10 @@ func (s *Service) VerifyGoal(ctx context.Context, actor *Agent, id int64, notes 
 		if g.State != GoalPendingVerify {
 			return goalConflict(g, "verify")
 		}
+		if !g.Deferred.Passed() {
+			return &Error{Code: ECONFLICT, State: string(g.State),
+				Message: "the goal's deferred checks have not passed (" + g.Deferred.Status + "): they run on the integrated result before the goal can be verified"}
+		}
 		counts, err := tx.CountTasks(ctx, id)
 		if err != nil {
 			return err
@@ -151,7 +155,7 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 		if g.State != GoalPendingVerify {
 			return goalConflict(g, "reject")
 		}
-		g.State, g.UpdatedAt = GoalActive, s.now()
+		g.State, g.Deferred, g.UpdatedAt = GoalActive, nil, s.now()
 		if err := tx.UpdateGoal(ctx, g); err != nil {
 			return err
 		}

@@ -598,6 +598,9 @@ func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int6
 		return nil
 	}
 	g.State, g.UpdatedAt = next, s.now()
+	if err := s.moveDeferred(ctx, tx, g, from); err != nil {
+		return err
+	}
 	if err := tx.UpdateGoal(ctx, g); err != nil {
 		return err
 	}

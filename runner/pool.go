@@ -161,13 +161,18 @@ func (p *Pool) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer close(p.hbDone)
-		janitorDone := make(chan struct{})
+		janitorDone, deferredDone := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(janitorDone)
 			p.janitor(hbCtx)
 		}()
+		go func() {
+			defer close(deferredDone)
+			p.deferredLoop(hbCtx)
+		}()
 		p.heartbeat(hbCtx)
 		<-janitorDone
+		<-deferredDone
 	}()
 	p.log.Info("runner pool started", "lease", p.cfg.Lease, "poll", p.cfg.Poll)
 	return nil

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -63,6 +64,7 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 		CanRecheck: mayRecheck(me) && counts[models.TaskVerified] > 0 && p.d.Recheck != nil,
 		Agents:     dir.options("— unassigned —")}
 	v.Done, v.Total = progress(counts)
+	v.Deferred = deferredView(g.Deferred)
 	groups, err := p.goalGroups(ctx, id, counts, dir)
 	if err != nil {
 		return nil, err
@@ -253,4 +255,20 @@ func nth(s []string, i int) string {
 		return s[i]
 	}
 	return ""
+}
+
+// deferredView is the goal page's deferred checks card; nil when the goal has none.
+func deferredView(d *models.DeferredChecks) *goal.Deferred {
+	if d == nil {
+		return nil
+	}
+	v := &goal.Deferred{Status: d.Status, Diagnosis: d.Diagnosis, Output: d.Output}
+	for _, c := range d.Criteria {
+		desc := c.Criterion.Activity
+		if c.Criterion.Description != "" {
+			desc += ": " + c.Criterion.Description
+		}
+		v.Criteria = append(v.Criteria, fmt.Sprintf("%s (task #%d)", desc, c.TaskID))
+	}
+	return v
 }

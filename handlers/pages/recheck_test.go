@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,43 @@ func TestRecheckFromTheTaskPage(t *testing.T) {
 	inbox := lead.get("/inbox")
 	if !strings.Contains(inbox.Body, "Verified work that changed") || !strings.Contains(inbox.Body, "changed after it was verified: report.md") {
 		t.Fatal("the inbox does not show the drift")
+	}
+}
+
+// TestGoalPageGatesVerifyOnDeferredChecks: while a goal's deferred checks have not
+// passed its page offers no Verify form (and a verify POST is refused), shows a
+// failure's output, and still offers the rejection with fix tasks.
+func TestGoalPageGatesVerifyOnDeferredChecks(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	ctx := e.ctx()
+	g := &models.Goal{Title: "Checkout"}
+	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	e.humanTask("Cart", &g.ID, models.TaskVerified)
+	stored, err := e.db.GetGoal(ctx, g.ID)
+	must(t, err)
+	if stored.State != models.GoalPendingVerify {
+		t.Fatalf("goal %s", stored.State)
+	}
+	stored.Deferred = &models.DeferredChecks{Status: models.DeferredFailed, Diagnosis: "1 of 1 criteria failed",
+		Output: "e2e (npm run e2e):\n<b>checkout button missing</b>",
+		Criteria: []models.DeferredCriterion{{TaskID: 1, Criterion: models.Criterion{Activity: "e2e", Description: "checkout works", Timing: models.TimingDeferred}}}}
+	must(t, e.db.UpdateGoal(ctx, stored))
+
+	lead := e.browser().login("lead")
+	pg := lead.get("/goals/" + itoa64(g.ID))
+	for _, want := range []string{`data-testid="goal-deferred-status" data-state="failed"`, "&lt;b&gt;checkout button missing&lt;/b&gt;",
+		"e2e: checkout works (task #1)", `data-testid="goal-reject-form"`} {
+		if !strings.Contains(pg.Body, want) {
+			t.Fatalf("the goal page lacks %q", want)
+		}
+	}
+	if strings.Contains(pg.Body, `data-testid="goal-verify-form"`) {
+		t.Fatal("the goal page offers Verify past failed deferred checks")
+	}
+	events := e.eventCount()
+	lead.post("/goals/"+itoa64(g.ID)+"/verify", url.Values{"notes": {"ship it"}})
+	if after, _ := e.db.GetGoal(ctx, g.ID); after.State != models.GoalPendingVerify || e.eventCount() != events {
+		t.Fatalf("a verify POST past failed deferred checks: %s, events %d → %d", after.State, events, e.eventCount())
 	}
 }

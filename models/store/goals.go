@@ -21,6 +21,7 @@ type goalRecord struct {
 	VerifierID  *int64
 	Notes       string
 	Budget      string
+	Deferred    string // JSON; "" when none
 	VerifiedAt  *time.Time
 	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
@@ -39,6 +40,7 @@ func toGoalRecord(g *models.Goal) *goalRecord {
 		VerifierID:  g.VerifierID,
 		Notes:       g.Notes,
 		Budget:      budgetJSON(g.Budget),
+		Deferred:    deferredJSON(g.Deferred),
 		VerifiedAt:  normTimePtr(g.VerifiedAt),
 		CreatedAt:   normTime(g.CreatedAt),
 		UpdatedAt:   normTime(g.UpdatedAt),
@@ -56,6 +58,7 @@ func fromGoalRecord(r *goalRecord) *models.Goal {
 		VerifierID:  r.VerifierID,
 		Notes:       r.Notes,
 		Budget:      budgetOf(r.Budget),
+		Deferred:    deferredOf(r.Deferred),
 		VerifiedAt:  normTimePtr(r.VerifiedAt),
 		CreatedAt:   normTime(r.CreatedAt),
 		UpdatedAt:   normTime(r.UpdatedAt),
@@ -155,4 +158,20 @@ func (o *ops) forUpdate(q *gorm.DB) *gorm.DB {
 		return q.Clauses(clause.Locking{Strength: "NO KEY UPDATE"})
 	}
 	return q
+}
+
+// deferredJSON encodes a goal's deferred checks for its column ("" for none).
+func deferredJSON(d *models.DeferredChecks) string {
+	s, _ := toJSON(d, "") // plain structs of strings, numbers and times: never fails
+	return s
+}
+
+// deferredOf decodes the column; a column that does not decode reads as failed
+// checks, so that a goal is never verified past checks nobody can read.
+func deferredOf(s string) *models.DeferredChecks {
+	var d *models.DeferredChecks
+	if err := fromJSON(s, &d, "goals.deferred"); err != nil {
+		return &models.DeferredChecks{Status: models.DeferredFailed, Diagnosis: err.Error()}
+	}
+	return d
 }

@@ -89,9 +89,13 @@ func (Composer) GoalVerified(g *models.Goal, lead *models.Agent, counts map[mode
 	if err != nil {
 		return nil, fmt.Errorf("ledger: encode goal payload: %w", err)
 	}
+	deferred := 0
+	if g.Deferred != nil && g.Deferred.Status == models.DeferredPassed {
+		deferred = len(g.Deferred.Criteria)
+	}
 	return GoalVerified{
 		GoalID: g.ID, Verifier: agentName(lead, ""), Verified: counts[models.TaskVerified],
-		Cancelled: counts[models.TaskCancelled], Payload: payload, At: at,
+		Cancelled: counts[models.TaskCancelled], Deferred: deferred, Payload: payload, At: at,
 	}.Entry()
 }
 

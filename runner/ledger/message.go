@@ -28,7 +28,10 @@ import (
 //	 "attempts":2,"stage":"verify","payload":"<sha384 hex>","size":2317,"ts":"…"}
 //
 //	{"v":1,"type":"goal.verified","goal":7,"verifier":"lead-ann","verified":5,
-//	 "cancelled":1,"payload":"<sha384 hex>","size":412,"ts":"…"}
+//	 "cancelled":1,"deferred":2,"payload":"<sha384 hex>","size":412,"ts":"…"}
+//
+// ("deferred": the deferred criteria — e2e, integration — that ran on the integrated
+// result and passed before the lead could verify; absent when there were none.)
 //
 //	{"v":1,"type":"goal.revoked","goal":7,"by":"lead-ann","why":"reopened",
 //	 "revokes":23,"payload":"<sha384 hex>","size":80,"ts":"…"}
@@ -102,6 +105,7 @@ type Message struct {
 	Stage     string `json:"stage,omitempty"`
 	Verified  *int   `json:"verified,omitempty"`  // goal.verified: tasks verified
 	Cancelled *int   `json:"cancelled,omitempty"` // goal.verified: tasks cancelled
+	Deferred  int    `json:"deferred,omitempty"`  // goal.verified: deferred criteria that passed
 	Payload   string `json:"payload,omitempty"`   // SHA-384 hex of LedgerEntry.Payload
 	Size      int    `json:"size,omitempty"`      // byte length of LedgerEntry.Payload
 	// Judge: task.complete's counts of what the judge found (absent when no
@@ -351,6 +355,7 @@ type GoalVerified struct {
 	Verifier  string
 	Verified  int
 	Cancelled int
+	Deferred  int // deferred criteria that ran and passed on the integrated result
 	Payload   []byte
 	At        time.Time
 }
@@ -366,7 +371,7 @@ func (g GoalVerified) Message() (Message, error) {
 	v, c := g.Verified, g.Cancelled
 	return Message{
 		V: MessageVersion, Type: models.LedgerGoalVerified, Goal: g.GoalID,
-		Verifier: LimitName(g.Verifier, MaxNameJSON), Verified: &v, Cancelled: &c,
+		Verifier: LimitName(g.Verifier, MaxNameJSON), Verified: &v, Cancelled: &c, Deferred: g.Deferred,
 		Payload: SHA384Hex(g.Payload), Size: len(g.Payload), TS: Timestamp(g.At),
 	}, nil
 }

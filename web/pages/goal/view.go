@@ -25,6 +25,9 @@ type View struct {
 	CanRun       bool    // a lead, and the goal is not verified
 	CanMerge     bool    // a lead, the goal is verified, and the runner can merge
 	CanRecheck   bool    // a lead or exec, some task is verified, and the runner can recheck
+	// Deferred are the goal's deferred checks (e2e, integration), nil when it has
+	// none; the lead may verify only once they passed.
+	Deferred *Deferred
 	Agents       []components.Option
 	Templates    []components.Option
 	Verify       VerifyForm
@@ -105,3 +108,15 @@ func (v View) budgetProps() components.BudgetProps {
 	}
 	return p
 }
+
+// Deferred is the deferred checks card: their status, the criteria, and on failure
+// what failed with the commands' output.
+type Deferred struct {
+	Status    string // pending, running, passed, failed
+	Criteria  []string
+	Diagnosis string
+	Output    string
+}
+
+// Passed says the deferred checks let the goal be verified.
+func (d *Deferred) Passed() bool { return d == nil || d.Status == "passed" }

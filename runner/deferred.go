@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/checks"
+	"github.com/countersign/countersign/runner/sandbox"
+	"github.com/countersign/countersign/runner/worker"
+)
+
+// deferredLoop runs goals' deferred checks (models.DeferredChecks) until ctx ends: at
+// start and every Poll it looks for goals waiting for verification whose checks are
+// pending, or whose runner has not finished them in models.DeferredStale, claims each
+// and runs it. Like the janitor it looks rather than being told: a goal reaches
+// pending_verify in whatever transaction verifies its last task.
+func (p *Pool) deferredLoop(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Poll)
+	defer t.Stop()
+	for {
+		p.runDeferredOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runDeferredOnce claims and runs every deferred run waiting now.
+func (p *Pool) runDeferredOnce(ctx context.Context) {
+	goals, err := p.store.ListGoals(ctx, models.GoalFilter{State: models.GoalPendingVerify, Limit: 100})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("listing goals for their deferred checks failed", "err", err)
+		}
+		return
+	}
+	for _, g := range goals {
+		d := g.Deferred
+		if d == nil || (d.Status != models.DeferredPending && d.Status != models.DeferredRunning) {
+			continue
+		}
+		claimed, ok, err := p.svc.ClaimDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID)
+		if err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("claiming a goal's deferred checks failed", "goal_id", g.ID, "err", err)
+			}
+			continue
+		}
+		results, diagnosis, output := p.runDeferred(ctx, claimed)
+		if ctx.Err() != nil {
+			return // stopping: the run stays claimed until DeferredStale, then runs again
+		}
+		rec, err := p.svc.RecordDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID, results, diagnosis, output)
+		if err != nil {
+			p.log.Warn("recording a goal's deferred checks failed", "goal_id", g.ID, "err", err)
+			continue
+		}
+		if rec.Deferred != nil {
+			p.log.Info("deferred checks ran", "goal_id", g.ID, "status", rec.Deferred.Status, "criteria", len(rec.Deferred.Criteria))
+		}
+	}
+}
+
+// runDeferred runs g's deferred criteria in its final workspace — that of the task
+// verified last, which in a workflow holds every earlier step's work — confined as
+// verify commands are, with the project rules' activity commands. It returns the
+// criteria's results, and on failure a diagnosis and the failing commands' output.
+func (p *Pool) runDeferred(ctx context.Context, g *models.Goal) ([]models.CriterionResult, string, string) {
+	dir, err := p.finalWorkspace(ctx, g.ID)
+	if err != nil {
+		return nil, "the goal's final workspace: " + err.Error(), ""
+	}
+	rules, err := p.rules(ctx)
+	if err != nil {
+		return nil, "reading the project rules failed: " + err.Error(), ""
+	}
+	tmp, err := os.MkdirTemp(p.cfg.Workspaces.Root(), "deferred-")
+	if err != nil {
+		return nil, "making a temp dir for the checks failed: " + err.Error(), ""
+	}
+	defer os.RemoveAll(tmp)
+	crit := make([]models.Criterion, len(g.Deferred.Criteria))
+	for i, c := range g.Deferred.Criteria {
+		crit[i] = c.Criterion
+	}
+	env := append(worker.BaseEnv(), "TMPDIR="+tmp, "HOME="+tmp)
+	req := checks.VerifyRequest{Dir: dir, Criteria: crit, ActivityCommands: rules.Activities, Env: env,
+		Confine: p.deferredConfinement(dir, tmp), ResultsDir: tmp}
+	res, results, _ := checks.VerifyWith(ctx, req)
+	if res.Verdict == models.VerdictPass {
+		return results, "", ""
+	}
+	var output []string
+	for _, r := range results {
+		if r.Status != models.VerdictPass && r.Error != "" {
+			output = append(output, fmt.Sprintf("%s (%s):\n%s", r.Activity, r.Command, r.Error))
+		}
+	}
+	return results, res.Diagnosis, strings.Join(output, "\n\n")
+}
+
+// finalWorkspace is the workspace of the goal's task verified last among those the
+// runner fingerprinted, while it exists.
+func (p *Pool) finalWorkspace(ctx context.Context, goalID int64) (string, error) {
+	tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: goalID, State: models.TaskVerified, Limit: 500})
+	if err != nil {
+		return "", err
+	}
+	var last *models.Task
+	for i := range tasks {
+		t := &tasks[i]
+		if t.Fingerprint == nil || t.VerifiedAt == nil {
+			continue
+		}
+		if last == nil || t.VerifiedAt.After(*last.VerifiedAt) {
+			last = t
+		}
+	}
+	if last == nil {
+		return "", fmt.Errorf("no verified task of the goal has a workspace the runner knows")
+	}
+	dir := last.Fingerprint.Dir
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("task %d's workspace is gone (pruned or merged)", last.ID)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// deferredConfinement confines the deferred checks as a verify command is: the
+// workspace and a temp dir writable, the system readable, the default ports.
+func (p *Pool) deferredConfinement(dir, tmp string) *worker.Confinement {
+	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
+		return nil
+	}
+	return &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: sandbox.Policy{
+		ReadExec: p.systemPaths, ReadWrite: []string{dir, tmp}, ConnectTCP: p.connectPorts()}}
+}
