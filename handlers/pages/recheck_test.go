@@ -92,7 +92,7 @@ func TestGoalPageGatesVerifyOnDeferredChecks(t *testing.T) {
 		t.Fatalf("goal %s", stored.State)
 	}
 	stored.Deferred = &models.DeferredChecks{Status: models.DeferredFailed, Diagnosis: "1 of 1 criteria failed",
-		Output: "e2e (npm run e2e):\n<b>checkout button missing</b>",
+		Output:   "e2e (npm run e2e):\n<b>checkout button missing</b>",
 		Criteria: []models.DeferredCriterion{{TaskID: 1, Criterion: models.Criterion{Activity: "e2e", Description: "checkout works", Timing: models.TimingDeferred}}}}
 	must(t, e.db.UpdateGoal(ctx, stored))
 

@@ -27,13 +27,13 @@ type View struct {
 	CanRecheck   bool    // a lead or exec, some task is verified, and the runner can recheck
 	// Deferred are the goal's deferred checks (e2e, integration), nil when it has
 	// none; the lead may verify only once they passed.
-	Deferred *Deferred
-	Agents       []components.Option
-	Templates    []components.Option
-	Verify       VerifyForm
-	Reject       RejectForm
-	Run          RunForm
-	Budget       BudgetView
+	Deferred  *Deferred
+	Agents    []components.Option
+	Templates []components.Option
+	Verify    VerifyForm
+	Reject    RejectForm
+	Run       RunForm
+	Budget    BudgetView
 }
 
 // BudgetView is what a goal's tasks spent and may spend, with the lead's form.
