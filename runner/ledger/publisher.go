@@ -256,6 +256,16 @@ func (p *Publisher) prepare(ctx context.Context, e *models.LedgerEntry) (string,
 	if e.TxID != "" {
 		return "", nil
 	}
+	// A revocation names the sequence of what it withdraws, known once that is posted.
+	filled, err := FillRevokes(ctx, p.store, e)
+	if err != nil {
+		return stagePrepare, err
+	}
+	if filled {
+		if err := p.store.UpdateLedgerEntry(ctx, e); err != nil {
+			return stageSave, fmt.Errorf("ledger publisher: save entry %d with the sequence it revokes: %w", e.ID, err)
+		}
+	}
 	if err := p.ledger.Prepare(ctx, e); err != nil {
 		return stagePrepare, fmt.Errorf("prepare: %w", err)
 	}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func TestFillRevokes(t *testing.T) {
 	if m, _ := ParseMessage(revoked.Message); m.Revokes != 0 || m.Why != models.RevokedReopened || m.By != "lead-ann" {
 		t.Fatalf("composed while pending: %s", revoked.Message)
 	}
-	if changed, err := FillRevokes(ctx, st, revoked); err != nil || changed {
+	if changed, err := FillRevokes(ctx, st, revoked); !errors.Is(err, ErrRevokedInFlight) || changed {
 		t.Fatalf("filled from a pending entry: %v %v", changed, err)
 	}
 	complete.Status, complete.Sequence = models.LedgerPosted, 41
@@ -105,5 +106,48 @@ func TestFillRevokes(t *testing.T) {
 	}
 	if changed, _ := FillRevokes(ctx, st, revoked); changed {
 		t.Fatal("filled twice")
+	}
+}
+
+// TestPublisherFillsTheSequenceARevocationNames: a task.complete and its task.revoked
+// written before either is posted reach the local chain with the revocation naming the
+// completion's sequence.
+func TestPublisherFillsTheSequenceARevocationNames(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore()
+	task := &models.Task{ID: 8}
+	complete, err := Composer{}.TaskComplete(task, nil, nil, models.KindRunner, "", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendLedgerEntry(ctx, complete); err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := Composer{}.TaskRevoked(task, complete, &models.Agent{Name: "lead"}, models.RevokedReopened, "regressed", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendLedgerEntry(ctx, revoked); err != nil {
+		t.Fatal(err)
+	}
+	pub := NewPublisher(st, NewLocal(st), Options{})
+	if n, err := pub.Drain(ctx); err != nil || n != 2 {
+		t.Fatalf("drain: %d %v", n, err)
+	}
+	posted, err := st.GetLedgerEntry(ctx, revoked.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := st.GetLedgerEntry(ctx, complete.ID)
+	m, err := ParseMessage(posted.Message)
+	if err != nil || m.Revokes == 0 || m.Revokes != first.Sequence || posted.Sequence != first.Sequence+1 {
+		t.Fatalf("revocation %s (sequence %d), completion sequence %d", posted.Message, posted.Sequence, first.Sequence)
+	}
+	entries, err := ReadAll(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyChain(entries); err != nil {
+		t.Fatalf("the chain with a filled revocation: %v", err)
 	}
 }
