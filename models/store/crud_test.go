@@ -144,6 +144,9 @@ func TestGoalsRoundTrip(t *testing.T) {
 			Title: "Dark mode", Description: "All pages", Project: "web", State: models.GoalVerified,
 			CreatorID: lead.ID, VerifierID: &lead.ID, Notes: "checked", VerifiedAt: tsp(3),
 			CreatedAt: ts(1), UpdatedAt: ts(2), Budget: &models.Budget{MaxCostUSD: ptr(3.5), MaxTokens: ptr(int64(900000))},
+			Deferred: &models.DeferredChecks{Status: models.DeferredPassed, Runner: "r1", StartedAt: tsp(4), FinishedAt: tsp(5),
+				Criteria: []models.DeferredCriterion{{TaskID: 7, Criterion: models.Criterion{Activity: "e2e", Command: "npm run e2e", Timing: models.TimingDeferred}}},
+				Results:  []models.CriterionResult{{Activity: "e2e", Command: "npm run e2e", Status: models.VerdictPass, Attempts: 1}}},
 		}
 		allSet(t, g, "ID")
 		want := *g

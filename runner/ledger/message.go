@@ -58,7 +58,7 @@ import (
 // transaction, the unit the exactly-once protocol works on. Everything in a message
 // is bounded except names; a name is cut (at a rune boundary) so that its JSON form
 // is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
-// ids, maximal escaped names, every field present, the judge's counts at their largest, a SHA-256 commit id) is 892 bytes for task.complete;
+// ids, maximal escaped names, every field present, the judge's counts at their largest, a SHA-256 commit id, the longest kind) is 910 bytes for task.complete;
 // the tests build it. Builders still check the final size and refuse anything over
 // MaxMessageBytes.
 //
