@@ -21,6 +21,17 @@ func Bare(ctx context.Context, n, concurrency int) (float64, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
+	return runLoop(ctx, n, concurrency, func(_ context.Context, i int64) error {
+		if err := runWorker(filepath.Join(dir, fmt.Sprintf("run-%d.log", i))); err != nil {
+			return fmt.Errorf("bare run %d: %w", i, err)
+		}
+		return nil
+	})
+}
+
+// runLoop calls run for i = 1…n from concurrency goroutines and returns the calls per
+// second; it stops at the first error, or when ctx is done, with an error.
+func runLoop(ctx context.Context, n, concurrency int, run func(ctx context.Context, i int64) error) (float64, error) {
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	start := time.Now()
@@ -30,8 +41,8 @@ func Bare(ctx context.Context, n, concurrency int) (float64, error) {
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				if err := runWorker(filepath.Join(dir, fmt.Sprintf("run-%d.log", i))); err != nil {
-					return fmt.Errorf("bare run %d: %w", i, err)
+				if err := run(gctx, i); err != nil {
+					return err
 				}
 			}
 			return nil

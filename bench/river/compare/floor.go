@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
-	"time"
 
 	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/worker"
-	"golang.org/x/sync/errgroup"
 )
 
 // Confined runs the worker n times in total from concurrency goroutines through the
@@ -35,28 +32,17 @@ func Confined(ctx context.Context, n, concurrency int) (float64, error) {
 		ConnectTCP: []uint16{80, 443, 8080},
 	}}
 	brief := []byte(Brief)
-	var next atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	start := time.Now()
-	for range concurrency {
-		g.Go(func() error {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				res, err := worker.Run(gctx, worker.Spec{
-					Command: Command, Dir: dir, Stdin: bytes.NewReader(brief), Confine: c,
-					LogPath: filepath.Join(dir, fmt.Sprintf("run-%d.log", i)),
-				})
-				if err != nil {
-					return fmt.Errorf("confined run %d: %w", i, err)
-				}
-				if res.ExitCode != 0 {
-					return fmt.Errorf("confined run %d: exit code %d", i, res.ExitCode)
-				}
-			}
-			return nil
+	return runLoop(ctx, n, concurrency, func(ctx context.Context, i int64) error {
+		res, err := worker.Run(ctx, worker.Spec{
+			Command: Command, Dir: dir, Stdin: bytes.NewReader(brief), Confine: c,
+			LogPath: filepath.Join(dir, fmt.Sprintf("run-%d.log", i)),
 		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, err
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+		if err != nil {
+			return fmt.Errorf("confined run %d: %w", i, err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("confined run %d: exit code %d", i, res.ExitCode)
+		}
+		return nil
+	})
 }
