@@ -3,9 +3,11 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/ledger/hcsfake"
 	hiero "github.com/hiero-ledger/hiero-sdk-go/v2/sdk"
 )
@@ -91,8 +93,8 @@ func postUnderFaults(t *testing.T, total int, limit time.Duration) {
 	appendEntries(t, s, 1, total)
 	took := publishAll(t, s, productionHCS(t, node, topic), total, limit)
 	st := node.Stats()
-	t.Logf("%d entries in %v (%.1f/s); node: %d submits, %d busy, %d replies lost, %d duplicates, %d receipt queries",
-		total, took.Round(time.Millisecond), float64(total)/took.Seconds(), st.Submits, st.Busy, st.Lost, st.Duplicates, st.Receipts)
+	t.Logf("%d of %d entries posted in %v; node: %d submits, %d busy, %d replies lost, %d duplicates, %d receipt queries",
+		postedCount(s), total, took.Round(time.Millisecond), st.Submits, st.Busy, st.Lost, st.Duplicates, st.Receipts)
 	if took >= limit {
 		t.Fatalf("%d entries not posted within %v under every 4th reply lost, every 5th call BUSY", total, limit)
 	}
@@ -102,9 +104,74 @@ func postUnderFaults(t *testing.T, total int, limit time.Duration) {
 	}
 }
 
+func postedCount(s *memStore) int {
+	n := 0
+	for _, r := range s.all() {
+		if r.Status == models.LedgerPosted {
+			n++
+		}
+	}
+	return n
+}
+
 // Issue 17: with every fourth reply lost and every fifth call BUSY, 24 messages are
 // posted in under 60 s, exactly once and in order, with serve's default settings.
 func TestHCSFaultMix24(t *testing.T) { postUnderFaults(t, 24, 60*time.Second) }
 
 // Issue 17: the same fault mix, 200 messages in under 5 minutes.
 func TestHCSFaultMix200(t *testing.T) { postUnderFaults(t, 200, 5*time.Minute) }
+
+// A node that answers BUSY to everything is backed off on its own while the other
+// pinned nodes take the messages: it sees one submission, not one per message (the
+// SDK alone would retry BUSY on the same node, backing off up to 8s each time).
+func TestHCSBusyNodeBacksOffAlone(t *testing.T) {
+	const total = 60
+	node := hcsfake.StartNodesT(t, 3)
+	topic := node.CreateTopic("busy")
+	node.SetNodeBusy("0.0.3", true) // the first pinned node: every transaction's first choice
+	s := newMemStore()
+	appendEntries(t, s, 1, total)
+	took := publishAll(t, s, productionHCS(t, node, topic), total, 30*time.Second)
+	st := node.Stats()
+	t.Logf("%d entries in %v; submissions per node %v", postedCount(s), took.Round(time.Millisecond), st.SubmitsByNode)
+	if took >= 30*time.Second {
+		t.Fatalf("not posted within 30s with one BUSY node of three")
+	}
+	checkTopic(t, node, topic, s)
+	if st.SubmitsByNode["0.0.3"] > 3 || st.SubmitsByNode["0.0.4"]+st.SubmitsByNode["0.0.5"] < total {
+		t.Fatalf("the BUSY node was not backed off alone: %v", st.SubmitsByNode)
+	}
+}
+
+// BenchmarkPublishFaults posts b.N entries with serve's default settings to the fake
+// consensus network fault-free, then b.N more under issue 17's fault mix (every fifth
+// call BUSY, every fourth reply dropped), in the same run, and reports both rates and
+// their ratio; for one node (the issue's setting) and for three:
+//
+//	go test -run '^$' -bench PublishFaults -benchtime 200x ./runner/ledger/
+func BenchmarkPublishFaults(b *testing.B) {
+	for _, nodes := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			clean := publishRate(b, nodes, hcsfake.Schedule{})
+			faults := publishRate(b, nodes, faultMix)
+			b.ReportMetric(clean, "msgs/s-fault-free")
+			b.ReportMetric(faults, "msgs/s-faults")
+			b.ReportMetric(faults/clean, "ratio")
+		})
+	}
+}
+
+// publishRate posts b.N entries to a fresh fake network of nodes answering with
+// sched and returns the messages posted per second.
+func publishRate(b *testing.B, nodes int, sched hcsfake.Schedule) float64 {
+	node := hcsfake.StartNodesT(b, nodes)
+	topic := node.CreateTopic("bench")
+	node.SetSchedule(sched)
+	s := newMemStore()
+	appendEntries(b, s, 1, b.N)
+	took := publishAll(b, s, productionHCS(b, node, topic), b.N, 10*time.Minute)
+	if postedCount(s) != b.N {
+		b.Fatalf("%d of %d posted", postedCount(s), b.N)
+	}
+	return float64(b.N) / took.Seconds()
+}

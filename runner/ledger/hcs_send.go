@@ -84,12 +84,19 @@ func (s *sendState) pick(now time.Time) (int, time.Duration) {
 	return best, s.nodes[best].until.Sub(now)
 }
 
-// answered records that node i answered a submission in d and took or refused it for
-// a reason of the transaction's own: its backoff ends.
-func (s *sendState) answered(i int, d time.Duration) {
+// healthy records that node i took a transaction or refused it for a reason of the
+// transaction's own: its backoff ends.
+func (s *sendState) healthy(i int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodes[i] = nodeState{}
+}
+
+// observe records that a node answered a submission in d (BUSY included): the
+// submit deadline follows these answer times.
+func (s *sendState) observe(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.latency == 0 {
 		s.latency = d
 	} else {
@@ -131,11 +138,30 @@ func (s *sendState) took(txID string, i int) {
 	s.open = append(s.open, txID)
 }
 
-// settled records txID's receipt, read while sending, for Await.
+// settled records txID's receipt, read while sending, for Await: it is no longer open.
 func (s *sendState) settled(txID string, r Receipt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.receipts[txID] = r
+	s.removeOpen(txID)
+}
+
+// removeOpen drops txID from the open list; s.mu must be held.
+func (s *sendState) removeOpen(txID string) {
+	for i, id := range s.open {
+		if id == txID {
+			s.open = append(s.open[:i:i], s.open[i+1:]...)
+			return
+		}
+	}
+}
+
+// unsure records that txID may have been sent without a node's answer: whoever sends
+// it next confirms it by its receipt before anything goes after it.
+func (s *sendState) unsure(txID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mine, txID)
 }
 
 // forget drops everything kept about txID: its outcome is recorded or decided.
@@ -145,12 +171,7 @@ func (s *sendState) forget(txID string) {
 	delete(s.taken, txID)
 	delete(s.mine, txID)
 	delete(s.receipts, txID)
-	for i, id := range s.open {
-		if id == txID {
-			s.open = append(s.open[:i:i], s.open[i+1:]...)
-			break
-		}
-	}
+	s.removeOpen(txID)
 }
 
 // Send hands e's prepared transaction to one node and returns once a node has taken
@@ -159,7 +180,7 @@ func (s *sendState) forget(txID string) {
 // failing nodes are backed off one by one while the others take the transactions.
 // An error means e's outcome is not settled: nothing may be sent after it until
 // Lookup decides it.
-func (h *HCS) Send(ctx context.Context, e *models.LedgerEntry) error {
+func (h *HCS) Send(ctx context.Context, e *models.LedgerEntry) (err error) {
 	if e.TxID == "" || len(e.TxBytes) == 0 {
 		return fmt.Errorf("hcs: entry %d was not prepared", e.ID)
 	}
@@ -170,6 +191,11 @@ func (h *HCS) Send(ctx context.Context, e *models.LedgerEntry) error {
 	h.sendMu.Lock()
 	defer h.sendMu.Unlock()
 	s := h.send
+	defer func() {
+		if err != nil {
+			s.unsure(e.TxID)
+		}
+	}()
 	s.mu.Lock()
 	_, taken := s.taken[e.TxID]
 	_, read := s.receipts[e.TxID]
@@ -213,14 +239,15 @@ func (h *HCS) sendTo(ctx context.Context, e *models.LedgerEntry, id hiero.Transa
 	var pre hiero.ErrHederaPreCheckStatus
 	switch {
 	case serr == nil:
-		s.answered(i, time.Since(start))
+		s.observe(time.Since(start))
+		s.healthy(i)
 		s.took(e.TxID, i)
 		if confirm {
 			return true, false, h.confirm(ctx, e, id, i)
 		}
 		return true, false, nil
 	case errors.As(serr, &pre):
-		s.answered(i, time.Since(start))
+		s.observe(time.Since(start))
 		return h.onPrecheck(ctx, e, id, i, pre.Status, serr)
 	}
 	if ctx.Err() != nil {
@@ -255,8 +282,10 @@ func (h *HCS) onPrecheck(ctx context.Context, e *models.LedgerEntry, id hiero.Tr
 	case hiero.StatusDuplicateTransaction:
 		// Sent before — by us, with the answer lost, or by someone else to any node:
 		// its receipt decides, and nothing goes after it until then.
+		h.send.healthy(i)
 		return true, false, h.confirm(ctx, e, id, i)
 	}
+	h.send.healthy(i)
 	// Refused for a reason of its own (expired, …): Lookup decides when a new
 	// transaction may be prepared.
 	return true, false, fmt.Errorf("hcs: entry %d (tx %s) refused: %w: %w", e.ID, e.TxID, ErrOutcomeUnknown, serr)
@@ -289,25 +318,43 @@ func (h *HCS) changeLane(ctx context.Context, i int) error {
 	open, lane := append([]string(nil), s.open...), s.lane
 	s.mu.Unlock()
 	for _, txID := range open {
-		id, err := hiero.TransactionIdFromString(txID)
-		if err != nil {
-			return err
-		}
-		e := &models.LedgerEntry{TxID: txID}
-		r, found, err := h.receipt(ctx, e, id, lane)
-		if err != nil {
+		if err := h.closeOpen(ctx, txID, lane); err != nil {
 			return fmt.Errorf("moving from node %s: %w", h.nodes[lane], err)
 		}
-		s.mu.Lock()
-		if found {
-			s.receipts[txID] = r
-		}
-		s.open = s.open[1:] // open only grows under sendMu, which the caller holds
-		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	s.lane = i
 	s.mu.Unlock()
+	return nil
+}
+
+// closeOpen reads the receipt of txID, open on node lane, unless its Await has done
+// so meanwhile, and keeps it for Await. A transaction that reached consensus and
+// failed is closed too: Await and Lookup will say so.
+func (h *HCS) closeOpen(ctx context.Context, txID string, lane int) error {
+	s := h.send
+	s.mu.Lock()
+	_, still := s.taken[txID]
+	s.mu.Unlock()
+	if !still {
+		return nil
+	}
+	id, err := hiero.TransactionIdFromString(txID)
+	if err != nil {
+		return err
+	}
+	r, found, err := h.receipt(ctx, &models.LedgerEntry{TxID: txID}, id, lane)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, still := s.taken[txID]; still {
+		if found {
+			s.receipts[txID] = r
+		}
+		s.removeOpen(txID)
+	}
 	return nil
 }
 

@@ -199,8 +199,13 @@ func (c *crashLedger) Send(ctx context.Context, e *models.LedgerEntry) error {
 	return err
 }
 
+// Await stands for a network where consensus takes a moment (the fake's is
+// immediate), so that entries overlap in flight.
 func (c *crashLedger) Await(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
 	defer c.inFlight.Add(-1)
+	if !sleepCtx(ctx, 3*time.Millisecond) {
+		return Receipt{}, ctx.Err()
+	}
 	return c.Ledger.(Pipeline).Await(ctx, e)
 }
 

@@ -68,6 +68,12 @@ type LedgerReader interface {
 // publisher). Submit computes the next link from the newest posted row; nothing is
 // kept elsewhere, so a crash before the row is updated leaves no trace and the entry is
 // simply submitted again. It relies on there being one publisher at a time.
+//
+// Local is deliberately not a Pipeline: the publisher posts to it one entry at a
+// time. Its "consensus" is the publisher's row update itself, so there is no network
+// round trip to overlap, and each link is computed from the newest recorded row;
+// linking entries ahead of their recording would need a second, in-memory chain tip
+// that a failed row update could leave ahead of the database.
 type Local struct {
 	store LedgerReader
 	clock models.Clock

@@ -3,7 +3,9 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,5 +138,127 @@ func TestPublisherWaitsForLock(t *testing.T) {
 func TestPermanent(t *testing.T) {
 	if Permanent(nil) != nil || IsPermanent(errors.New("x")) || !IsPermanent(errors.Join(errors.New("a"), Permanent(errors.New("b")))) {
 		t.Fatal("Permanent")
+	}
+}
+
+// slowPipeline is a Pipeline whose consensus takes a while: Send puts the entry on
+// its ledger at once (the order Sends come in is the ledger's order) and Await
+// returns the receipt after a latency that varies by entry, so receipts arrive out
+// of order. It counts the most entries in flight at once.
+type slowPipeline struct {
+	latency     func(id int64) time.Duration
+	failAwait   func(id int64) bool // Await fails, once, for these entries
+	mu          sync.Mutex
+	seq         int64
+	byTx        map[string]int64
+	failed      map[int64]bool
+	inFlight    int
+	maxInFlight int
+}
+
+func newSlowPipeline(latency func(int64) time.Duration) *slowPipeline {
+	return &slowPipeline{latency: latency, byTx: map[string]int64{}, failed: map[int64]bool{}, failAwait: func(int64) bool { return false }}
+}
+
+func (p *slowPipeline) Name() string { return "slow" }
+
+func (p *slowPipeline) Prepare(_ context.Context, e *models.LedgerEntry) error {
+	e.TxID, e.TxBytes = fmt.Sprintf("tx-%d", e.ID), []byte("signed")
+	return nil
+}
+
+func (p *slowPipeline) Send(_ context.Context, e *models.LedgerEntry) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.byTx[e.TxID]; !ok { // a transaction id is taken once
+		p.seq++
+		p.byTx[e.TxID] = p.seq
+	}
+	p.inFlight++
+	p.maxInFlight = max(p.maxInFlight, p.inFlight)
+	return nil
+}
+
+func (p *slowPipeline) receipt(e *models.LedgerEntry) Receipt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Receipt{Sequence: p.byTx[e.TxID], RunningHash: make([]byte, HashSize), ConsensusAt: time.Now(), TxID: e.TxID}
+}
+
+func (p *slowPipeline) Await(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
+	defer func() { p.mu.Lock(); p.inFlight--; p.mu.Unlock() }()
+	select {
+	case <-time.After(p.latency(e.ID)):
+	case <-ctx.Done():
+		return Receipt{}, ctx.Err()
+	}
+	p.mu.Lock()
+	fail := p.failAwait(e.ID) && !p.failed[e.ID]
+	p.failed[e.ID] = p.failed[e.ID] || fail
+	p.mu.Unlock()
+	if fail {
+		return Receipt{}, fmt.Errorf("no receipt yet: %w", ErrOutcomeUnknown)
+	}
+	return p.receipt(e), nil
+}
+
+func (p *slowPipeline) Submit(ctx context.Context, e *models.LedgerEntry) (Receipt, error) {
+	if err := p.Send(ctx, e); err != nil {
+		return Receipt{}, err
+	}
+	return p.Await(ctx, e)
+}
+
+func (p *slowPipeline) Lookup(_ context.Context, e *models.LedgerEntry) (Receipt, bool, error) {
+	p.mu.Lock()
+	_, ok := p.byTx[e.TxID]
+	p.mu.Unlock()
+	if !ok {
+		return Receipt{}, false, nil
+	}
+	return p.receipt(e), true, nil
+}
+
+// With a ledger whose receipts take a while and come back out of order, the publisher
+// keeps several entries in flight, records them strictly in ID order, and takes a
+// fraction of the one-at-a-time time; an entry whose receipt fails is resolved by
+// Lookup before anything after it is recorded.
+func TestPublisherPipelines(t *testing.T) {
+	const total, latency = 48, 40 * time.Millisecond
+	s := newMemStore()
+	appendEntries(t, s, 1, total)
+	l := newSlowPipeline(func(id int64) time.Duration { return latency * time.Duration(1+id%3) / 2 })
+	l.failAwait = func(id int64) bool { return id == 20 }
+	var mu sync.Mutex
+	var order []int64
+	p := NewPublisher(s, l, Options{Logger: quiet, OnPosted: func(e models.LedgerEntry) {
+		mu.Lock()
+		order = append(order, e.ID)
+		mu.Unlock()
+	}})
+	start := time.Now()
+	n, err := p.Drain(context.Background())
+	took := time.Since(start)
+	if err != nil || n != total {
+		t.Fatalf("drained %d: %v", n, err)
+	}
+	for i, id := range order {
+		if id != int64(i+1) {
+			t.Fatalf("recorded out of order: %v", order)
+		}
+	}
+	for _, r := range s.all() {
+		if r.Status != models.LedgerPosted || r.Sequence != r.ID || r.TxID != fmt.Sprintf("tx-%d", r.ID) {
+			t.Fatalf("entry %d: %+v", r.ID, r)
+		}
+	}
+	// One at a time would take total × the mean latency (1.92s); Depth 8 an eighth.
+	oneAtATime := total * latency
+	t.Logf("%d entries in %v (one at a time: %v), at most %d in flight", total, took.Round(time.Millisecond), oneAtATime, l.maxInFlight)
+	if l.maxInFlight < 4 || l.maxInFlight > DefaultDepth {
+		t.Fatalf("at most %d in flight, want 4..%d", l.maxInFlight, DefaultDepth)
+	}
+	if took > oneAtATime/2 {
+		t.Fatalf("pipelined drain took %v, more than half the one-at-a-time %v", took, oneAtATime)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/hiero-ledger/hiero-sdk-go/v2/proto/services"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -166,7 +167,10 @@ func StartNodes(ctx context.Context, count int) (*Node, error) {
 			n.Close()
 			return nil, fmt.Errorf("hcsfake: listen: %w", err)
 		}
-		ep := &endpoint{lis: lis, srv: grpc.NewServer(), acct: int64(3 + i)}
+		// The SDK pings idle connections every 10s; the server's default policy would
+		// answer that with GOAWAY (too_many_pings) and break calls in flight.
+		srv := grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}))
+		ep := &endpoint{lis: lis, srv: srv, acct: int64(3 + i)}
 		services.RegisterConsensusServiceServer(ep.srv, consensusServer{n: n, acct: ep.acct})
 		services.RegisterCryptoServiceServer(ep.srv, cryptoServer{n: n})
 		n.eps = append(n.eps, ep)
