@@ -261,7 +261,7 @@ func TestRejectionFlow(t *testing.T) {
 		if len(items) != 1 || int64(items[0].num("task_id")) != id || !strings.Contains(items[0].str("title"), "rejected twice") {
 			t.Fatalf("escalation %v", items)
 		}
-		e.refused("c", "inbox_list", map[string]any{"kind": "everything"}, "kind", "blocked, escalation, advisory or agent_paused")
+		e.refused("c", "inbox_list", map[string]any{"kind": "everything"}, "kind", "must be one of blocked, escalation, advisory, agent_paused, budget, drift")
 
 		// 5. Fixed again, re-approved, verified.
 		e.submitAndApprove(id)
