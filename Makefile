@@ -20,6 +20,7 @@ bench:
 	go test -run '^$$' -bench 'RunNoop$$|BareForkExec' ./runner/worker/
 	go test -run '^$$' -bench 'JudgeView|VerifyGoTest' -benchtime 20x ./runner/judge/
 	go test -run '^$$' -bench 'PublishStored|TaskCompleteBytes' -benchtime 500x ./runner/ledger/
+	go test -run '^$$' -bench PublishFaults -benchtime 200x ./runner/ledger/
 	go test -run '^$$' -bench Fanout1000 -benchtime 50x ./handlers/live/
 	go test -run '^$$' -bench Pages -benchtime 1x -timeout 30m ./handlers/pages/
 
