@@ -39,10 +39,17 @@ func (o *ops) BeforeCommit(fn func()) {
 // runs the BeforeCommit functions.
 func (o *ops) flushAppends(ctx context.Context) error {
 	a := &o.tx.appends
+	hooks, err := o.planOutbox(ctx, a.events) // webhooks.go: read before the append lock
+	if err != nil {
+		return err
+	}
 	if len(a.events) > 0 {
 		if err := o.insertEvents(ctx, a.events); err != nil {
 			return err
 		}
+	}
+	if err := o.writeOutbox(ctx, hooks); err != nil {
+		return err
 	}
 	if len(a.ledger) > 0 {
 		if err := o.insertLedgerEntries(ctx, a.ledger); err != nil {
