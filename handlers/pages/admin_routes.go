@@ -25,6 +25,7 @@ import "github.com/labstack/echo/v4"
 //	GET  /ledger                     ledger entries, oldest first, ?after=ID pages
 //	POST /ledger/verify              verify the local hash chain
 //	GET  /ledger/:id                 one entry with its exact message bytes
+//	/webhooks…                       signed notifications (admin only; admin_webhooks.go)
 //
 // Every POST passes the session and CSRF middleware; the service checks roles again.
 func (p *Pages) adminRoutes(g *echo.Group) {
@@ -52,4 +53,6 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/ledger", p.ledgerList)
 	g.POST("/ledger/verify", p.ledgerVerify)
 	g.GET("/ledger/:id", p.ledgerEntry)
+
+	p.webhookRoutes(g)
 }
