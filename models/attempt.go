@@ -54,15 +54,18 @@ type Attempt struct {
 	Usage *Usage `json:"usage"`
 	// ReservedUSD and ReservedTokens are what the attempt held of its budgets while it
 	// ran; finished, its usage counts instead.
-	ReservedUSD    *float64   `json:"reserved_usd,omitempty"`
-	ReservedTokens *int64     `json:"reserved_tokens,omitempty"`
-	ExitCode       int        `json:"exit_code"`
-	OutputTail     string     `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
-	OutputHash     string     `json:"output_hash,omitempty"` // SHA-384 of the verified output
-	LogPath        string     `json:"log_path,omitempty"`
-	Brief          string     `json:"brief,omitempty"`
-	StartedAt      time.Time  `json:"started_at"`
-	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	ReservedUSD    *float64 `json:"reserved_usd,omitempty"`
+	ReservedTokens *int64   `json:"reserved_tokens,omitempty"`
+	ExitCode       int      `json:"exit_code"`
+	OutputTail     string   `json:"output_tail,omitempty"` // bounded tail of stdout+stderr
+	OutputHash     string   `json:"output_hash,omitempty"` // SHA-384 of the verified output
+	LogPath        string   `json:"log_path,omitempty"`
+	Brief          string   `json:"brief,omitempty"`
+	// Triage marks the one extra attempt a triage gave the task, with its approach
+	// in the brief.
+	Triage     bool       `json:"triage,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // CheckResult is the verdict of one check layer on one attempt.

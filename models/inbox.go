@@ -51,8 +51,11 @@ type BlockedPayload struct {
 	Attempts           []BlockedAttempt `json:"attempts"`
 	// Missing lists what kept a task that was not ready from its first attempt (its
 	// one entry in Attempts has stage readiness); empty otherwise.
-	Missing []string  `json:"missing,omitempty"`
-	TS      time.Time `json:"ts"`
+	Missing []string `json:"missing,omitempty"`
+	// Triage is what the triage model said before the task reached a person (an
+	// escalation's summary and recommendation, or why triage failed); nil when none ran.
+	Triage *Triage   `json:"triage,omitempty"`
+	TS     time.Time `json:"ts"`
 }
 
 // BlockedAttempt is one attempt's failure in a BlockedPayload.

@@ -57,7 +57,7 @@ func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, 
 		return err
 	}
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
-		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), Attempts: attempts, TS: s.now()}
+		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), Attempts: attempts, Triage: t.Triage, TS: s.now()}
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return err

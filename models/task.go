@@ -162,6 +162,9 @@ type Task struct {
 	Fingerprint *Fingerprint `json:"-"`
 	// Drift, set while a recheck finds the verified work changed: the task is stale.
 	Drift *Drift `json:"drift,omitempty"`
+	// Triage is the triage model's decision once the task's attempts ran out on a
+	// work failure; nil while it never did (a task is triaged at most once).
+	Triage *Triage `json:"triage,omitempty"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

@@ -38,6 +38,9 @@ type attemptRun struct {
 	history  []models.Attempt // the task's attempts before this one
 	previous *models.Attempt  // the failure this attempt revises
 	start    time.Time
+	// approach is the triage's new approach when this is the one extra attempt a
+	// triage gave the task (triage.go); "" otherwise.
+	approach string
 
 	ws         *workspace.Workspace
 	tmp        string                 // the attempt's private temp dir, its TMPDIR
@@ -96,8 +99,9 @@ func (ar *attemptRun) infra(diagnosis string, cause error) {
 
 // decision is what the task's goroutine does after an attempt.
 type decision struct {
-	done bool          // the task left this runner's hands (passed, blocked, lost, released)
-	wait time.Duration // before the next attempt
+	done   bool          // the task left this runner's hands (passed, blocked, lost, released)
+	wait   time.Duration // before the next attempt
+	triage bool          // the attempts ran out on a work failure: ask the triage first
 }
 
 // runTask runs attempts of a claimed task until it passes, blocks, is lost or the
@@ -111,7 +115,15 @@ func (p *Pool) runTask(tr *taskRun) {
 			return
 		}
 		tr.settled.Store(false)
-		d := p.attempt(ctx, tr)
+		var d decision
+		if triagePending(&tr.task) {
+			d = p.triage(ctx, tr) // a runner that died left it asking
+		} else {
+			d = p.attempt(ctx, tr)
+		}
+		if d.triage {
+			d = p.triage(ctx, tr)
+		}
 		tr.fresh = false
 		if d.done {
 			return
@@ -186,7 +198,8 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 // pool knows of.
 func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 	attempts := tr.attempts[:len(tr.attempts):len(tr.attempts)]
-	return &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now()}
+	return &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now(),
+		approach: triageApproach(&tr.task, attempts)}
 }
 
 // prepareReady prepares the attempt and, for the first attempt of a round (tr.fresh),
@@ -244,7 +257,7 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules f
 		p.prepareOutput(ar, rel)
 	}
 	ar.brief = buildBrief(briefInput{task: t, attempt: ar.num, outputAbs: ar.outAbs, previous: ar.previous,
-		maxAttempts: t.Contract.Completion.MaxAttempts, unlinked: ar.unlinked})
+		maxAttempts: t.Contract.Completion.MaxAttempts, unlinked: ar.unlinked, approach: ar.approach})
 	return os.WriteFile(ws.BriefPath(ar.num), []byte(ar.brief), 0o640)
 }
 
@@ -380,7 +393,7 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 	}
 	t := &tr.task
 	row := &models.Attempt{TaskID: t.ID, Number: ar.num, AgentID: tr.agent.ID, RunnerID: p.cfg.RunnerID,
-		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC(),
+		Outcome: models.OutcomeRunning, LogPath: ar.ws.LogPath(ar.num), Brief: ar.brief, StartedAt: ar.start.UTC(), Triage: ar.approach != "",
 		ReservedUSD: reserve.ReserveUSD, ReservedTokens: reserve.ReserveTokens}
 	if err := tx.CreateAttempt(ctx, row); err != nil {
 		return err

@@ -20,6 +20,7 @@ type briefInput struct {
 	previous    *models.Attempt // the last failed attempt this one revises; nil for a first try
 	maxAttempts int
 	unlinked    string // a link out of the workspace the runner removed from the output path
+	approach    string // the triage's new approach, for the one extra attempt it gave
 }
 
 // buildBrief writes the worker's brief: the task, the contract in plain words, where
@@ -41,6 +42,11 @@ func buildBrief(in briefInput) string {
 			fmt.Fprintf(&b, "The end of what attempt %d printed:\n\n%s\n\n", prev.Number, indent(tail))
 		}
 		b.WriteString("Fix exactly this and produce output that satisfies the contract below: every check runs again on this attempt.\n\n")
+	}
+	if in.approach != "" {
+		b.WriteString("## A different approach\n\n")
+		b.WriteString("Every attempt so far failed. A reviewer looked at all of them and gives you one more attempt, with this approach:\n\n")
+		b.WriteString(indent(in.approach) + "\n\n")
 	}
 	if reason := strings.TrimSpace(t.Reason); reason != "" {
 		b.WriteString("## Guidance for this attempt\n\n")

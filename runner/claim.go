@@ -236,8 +236,8 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 // attempt is recorded and nothing runs (tr.blocked). Workspaces that are git worktrees
 // are prepared outside the transaction (git may be slow), by the attempt itself.
 func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task) error {
-	if tr.agent.Worktree {
-		return nil
+	if tr.agent.Worktree || triagePending(t) {
+		return nil // prepared by the attempt; a pending triage asks before any attempt
 	}
 	ar := p.newAttempt(tr)
 	missing, err := p.prepareReady(ctx, tr, ar, func() (models.ProjectRules, error) { return p.rulesIn(ctx, tx) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/runner/triage"
 	"log/slog"
 	"time"
 
@@ -48,6 +49,10 @@ type Config struct {
 	Service *models.Service
 	// Workspaces lays out task workspaces, briefs and logs.
 	Workspaces *workspace.Manager
+	// Triage, when set, is asked once per task whose attempts ran out on a work
+	// failure, before the task is blocked: one more attempt with a new approach, or
+	// escalation with a summary (triage.go). Nil blocks at once.
+	Triage triage.Triager
 	// Evaluator judges outputs of contracts with `evaluate`; nil means
 	// evaluator.None, which fails such tasks closed (as infrastructure).
 	Evaluator evaluator.Evaluator

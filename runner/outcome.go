@@ -119,6 +119,13 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 	t.AttemptsUsed++
 	budget := max(t.Contract.Completion.MaxAttempts, 1)
 	if t.AttemptsUsed >= budget || ar.stage == models.StageReview {
+		if p.cfg.Triage != nil && t.Triage == nil {
+			// Before a person: the triage, once per task. Marked in this transaction
+			// so that a runner that dies while asking leaves it to be asked again,
+			// never an attempt past the budget.
+			t.Triage = &models.Triage{Status: models.TriagePending, At: time.Now().UTC()}
+			return decision{triage: true}, p.keepLease(ctx, tx, t)
+		}
 		return decision{done: true}, p.block(ctx, tx, t, false)
 	}
 	var wait time.Duration

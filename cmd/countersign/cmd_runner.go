@@ -114,6 +114,10 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
+	tri, err := newTriager(c, log, evConfine)
+	if err != nil {
+		return nil, err
+	}
 	landing, err := c.landing()
 	if err != nil {
 		return nil, err
@@ -136,6 +140,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		Service:      svc,
 		Workspaces:   ws,
 		Evaluator:    ev,
+		Triage:       tri,
 		RunnerID:     c.RunnerID,
 		Lease:        c.Lease,
 		Poll:         c.Poll,
@@ -241,40 +246,7 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 		if err != nil {
 			return nil, fmt.Errorf("flag -evaluator-command: %w", err)
 		}
-		// The command reads worker output on stdin: it gets the workers' minimal
-		// environment plus only the variables the operator names.
-		cmd.Env = worker.BaseEnv()
-		if confine != nil {
-			cmd.Confine, cmd.Dir = confine, confine.Policy.ReadWrite[0]
-			cmd.Env = append(cmd.Env, "HOME="+cmd.Dir, "TMPDIR="+cmd.Dir)
-		}
-		base := ""
-		for _, k := range splitList(c.EvalEnv) {
-			if k == evaluator.EnvBaseURL && c.EvalBaseURL != "" {
-				continue // the flag's value is passed below instead
-			}
-			if v, ok := os.LookupEnv(k); ok {
-				cmd.Env = append(cmd.Env, k+"="+v)
-				if k == evaluator.EnvBaseURL {
-					base = v
-				}
-			}
-		}
-		if c.EvalBaseURL != "" {
-			base = c.EvalBaseURL
-			cmd.Env = append(cmd.Env, evaluator.EnvBaseURL+"="+base)
-		}
-		if base != "" && cmd.Confine != nil {
-			// A gateway on a port the sandbox does not open would look like an outage.
-			port, err := evaluator.URLPort(base)
-			if err != nil {
-				log.Warn("evaluator: ANTHROPIC_BASE_URL has no port to allow; the command may not reach it", "error", err)
-			} else {
-				conf := *cmd.Confine
-				conf.Policy.ConnectTCP = append(append([]uint16(nil), conf.Policy.ConnectTCP...), port)
-				cmd.Confine = &conf
-			}
-		}
+		base := confineCommand(c, cmd, confine, log)
 		log.Info("evaluator: command", "command", argv[0], "env", c.EvalEnv, "base_url", evaluator.RedactURL(base))
 		ev = cmd
 	default:
@@ -282,4 +254,45 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 		return evaluator.None{}, nil
 	}
 	return evaluator.NewCached(ev, 0), nil
+}
+
+// confineCommand gives a model command (evaluator, triage) the workers' minimal
+// environment plus only the variables the operator names (-evaluator-env), confines
+// it when confine is set, and opens the port of its Messages API endpoint; it returns
+// that endpoint ("" for the default). The command reads worker output on stdin: it
+// must not get the runner's environment, which holds its secrets.
+func confineCommand(c *config, cmd *evaluator.Command, confine *worker.Confinement, log *slog.Logger) string {
+	cmd.Env = worker.BaseEnv()
+	if confine != nil {
+		cmd.Confine, cmd.Dir = confine, confine.Policy.ReadWrite[0]
+		cmd.Env = append(cmd.Env, "HOME="+cmd.Dir, "TMPDIR="+cmd.Dir)
+	}
+	base := ""
+	for _, k := range splitList(c.EvalEnv) {
+		if k == evaluator.EnvBaseURL && c.EvalBaseURL != "" {
+			continue // the flag's value is passed below instead
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+			if k == evaluator.EnvBaseURL {
+				base = v
+			}
+		}
+	}
+	if c.EvalBaseURL != "" {
+		base = c.EvalBaseURL
+		cmd.Env = append(cmd.Env, evaluator.EnvBaseURL+"="+base)
+	}
+	if base != "" && cmd.Confine != nil {
+		// A gateway on a port the sandbox does not open would look like an outage.
+		port, err := evaluator.URLPort(base)
+		if err != nil {
+			log.Warn("ANTHROPIC_BASE_URL has no port to allow; the command may not reach it", "command", cmd, "error", err)
+		} else {
+			conf := *cmd.Confine
+			conf.Policy.ConnectTCP = append(append([]uint16(nil), conf.Policy.ConnectTCP...), port)
+			cmd.Confine = &conf
+		}
+	}
+	return base
 }

@@ -33,6 +33,8 @@ type config struct {
 	Lease       time.Duration
 	Poll        time.Duration
 	Grace       time.Duration
+	// TriageModel and TriageCommand configure the triage (see newTriager).
+	TriageModel, TriageCommand string
 	// RecheckEvery is the periodic recheck's interval (drift.Rechecker); 0: off.
 	RecheckEvery  time.Duration
 	NoRunner      bool
@@ -98,6 +100,7 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.EvalCommand, "evaluator-command", envOr("", "COUNTERSIGN_EVALUATOR_COMMAND"), "command printing a JSON verdict, for --evaluator=command; split on spaces, request on stdin (env COUNTERSIGN_EVALUATOR_COMMAND)")
 	fs.StringVar(&c.EvalEnv, "evaluator-env", envOr("ANTHROPIC_API_KEY", "COUNTERSIGN_EVALUATOR_ENV"), "comma-separated variables passed to the evaluator command besides PATH, HOME and the locale (env COUNTERSIGN_EVALUATOR_ENV)")
 	fs.StringVar(&c.EvalModel, "evaluator-model", envOr("", "COUNTERSIGN_EVALUATOR_MODEL"), "Anthropic model for --evaluator=anthropic (default: a small Haiku model) (env COUNTERSIGN_EVALUATOR_MODEL)")
+	triageFlags(fs, c)
 	fs.StringVar(&c.EvalBaseURL, "evaluator-base-url", envOr("", "COUNTERSIGN_EVALUATOR_BASE_URL"), "Anthropic API endpoint (a gateway or proxy; http or https) for the evaluator, winning over ANTHROPIC_BASE_URL; an evaluator command gets it as ANTHROPIC_BASE_URL (env COUNTERSIGN_EVALUATOR_BASE_URL)")
 	if c.Lease, err = envDuration("COUNTERSIGN_LEASE", 30*time.Second); err != nil {
 		return err

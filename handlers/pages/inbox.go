@@ -104,6 +104,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Agent = bp.Agent
 			out.Criteria = completionFacts(bp.CompletionSpec)
 			out.Missing = bp.Missing
+			out.Triage = triageView(bp.Triage)
 			for _, a := range bp.Attempts {
 				out.BudgetStop = out.BudgetStop || a.Stage == models.StageBudget
 				if a.Stage == models.StageReadiness {
@@ -225,4 +226,26 @@ func (p *Pages) inboxFormAt(c echo.Context, path string, values, errs map[string
 		}
 	}
 	return render(c, http.StatusUnprocessableEntity, inbox.Page(*v))
+}
+
+// triageView says a blocked task's triage in words; nil when none ran.
+func triageView(t *models.Triage) *inbox.Triage {
+	if t == nil || t.Status == models.TriagePending {
+		return nil
+	}
+	v := &inbox.Triage{Status: t.Status, Summary: t.Summary, Approach: t.Approach, Error: t.Error}
+	switch t.Recommend {
+	case models.RecommendRetry:
+		v.Recommend = "retry with guidance"
+		if t.Guidance != "" {
+			v.Recommend += ": " + t.Guidance
+		}
+	case models.RecommendReassign:
+		v.Recommend = "reassign to the role " + t.Role
+	case models.RecommendAccept:
+		v.Recommend = "accept the work as it is"
+	case models.RecommendCancel:
+		v.Recommend = "cancel the task"
+	}
+	return v
 }

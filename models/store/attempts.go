@@ -32,6 +32,7 @@ type attemptRecord struct {
 	OutputHash     string
 	LogPath        string
 	Brief          string
+	Triage         bool
 	StartedAt      time.Time
 	FinishedAt     *time.Time
 }
@@ -89,6 +90,7 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 		OutputHash:     a.OutputHash,
 		LogPath:        a.LogPath,
 		Brief:          a.Brief,
+		Triage:         a.Triage,
 		StartedAt:      normTime(a.StartedAt),
 		FinishedAt:     normTimePtr(a.FinishedAt),
 	}, nil
@@ -109,6 +111,7 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 		OutputHash: r.OutputHash,
 		LogPath:    r.LogPath,
 		Brief:      r.Brief,
+		Triage:     r.Triage,
 		StartedAt:  normTime(r.StartedAt),
 		FinishedAt: normTimePtr(r.FinishedAt),
 

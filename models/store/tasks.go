@@ -50,6 +50,7 @@ type taskRecord struct {
 	VerifiedCommit string
 	Fingerprint    string // JSON; "" when none
 	Drift          string // JSON; "" when fresh
+	Triage         string // JSON; "" when never triaged
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -76,6 +77,10 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		return nil, err
 	}
 	drift, err := toJSON(t.Drift, "")
+	if err != nil {
+		return nil, err
+	}
+	triage, err := toJSON(t.Triage, "")
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +121,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		VerifiedCommit: t.Commit,
 		Fingerprint:    fp,
 		Drift:          drift,
+		Triage:         triage,
 	}, nil
 }
 
@@ -165,6 +171,9 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		return nil, err
 	}
 	if err := fromJSON(r.Drift, &t.Drift, "tasks.drift"); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.Triage, &t.Triage, "tasks.triage"); err != nil {
 		return nil, err
 	}
 	return t, nil

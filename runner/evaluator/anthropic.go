@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/models"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -139,37 +140,53 @@ func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if strings.TrimSpace(r.Evaluate) == "" {
 		return Verdict{}, infra("anthropic", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
 	}
+	reply, err := a.Complete(ctx, systemPrompt, Prompt(r, a.maxOutput))
+	if err != nil {
+		return Verdict{}, err
+	}
+	v, err := ParseVerdict(reply.Text)
+	if err != nil {
+		if reply.StopReason != "" && reply.StopReason != string(anthropic.StopReasonEndTurn) {
+			err = fmt.Errorf("%w (stop reason %s)", err, reply.StopReason)
+		}
+		return Verdict{Usage: reply.Usage}, infra("anthropic", err)
+	}
+	// Only the API's own usage counts: ParseVerdict never takes one from model text.
+	v.Usage = reply.Usage
+	return v, nil
+}
+
+// Reply is the text of a Messages API reply, why it stopped, and what it spent.
+type Reply struct {
+	Text       string
+	StopReason string
+	Usage      *models.Usage
+}
+
+// Complete sends one system and one user message and returns the reply. Errors (no
+// reply: transport, API, timeout) are *InfraError and spent nothing.
+func (a *Anthropic) Complete(ctx context.Context, system, user string) (Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	msg, err := a.client.Messages.New(ctx, anthropic.MessageNewParams{
 		Model:     a.model,
 		MaxTokens: a.maxTokens,
-		System:    []anthropic.TextBlockParam{{Text: systemPrompt}},
+		System:    []anthropic.TextBlockParam{{Text: system}},
 		Messages: []anthropic.MessageParam{
-			anthropic.NewUserMessage(anthropic.NewTextBlock(Prompt(r, a.maxOutput))),
+			anthropic.NewUserMessage(anthropic.NewTextBlock(user)),
 		},
 	})
 	if err != nil {
 		// An API error is not billed, and a transport error leaves no usage to read.
-		return Verdict{}, infra("anthropic", describeAPIError(ctx, err, a.timeout))
+		return Reply{}, infra("anthropic", describeAPIError(ctx, err, a.timeout))
 	}
-	usage := messageUsage(msg, a.model)
 	var text strings.Builder
 	for _, block := range msg.Content {
 		if block.Type == "text" {
 			text.WriteString(block.Text)
 		}
 	}
-	v, err := ParseVerdict(text.String())
-	if err != nil {
-		if msg.StopReason != "" && msg.StopReason != anthropic.StopReasonEndTurn {
-			err = fmt.Errorf("%w (stop reason %s)", err, msg.StopReason)
-		}
-		return Verdict{Usage: usage}, infra("anthropic", err)
-	}
-	// Only the API's own usage counts: ParseVerdict never takes one from model text.
-	v.Usage = usage
-	return v, nil
+	return Reply{Text: text.String(), StopReason: string(msg.StopReason), Usage: messageUsage(msg, a.model)}, nil
 }
 
 // EnvBaseURL is the environment variable ResolveBaseURL falls back on: the one

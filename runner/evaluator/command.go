@@ -114,6 +114,22 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		return Verdict{}, infra("command", err)
 	}
 
+	out, err := c.Exchange(ctx, in)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v, objs, err := parseVerdict(string(out))
+	if err != nil {
+		return Verdict{}, infra("command", err)
+	}
+	v.Usage = commandUsage(objs)
+	return v, nil
+}
+
+// Exchange runs the command with in on its stdin and returns its stdout: the first
+// 1 MiB (more is ErrMalformed). A command that cannot start, times out, is
+// interrupted or exits non-zero is an *InfraError quoting the end of its stderr.
+func (c *Command) Exchange(ctx context.Context, in []byte) ([]byte, error) {
 	env := c.Env
 	if env == nil {
 		env = worker.BaseEnv()
@@ -133,30 +149,25 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	})
 	name := c.argv[0]
 	// The group is killed once the command exits, so a background child still holding
-	// stdout does not hold up the verdict: the command's own status decides it.
+	// stdout does not hold up the answer: the command's own status decides it.
 	switch {
 	case ctx.Err() != nil:
-		return Verdict{}, infra("command", fmt.Errorf("%s interrupted: %w", name, ctx.Err()))
+		return nil, infra("command", fmt.Errorf("%s interrupted: %w", name, ctx.Err()))
 	case err != nil: // no log file, so this can only be a *worker.StartError
 		var se *worker.StartError
 		if errors.As(err, &se) {
 			err = se.Err // "running x: exec: not found", without the worker's own prefix
 		}
-		return Verdict{}, infra("command", fmt.Errorf("running %s: %w", name, err))
+		return nil, infra("command", fmt.Errorf("running %s: %w", name, err))
 	case res.TimedOut:
-		return Verdict{}, infra("command", fmt.Errorf("%s gave no verdict within %s: %w", name, c.timeout, context.DeadlineExceeded))
+		return nil, infra("command", fmt.Errorf("%s gave no verdict within %s: %w", name, c.timeout, context.DeadlineExceeded))
 	case res.ExitCode != 0:
-		return Verdict{}, infra("command", fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, clipEnd(string(res.Tail), 500)))
+		return nil, infra("command", fmt.Errorf("%s exited with status %d: %s", name, res.ExitCode, clipEnd(string(res.Tail), 500)))
 	}
 	if stdout.overflow {
-		return Verdict{}, infra("command", fmt.Errorf("%w: %s printed more than %d bytes", ErrMalformed, name, maxCommandStdout))
+		return nil, infra("command", fmt.Errorf("%w: %s printed more than %d bytes", ErrMalformed, name, maxCommandStdout))
 	}
-	v, objs, err := parseVerdict(string(stdout.buf))
-	if err != nil {
-		return Verdict{}, infra("command", err)
-	}
-	v.Usage = commandUsage(objs)
-	return v, nil
+	return stdout.buf, nil
 }
 
 // headBuffer keeps the first limit bytes written to it and notes whether more came,

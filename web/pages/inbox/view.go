@@ -42,7 +42,19 @@ type Item struct {
 	BudgetStop bool                 // a budget stopped it: raising the budget resumes it
 	Missing    []string             // not ready: what is missing
 	Details    []components.DefItem // escalation and advisory details
-	Forms      []Form
+	// Triage is what the triage model said before the blocked task reached a person:
+	// its summary and recommended action, or why it could not say; nil when none ran.
+	Triage *Triage
+	Forms  []Form
+}
+
+// Triage is a blocked item's triage, in words.
+type Triage struct {
+	Status    string // escalate, failed, retry (the extra attempt failed too)
+	Summary   string
+	Recommend string // the recommended action, in words
+	Approach  string // a retry's approach, which did not help
+	Error     string
 }
 
 // Attempt is one failed attempt of a blocked task.
