@@ -55,10 +55,10 @@ func (s *scriptedMessages) count(title string) int {
 // on one task, even when the extra attempt fails.
 func TestTriageDecidesBeforeAPerson(t *testing.T) {
 	api := &scriptedMessages{calls: map[string]int{}, replies: map[string]string{
-		"retry me":     `{"action":"retry","approach":"Write the report after reading APPROACH-X first."}`,
+		"retry me":      `{"action":"retry","approach":"Write the report after reading APPROACH-X first."}`,
 		"retry in vain": `{"action":"retry","approach":"Try harder."}`,
-		"escalate me":  "Here you go:\n" + `{"action":"escalate","summary":"The spec contradicts the tests.","recommend":"reassign","role":"architect"}`,
-		"garbage":      `I think it should probably be retried?`,
+		"escalate me":   "Here you go:\n" + `{"action":"escalate","summary":"The spec contradicts the tests.","recommend":"reassign","role":"architect"}`,
+		"garbage":       `I think it should probably be retried?`,
 	}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
