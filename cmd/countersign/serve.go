@@ -56,6 +56,10 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := runnerFlags(fs, &c); err != nil {
 		return err
 	}
+	var hooks webhookConfig
+	if err := webhookFlags(fs, &hooks); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,6 +108,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if c.URL == "" {
 		c.URL = selfURL(ln.Addr())
 	}
+	// Webhook deliveries run in goroutines of their own, beside the runner.
+	stopHooks, err := startWebhooks(ctx, &hooks, db, c.URL, log)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopHooks)
 	sb, err := openSandbox(&c, log)
 	if err != nil {
 		return err
