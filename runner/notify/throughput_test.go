@@ -31,7 +31,7 @@ import (
 // finished counts finished attempts.
 type finished struct{ n atomic.Int64 }
 
-func (f *finished) Dispatched(time.Duration)         {}
+func (f *finished) Dispatched(time.Duration)          {}
 func (f *finished) AttemptFinished(outcome, _ string) { f.n.Add(1) }
 
 // blockingContract asks for a file the no-op worker never writes, with one attempt.
