@@ -124,7 +124,7 @@ func TestRunnerThroughputWithBlackHole(t *testing.T) {
 		without = append(without, r)
 		r, made := poolRun(t, store.DialectSQLite, n, hole)
 		if made != n {
-			t.Fatalf("%d deliveries made for %d blocked tasks", made, n)
+			t.Errorf("%d deliveries made for %d blocked tasks", made, n)
 		}
 		with = append(with, r)
 	}
