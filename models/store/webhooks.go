@@ -260,8 +260,16 @@ func (o *ops) RedeliverWebhook(ctx context.Context, id int64, at time.Time) erro
 // returns them with their endpoints. On PostgreSQL rows another dispatcher is claiming
 // are skipped (SKIP LOCKED), never waited for.
 func (d *DB) ClaimWebhookDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]models.HookJob, error) {
+	// Most wake-ups find nothing due: look first without a (write) transaction, which
+	// on SQLite would take the database's write lock from the runner.
+	var due []int64
+	err := d.q(ctx).Model(&webhookDeliveryRecord{}).Select("id").
+		Where("state = ? AND next_attempt_at <= ?", models.DeliveryPending, normTime(at)).Limit(1).Find(&due).Error
+	if err != nil || len(due) == 0 {
+		return nil, mapError(err, "deliveries")
+	}
 	var jobs []models.HookJob
-	err := d.InTx(ctx, func(t models.Tx) error {
+	err = d.InTx(ctx, func(t models.Tx) error {
 		o := t.(*ops)
 		var recs []webhookDeliveryRecord
 		q := o.q(ctx).Where("state = ? AND next_attempt_at <= ?", models.DeliveryPending, normTime(at)).
