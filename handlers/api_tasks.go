@@ -122,7 +122,7 @@ func (h *TasksAPI) Act(c echo.Context) error {
 		return err
 	}
 	act := models.Action(c.Param("action"))
-	if _, ok := models.TaskTransitions[act]; !ok || act == models.ActBlock {
+	if _, ok := models.TaskTransitions[act]; !ok || act == models.ActBlock || act == models.ActAsk {
 		return models.NotFound("action", act)
 	}
 	var in models.ActionInput
@@ -136,6 +136,27 @@ func (h *TasksAPI) Act(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
+}
+
+// Ask answers POST /tasks/{id}/questions {question}: the worker doing the task (with
+// its attempt token) asks a person a question; when its run ends the task waits for
+// the answer (POST /tasks/{id}/answer {answer}).
+func (h *TasksAPI) Ask(c echo.Context) error {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Question string `json:"question"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	t, err := h.svc.AskQuestion(c.Request().Context(), Actor(c), id, in.Question)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, TaskFor(Actor(c), t))
 }
 
 // Link answers POST /tasks/{id}/link {goal_id}.

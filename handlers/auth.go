@@ -36,11 +36,12 @@ func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
 }
 
 // scopedRoutes are the only routes an attempt token may call (see models.TokenScope):
-// create a task, read a task, act on a task. The service checks again which task.
+// create a task, read a task, act on a task, ask about its task. The service checks again which task.
 var scopedRoutes = map[string]bool{
-	http.MethodPost + " /api/v1/tasks":             true,
-	http.MethodGet + " /api/v1/tasks/:id":          true,
-	http.MethodPost + " /api/v1/tasks/:id/:action": true,
+	http.MethodPost + " /api/v1/tasks":               true,
+	http.MethodGet + " /api/v1/tasks/:id":            true,
+	http.MethodPost + " /api/v1/tasks/:id/:action":   true,
+	http.MethodPost + " /api/v1/tasks/:id/questions": true,
 }
 
 // SetActor records the authenticated agent for the request.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/models"
 )
@@ -27,6 +28,7 @@ var tableCalls = map[models.Action]actionCall{
 	models.ActRetry:              {"eve", map[string]any{"reason": "use the v2 endpoint"}},
 	models.ActReassign:           {"eve", map[string]any{"agent": "bob"}},
 	models.ActAccept:             {"eve", map[string]any{"reason": "good enough for the demo"}},
+	models.ActAnswer:             {"lena", map[string]any{"answer": "use the v2 endpoint"}},
 }
 
 // team creates five people so that triple separation applies.
@@ -63,6 +65,9 @@ func (e *apiEnv) taskIn(st models.TaskState) int64 {
 	if st == models.TaskVerified {
 		t.VerifierID = &vic
 	}
+	if st == models.TaskWaiting {
+		t.Questions = []models.Question{{Text: "Which endpoint?", Attempt: 1, AskedAt: time.Now()}}
+	}
 	t.State = st
 	if err := e.db.UpdateTask(ctx, t); err != nil {
 		e.t.Fatal(err)
@@ -77,7 +82,7 @@ func TestTaskTransitionTable(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {
 		e.team()
 		for _, act := range models.Actions {
-			if act == models.ActBlock {
+			if act == models.ActBlock || act == models.ActAsk {
 				continue // the runner's alone; see TestBlockIsNotAnAPIAction
 			}
 			call := tableCalls[act]
@@ -125,6 +130,12 @@ func TestBlockIsNotAnAPIAction(t *testing.T) {
 		e.must(404, "lena", "POST", "/tasks/"+itoa(id)+"/block", nil)
 		if _, err := e.svc.TaskAction(context.Background(), e.agents["lena"], id, models.ActBlock, models.ActionInput{}); models.ErrorCode(err) != models.EFORBIDDEN {
 			t.Fatalf("a lead blocking through the service: %v, want forbidden", err)
+		}
+		// Parking a task on a question is the runner's too: a worker asks through
+		// POST /tasks/{id}/questions, never by moving the task.
+		e.must(404, "bob", "POST", "/tasks/"+itoa(id)+"/ask", map[string]any{"question": "?"})
+		if _, err := e.svc.TaskAction(context.Background(), e.agents["bob"], id, models.ActAsk, models.ActionInput{Question: "?"}); models.ErrorCode(err) != models.EFORBIDDEN {
+			t.Fatalf("a builder parking its task through the service: %v, want forbidden", err)
 		}
 	})
 }

@@ -113,6 +113,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/tasks", tasks.List)
 	api.GET("/tasks/:id", tasks.Get)
 	api.POST("/tasks/:id/link", tasks.Link)
+	api.POST("/tasks/:id/questions", tasks.Ask)
 	api.GET("/tasks/:id/branch", merge.Branch)
 	api.POST("/tasks/:id/merge", merge.Task)
 	NewDeliverableAPI(d.Service, d.Deliverables).Register(api)

@@ -21,6 +21,12 @@ type ActionInput struct {
 	OutputHash string `json:"-"`
 	// Judge is the judge's report of the verified attempt, set with OutputHash.
 	Judge *JudgeReport `json:"-"`
+	// Answer answers a waiting task's question (ActAnswer).
+	Answer string `json:"answer,omitempty"`
+	// Question and Attempt are the question a run ended with and its attempt
+	// (ActAsk, the runner's).
+	Question string `json:"-"`
+	Attempt  int    `json:"-"`
 }
 
 // TaskAction applies action to task id on behalf of actor, in one transaction with its
@@ -186,6 +192,8 @@ func init() {
 		ActBlock:              (*Service).stepBlock,
 		ActRetry:              (*Service).stepRetry,
 		ActAccept:             (*Service).stepAccept,
+		ActAsk:                (*Service).stepAsk,
+		ActAnswer:             (*Service).stepAnswer,
 	}
 }
 
@@ -217,6 +225,10 @@ func eventVerb(a Action) string {
 		return "verified"
 	case ActAccept:
 		return "accepted"
+	case ActAsk:
+		return "waiting"
+	case ActAnswer:
+		return "answered"
 	}
 	return string(a)
 }

@@ -24,7 +24,7 @@ const (
 )
 
 // TaskStates lists every task state in lifecycle order.
-var TaskStates = []TaskState{TaskPending, TaskAssigned, TaskInProgress, TaskReview, TaskCompleted, TaskVerified, TaskBlocked, TaskCancelled}
+var TaskStates = []TaskState{TaskPending, TaskAssigned, TaskInProgress, TaskWaiting, TaskReview, TaskCompleted, TaskVerified, TaskBlocked, TaskCancelled}
 
 // ValidTaskState reports whether s names a task state.
 func ValidTaskState(s string) bool { return slices.Contains(TaskStates, TaskState(s)) }
@@ -68,15 +68,17 @@ var TaskTransitions = map[Action]Transition{
 	ActVerify:             {From: []TaskState{TaskCompleted}, To: TaskVerified},
 	ActRejectVerification: {From: []TaskState{TaskCompleted}, To: TaskInProgress},
 	ActReopen:             {From: []TaskState{TaskVerified}, To: TaskInProgress},
-	ActCancel:             {From: []TaskState{TaskPending, TaskAssigned, TaskInProgress, TaskReview, TaskCompleted, TaskBlocked}, To: TaskCancelled},
-	ActBlock:              {From: []TaskState{TaskInProgress}, To: TaskBlocked},
+	ActCancel:             {From: []TaskState{TaskPending, TaskAssigned, TaskInProgress, TaskWaiting, TaskReview, TaskCompleted, TaskBlocked}, To: TaskCancelled},
+	ActBlock:              {From: []TaskState{TaskInProgress, TaskWaiting}, To: TaskBlocked},
+	ActAsk:                {From: []TaskState{TaskInProgress}, To: TaskWaiting},
+	ActAnswer:             {From: []TaskState{TaskWaiting}, To: TaskAssigned},
 	ActRetry:              {From: []TaskState{TaskBlocked}, To: TaskAssigned},
 	ActReassign:           {From: []TaskState{TaskBlocked, TaskPending, TaskAssigned}, To: TaskAssigned},
 	ActAccept:             {From: []TaskState{TaskBlocked}, To: TaskVerified},
 }
 
 // Actions lists every action in a stable order (for tests and forms).
-var Actions = []Action{ActAssign, ActStart, ActSubmit, ActApprove, ActReject, ActVerify, ActRejectVerification, ActReopen, ActCancel, ActBlock, ActRetry, ActReassign, ActAccept}
+var Actions = []Action{ActAssign, ActStart, ActSubmit, ActApprove, ActReject, ActVerify, ActRejectVerification, ActReopen, ActCancel, ActBlock, ActRetry, ActReassign, ActAccept, ActAsk, ActAnswer}
 
 // CheckTransition returns the state action leads to from cur, or an ECONFLICT error
 // naming the current state and the actions allowed from it.
@@ -165,6 +167,9 @@ type Task struct {
 	// Triage is the triage model's decision once the task's attempts ran out on a
 	// work failure; nil while it never did (a task is triaged at most once).
 	Triage *Triage `json:"triage,omitempty"`
+	// Questions are the questions its workers asked a person, oldest first, with
+	// their answers; the last is open while the task waits.
+	Questions []Question `json:"questions,omitempty"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

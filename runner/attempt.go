@@ -78,6 +78,9 @@ type attemptRun struct {
 	commit string
 	// fingerprint is what the passed attempt's verification covers (fingerprint.go).
 	fingerprint *models.Fingerprint
+	// question is what the run asked a person (question.go); the outcome is then
+	// models.OutcomeQuestion.
+	question string
 	// stepConflict is set when the task's dependencies' verified commits conflict: it
 	// is blocked with a fix task instead of starting.
 	stepConflict *models.StepConflict
@@ -185,7 +188,9 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	}
 	p.prepareDeliverable(tr, ar)
 	p.execute(ctx, tr, ar)
-	p.check(ctx, tr, ar)
+	if !p.noteQuestion(ctx, tr, ar) {
+		p.check(ctx, tr, ar)
+	}
 	p.commitVerified(ctx, tr, ar)
 	p.keepDeliverable(ctx, tr, ar)
 	p.takeFingerprint(ctx, tr, ar)

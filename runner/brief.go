@@ -43,6 +43,12 @@ func buildBrief(in briefInput) string {
 		}
 		b.WriteString("Fix exactly this and produce output that satisfies the contract below: every check runs again on this attempt.\n\n")
 	}
+	if answered := answeredQuestions(t.Questions); len(answered) > 0 {
+		b.WriteString("## Your questions and their answers\n\n")
+		for _, q := range answered {
+			fmt.Fprintf(&b, "You asked (attempt %d):\n\n%s\n\n%s answered:\n\n%s\n\n", q.Attempt, indent(q.Text), q.AnsweredBy, indent(q.Answer))
+		}
+	}
 	if in.approach != "" {
 		b.WriteString("## A different approach\n\n")
 		b.WriteString("Every attempt so far failed. A reviewer looked at all of them and gives you one more attempt, with this approach:\n\n")
@@ -128,4 +134,15 @@ func lastFailure(attempts []models.Attempt) *models.Attempt {
 		return nil
 	}
 	return nil
+}
+
+// answeredQuestions are the task's answered questions, the newest three.
+func answeredQuestions(qs []models.Question) []models.Question {
+	var out []models.Question
+	for _, q := range qs {
+		if q.AnsweredAt != nil {
+			out = append(out, q)
+		}
+	}
+	return out[max(len(out)-3, 0):]
 }

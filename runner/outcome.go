@@ -64,6 +64,9 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		ar.infra(fmt.Sprintf("%v: the task is %s and leased to %q; the attempt's result (%s%s) was not applied",
 			ErrLeaseLost, t.State, t.LeaseOwner, ar.outcome, stageSuffix(ar.stage)), ErrLeaseLost)
 	}
+	if owned {
+		askedDuring(t, ar)
+	}
 	if err := p.saveAttempt(ctx, tx, tr, ar, t); err != nil {
 		return decision{}, err
 	}
@@ -79,6 +82,10 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 
 	var d decision
 	switch ar.outcome {
+	case models.OutcomeQuestion:
+		// No attempt used: the task waits for a person's answer, its lease released.
+		err = p.svc.Walk(ctx, tx, p.runner, t, models.Move{Act: models.ActAsk, In: models.ActionInput{Question: ar.question, Attempt: ar.num}})
+		d.done = true
 	case models.OutcomePassed:
 		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
 		var judged *models.JudgeReport

@@ -56,5 +56,17 @@ func TestAttemptTokenTools(t *testing.T) {
 		}
 		// The runner submits the task its worker runs.
 		e.refused("attempt", "submit_for_review", map[string]any{"task_id": own, "summary": "done"}, models.RuleAttemptTokenScope)
+
+		// It asks a person about its own task, once at a time, and about no other.
+		e.refused("attempt", "ask_question", map[string]any{"task_id": other, "question": "which?"}, models.RuleAttemptTokenScope)
+		e.ok("attempt", "ask_question", map[string]any{"task_id": own, "question": "Which endpoint?"})
+		e.refused("attempt", "ask_question", map[string]any{"task_id": own, "question": "And another?"}, "conflict")
+		tk, err := e.svc.Store().GetTask(ctx, own)
+		if err != nil || tk.OpenQuestion() == nil || tk.OpenQuestion().Text != "Which endpoint?" || tk.OpenQuestion().Attempt != 1 {
+			t.Fatalf("the recorded question: %+v %v", tk, err)
+		}
+		// Answering is a person's, and only once the runner parked the task.
+		e.refused("attempt", "answer_question", map[string]any{"task_id": own, "answer": "v2"}, models.RuleAttemptTokenScope)
+		e.refused("c", "answer_question", map[string]any{"task_id": own, "answer": "v2"}, "in_progress")
 	})
 }

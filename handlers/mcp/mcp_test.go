@@ -50,7 +50,7 @@ func TestListTools(t *testing.T) {
 				t.Errorf("%s: no tool may post a completion", tool.Name)
 			}
 		}
-		want := []string{"approve_task", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
+		want := []string{"answer_question", "approve_task", "ask_question", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
 			"reject_goal", "reject_task", "reject_verification", "reopen_task", "submit_for_review", "update_task", "verify_goal", "verify_task"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
@@ -261,7 +261,7 @@ func TestRejectionFlow(t *testing.T) {
 		if len(items) != 1 || int64(items[0].num("task_id")) != id || !strings.Contains(items[0].str("title"), "rejected twice") {
 			t.Fatalf("escalation %v", items)
 		}
-		e.refused("c", "inbox_list", map[string]any{"kind": "everything"}, "kind", "must be one of blocked, escalation, advisory, agent_paused, budget, drift")
+		e.refused("c", "inbox_list", map[string]any{"kind": "everything"}, "kind", "must be one of blocked, escalation, advisory, agent_paused, budget, drift, question")
 
 		// 5. Fixed again, re-approved, verified.
 		e.submitAndApprove(id)

@@ -19,12 +19,12 @@ import (
 // None of them posts a completion: completion belongs to the runner.
 var ToolNames = []string{
 	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal", "reject_goal",
-	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "reopen_task", "inbox_list",
+	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "ask_question", "answer_question", "reopen_task", "inbox_list",
 }
 
 // scopedTools are the only tools an attempt token may use (see models.TokenScope):
 // they act on one task, which the service checks is within the token's scope.
-var scopedTools = map[string]bool{"create_task": true, "update_task": true, "submit_for_review": true}
+var scopedTools = map[string]bool{"create_task": true, "update_task": true, "submit_for_review": true, "ask_question": true}
 
 // tools holds what the tool handlers need.
 type tools struct {
@@ -101,6 +101,20 @@ type ReasonArgs struct {
 	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
 	TaskID    int64  `json:"task_id" jsonschema:"the task"`
 	Reason    string `json:"reason" jsonschema:"required, non-empty: precisely what is wrong and what must change; the builder gets it with the task"`
+}
+
+// AskArgs are the arguments of ask_question.
+type AskArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"the task you are doing"`
+	Question  string `json:"question" jsonschema:"required, non-empty: the question, with what you need to know and why"`
+}
+
+// AnswerArgs are the arguments of answer_question.
+type AnswerArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"the waiting task"`
+	Answer    string `json:"answer" jsonschema:"required, non-empty: the answer the worker gets in its next brief"`
 }
 
 // VerifyGoalArgs are the arguments of verify_goal.
@@ -336,6 +350,25 @@ func (t *tools) register(srv *sdk.Server) {
 		Description: "As the reviewer, reject a task in review: it goes back to in_progress with its builder, and your reason becomes part of the next round. A non-empty reason is required; the same rules as approve_task apply."},
 		onTask, func(ctx context.Context, a *models.Agent, in ReasonArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActReject, models.ActionInput{Reason: in.Reason})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "ask_question",
+		Description: "As the worker doing a task, ask a person a question you cannot answer from the brief (a missing decision, contradictory requirements, an access you lack). When your run ends the task waits for the answer without using an attempt; the answer comes back in your next brief. Ask one question at a time, then stop working and exit."},
+		onTask, func(ctx context.Context, a *models.Agent, in AskArgs) (TaskView, string, error) {
+			if err := claim(a, "agent_name", in.AgentName); err != nil {
+				return TaskView{}, "", err
+			}
+			task, err := svc.AskQuestion(ctx, a, in.TaskID, in.Question)
+			if err != nil {
+				return TaskView{}, "", err
+			}
+			return newNamer(ctx, svc).task(task), fmt.Sprintf("question recorded on task %d: end your run now; the task waits for the answer", task.ID), nil
+		})
+
+	add(t, srv, &sdk.Tool{Name: "answer_question",
+		Description: "As a lead, an exec or the task's creator, answer the question a waiting task asks: it goes back to its worker with the question and your answer in the next brief, no attempt used. A non-empty answer is required."},
+		onTask, func(ctx context.Context, a *models.Agent, in AnswerArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActAnswer, models.ActionInput{Answer: in.Answer})
 		})
 
 	add(t, srv, &sdk.Tool{Name: "reopen_task",

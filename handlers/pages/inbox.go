@@ -21,6 +21,7 @@ var inboxKinds = []struct{ kind, label string }{
 	{models.InboxAgentPaused, "Paused agents"},
 	{models.InboxBudget, "Budget warnings"},
 	{models.InboxDrift, "Verified work that changed"},
+	{models.InboxQuestion, "Questions from workers"},
 }
 
 // actCheckAgain names the inbox form that checks a task blocked as not ready again: a
@@ -33,7 +34,7 @@ const actCheckAgain = "check-again"
 const actRaiseBudget = "raise-budget"
 
 // inboxActions are the resolving actions the inbox offers, in display order.
-var inboxActions = []models.Action{models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
+var inboxActions = []models.Action{models.ActAnswer, models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
 
 // inboxPage answers GET /inbox.
 func (p *Pages) inboxPage(c echo.Context) error {

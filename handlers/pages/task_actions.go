@@ -31,6 +31,7 @@ var actionSpecs = map[models.Action]actionSpec{
 	models.ActRetry:              {label: "Retry with guidance", variant: "primary", reason: true, reasonLabel: "Guidance for the worker"},
 	models.ActAccept:             {label: "Accept as done", variant: "secondary", reason: true, reasonLabel: "Reason for accepting"},
 	models.ActCancel:             {label: "Cancel task", variant: "danger", reason: true, reasonOpt: true, reasonLabel: "Reason (optional)"},
+	models.ActAnswer:             {label: "Answer", variant: "primary", reason: true, reasonLabel: "Your answer (the worker gets it in its next brief)"},
 }
 
 // mayTry is the page's cheap guess whether me may take act on t: it decides which
@@ -46,7 +47,7 @@ func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory)
 		return exec && !isBuilder
 	case models.ActReopen:
 		return lead
-	case models.ActCancel:
+	case models.ActCancel, models.ActAnswer:
 		return lead || exec || t.CreatorID == me.ID
 	case models.ActStart:
 		return t.AssigneeID != nil && *t.AssigneeID == me.ID

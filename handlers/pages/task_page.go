@@ -93,7 +93,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 
 // taskFacts lists the task's people, policies and last words.
 func taskFacts(t *models.Task, dir *directory) []components.DefItem {
-	return []components.DefItem{
+	return append(questionFacts(t), []components.DefItem{
 		{Term: "Assignee", Value: dir.name(t.AssigneeID)},
 		{Term: "Builder", Value: dir.name(t.BuilderID)},
 		{Term: "Approver", Value: dir.name(t.ApproverID)},
@@ -111,7 +111,22 @@ func taskFacts(t *models.Task, dir *directory) []components.DefItem {
 		{Term: "Depends on", Values: ids(t.DependsOn)},
 		{Term: "Created", Value: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")},
 		{Term: "Updated", Value: t.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")},
+	}...)
+}
+
+// questionFacts are the task's questions and answers, the open one first.
+func questionFacts(t *models.Task) []components.DefItem {
+	var out []components.DefItem
+	if q := t.OpenQuestion(); q != nil {
+		out = append(out, components.DefItem{Term: "Question waiting for an answer", Value: q.Text})
 	}
+	for _, q := range t.Questions {
+		if q.AnsweredAt != nil {
+			out = append(out, components.DefItem{Term: "Asked (attempt " + strconv.Itoa(q.Attempt) + ")", Value: q.Text},
+				components.DefItem{Term: "Answered by " + q.AnsweredBy, Value: q.Answer})
+		}
+	}
+	return out
 }
 
 func orRunner(p models.Policy) string {

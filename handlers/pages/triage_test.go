@@ -2,6 +2,7 @@ package pages_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,42 @@ func TestInboxShowsTheTriage(t *testing.T) {
 		if !strings.Contains(pg.Body, want) {
 			t.Fatalf("the inbox lacks %q", want)
 		}
+	}
+}
+
+// TestExecAnswersAQuestionInTheInbox: a waiting task's question is in the inbox with
+// an Answer form; the exec's answer sends the task back to its worker and resolves
+// the item; an empty answer is refused and changes nothing.
+func TestExecAnswersAQuestionInTheInbox(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	ctx := context.Background()
+	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Pick a database", Brief: "b", Role: "developer", Assignee: "bot"})
+	must(t, err)
+	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
+	runner, _ := e.svc.RunnerAgent(ctx)
+	_, err = e.svc.TaskAction(ctx, runner, tk.ID, models.ActAsk, models.ActionInput{Question: "Which <database>?", Attempt: 1})
+	must(t, err)
+
+	exec := e.browser().login("exec")
+	pg := exec.get("/inbox")
+	for _, want := range []string{"Questions from workers", "Task " + itoa64(tk.ID) + " asks: Which &lt;database&gt;?", "/tasks/" + itoa64(tk.ID) + "/action/answer"} {
+		if !strings.Contains(pg.Body, want) {
+			t.Fatalf("the inbox lacks %q", want)
+		}
+	}
+	events := e.eventCount()
+	exec.post("/tasks/"+itoa64(tk.ID)+"/action/answer", url.Values{"reason": {"  "}, "back": {"/inbox"}})
+	if e.state(tk.ID) != models.TaskWaiting || e.eventCount() != events {
+		t.Fatalf("an empty answer: %s, events %d → %d", e.state(tk.ID), events, e.eventCount())
+	}
+	exec.post("/tasks/"+itoa64(tk.ID)+"/action/answer", url.Values{"reason": {"PostgreSQL"}, "back": {"/inbox"}})
+	after, err := e.db.GetTask(ctx, tk.ID)
+	must(t, err)
+	if after.State != models.TaskAssigned || len(after.Questions) != 1 || after.Questions[0].Answer != "PostgreSQL" || after.Questions[0].AnsweredBy != "exec" {
+		t.Fatalf("after the answer: %s %+v", after.State, after.Questions)
+	}
+	if strings.Contains(exec.get("/inbox").Body, "asks: Which") {
+		t.Fatal("the answered question stays in the inbox")
 	}
 }

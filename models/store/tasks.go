@@ -51,6 +51,7 @@ type taskRecord struct {
 	Fingerprint    string // JSON; "" when none
 	Drift          string // JSON; "" when fresh
 	Triage         string // JSON; "" when never triaged
+	Questions      string // JSON array; "" when none
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -83,6 +84,12 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 	triage, err := toJSON(t.Triage, "")
 	if err != nil {
 		return nil, err
+	}
+	questions := ""
+	if len(t.Questions) > 0 {
+		if questions, err = toJSON(t.Questions, ""); err != nil {
+			return nil, err
+		}
 	}
 	return &taskRecord{
 		ID:             t.ID,
@@ -122,6 +129,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Fingerprint:    fp,
 		Drift:          drift,
 		Triage:         triage,
+		Questions:      questions,
 	}, nil
 }
 
@@ -174,6 +182,9 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		return nil, err
 	}
 	if err := fromJSON(r.Triage, &t.Triage, "tasks.triage"); err != nil {
+		return nil, err
+	}
+	if err := fromJSON(r.Questions, &t.Questions, "tasks.questions"); err != nil {
 		return nil, err
 	}
 	return t, nil
