@@ -50,6 +50,7 @@ func poolRun(tb testing.TB, dialect string, n int, hole string) (float64, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db := storetest.Open(tb, dialect)
+	defer db.Close() // now, not when the benchmark ends: PostgreSQL's connections are few
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	must(tb, svc.CreateAgent(ctx, models.System, boss, ""))
