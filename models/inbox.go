@@ -38,6 +38,8 @@ type InboxItem struct {
 	Resolution string          `json:"resolution,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	ResolvedAt *time.Time      `json:"resolved_at,omitempty"`
+	// EscalatedAt is when it went past its deadline and was escalated to the lead.
+	EscalatedAt *time.Time `json:"escalated_at,omitempty"`
 }
 
 // BlockedPayload is the task.blocked payload of completion-verification.md.

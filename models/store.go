@@ -123,6 +123,9 @@ type Tx interface {
 	UpdateInboxItem(ctx context.Context, i *InboxItem) error
 	GetInboxItem(ctx context.Context, id int64) (*InboxItem, error)
 	ListInbox(ctx context.Context, f InboxFilter) ([]InboxItem, error)
+	// EscalateInboxItem marks open item id escalated at at, unless it is resolved or
+	// escalated already; it reports whether it did.
+	EscalateInboxItem(ctx context.Context, id int64, at time.Time) (bool, error)
 	// CountInbox counts the items ListInbox would list without its limit.
 	CountInbox(ctx context.Context, f InboxFilter) (int, error)
 

@@ -33,6 +33,8 @@ type config struct {
 	Lease       time.Duration
 	Poll        time.Duration
 	Grace       time.Duration
+	// Deadlines are the inbox kinds' deadlines (models.ParseDeadlines).
+	Deadlines string
 	// TriageModel and TriageCommand configure the triage (see newTriager).
 	TriageModel, TriageCommand string
 	// RecheckEvery is the periodic recheck's interval (drift.Rechecker); 0: off.

@@ -25,6 +25,7 @@ import (
 	"github.com/countersign/countersign/runner/demo"
 	"github.com/countersign/countersign/runner/drift"
 	"github.com/countersign/countersign/runner/ledger"
+	"github.com/countersign/countersign/runner/watch"
 )
 
 // newService builds the governance service with the ledger's message composer.
@@ -60,8 +61,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := webhookFlags(fs, &hooks); err != nil {
 		return err
 	}
+	fs.StringVar(&c.Deadlines, "inbox-deadlines", envOr("", "COUNTERSIGN_INBOX_DEADLINES"), "how long each kind of inbox item may wait before it is announced again and escalated to the lead, over the defaults ("+models.DefaultDeadlines.String()+"): kind=duration,… or kind=off; a question unanswered for twice its deadline blocks its task (env COUNTERSIGN_INBOX_DEADLINES)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	deadlines, err := models.ParseDeadlines(c.Deadlines)
+	if err != nil {
+		return fmt.Errorf("flag -inbox-deadlines: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -94,6 +100,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	stops = append(stops, hub.Stop)
 	metrics := handlers.NewMetrics(db, hub.Clients)
+	// Nothing waits unseen: overdue inbox items are escalated, with or without a runner here.
+	watcher := watch.New(svc, deadlines, 0, log)
+	if err := watcher.Start(ctx); err != nil {
+		return err
+	}
+	stops = append(stops, watcher.Stop)
 	if c.Demo {
 		if err := demo.Seed(ctx, svc, c.DataDir); err != nil {
 			return fmt.Errorf("seeding the demo: %w", err)
@@ -146,7 +158,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	deliverables := runner.NewDeliverableFiles(filepath.Join(c.DataDir, "work"))
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
 		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage,
-		Deliverables: deliverables, Recheck: recheck})
+		Deliverables: deliverables, Recheck: recheck, Deadlines: deadlines})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,

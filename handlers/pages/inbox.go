@@ -2,8 +2,10 @@ package pages
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -79,7 +81,9 @@ func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 			if it.Kind != k.kind {
 				continue
 			}
-			g.Items = append(g.Items, inboxItem(it, byID[it.TaskID], me, dir))
+			item := inboxItem(it, byID[it.TaskID], me, dir)
+			p.dueView(&item, &it, time.Now())
+			g.Items = append(g.Items, item)
 		}
 		if len(g.Items) > 0 {
 			v.Groups = append(v.Groups, g)
@@ -249,4 +253,28 @@ func triageView(t *models.Triage) *inbox.Triage {
 		v.Recommend = "cancel the task"
 	}
 	return v
+}
+
+// dueView sets how long item has waited and when it is (or was) due.
+func (p *Pages) dueView(item *inbox.Item, it *models.InboxItem, now time.Time) {
+	item.Age = roughly(now.Sub(it.CreatedAt))
+	due, ok := p.d.Deadlines.Due(it)
+	if !ok {
+		return
+	}
+	item.Due = due.UTC().Format("2006-01-02 15:04 UTC")
+	item.Overdue, item.Escalated = !now.Before(due), it.EscalatedAt != nil
+}
+
+// roughly says a duration the way a person reads a wait: 45s, 12m, 3h 20m, 2d 4h.
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
 }

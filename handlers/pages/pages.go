@@ -42,6 +42,9 @@ type Deps struct {
 	// Recheck compares verified tasks' work with their fingerprints for the Recheck
 	// buttons; nil refuses them (a server without the runner).
 	Recheck *drift.Rechecker
+	// Deadlines are the inbox kinds' deadlines, for the inbox's due dates;
+	// models.DefaultDeadlines when nil.
+	Deadlines models.Deadlines
 }
 
 // Pages is the dashboard.
@@ -56,6 +59,9 @@ type Pages struct {
 func New(d Deps) *Pages {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Deadlines == nil {
+		d.Deadlines = models.DefaultDeadlines
 	}
 	return &Pages{d: d, limiter: newLimiter(loginBurst, loginWindow)}
 }

@@ -12,7 +12,8 @@ import (
 
 // TestInboxShowsTheTriage: a blocked task the triage escalated shows the triage's
 // summary and recommended action on its inbox item, escaped; one whose triage failed
-// says so.
+// says so. Every item shows how long it has waited and when it is due, an overdue
+// one marked.
 func TestInboxShowsTheTriage(t *testing.T) {
 	e := newEnv(t, "sqlite")
 	e.team()
@@ -36,8 +37,13 @@ func TestInboxShowsTheTriage(t *testing.T) {
 		Recommend: models.RecommendReassign, Role: "architect"})
 	block("Unanswered", &models.Triage{Status: models.TriageFailed, At: time.Now(), Error: "malformed triage decision: no JSON"})
 
+	old := block("Old", nil)
+	must(t, e.db.CreateInboxItem(ctx, &models.InboxItem{Kind: models.InboxAdvisory, TaskID: old.ID, Title: "look at this",
+		CreatedAt: time.Now().Add(-80 * time.Hour)}))
+
 	pg := e.browser().login("exec").get("/inbox")
-	for _, want := range []string{`data-testid="inbox-triage" data-state="escalate"`, "The spec &lt;b&gt;contradicts&lt;/b&gt; the tests.",
+	for _, want := range []string{`data-testid="inbox-age">waiting 3d 8h`, `data-testid="inbox-due" data-state="overdue"`, `data-testid="inbox-due">due `,
+		`data-testid="inbox-triage" data-state="escalate"`, "The spec &lt;b&gt;contradicts&lt;/b&gt; the tests.",
 		"reassign to the role architect", `data-state="failed"`, "The triage gave no usable answer: malformed triage decision"} {
 		if !strings.Contains(pg.Body, want) {
 			t.Fatalf("the inbox lacks %q", want)

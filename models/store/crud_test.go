@@ -245,7 +245,9 @@ func TestTasksRoundTrip(t *testing.T) {
 			Branch: "countersign/task-1", Base: strings.Repeat("a", 40), Commit: strings.Repeat("b", 40),
 			Fingerprint: &models.Fingerprint{Dir: "/w/tasks/1", Git: true, Output: "out.md", Truncated: true, At: ts(4),
 				Files: []models.FingerprintFile{{Path: "out.md", Hash: strings.Repeat("c", 40)}, {Path: "gone.go"}}},
-			Drift: &models.Drift{At: ts(5), Changed: []string{"out.md"}},
+			Drift:     &models.Drift{At: ts(5), Changed: []string{"out.md"}},
+			Triage:    &models.Triage{Status: models.TriageEscalate, At: ts(6), Summary: "stuck", Recommend: models.RecommendCancel},
+			Questions: []models.Question{{Text: "Which?", Attempt: 1, AskedAt: ts(7), Answer: "That one", AnsweredBy: "boss", AnsweredAt: tsp(8)}},
 		}
 		allSet(t, tk, "ID")
 		want := *tk
@@ -479,7 +481,7 @@ func TestAttemptsRoundTrip(t *testing.T) {
 				HeldOut:   &models.HeldOutReport{Files: 1, Failed: []string{"TestBig: want 14"}}},
 			Deliverable: &models.Deliverable{Files: []models.DeliverableFile{{Path: "out/report.md", Size: 12, SHA256: "ab12"}},
 				Truncated: true, Omitted: 3},
-			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief",
+			ExitCode: 3, OutputTail: "FAIL", OutputHash: "abc", LogPath: "/data/logs/1.log", Brief: "brief", Triage: true,
 			StartedAt: ts(1), FinishedAt: tsp(2),
 			Usage: &models.Usage{InputTokens: ptr(int64(1200)), OutputTokens: ptr(int64(340)), CacheReadTokens: ptr(int64(5)),
 				CacheWriteTokens: ptr(int64(7)), CostUSD: ptr(0.0123), CostSource: models.CostPriced,
@@ -525,7 +527,7 @@ func TestInboxRoundTrip(t *testing.T) {
 		it := &models.InboxItem{
 			Kind: models.InboxBlocked, TaskID: tk.ID, GoalID: &g.ID, Title: "blocked",
 			Payload: json.RawMessage(`{"type":"task.blocked","task_id":1}`), Resolved: true,
-			ResolvedBy: &boss.ID, Resolution: "accepted", CreatedAt: ts(1), ResolvedAt: tsp(2),
+			ResolvedBy: &boss.ID, Resolution: "accepted", CreatedAt: ts(1), ResolvedAt: tsp(2), EscalatedAt: tsp(3),
 		}
 		allSet(t, it, "ID")
 		want := *it
@@ -571,6 +573,17 @@ func TestInboxRoundTrip(t *testing.T) {
 		_, err = db.GetInboxItem(ctx, 4242)
 		wantCode(t, err, models.ENOTFOUND)
 		wantCode(t, db.UpdateInboxItem(ctx, &models.InboxItem{ID: 4242, TaskID: tk.ID}), models.ENOTFOUND)
+		// Escalating an open item happens once; a resolved one never.
+		for i, want := range []bool{true, false} {
+			if ok, err := db.EscalateInboxItem(ctx, esc.ID, ts(5)); err != nil || ok != want {
+				t.Fatalf("escalating the open item, time %d: %v %v", i+1, ok, err)
+			}
+		}
+		done := &models.InboxItem{Kind: models.InboxAdvisory, TaskID: tk.ID, Title: "looked at", Resolved: true, ResolvedAt: tsp(4)}
+		must(t, db.CreateInboxItem(ctx, done))
+		if ok, err := db.EscalateInboxItem(ctx, done.ID, ts(5)); err != nil || ok {
+			t.Fatalf("escalating a resolved item: %v %v", ok, err)
+		}
 	})
 }
 

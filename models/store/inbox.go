@@ -10,50 +10,53 @@ import (
 
 // inboxRecord is a row of inbox_items; payload is JSON text.
 type inboxRecord struct {
-	ID         int64 `gorm:"primaryKey"`
-	Kind       string
-	TaskID     int64
-	GoalID     *int64
-	Title      string
-	Payload    string
-	Resolved   bool
-	ResolvedBy *int64
-	Resolution string
-	CreatedAt  time.Time `gorm:"autoCreateTime:false"`
-	ResolvedAt *time.Time
+	ID          int64 `gorm:"primaryKey"`
+	Kind        string
+	TaskID      int64
+	GoalID      *int64
+	Title       string
+	Payload     string
+	Resolved    bool
+	ResolvedBy  *int64
+	Resolution  string
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	ResolvedAt  *time.Time
+	EscalatedAt *time.Time
 }
 
 func (inboxRecord) TableName() string { return "inbox_items" }
 
 func toInboxRecord(i *models.InboxItem) *inboxRecord {
 	return &inboxRecord{
-		ID:         i.ID,
-		Kind:       i.Kind,
-		TaskID:     i.TaskID,
-		GoalID:     i.GoalID,
-		Title:      i.Title,
-		Payload:    string(i.Payload),
-		Resolved:   i.Resolved,
-		ResolvedBy: i.ResolvedBy,
-		Resolution: i.Resolution,
-		CreatedAt:  normTime(i.CreatedAt),
-		ResolvedAt: normTimePtr(i.ResolvedAt),
+		ID:          i.ID,
+		Kind:        i.Kind,
+		TaskID:      i.TaskID,
+		GoalID:      i.GoalID,
+		Title:       i.Title,
+		Payload:     string(i.Payload),
+		Resolved:    i.Resolved,
+		ResolvedBy:  i.ResolvedBy,
+		Resolution:  i.Resolution,
+		CreatedAt:   normTime(i.CreatedAt),
+		ResolvedAt:  normTimePtr(i.ResolvedAt),
+		EscalatedAt: normTimePtr(i.EscalatedAt),
 	}
 }
 
 func fromInboxRecord(r *inboxRecord) *models.InboxItem {
 	return &models.InboxItem{
-		ID:         r.ID,
-		Kind:       r.Kind,
-		TaskID:     r.TaskID,
-		GoalID:     r.GoalID,
-		Title:      r.Title,
-		Payload:    rawOrNil(r.Payload),
-		Resolved:   r.Resolved,
-		ResolvedBy: r.ResolvedBy,
-		Resolution: r.Resolution,
-		CreatedAt:  normTime(r.CreatedAt),
-		ResolvedAt: normTimePtr(r.ResolvedAt),
+		ID:          r.ID,
+		Kind:        r.Kind,
+		TaskID:      r.TaskID,
+		GoalID:      r.GoalID,
+		Title:       r.Title,
+		Payload:     rawOrNil(r.Payload),
+		Resolved:    r.Resolved,
+		ResolvedBy:  r.ResolvedBy,
+		Resolution:  r.Resolution,
+		CreatedAt:   normTime(r.CreatedAt),
+		ResolvedAt:  normTimePtr(r.ResolvedAt),
+		EscalatedAt: normTimePtr(r.EscalatedAt),
 	}
 }
 
@@ -130,4 +133,16 @@ func inboxWhere(q *gorm.DB, f models.InboxFilter) *gorm.DB {
 		q = q.Where("task_id = ?", f.TaskID)
 	}
 	return q
+}
+
+// EscalateInboxItem marks open item id escalated at at, unless it is resolved or
+// escalated already (another process's sweep got there first); it reports whether it
+// did.
+func (o *ops) EscalateInboxItem(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res := o.q(ctx).Model(&inboxRecord{}).Where("id = ? AND NOT resolved AND escalated_at IS NULL", id).
+		Update("escalated_at", normTime(at))
+	if res.Error != nil {
+		return false, mapError(res.Error, "inbox item")
+	}
+	return res.RowsAffected == 1, nil
 }

@@ -42,6 +42,13 @@ type Item struct {
 	BudgetStop bool                 // a budget stopped it: raising the budget resumes it
 	Missing    []string             // not ready: what is missing
 	Details    []components.DefItem // escalation and advisory details
+	// Age is how long it has waited, in words; Due when its deadline is (or was),
+	// "" for a kind without one; Overdue says it passed; Escalated that the lead was
+	// told.
+	Age       string
+	Due       string
+	Overdue   bool
+	Escalated bool
 	// Triage is what the triage model said before the blocked task reached a person:
 	// its summary and recommended action, or why it could not say; nil when none ran.
 	Triage *Triage
@@ -89,4 +96,12 @@ func fid(item int64, action, field string) string {
 
 func attemptHref(task int64, n int) string {
 	return "/tasks/" + itoa(task) + "#attempt-" + strconv.Itoa(n)
+}
+
+// escalatedNote says an overdue item was escalated to the lead.
+func escalatedNote(it Item) string {
+	if it.Escalated {
+		return " — escalated to the lead"
+	}
+	return ""
 }
