@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/internal/loop"
 )
 
 // Result is what a recheck found for one task.
@@ -48,10 +48,7 @@ type Rechecker struct {
 	svc      *models.Service
 	log      *slog.Logger
 	interval time.Duration
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop     loop.Loop
 }
 
 // NewRechecker returns a Rechecker; interval is the periodic pass's (Start), zero for
@@ -129,54 +126,22 @@ func (r *Rechecker) Start(ctx context.Context, runner *models.Agent) error {
 	if r.interval <= 0 {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		return errors.New("drift: the rechecker is already started")
-	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go r.loop(ctx, runner, r.done)
-	return nil
+	return r.loop.Start(ctx, r.interval, func(ctx context.Context) { r.pass(ctx, runner) })
 }
 
-func (r *Rechecker) loop(ctx context.Context, runner *models.Agent, done chan struct{}) {
-	defer close(done)
-	tick := time.NewTicker(r.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		results, err := r.Tasks(ctx, runner, 0)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("recheck pass failed", "err", err)
-		}
-		for _, res := range results {
-			if len(res.Changed) > 0 {
-				r.log.Warn("verified work changed", "task_id", res.TaskID, "changed", res.Changed)
-			}
+// pass rechecks every verified task once and logs what changed.
+func (r *Rechecker) pass(ctx context.Context, runner *models.Agent) {
+	results, err := r.Tasks(ctx, runner, 0)
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("recheck pass failed", "err", err)
+	}
+	for _, res := range results {
+		if len(res.Changed) > 0 {
+			r.log.Warn("verified work changed", "task_id", res.TaskID, "changed", res.Changed)
 		}
 	}
 }
 
 // Stop ends the periodic pass and waits for it (or for ctx); calling it again, or
 // without Start, does nothing.
-func (r *Rechecker) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *Rechecker) Stop(ctx context.Context) error { return r.loop.Stop(ctx) }

@@ -6,12 +6,11 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/internal/loop"
 )
 
 // DefaultEvery is how often the inbox is swept unless told otherwise.
@@ -23,10 +22,7 @@ type Watcher struct {
 	deadlines models.Deadlines
 	every     time.Duration
 	log       *slog.Logger
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop      loop.Loop
 }
 
 // New returns a Watcher sweeping every every (DefaultEvery when not positive) with
@@ -42,53 +38,18 @@ func New(svc *models.Service, deadlines models.Deadlines, every time.Duration, l
 }
 
 // Start begins sweeping, at once and then every interval, until Stop or ctx ends.
-func (w *Watcher) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cancel != nil {
-		return errors.New("watch: already started")
-	}
-	ctx, w.cancel = context.WithCancel(ctx)
-	w.done = make(chan struct{})
-	go w.loop(ctx, w.done)
-	return nil
-}
-
-func (w *Watcher) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		res, err := w.svc.SweepInbox(ctx, time.Now().UTC(), w.deadlines)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			w.log.Warn("sweeping the inbox failed", "err", err)
-		case res.Escalated > 0 || res.Expired > 0:
-			w.log.Info("inbox swept", "escalated", res.Escalated, "questions_expired", res.Expired)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+func (w *Watcher) Start(ctx context.Context) error { return w.loop.Start(ctx, w.every, w.sweep) }
 
 // Stop ends the sweeping and waits for the sweep under way (or ctx); calling it
 // again, or without Start, does nothing.
-func (w *Watcher) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	cancel, done := w.cancel, w.done
-	w.cancel = nil
-	w.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+func (w *Watcher) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
+
+func (w *Watcher) sweep(ctx context.Context) {
+	res, err := w.svc.SweepInbox(ctx, time.Now().UTC(), w.deadlines)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("sweeping the inbox failed", "err", err)
+	case res.Escalated > 0 || res.Expired > 0:
+		w.log.Info("inbox swept", "escalated", res.Escalated, "questions_expired", res.Expired)
 	}
 }
