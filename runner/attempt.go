@@ -188,7 +188,7 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 	}
 	p.prepareDeliverable(tr, ar)
 	p.execute(ctx, tr, ar)
-	if !p.noteQuestion(ctx, tr, ar) {
+	if !noteQuestion(ar) {
 		p.check(ctx, tr, ar)
 	}
 	p.commitVerified(ctx, tr, ar)

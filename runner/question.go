@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"strings"
 
 	"github.com/countersign/countersign/models"
@@ -17,7 +16,7 @@ const questionPrefix = "QUESTION:"
 // out or was killed asks nothing: its checks decide. A question the run recorded
 // through the API or MCP is found by the settle instead (askedDuring), which reads the
 // task anyway.
-func (p *Pool) noteQuestion(_ context.Context, _ *taskRun, ar *attemptRun) bool {
+func noteQuestion(ar *attemptRun) bool {
 	if ar.res.TimedOut || ar.res.Signal != "" || ar.outcome != "" {
 		return false
 	}
