@@ -19,7 +19,7 @@ func NewFeedAPI(svc *models.Service) *FeedAPI { return &FeedAPI{svc: svc} }
 // Inbox answers GET /inbox?kind=&all=1.
 func (h *FeedAPI) Inbox(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(queryInt(c, "limit", &fe))}
+	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(QueryInt(c, "limit", &fe))}
 	if f.Kind != "" && !slices.Contains(models.InboxKinds, f.Kind) {
 		fe.Add("kind", "must be one of "+strings.Join(models.InboxKinds, ", "))
 	}
@@ -36,8 +36,8 @@ func (h *FeedAPI) Inbox(c echo.Context) error {
 // Events answers GET /events?after=ID&limit=N, oldest first.
 func (h *FeedAPI) Events(c echo.Context) error {
 	var fe models.FieldErrors
-	after := queryInt(c, "after", &fe)
-	limit := int(queryInt(c, "limit", &fe))
+	after := QueryInt(c, "after", &fe)
+	limit := int(QueryInt(c, "limit", &fe))
 	if limit == 0 {
 		limit = 100
 	}

@@ -44,8 +44,8 @@ func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
 // task.complete again….
 func (h *LedgerAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: queryInt(c, "after", &fe), Limit: int(queryInt(c, "limit", &fe)),
-		TaskID: queryInt(c, "task", &fe), GoalID: queryInt(c, "goal", &fe)}
+	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: QueryInt(c, "after", &fe), Limit: int(QueryInt(c, "limit", &fe)),
+		TaskID: QueryInt(c, "task", &fe), GoalID: QueryInt(c, "goal", &fe)}
 	switch f.Status {
 	case "", models.LedgerPending, models.LedgerPosted, models.LedgerFailed:
 	default:

@@ -33,10 +33,10 @@ func (h *TasksAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
 	f := models.TaskFilter{
 		State:   models.TaskState(c.QueryParam("state")),
-		GoalID:  queryInt(c, "goal", &fe),
+		GoalID:  QueryInt(c, "goal", &fe),
 		Role:    c.QueryParam("role"),
-		AfterID: queryInt(c, "after", &fe),
-		Limit:   int(queryInt(c, "limit", &fe)),
+		AfterID: QueryInt(c, "after", &fe),
+		Limit:   int(QueryInt(c, "limit", &fe)),
 	}
 	if f.State != "" && !models.ValidTaskState(string(f.State)) {
 		fe.Add("state", "must be a task state")

@@ -18,8 +18,9 @@ func PathID(c echo.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// queryInt parses an optional positive integer query parameter into fe.
-func queryInt(c echo.Context, name string, fe *models.FieldErrors) int64 {
+// QueryInt parses the optional non-negative integer query parameter name: 0 when
+// absent, a field error in fe when it is not a whole number.
+func QueryInt(c echo.Context, name string, fe *models.FieldErrors) int64 {
 	v := c.QueryParam(name)
 	if v == "" {
 		return 0

@@ -78,8 +78,9 @@ func (s *Service) RecordDrift(ctx context.Context, actor *Agent, taskID int64, c
 		if t.Drift != nil && slices.Equal(t.Drift.Changed, changed) {
 			return nil
 		}
+		var g *Goal // locked after the task, as every walk does
 		if t.GoalID != nil {
-			if _, err := tx.LockGoal(ctx, *t.GoalID); err != nil {
+			if g, err = tx.LockGoal(ctx, *t.GoalID); err != nil {
 				return err
 			}
 		}
@@ -96,10 +97,10 @@ func (s *Service) RecordDrift(ctx context.Context, actor *Agent, taskID int64, c
 				return err
 			}
 		}
-		if t.GoalID == nil {
+		if g == nil || g.State != GoalVerified {
 			return nil
 		}
-		return s.unverifyGoal(ctx, tx, actor, *t.GoalID, fmt.Sprintf("task %d changed after verification: %s", t.ID, t.Drift.Summary()))
+		return s.unverifyGoal(ctx, tx, actor, g, fmt.Sprintf("task %d changed after verification: %s", t.ID, t.Drift.Summary()))
 	})
 	return out, err
 }
@@ -139,13 +140,9 @@ func (s *Service) driftItem(ctx context.Context, tx Tx, actor *Agent, t *Task) e
 	return s.emit(ctx, tx, "inbox.created", actor, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
 }
 
-// unverifyGoal sends a verified goal back to pending_verify, revoking its
-// goal.verified with reason drift; a goal in any other state is left alone.
-func (s *Service) unverifyGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reason string) error {
-	g, err := tx.LockGoal(ctx, goalID)
-	if err != nil || g.State != GoalVerified {
-		return err
-	}
+// unverifyGoal sends verified goal g (locked in tx) back to pending_verify, revoking
+// its goal.verified with reason drift.
+func (s *Service) unverifyGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, reason string) error {
 	now := s.now()
 	if err := s.revokeGoal(ctx, tx, actor, g, RevokedDrift, reason, now); err != nil {
 		return err

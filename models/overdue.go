@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func ParseDeadlines(s string) (Deadlines, error) {
 		}
 		kind, val, ok := strings.Cut(part, "=")
 		kind, val = strings.TrimSpace(kind), strings.TrimSpace(val)
-		if !ok || !containsString(InboxKinds, kind) {
+		if !ok || !slices.Contains(InboxKinds, kind) {
 			return nil, fmt.Errorf("inbox deadline %q: want kind=duration with kind one of %s", part, strings.Join(InboxKinds, ", "))
 		}
 		if val == "off" {
@@ -82,15 +83,6 @@ func parseDays(s string) (time.Duration, error) {
 		return time.Duration(days) * 24 * time.Hour, nil
 	}
 	return time.ParseDuration(s)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // SweepResult counts what a sweep of the inbox did.

@@ -143,11 +143,7 @@ func (s *Service) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 			return effect{}, err
 		}
 	}
-	answer := in.Answer
-	if answer == "" {
-		answer = in.Reason // the dashboard's generic action form
-	}
-	answer, err := checkQuestion("answer", answer)
+	answer, err := checkQuestion("answer", in.Answer)
 	if err != nil {
 		return effect{}, err
 	}

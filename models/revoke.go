@@ -8,7 +8,7 @@ import (
 // standingEntry returns the newest entry of type typ about the task (taskID) or goal
 // (goalID) that no later revocation withdrew, or nil when there is none: what a
 // revocation withdraws.
-func standingEntry(ctx context.Context, tx Tx, f LedgerFilter, typ, revokedType string) (*LedgerEntry, error) {
+func standingEntry(ctx context.Context, tx ledgerLister, f LedgerFilter, typ, revokedType string) (*LedgerEntry, error) {
 	f.Limit, f.Types = 1000, []string{typ, revokedType}
 	var standing *LedgerEntry
 	for {
@@ -29,6 +29,17 @@ func standingEntry(ctx context.Context, tx Tx, f LedgerFilter, typ, revokedType 
 		}
 		f.AfterID = page[len(page)-1].ID
 	}
+}
+
+// ledgerLister lists ledger entries: a Store or a Tx.
+type ledgerLister interface {
+	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+}
+
+// StandingCompletion returns task taskID's task.complete that no revocation
+// withdrew, nil when it has none.
+func (s *Service) StandingCompletion(ctx context.Context, taskID int64) (*LedgerEntry, error) {
+	return standingEntry(ctx, s.store, LedgerFilter{TaskID: taskID}, LedgerTaskComplete, LedgerTaskRevoked)
 }
 
 // revokeTask writes a task.revoked withdrawing t's standing task.complete, if it has

@@ -76,7 +76,7 @@ func (u *Usage) PriceWith(prices []ModelPrice) {
 	}
 	p, ok := PriceOf(prices, u.Model)
 	if !ok {
-		u.addNote(fmt.Sprintf("no price for model %q: cost unknown", u.Model))
+		u.AddNote(fmt.Sprintf("no price for model %q: cost unknown", u.Model))
 		return
 	}
 	cost := (float64(val(u.InputTokens))*p.InputPerMTok + float64(val(u.OutputTokens))*p.OutputPerMTok +
@@ -85,7 +85,8 @@ func (u *Usage) PriceWith(prices []ModelPrice) {
 	u.CostUSD, u.CostSource, u.Price = &cost, CostPriced, &p
 }
 
-func (u *Usage) addNote(s string) {
+// AddNote appends s to u's note.
+func (u *Usage) AddNote(s string) {
 	if u.Note != "" {
 		u.Note += "; "
 	}
@@ -122,7 +123,7 @@ func (u *Usage) Add(o *Usage) *Usage {
 		c := fval(u.CostUSD) + fval(o.CostUSD)
 		sum.CostUSD = &c
 		if (u.CostUSD == nil && u.Tokens() != nil) || (o.CostUSD == nil && o.Tokens() != nil) {
-			sum.addNote("part of the cost is unknown")
+			sum.AddNote("part of the cost is unknown")
 		}
 	}
 	if u.CostUSD == nil && o.CostUSD != nil {
@@ -145,7 +146,7 @@ func (u *Usage) Add(o *Usage) *Usage {
 		sum.SessionID = o.SessionID
 	}
 	if o.Note != "" {
-		sum.addNote(o.Note)
+		sum.AddNote(o.Note)
 	}
 	return &sum
 }

@@ -145,14 +145,6 @@ func (p *Pool) chargeTriage(ctx context.Context, tx models.Tx, t *models.Task, u
 	charged.PriceWith(prices(rules))
 	last.Usage.PriceWith(prices(rules))
 	last.Usage = last.Usage.Add(&charged)
-	last.Usage.Note = joinNote(last.Usage.Note, "includes the triage's call ("+charged.Model+")")
+	last.Usage.AddNote("includes the triage's call (" + charged.Model + ")")
 	return tx.UpdateAttempt(ctx, last)
-}
-
-// joinNote appends note to an existing usage note.
-func joinNote(old, note string) string {
-	if old == "" {
-		return note
-	}
-	return old + "; " + note
 }

@@ -76,8 +76,8 @@ func (p *Pages) ledgerView(c echo.Context, after int64, f models.LedgerFilter) (
 // ledgerList answers GET /ledger[?after=ID][&task=ID|&goal=ID].
 func (p *Pages) ledgerList(c echo.Context) error {
 	var fe models.FieldErrors
-	after := queryID(c, "after", &fe)
-	f := models.LedgerFilter{TaskID: queryID(c, "task", &fe), GoalID: queryID(c, "goal", &fe)}
+	after := handlers.QueryInt(c, "after", &fe)
+	f := models.LedgerFilter{TaskID: handlers.QueryInt(c, "task", &fe), GoalID: handlers.QueryInt(c, "goal", &fe)}
 	if err := fe.Err(); err != nil {
 		return err
 	}
@@ -150,19 +150,4 @@ func (p *Pages) ledgerEntry(c echo.Context) error {
 		}
 	}
 	return render(c, http.StatusOK, ledgerpage.Entry(v))
-}
-
-// queryID reads the optional id in query parameter name: 0 when absent, a field
-// error when it is not a non-negative whole number.
-func queryID(c echo.Context, name string, fe *models.FieldErrors) int64 {
-	q := c.QueryParam(name)
-	if q == "" {
-		return 0
-	}
-	n, err := strconv.ParseInt(q, 10, 64)
-	if err != nil || n < 0 {
-		fe.Add(name, "must be an id")
-		return 0
-	}
-	return n
 }

@@ -98,17 +98,9 @@ func recheckText(results []drift.Result) string {
 // standing task.complete, its fingerprint and drift; nil for a task that has neither
 // a completion on the ledger nor a fingerprint.
 func (p *Pages) verificationView(ctx context.Context, me *models.Agent, t *models.Task) (*task.Verification, error) {
-	entries, err := p.d.Service.Store().ListLedger(ctx, models.LedgerFilter{TaskID: t.ID, Limit: 1000,
-		Types: []string{models.LedgerTaskComplete, models.LedgerTaskRevoked}})
+	standing, err := p.d.Service.StandingCompletion(ctx, t.ID)
 	if err != nil {
 		return nil, err
-	}
-	var standing *models.LedgerEntry
-	for i := range entries {
-		standing = &entries[i]
-	}
-	if standing != nil && standing.Type != models.LedgerTaskComplete {
-		standing = nil // revoked: no completion stands
 	}
 	if standing == nil && t.Fingerprint == nil {
 		return nil, nil

@@ -99,6 +99,9 @@ func (p *Pages) taskAction(c echo.Context) error {
 	}
 	in := models.ActionInput{Agent: c.FormValue("agent"), Reason: c.FormValue("reason"), Notes: c.FormValue("notes"),
 		Summary: c.FormValue("summary"), FilesChanged: c.FormValue("files_changed")}
+	if act == models.ActAnswer {
+		in.Answer = in.Reason // the action forms have one text field, "reason"
+	}
 	back := c.FormValue("back")
 	if back != "/inbox" {
 		back = "/tasks/" + itoa(id)

@@ -254,48 +254,56 @@ func ParseVerdict(reply string) (Verdict, error) {
 // outermost `claude -p` wrapper object it was unwrapped from (nil when none), for the
 // fields a command may report besides the verdict (usage).
 func parseVerdict(reply string) (Verdict, *verdictObjects, error) {
+	obj, wrapper, ok := FindObject(reply, "pass")
+	if !ok {
+		return Verdict{}, nil, fmt.Errorf("%w: no JSON object with a boolean \"pass\" in the reply %s", ErrMalformed, clip(reply, 200))
+	}
+	var pass bool
+	if err := json.Unmarshal(obj["pass"], &pass); err != nil {
+		return Verdict{}, nil, fmt.Errorf(`%w: "pass" is %s, not a boolean`, ErrMalformed, clip(string(obj["pass"]), 40))
+	}
+	var diag string
+	if raw, ok := obj["diagnosis"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &diag); err != nil {
+			return Verdict{}, nil, fmt.Errorf(`%w: "diagnosis" is not a string`, ErrMalformed)
+		}
+	}
+	diag = strings.TrimSpace(diag)
+	if !pass && diag == "" {
+		diag = "the evaluator failed the output without giving a diagnosis"
+	}
+	return Verdict{Pass: pass, Diagnosis: diag}, &verdictObjects{verdict: obj, wrapper: wrapper}, nil
+}
+
+// FindObject returns the first JSON object in reply that has key. Text around it (a
+// code fence, a preamble) and other objects are skipped. A reply from `claude -p
+// --output-format json`, whose "result" string holds the model's text, is unwrapped:
+// wrapper is then that outermost object (the CLI's own: one nested in its result is
+// model text), nil otherwise. ok is false when no such object is found.
+func FindObject(reply, key string) (obj, wrapper map[string]json.RawMessage, ok bool) {
 	for i := 0; i < len(reply); i++ {
 		if reply[i] != '{' {
 			continue
 		}
 		dec := json.NewDecoder(strings.NewReader(reply[i:]))
-		var obj map[string]json.RawMessage
-		if err := dec.Decode(&obj); err != nil {
+		var o map[string]json.RawMessage
+		if err := dec.Decode(&o); err != nil {
 			continue
 		}
-		if raw, ok := obj["pass"]; ok {
-			var pass bool
-			if err := json.Unmarshal(raw, &pass); err != nil {
-				return Verdict{}, nil, fmt.Errorf(`%w: "pass" is %s, not a boolean`, ErrMalformed, clip(string(raw), 40))
-			}
-			var diag string
-			if raw, ok := obj["diagnosis"]; ok && string(raw) != "null" {
-				if err := json.Unmarshal(raw, &diag); err != nil {
-					return Verdict{}, nil, fmt.Errorf(`%w: "diagnosis" is not a string`, ErrMalformed)
-				}
-			}
-			diag = strings.TrimSpace(diag)
-			if !pass && diag == "" {
-				diag = "the evaluator failed the output without giving a diagnosis"
-			}
-			return Verdict{Pass: pass, Diagnosis: diag}, &verdictObjects{verdict: obj}, nil
+		if _, has := o[key]; has {
+			return o, nil, true
 		}
-		if raw, ok := obj["result"]; ok {
+		if raw, has := o["result"]; has {
 			var inner string
 			if json.Unmarshal(raw, &inner) == nil {
-				v, objs, err := parseVerdict(inner)
-				if objs != nil {
-					// The outermost wrapper is the CLI's own; one nested in its result
-					// is model text.
-					objs.wrapper = obj
-				}
-				return v, objs, err
+				obj, _, ok := FindObject(inner, key)
+				return obj, o, ok
 			}
 		}
 		// Some other object: skip past it and keep looking.
 		i += int(dec.InputOffset()) - 1
 	}
-	return Verdict{}, nil, fmt.Errorf("%w: no JSON object with a boolean \"pass\" in the reply %s", ErrMalformed, clip(reply, 200))
+	return nil, nil, false
 }
 
 // verdictObjects are the JSON objects a verdict was read from.

@@ -98,36 +98,16 @@ func System() string { return systemPrompt }
 // retry, reassign, accept and cancel (reassign with a role). A `claude -p` JSON
 // wrapper ("result" holding the model's text) is unwrapped. Errors wrap ErrMalformed.
 func Parse(reply string) (Decision, error) {
-	for i := 0; i < len(reply); i++ {
-		if reply[i] != '{' {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(reply[i:]))
-		var obj map[string]json.RawMessage
-		if err := dec.Decode(&obj); err != nil {
-			continue
-		}
-		if _, ok := obj["action"]; ok {
-			var d Decision
-			if err := json.Unmarshal(mustMarshal(obj), &d); err != nil {
-				return Decision{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-			}
-			return d, d.check()
-		}
-		if raw, ok := obj["result"]; ok {
-			var inner string
-			if json.Unmarshal(raw, &inner) == nil {
-				return Parse(inner)
-			}
-		}
-		i += int(dec.InputOffset()) - 1
+	obj, _, ok := evaluator.FindObject(reply, "action")
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: no JSON object with an \"action\" in the reply %q", ErrMalformed, bound(reply, 200))
 	}
-	return Decision{}, fmt.Errorf("%w: no JSON object with an \"action\" in the reply %q", ErrMalformed, bound(reply, 200))
-}
-
-func mustMarshal(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
+	raw, _ := json.Marshal(obj)
+	var d Decision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return Decision{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return d, d.check()
 }
 
 // check validates d and trims and bounds its fields.
