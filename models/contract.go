@@ -63,6 +63,9 @@ type Review struct {
 	When      []string `json:"when,omitempty" yaml:"when,omitempty"`
 	Every     int      `json:"every,omitempty" yaml:"every,omitempty"`
 	MaxRounds int      `json:"max_rounds,omitempty" yaml:"max_rounds,omitempty"`
+	// OnExhausted says what happens when the last round fails: "block" (the default)
+	// or "proceed_with_warnings".
+	OnExhausted string `json:"on_exhausted,omitempty" yaml:"on_exhausted,omitempty"`
 }
 
 // VerificationType classifies a task before delegation.
@@ -140,8 +143,15 @@ type ProjectRules struct {
 	AdvisoryWords []string `json:"advisory_words" yaml:"advisory_words"`
 	SkipWords     []string `json:"skip_words" yaml:"skip_words"`
 	// Prices are what attempts are charged per model (DefaultPrices when empty).
-	Prices    []ModelPrice `json:"prices,omitempty" yaml:"prices,omitempty"`
-	UpdatedAt time.Time    `json:"updated_at" yaml:"-"`
+	Prices []ModelPrice `json:"prices,omitempty" yaml:"prices,omitempty"`
+	// PromptForAdvisory makes every advisory task wait in the inbox before it is
+	// delegated (see the advisory prompt rule); off, only ambiguous or multi-step
+	// advisory tasks wait.
+	PromptForAdvisory bool `json:"prompt_for_advisory" yaml:"prompt_for_advisory,omitempty"`
+	// Hats are the roles people and agents wear on one task and which of them may
+	// not be worn by the same participant (see Hat); empty means DefaultHats.
+	Hats      []Hat     `json:"hats,omitempty" yaml:"hats,omitempty"`
+	UpdatedAt time.Time `json:"updated_at" yaml:"-"`
 }
 
 // FilePatternRule maps a glob of expected files to activities.
