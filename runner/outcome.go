@@ -312,7 +312,7 @@ func passSummary(ar *attemptRun, advisory bool) string {
 		s = fmt.Sprintf("advisory: attempt %d finished cleanly; its output needs a person's look", ar.num)
 	}
 	if ar.outAbs != "" {
-		s += "; output " + ar.outAbs
+		s += "; output " + relTo(ar.ws.Dir, ar.outAbs) // the workspace's name for it: the server's layout stays private
 	}
 	return s
 }
