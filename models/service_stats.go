@@ -1,0 +1,111 @@
+package models
+
+import (
+	"context"
+	"time"
+)
+
+// StatsStore is the part of a store scorecards and goal progress read. It is apart
+// from Store so that only they depend on it; the gorm store's DB implements it.
+type StatsStore interface {
+	// StatsFacts returns the attempts q selects (started in [Since, Until), of
+	// q.AgentID and of tasks of q.Role when set) with their tasks' standing, and the
+	// blocked inbox items made in the window (of tasks of q.Role when set).
+	StatsFacts(ctx context.Context, q StatsQuery) (StatsFacts, error)
+	// GoalProgressFacts counts goal goalID's tasks created and done per UTC day and
+	// its failed attempts per stage.
+	GoalProgressFacts(ctx context.Context, goalID int64) (GoalProgressFacts, error)
+}
+
+// statsStore is the service's store as a StatsStore.
+func (s *Service) statsStore() (StatsStore, error) {
+	st, ok := s.store.(StatsStore)
+	if !ok {
+		return nil, Errorf(EINTERNAL, "this store keeps no statistics")
+	}
+	return st, nil
+}
+
+// statsAllowed refuses a request made with an attempt token: a worker's token is
+// for its task, not for reading how others work.
+func statsAllowed(viewer *Agent) error {
+	return viewer.Unscoped("read scorecards")
+}
+
+// AgentStats is agent id's scorecard over the last days (7 or 30) UTC days, with its
+// per-role split, daily bars and duration histogram. Any signed-in agent may read it;
+// a request with an attempt token may not.
+func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days int) (*AgentStats, error) {
+	if err := statsAllowed(viewer); err != nil {
+		return nil, err
+	}
+	if err := CheckStatsDays(days); err != nil {
+		return nil, err
+	}
+	st, err := s.statsStore()
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.store.GetAgent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kind == KindSystem {
+		return nil, NotFound("agent", id)
+	}
+	since, until := StatsWindow(s.now(), days)
+	facts, err := st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond), AgentID: id})
+	if err != nil {
+		return nil, err
+	}
+	out := AgentStatsOf(a, days, since, until, facts)
+	return &out, nil
+}
+
+// ScoreBoard ranks every agent and every task role over the last days (7 or 30) UTC
+// days. Any signed-in agent may read it; a request with an attempt token may not.
+func (s *Service) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*ScoreBoard, error) {
+	if err := statsAllowed(viewer); err != nil {
+		return nil, err
+	}
+	if err := CheckStatsDays(days); err != nil {
+		return nil, err
+	}
+	st, err := s.statsStore()
+	if err != nil {
+		return nil, err
+	}
+	agents, err := s.store.ListAgents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	since, until := StatsWindow(s.now(), days)
+	facts, err := st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond)})
+	if err != nil {
+		return nil, err
+	}
+	b := BoardOf(agents, days, since, until, facts)
+	return &b, nil
+}
+
+// GoalProgress is goal id's burn-down (tasks left per day, at most
+// GoalProgressDays days) and the stages where its attempts fail.
+func (s *Service) GoalProgress(ctx context.Context, viewer *Agent, id int64) (*GoalProgress, error) {
+	if err := statsAllowed(viewer); err != nil {
+		return nil, err
+	}
+	st, err := s.statsStore()
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.store.GetGoal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := st.GoalProgressFacts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p := ComputeGoalProgress(facts, g.CreatedAt, s.now())
+	return &p, nil
+}
