@@ -23,7 +23,7 @@ const (
 )
 
 // InboxKinds lists every kind of inbox item.
-var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused, InboxBudget, InboxDrift, InboxQuestion}
+var InboxKinds = []string{InboxBlocked, InboxEscalation, InboxAdvisory, InboxAgentPaused, InboxBudget, InboxDrift, InboxQuestion, InboxAdvisoryPrompt}
 
 // InboxItem is something waiting for a person.
 type InboxItem struct {

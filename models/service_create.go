@@ -25,6 +25,8 @@ type TaskSpec struct {
 	DependsOn []int64  `json:"depends_on" yaml:"depends_on"`
 	Assignee  string   `json:"assignee" yaml:"assignee"`
 	Files     []string `json:"files" yaml:"files"`
+	// SpawnedBy names the pilot's task when this is a minion task (see Task.SpawnedBy).
+	SpawnedBy *int64 `json:"spawned_by,omitempty" yaml:"spawned_by,omitempty"`
 }
 
 // build turns the spec into a validated task with its contract resolved (an explicit
@@ -33,7 +35,7 @@ func (sp *TaskSpec) build(rules ProjectRules, now time.Time) (*Task, error) {
 	t := &Task{
 		Title: sp.Title, Brief: sp.Brief, Role: sp.Role, GoalID: sp.GoalID, Priority: sp.Priority,
 		Approve: strings.TrimSpace(sp.Approve), Verify: strings.TrimSpace(sp.Verify), DependsOn: sp.DependsOn,
-		State: TaskPending, CreatedAt: now, UpdatedAt: now,
+		State: TaskPending, CreatedAt: now, UpdatedAt: now, SpawnedBy: sp.SpawnedBy,
 	}
 	if strings.TrimSpace(t.Role) == "" {
 		t.Role = DefaultTaskRole
@@ -77,7 +79,7 @@ func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (
 		return nil, err
 	}
 	err = s.store.InTx(ctx, func(tx Tx) error {
-		return s.insertTask(ctx, tx, actor, t, spec.Assignee)
+		return s.insertTaskFiles(ctx, tx, actor, t, spec.Assignee, spec.Files)
 	})
 	if err != nil {
 		return nil, err
@@ -86,8 +88,15 @@ func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (
 }
 
 // insertTask stores a built task in tx: checks its goal and dependencies, assigns it,
-// writes its events and moves its goal along.
+// writes its events, holds it for the advisory prompt or logs its auto-proceed (see
+// gateAdvisory) and moves its goal along.
 func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string) error {
+	return s.insertTaskFiles(ctx, tx, actor, t, assignee, nil)
+}
+
+// insertTaskFiles is insertTask with the files the creator expects the task to touch,
+// which count as verifiable signals for the advisory prompt's ambiguity.
+func (s *Service) insertTaskFiles(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string, files []string) error {
 	if t.GoalID != nil {
 		g, err := tx.LockGoal(ctx, *t.GoalID) // before any event: see Apply
 		if ErrorCode(err) == ENOTFOUND {
@@ -138,6 +147,9 @@ func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 		if err := s.emit(ctx, tx, "task.assigned", actor, &t.ID, t.GoalID, map[string]any{"from": TaskPending, "to": TaskAssigned, "agent": target.Name}); err != nil {
 			return err
 		}
+	}
+	if err := s.gateAdvisory(ctx, tx, actor, t, files); err != nil {
+		return err
 	}
 	if t.GoalID != nil {
 		return s.syncGoal(ctx, tx, actor, *t.GoalID, "")

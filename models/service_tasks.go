@@ -134,6 +134,10 @@ func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if err != nil {
 		return nil, err
 	}
+	hat, err := s.hatRules(ctx, tx, actor, t, act)
+	if err != nil {
+		return nil, err
+	}
 	if eff.to != "" {
 		to = eff.to
 	}
@@ -148,6 +152,7 @@ func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 			data[k] = v
 		}
 	}
+	hat.addTo(data)
 	if err := s.emit(ctx, tx, "task."+eventVerb(act), actor, &t.ID, t.GoalID, data); err != nil {
 		return nil, err
 	}
@@ -304,6 +309,9 @@ func (s *Service) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _
 	if err := dependenciesMet(ctx, tx, t); err != nil {
 		return effect{}, err
 	}
+	if err := advisoryHold(ctx, tx, t); err != nil {
+		return effect{}, err
+	}
 	t.BuilderID = ptr(*t.AssigneeID)
 	return effect{}, nil
 }
@@ -321,7 +329,7 @@ func dependenciesMet(ctx context.Context, tx Tx, t *Task) error {
 	}
 	for _, d := range deps {
 		if d.State != TaskVerified {
-			return &Error{Code: ECONFLICT, Message: fmt.Sprintf("task %d waits for task %d, which is %s", t.ID, d.ID, d.State), State: string(t.State)}
+			return &Error{Code: ECONFLICT, Rule: RuleWaitsForSteps, Message: fmt.Sprintf("task %d waits for task %d, which is %s", t.ID, d.ID, d.State), State: string(t.State)}
 		}
 	}
 	return nil
@@ -329,7 +337,9 @@ func dependenciesMet(ctx context.Context, tx Tx, t *Task) error {
 
 func (s *Service) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if !actor.IsRunner() && (t.BuilderID == nil || actor.ID != *t.BuilderID) {
-		return effect{}, Forbidden("builder_only", "only the builder may submit this task for review")
+		if pilot, err := isPilot(ctx, tx, actor, t); err != nil || !pilot {
+			return effect{}, orRefuse(err, Forbidden("builder_only", "only the builder (or the pilot of a minion task) may submit this task for review"))
+		}
 	}
 	t.Summary, t.FilesChanged = in.Summary, in.FilesChanged
 	return effect{}, nil

@@ -74,6 +74,11 @@ func (o *ops) LockWorkers(ctx context.Context, now time.Time) ([]models.WorkerLo
 // literals (a bound parameter does not count).
 const readyStates = "state IN ('pending', 'assigned', 'in_progress')"
 
+// notHeldForAdvisory leaves out tasks held by an open advisory prompt: the open
+// inbox item is the hold (see models.InboxAdvisoryPrompt), so resolving it is what
+// releases the task. inbox_items_task_idx makes it one index probe per candidate.
+const notHeldForAdvisory = "NOT EXISTS (SELECT 1 FROM inbox_items ai WHERE ai.task_id = tasks.id AND ai.kind = ? AND ai.resolved = ?)"
+
 // ReadyTasks returns ready tasks an idle agent could take; see models.Claimer.
 func (o *ops) ReadyTasks(ctx context.Context, rq models.ReadyQuery) ([]models.Task, error) {
 	if len(rq.Roles) == 0 && len(rq.AgentIDs) == 0 {
@@ -122,7 +127,8 @@ func (o *ops) readyQuery(ctx context.Context, rq models.ReadyQuery) *gorm.DB {
 	}
 	q = q.Where(readyStates).Where(cond).
 		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on_id WHERE d.task_id = tasks.id AND dt.state <> ?)",
-			string(models.TaskVerified))
+			string(models.TaskVerified)).
+		Where(notHeldForAdvisory, models.InboxAdvisoryPrompt, false)
 	if len(rq.Exclude) > 0 {
 		q = q.Where("id NOT IN ?", rq.Exclude)
 	}
