@@ -80,6 +80,7 @@ func (r ProjectRules) Validate() error {
 	if msg := PricesProblem(r.Prices); msg != "" {
 		fe.Add("prices", msg)
 	}
+	ValidateHats(r.Hats, &fe)
 	if len(r.Activities) == 0 && len(r.Stacks) == 0 {
 		fe.Add("activities", "at least one activity (or one stack) is required")
 	}
