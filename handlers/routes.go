@@ -86,6 +86,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.POST("/agents", agents.Create)
 	api.PATCH("/agents/:name", agents.Update)
 	api.GET("/agents/:name/tokens", agents.Tokens)
+	api.GET("/agents/:name/stats", agents.Stats)
 	api.DELETE("/tokens/:id", agents.RevokeToken)
 
 	tpl := NewTemplatesAPI(d.Service)
@@ -117,6 +118,8 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/tasks/:id/branch", merge.Branch)
 	api.POST("/tasks/:id/merge", merge.Task)
 	NewDeliverableAPI(d.Service, d.Deliverables).Register(api)
+	NewAdvisoryAPI(d.Service).Register(api)
+	NewOutputAPI(d.Service, d.Deliverables).Register(api)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
 	feed := NewFeedAPI(d.Service)
