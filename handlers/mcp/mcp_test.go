@@ -51,7 +51,7 @@ func TestListTools(t *testing.T) {
 			}
 		}
 		want := []string{"answer_question", "approve_task", "ask_question", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
-			"reject_goal", "reject_task", "reject_verification", "reopen_task", "submit_for_review", "update_task", "verify_goal", "verify_task"}
+			"reject_goal", "reject_task", "reject_verification", "reopen_task", "resolve_advisory", "submit_for_review", "update_task", "verify_goal", "verify_task"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v", names, want)
@@ -75,6 +75,7 @@ func TestListTools(t *testing.T) {
 			"reject_task":         {"agent_name", "task_id", "reason"},
 			"reopen_task":         {"agent_name", "task_id", "reason"},
 			"inbox_list":          {"kind"},
+			"resolve_advisory":    {"agent_name", "task_id", "action", "criteria", "reason"},
 		} {
 			props := byName[tool].InputSchema.(map[string]any)["properties"].(map[string]any)
 			for _, a := range args {
@@ -84,7 +85,7 @@ func TestListTools(t *testing.T) {
 			}
 		}
 		for tool, req := range map[string][]string{"reject_verification": {"reason", "task_id"}, "verify_goal": {"goal_id", "notes"},
-			"reject_goal": {"goal_id", "reason", "fix_tasks"}, "update_task": {"status", "task_id"}} {
+			"reject_goal": {"goal_id", "reason", "fix_tasks"}, "update_task": {"status", "task_id"}, "resolve_advisory": {"task_id", "action"}} {
 			got, _ := byName[tool].InputSchema.(map[string]any)["required"].([]any)
 			for _, r := range req {
 				if !slices.Contains(got, any(r)) {

@@ -20,6 +20,7 @@ import (
 var ToolNames = []string{
 	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal", "reject_goal",
 	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "ask_question", "answer_question", "reopen_task", "inbox_list",
+	"resolve_advisory",
 }
 
 // scopedTools are the only tools an attempt token may use (see models.TokenScope):
@@ -400,6 +401,8 @@ func (t *tools) register(srv *sdk.Server) {
 			}
 			return out, fmt.Sprintf("%d inbox items", len(out.Items)), nil
 		})
+
+	t.registerAdvisory(srv)
 }
 
 // act applies a task action as actor after checking the identity argument.
