@@ -170,6 +170,13 @@ type Task struct {
 	// Questions are the questions its workers asked a person, oldest first, with
 	// their answers; the last is open while the task waits.
 	Questions []Question `json:"questions,omitempty"`
+	// ReviewOf, on a fix task an artifact review added (review_fix.go), is the task
+	// whose review failed: the fix works in that task's workspace and the review runs
+	// again once it is verified.
+	ReviewOf *int64 `json:"review_of,omitempty"`
+	// ReviewWarnings are the findings a review left outstanding when its rounds ran out
+	// and its contract said proceed_with_warnings; "" when none.
+	ReviewWarnings string `json:"review_warnings,omitempty"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

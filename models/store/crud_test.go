@@ -215,7 +215,7 @@ func fullContract() models.Contract {
 			},
 			GeneratedFrom: "auto", GeneratedAt: tsp(9), Workspace: models.WorkspaceDetected, Stacks: []string{"go", "node"},
 		},
-		Review: &models.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3},
+		Review: &models.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3, OnExhausted: models.OnExhaustedProceed},
 	}
 }
 
@@ -248,6 +248,7 @@ func TestTasksRoundTrip(t *testing.T) {
 			Drift:     &models.Drift{At: ts(5), Changed: []string{"out.md"}},
 			Triage:    &models.Triage{Status: models.TriageEscalate, At: ts(6), Summary: "stuck", Recommend: models.RecommendCancel},
 			Questions: []models.Question{{Text: "Which?", Attempt: 1, AskedAt: ts(7), Answer: "That one", AnsweredBy: "boss", AnsweredAt: tsp(8)}},
+			ReviewOf:  &dep1.ID, ReviewWarnings: "outstanding: the rollback plan",
 		}
 		allSet(t, tk, "ID")
 		want := *tk
@@ -404,7 +405,7 @@ func TestTemplatesAndRuns(t *testing.T) {
 		boss := agent(t, db, "boss", "lead")
 		c := fullContract()
 		step := models.Step{Name: "build", Role: "developer", Brief: "Build it", Approve: "reviewer", Verify: "lead",
-			Completion: c.Completion, Verification: c.Verification, Review: c.Review, Budget: &models.Budget{MaxCostUSD: ptr(2.0)}}
+			Completion: c.Completion, Verification: c.Verification, Review: c.Review, Budget: &models.Budget{MaxCostUSD: ptr(2.0)}, Parallel: "checks"}
 		allSet(t, &step)
 		v1 := &models.Template{Name: "feature", Version: 7, Description: "d1", Steps: []models.Step{step}, CreatorID: boss.ID, CreatedAt: ts(1)}
 		wantV1 := *v1

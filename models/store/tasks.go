@@ -52,6 +52,8 @@ type taskRecord struct {
 	Drift          string // JSON; "" when fresh
 	Triage         string // JSON; "" when never triaged
 	Questions      string // JSON array; "" when none
+	ReviewOf       *int64 // a review's fix task: the reviewed task
+	ReviewWarnings string
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -130,43 +132,47 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Drift:          drift,
 		Triage:         triage,
 		Questions:      questions,
+		ReviewOf:       t.ReviewOf,
+		ReviewWarnings: t.ReviewWarnings,
 	}, nil
 }
 
 func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 	t := &models.Task{
-		ID:           r.ID,
-		GoalID:       r.GoalID,
-		RunID:        r.RunID,
-		StepNum:      r.StepNum,
-		Title:        r.Title,
-		Brief:        r.Brief,
-		Role:         r.Role,
-		State:        models.TaskState(r.State),
-		Priority:     r.Priority,
-		Approve:      r.Approve,
-		Verify:       r.Verify,
-		CreatorID:    creatorID(r.CreatorID),
-		ParentTaskID: r.ParentTaskID,
-		AssigneeID:   r.AssigneeID,
-		BuilderID:    r.BuilderID,
-		ApproverID:   r.ApproverID,
-		VerifierID:   r.VerifierID,
-		Summary:      r.Summary,
-		FilesChanged: r.FilesChanged,
-		Notes:        r.Notes,
-		Reason:       r.Reason,
-		Rejections:   r.Rejections,
-		AttemptsUsed: r.AttemptsUsed,
-		Override:     r.Override,
-		LeaseOwner:   r.LeaseOwner,
-		LeaseUntil:   normTimePtr(r.LeaseUntil),
-		CreatedAt:    normTime(r.CreatedAt),
-		UpdatedAt:    normTime(r.UpdatedAt),
-		VerifiedAt:   normTimePtr(r.VerifiedAt),
-		Branch:       r.Branch,
-		Base:         r.BaseCommit,
-		Commit:       r.VerifiedCommit,
+		ID:             r.ID,
+		GoalID:         r.GoalID,
+		RunID:          r.RunID,
+		StepNum:        r.StepNum,
+		Title:          r.Title,
+		Brief:          r.Brief,
+		Role:           r.Role,
+		State:          models.TaskState(r.State),
+		Priority:       r.Priority,
+		Approve:        r.Approve,
+		Verify:         r.Verify,
+		CreatorID:      creatorID(r.CreatorID),
+		ParentTaskID:   r.ParentTaskID,
+		AssigneeID:     r.AssigneeID,
+		BuilderID:      r.BuilderID,
+		ApproverID:     r.ApproverID,
+		VerifierID:     r.VerifierID,
+		Summary:        r.Summary,
+		FilesChanged:   r.FilesChanged,
+		Notes:          r.Notes,
+		Reason:         r.Reason,
+		Rejections:     r.Rejections,
+		AttemptsUsed:   r.AttemptsUsed,
+		Override:       r.Override,
+		LeaseOwner:     r.LeaseOwner,
+		LeaseUntil:     normTimePtr(r.LeaseUntil),
+		CreatedAt:      normTime(r.CreatedAt),
+		UpdatedAt:      normTime(r.UpdatedAt),
+		VerifiedAt:     normTimePtr(r.VerifiedAt),
+		Branch:         r.Branch,
+		Base:           r.BaseCommit,
+		Commit:         r.VerifiedCommit,
+		ReviewOf:       r.ReviewOf,
+		ReviewWarnings: r.ReviewWarnings,
 	}
 	if err := fromJSON(r.Contract, &t.Contract, "tasks.contract"); err != nil {
 		return nil, err
