@@ -153,6 +153,7 @@ func (c *Contract) Normalize() {
 	if c.Review != nil {
 		r := *c.Review
 		r.Role = strings.ToLower(strings.TrimSpace(r.Role))
+		r.OnExhausted = strings.ToLower(strings.TrimSpace(r.OnExhausted))
 		if r.MaxRounds == 0 {
 			r.MaxRounds = MaxReviewRounds
 		}
@@ -185,7 +186,7 @@ func (c *Contract) Validate() error {
 	if msg := c.Budget.Problem(); msg != "" {
 		fe.Add("budget", msg)
 	}
-	return fe.Err()
+	return withRule(fe.Err(), RuleReviewOnExhausted)
 }
 
 func (cp *Completion) validate(fe *FieldErrors) {
@@ -368,6 +369,7 @@ func (r *Review) validate(fe *FieldErrors) {
 	if r.Every < 0 {
 		fe.Add("review.every", "must not be negative")
 	}
+	validOnExhausted(r.OnExhausted, fe)
 	for i, w := range r.When {
 		switch w {
 		case ReviewAlways, ReviewPhase, ReviewFinal:

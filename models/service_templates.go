@@ -95,7 +95,10 @@ func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) 
 
 // StartRun instantiates a template version (0: the latest) for a goal: one task per
 // step, each depending on the one before, so that step N+1 is released only when step
-// N is verified. Params replace {{name}} in the steps' briefs.
+// N is verified. The steps of a parallel group (see Stages) each depend on the step
+// before the group, so they are released together and run at the same time, and the
+// step after the group depends on all of them. Params replace {{name}} in the steps'
+// briefs.
 func (s *Service) StartRun(ctx context.Context, actor *Agent, goalID int64, name string, version int, params map[string]string) (*Run, []Task, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, nil, err
@@ -117,22 +120,24 @@ func (s *Service) StartRun(ctx context.Context, actor *Agent, goalID int64, name
 		if err := tx.CreateRun(ctx, run); err != nil {
 			return err
 		}
-		var prev *int64
-		for i, st := range tpl.Steps {
-			spec := stepSpec(st, i, goalID, params)
-			if prev != nil {
-				spec.DependsOn = []int64{*prev}
+		var prev []int64 // the tasks of the stage before
+		for _, stage := range Stages(tpl.Steps) {
+			var cur []int64
+			for _, i := range stage {
+				spec := stepSpec(tpl.Steps[i], i, goalID, params)
+				spec.DependsOn = prev
+				t, err := spec.build(rules, s.now())
+				if err != nil {
+					return err
+				}
+				t.RunID, t.StepNum = &run.ID, i+1
+				if err := s.insertTask(ctx, tx, actor, t, ""); err != nil {
+					return err
+				}
+				cur = append(cur, t.ID)
+				tasks = append(tasks, *t)
 			}
-			t, err := spec.build(rules, s.now())
-			if err != nil {
-				return err
-			}
-			t.RunID, t.StepNum = &run.ID, i+1
-			if err := s.insertTask(ctx, tx, actor, t, ""); err != nil {
-				return err
-			}
-			prev = &t.ID
-			tasks = append(tasks, *t)
+			prev = cur
 		}
 		return s.emit(ctx, tx, "run.started", actor, nil, &goalID, map[string]any{"run_id": run.ID, "template": tpl.Name, "version": tpl.Version, "tasks": len(tasks)})
 	})

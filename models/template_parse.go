@@ -140,6 +140,7 @@ func (t *Template) Normalize() {
 		st.Role = strings.ToLower(strings.TrimSpace(st.Role))
 		st.Approve = strings.ToLower(strings.TrimSpace(st.Approve))
 		st.Verify = strings.ToLower(strings.TrimSpace(st.Verify))
+		st.Parallel = strings.ToLower(strings.TrimSpace(st.Parallel))
 		c := st.Contract()
 		c.Normalize()
 		st.Completion, st.Verification, st.Review = c.Completion, c.Verification, c.Review
@@ -202,7 +203,8 @@ func (t *Template) Validate() error {
 			}
 		}
 	}
-	return fe.Err()
+	validateParallel(t.Steps, &fe)
+	return withRule(fe.Err(), RuleParallelConsecutive, RuleReviewOnExhausted)
 }
 
 // MarshalTemplateYAML writes a template as YAML that ParseTemplate reads back to the

@@ -1,0 +1,231 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// What a review does when its last round fails (Review.OnExhausted).
+const (
+	// OnExhaustedBlock, the default, blocks the task with stage review and the last
+	// findings, for a person.
+	OnExhaustedBlock = "block"
+	// OnExhaustedProceed lets the task pass with the outstanding findings appended to
+	// it as warnings (Task.ReviewWarnings), shown on its page.
+	OnExhaustedProceed = "proceed_with_warnings"
+)
+
+// Rules of parallel steps and review rounds, named in the refusals that enforce them.
+const (
+	// RuleParallelConsecutive refuses a template whose parallel group is split by a
+	// step of another group (or none): a group is consecutive steps.
+	RuleParallelConsecutive = "parallel_group_consecutive"
+	// RuleReviewOnExhausted refuses a review whose on_exhausted is neither block nor
+	// proceed_with_warnings.
+	RuleReviewOnExhausted = "review_on_exhausted"
+	// RuleWaitsForSteps refuses starting a task before every task it waits for is
+	// verified: the step after a parallel group waits for the whole group.
+	RuleWaitsForSteps = "waits_for_steps"
+	// RuleReviewFixRunner: only the runner adds a review's fix task.
+	RuleReviewFixRunner = "runner_only"
+)
+
+// withRule names rule on err when err is an EINVALID *Error whose fields include one
+// the rule refused (a field whose message ends with "(rule <rule>)").
+func withRule(err error, rules ...string) error {
+	e, ok := err.(*Error)
+	if !ok || e.Rule != "" {
+		return err
+	}
+	for _, r := range rules {
+		for _, msg := range e.Fields {
+			if strings.HasSuffix(msg, "(rule "+r+")") {
+				e.Rule = r
+				return e
+			}
+		}
+	}
+	return err
+}
+
+// validOnExhausted checks a review's on_exhausted ("" is the default, block).
+func validOnExhausted(v string, fe *FieldErrors) {
+	switch v {
+	case "", OnExhaustedBlock, OnExhaustedProceed:
+	default:
+		fe.Add("review.on_exhausted", "must be block or proceed_with_warnings (rule "+RuleReviewOnExhausted+")")
+	}
+}
+
+// ProceedsWithWarnings reports whether the review lets the task pass with warnings
+// once its rounds run out.
+func (r *Review) ProceedsWithWarnings() bool { return r != nil && r.OnExhausted == OnExhaustedProceed }
+
+// ReviewFix is what a failed review round hands to its fix task.
+type ReviewFix struct {
+	// Index is the step the review is indexed by (a parallel batch's first step; the
+	// task's own step, 0 outside a run), Round the round that failed, MaxRounds the
+	// review's budget.
+	Index, Round, MaxRounds int
+	// Findings is the reviewer's feedback for revision.
+	Findings string
+	// Files are the changed files the review looked at; Tasks the tasks reviewed
+	// (more than one after a parallel batch), each a block of title and brief.
+	Files []string
+	Tasks []string
+}
+
+// AddReviewFixTask, by the runner in tx, turns a failed review round of t into a fix
+// task: t's role and goal, assigned by role (pending, no assignee), its brief the
+// findings, the files and the reviewed tasks' descriptions, its contract t's checks
+// without the review (the output path fixed to t's, in t's workspace, where the fix
+// works). t waits for it: t depends on the fix, its lease released, and the runner
+// reviews t again (the next round) once the fix is verified. ReviewOf links the fix
+// to t.
+func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t *Task, f ReviewFix) (*Task, error) {
+	if !runner.IsRunner() {
+		return nil, Forbidden(RuleReviewFixRunner, "only the runner adds a review's fix task")
+	}
+	summary := FindingSummary(f.Findings)
+	var b strings.Builder
+	fmt.Fprintf(&b, "The artifact review of task %d (%s) failed in round %d of %d. Fix what the reviewer found, in task %d's workspace, then stop: the review runs again once this task is verified.\n\n",
+		t.ID, t.Title, f.Round, f.MaxRounds, t.ID)
+	b.WriteString("## Reviewer findings\n\n" + strings.TrimSpace(f.Findings) + "\n\n")
+	b.WriteString("## Steps\n\n1. Read the findings.\n2. Make the fix they ask for.\n3. Check it still meets the reviewed task's description and contract.\n\n")
+	if len(f.Files) > 0 {
+		b.WriteString("## Files\n\n- " + strings.Join(f.Files, "\n- ") + "\n\n")
+	}
+	b.WriteString("## The reviewed task")
+	if len(f.Tasks) > 1 {
+		b.WriteString("s (a parallel batch)")
+	}
+	b.WriteString("\n\n" + strings.Join(f.Tasks, "\n\n") + "\n\n")
+	fmt.Fprintf(&b, "Done when: the reviewer's finding %q is addressed.\n", summary)
+	c := t.Contract
+	c.Review, c.Budget = nil, nil
+	if p := t.Contract.OutputPath(t.ID); p != "" && c.Completion.Type != CompletionNone && c.Completion.Type != "" {
+		c.Completion.Path = p // t's output, not a path of the fix's own id
+	}
+	c.Completion.DoneToken = ""
+	spec := TaskSpec{Title: Truncate(fmt.Sprintf("[FIX %d] Fix: %s", t.ID, summary), 200), Brief: Truncate(b.String(), 100000),
+		Role: t.Role, GoalID: t.GoalID, Priority: t.Priority + 1, Contract: c}
+	fix, err := spec.build(ProjectRules{}, s.now())
+	if err != nil {
+		return nil, err
+	}
+	fix.ReviewOf, fix.Base = &t.ID, t.Base
+	if err := s.insertTask(ctx, tx, runner, fix, ""); err != nil {
+		return nil, err
+	}
+	if err := tx.AddDependency(ctx, t.ID, fix.ID); err != nil {
+		return nil, err
+	}
+	t.DependsOn = append(t.DependsOn, fix.ID)
+	t.LeaseOwner, t.LeaseUntil = "", nil
+	if err := tx.UpdateTask(ctx, t); err != nil {
+		return nil, err
+	}
+	return fix, s.emit(ctx, tx, EventReviewFixTask, runner, &t.ID, t.GoalID, map[string]any{
+		"fix_task_id": fix.ID, "round": f.Round, "max_rounds": f.MaxRounds, "index": f.Index, "finding": summary})
+}
+
+// EventReviewFixTask: a failed review round added a fix task; the reviewed task
+// waits for it.
+const EventReviewFixTask = "review.fix_task"
+
+// EventReviewRound: a review round ended; its payload is the round's ReviewSummary.
+const EventReviewRound = "review.round"
+
+// FindingSummary is the first finding of a reviewer's feedback, on one line.
+func FindingSummary(findings string) string {
+	if f := ReviewFindings(findings, 1); len(f) > 0 {
+		return f[0]
+	}
+	return "the reviewer's findings"
+}
+
+// ReviewFindings picks at most n findings from a reviewer's feedback: its list items
+// when it has any, else its non-empty lines; headings are left out and each finding
+// is one line of at most 200 characters.
+func ReviewFindings(feedback string, n int) []string {
+	var items, lines []string
+	for _, l := range strings.Split(feedback, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if rest, ok := listItem(l); ok {
+			items = append(items, Truncate(rest, 200))
+			continue
+		}
+		lines = append(lines, Truncate(l, 200))
+	}
+	if len(items) == 0 {
+		items = lines
+	}
+	if len(items) > n {
+		items = items[:n]
+	}
+	return items
+}
+
+// listItem strips a list marker ("- ", "* ", "1. ") from l.
+func listItem(l string) (string, bool) {
+	for _, p := range []string{"- ", "* ", "+ "} {
+		if strings.HasPrefix(l, p) {
+			return strings.TrimSpace(l[len(p):]), true
+		}
+	}
+	i := 0
+	for i < len(l) && l[i] >= '0' && l[i] <= '9' {
+		i++
+	}
+	if i > 0 && i+1 < len(l) && (l[i] == '.' || l[i] == ')') && l[i+1] == ' ' {
+		return strings.TrimSpace(l[i+2:]), true
+	}
+	return "", false
+}
+
+// ReviewSummary is one review round as the log of verification-layers.md records it:
+// the step it is indexed by, the round, the status, at most three findings and the
+// action taken.
+type ReviewSummary struct {
+	Index     int      `json:"index"`
+	Round     int      `json:"round"`
+	MaxRounds int      `json:"max_rounds"`
+	Status    string   `json:"status"` // REVIEW_PASS or REVIEW_FAIL
+	Findings  []string `json:"findings,omitempty"`
+	Action    string   `json:"action"`
+}
+
+// The actions a review round ends with.
+const (
+	ReviewActionProceeded = "proceeded"
+	ReviewActionFixTask   = "fix task added"
+	ReviewActionWarnings  = "warnings appended, proceeded"
+	ReviewActionBlocked   = "blocked for a person"
+)
+
+// String renders the summary as a short block.
+func (r ReviewSummary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Review of step %d, round %d of %d\n- Status: %s\n", r.Index, r.Round, r.MaxRounds, r.Status)
+	if len(r.Findings) == 0 {
+		b.WriteString("- Findings: none\n")
+	} else {
+		b.WriteString("- Findings:\n")
+		for _, f := range r.Findings {
+			b.WriteString("  - " + f + "\n")
+		}
+	}
+	b.WriteString("- Action: " + r.Action)
+	return b.String()
+}
+
+// ExhaustedWarning is the warning appended to a task whose review rounds ran out
+// under proceed_with_warnings.
+func ExhaustedWarning(rounds int, findings string) string {
+	return fmt.Sprintf("The artifact review gave no REVIEW_PASS in %d rounds; the task proceeded with its best result (on_exhausted: %s). Outstanding findings:\n%s",
+		rounds, OnExhaustedProceed, strings.TrimSpace(findings))
+}
