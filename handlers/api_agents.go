@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -164,4 +165,43 @@ func tokenViews(ts []models.Token, now time.Time) []tokenView {
 		out[i] = tokenView{Token: t, Status: t.Status(now)}
 	}
 	return out
+}
+
+// Stats answers GET /agents/{id}/stats?days=7|30 (default 7): the agent's scorecard
+// over the last days UTC days, split by task role, with one bar per day (verified,
+// blocked) and the histogram of its attempts' durations. {id} is the agent's number;
+// a name that is not a number is looked up too. Another days is 422 naming the field.
+func (h *AgentsAPI) Stats(c echo.Context) error {
+	ctx := c.Request().Context()
+	days, err := QueryStatsDays(c)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("name"), 10, 64)
+	if err != nil {
+		a, err := h.svc.Store().GetAgentByName(ctx, c.Param("name"))
+		if err != nil {
+			return err
+		}
+		id = a.ID
+	}
+	st, err := h.svc.AgentStats(ctx, Actor(c), id, days)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// QueryStatsDays reads the days query parameter of a scorecard: 7 when absent, an
+// EINVALID error naming the field and the allowed values when it is not 7 or 30.
+func QueryStatsDays(c echo.Context) (int, error) {
+	v := c.QueryParam("days")
+	if v == "" {
+		return models.StatsDays[0], nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, models.CheckStatsDays(0)
+	}
+	return n, models.CheckStatsDays(n)
 }
