@@ -34,41 +34,15 @@ var actionSpecs = map[models.Action]actionSpec{
 	models.ActAnswer:             {label: "Answer", variant: "primary", reason: true, reasonLabel: "Your answer (the worker gets it in its next brief)"},
 }
 
-// mayTry is the page's cheap guess whether me may take act on t: it decides which
-// buttons to show. The service checks everything again, including separation of
-// duties, when the form is posted.
+// mayTry is whether me may take act on t (models.MayTake, the rule the API's 409
+// narrows its allowed actions with): it decides which buttons to show. The service
+// checks everything again when the form is posted.
 func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory) bool {
-	lead, exec := me.HasRole(models.RoleLead), me.HasRole(models.RoleExec)
-	isBuilder := t.BuilderID != nil && *t.BuilderID == me.ID
-	switch act {
-	case models.ActAssign, models.ActReassign, models.ActRetry:
-		return lead || exec
-	case models.ActAccept:
-		return exec && !isBuilder
-	case models.ActReopen:
-		return lead
-	case models.ActCancel, models.ActAnswer:
-		return lead || exec || t.CreatorID == me.ID
-	case models.ActStart:
-		return t.AssigneeID != nil && *t.AssigneeID == me.ID
-	case models.ActSubmit:
-		return isBuilder
-	case models.ActApprove, models.ActReject:
-		return dir.permitted(me, t, models.DutyApprove)
-	case models.ActVerify, models.ActRejectVerification:
-		return dir.permitted(me, t, models.DutyVerify)
-	}
-	return false
-}
-
-// permitted asks the service's own rule (policy and separation of duties) with the
-// builder and team size the directory knows.
-func (d *directory) permitted(me *models.Agent, t *models.Task, stage string) bool {
 	var builder *models.Agent
 	if t.BuilderID != nil {
-		builder = d.byID[*t.BuilderID]
+		builder = dir.byID[*t.BuilderID]
 	}
-	return models.Permitted(me, t, stage, builder, models.TeamSize(d.list)) == nil
+	return models.MayTake(me, t, act, builder, models.TeamSize(dir.list))
 }
 
 // actionForms lists the forms of the actions legal from t's state that me may try.

@@ -54,7 +54,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State),
 		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
-		Facts: taskFacts(t, dir), Agents: dir.options("— choose —")}
+		Facts: taskFacts(t, dir, len(attempts)), Agents: dir.options("— choose —")}
 	for _, h := range t.Contract.Verification.HeldOut {
 		v.HeldOut = append(v.HeldOut, task.HeldOutFile{Path: h.Path, Content: h.Content})
 	}
@@ -78,6 +78,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
 	v.Deliverable = deliverableView(t.ID, attempts)
+	v.Output = p.outputView(ctx, stored, attempts)
 	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
 		return nil, err
 	}
@@ -91,8 +92,9 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	return v, nil
 }
 
-// taskFacts lists the task's people, policies and last words.
-func taskFacts(t *models.Task, dir *directory) []components.DefItem {
+// taskFacts lists the task's people, policies and last words; made is the number of
+// attempts the task has (whatever their outcome).
+func taskFacts(t *models.Task, dir *directory, made int) []components.DefItem {
 	return append(questionFacts(t), []components.DefItem{
 		{Term: "Assignee", Value: dir.name(t.AssigneeID)},
 		{Term: "Builder", Value: dir.name(t.BuilderID)},
@@ -101,10 +103,13 @@ func taskFacts(t *models.Task, dir *directory) []components.DefItem {
 		{Term: "Creator", Value: dir.name(&t.CreatorID)},
 		{Term: "Approved by", Value: orRunner(t.Approve)},
 		{Term: "Verified by", Value: orRunner(t.Verify)},
-		{Term: "Attempts used", Value: strconv.Itoa(t.AttemptsUsed)},
+		{Term: "Attempts made", Value: strconv.Itoa(made)},
+		// AttemptsUsed counts only the failures charged against the attempt budget:
+		// a passed attempt, a question or an infrastructure failure is not one.
+		{Term: "Failed attempts charged", Value: strconv.Itoa(t.AttemptsUsed)},
 		{Term: "Verifier rejections", Value: strconv.Itoa(t.Rejections)},
 		{Term: "Last reason / guidance", Value: t.Reason},
-		{Term: "Summary", Value: t.Summary},
+		{Term: "Summary", Value: withoutServerPath(t.Summary)},
 		{Term: "Files changed", Value: t.FilesChanged},
 		{Term: "Verification notes", Value: t.Notes},
 		{Term: "Accepted without passing checks", Value: yes(t.Override)},
@@ -283,7 +288,7 @@ func timeline(events []models.Event, dir *directory) []components.TimelineItem {
 			it.Title = e.Type + ": " + components.StateLabel(d.From) + " → " + components.StateLabel(d.To)
 		}
 		var parts []string
-		for _, kv := range [][2]string{{"agent", d.Agent}, {"reason", d.Reason}, {"notes", d.Notes}, {"summary", d.Summary}, {"resolution", d.Resolution}} {
+		for _, kv := range [][2]string{{"agent", d.Agent}, {"reason", d.Reason}, {"notes", d.Notes}, {"summary", withoutServerPath(d.Summary)}, {"resolution", d.Resolution}} {
 			if kv[1] != "" {
 				parts = append(parts, kv[0]+": "+kv[1])
 			}

@@ -40,6 +40,9 @@ type View struct {
 	// Deliverable is the newest verified attempt's kept files, for a task without a
 	// git worktree; nil when it kept none.
 	Deliverable *components.DeliverableView
+	// Output is the verified output file itself (never a server path), for the
+	// person who decides on it; nil when the task has none.
+	Output *components.OutputView
 	// Budget is what the task spent and may spend.
 	Budget BudgetView
 	// Branch is where the task's work stands in its repository; nil for a task
