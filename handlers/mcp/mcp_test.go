@@ -135,7 +135,7 @@ func TestThreeAgentWorkflow(t *testing.T) {
 		}
 		// Only a lead or exec assigns someone else.
 		e.refused("a", "create_task", map[string]any{"title": "Sneaky", "assign_to": "b"}, "lead_or_exec")
-		e.refused("c", "create_task", map[string]any{"title": "Nobody", "assign_to": "zed"}, "assign_to", "no agent named")
+		e.refused("c", "create_task", map[string]any{"title": "Nobody", "assign_to": "zed"}, "assignee", "no agent named")
 
 		// 3. Builder A starts and submits. Only the assignee starts.
 		e.refused("b", "update_task", map[string]any{"task_id": id, "status": "in_progress"}, "assignee_only")

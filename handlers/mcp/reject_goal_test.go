@@ -61,7 +61,7 @@ func TestRejectGoal(t *testing.T) {
 		e.refused("c", "reject_goal", args("fix_tasks", []any{map[string]any{"title": "x", "owner": "a"}}), "owner")
 		// Found inside the transaction, after the goal and the first fix task were written.
 		e.refused("c", "reject_goal", args("fix_tasks", []any{fix, map[string]any{"title": "Second fix", "assign_to": "zed"}}),
-			`fix_tasks[].assign_to: no agent named "zed"`)
+			`fix_tasks[].assignee: no agent named "zed"`)
 		e.refused("c", "reject_goal", args("fix_tasks", []any{fix, map[string]any{"title": "Second fix", "depends_on": []any{99999}}}),
 			"fix_tasks[].depends_on")
 		e.refused("c", "reject_goal", args("goal_id", 99999), "not found")

@@ -131,16 +131,26 @@ type TaskFields struct {
 	Title     string  `json:"title" jsonschema:"the unit of work, e.g. Create login form component (at most 200 characters)"`
 	Brief     string  `json:"brief,omitempty" jsonschema:"what to do and the acceptance criteria; the completion contract is generated from it and fixed now"`
 	Role      string  `json:"role,omitempty" jsonschema:"the role the work needs, e.g. developer (the default), tester, reviewer"`
-	AssignTo  string  `json:"assign_to,omitempty" jsonschema:"agent to assign it to: yourself, or anyone if you are a lead or exec; leave out to leave it pending for the runner or a later assignment"`
+	Assignee  string  `json:"assignee,omitempty" jsonschema:"agent to assign it to: yourself, or anyone if you are a lead or exec; leave out to leave it pending for the runner or a later assignment"`
+	AssignTo  string  `json:"assign_to,omitempty" jsonschema:"alias of assignee (the JSON API's name), kept for older clients; give one of the two"`
 	Approve   string  `json:"approve,omitempty" jsonschema:"who approves in review: runner (default; for work a person does, any eligible agent), any, or a role such as lead"`
 	Verify    string  `json:"verify,omitempty" jsonschema:"who verifies: runner (default; for work a person does, any eligible agent), any, or a role such as tester"`
 	DependsOn []int64 `json:"depends_on,omitempty" jsonschema:"ids of tasks that must be verified before this one can start"`
 }
 
-// spec is the service's task specification for these fields (no goal: the caller sets it).
-func (f TaskFields) spec() models.TaskSpec {
+// spec is the service's task specification for these fields (no goal: the caller
+// sets it). field names the fields in a refusal ("" for create_task's own, or
+// "fix_tasks[1]."): assignee and its alias assign_to naming two agents is EINVALID.
+func (f TaskFields) spec(field string) (models.TaskSpec, error) {
+	assignee := f.Assignee
+	if assignee == "" {
+		assignee = f.AssignTo
+	} else if f.AssignTo != "" && !strings.EqualFold(strings.TrimSpace(f.AssignTo), strings.TrimSpace(assignee)) {
+		return models.TaskSpec{}, &models.Error{Code: models.EINVALID, Message: "validation failed",
+			Fields: map[string]string{field + "assign_to": "is an alias of assignee and names another agent; give one of the two"}}
+	}
 	return models.TaskSpec{Title: f.Title, Brief: f.Brief, Role: f.Role, Approve: f.Approve, Verify: f.Verify,
-		DependsOn: f.DependsOn, Assignee: f.AssignTo}
+		DependsOn: f.DependsOn, Assignee: assignee}, nil
 }
 
 // CreateTaskArgs are the arguments of create_task: the task's fields, who creates it
@@ -183,7 +193,7 @@ type RejectGoalArgs struct {
 	AgentName string       `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token (a lead)"`
 	GoalID    int64        `json:"goal_id" jsonschema:"a goal in state pending_verify"`
 	Reason    string       `json:"reason" jsonschema:"required, non-empty: what the integration test showed is wrong; recorded in the goal's history (event goal.rejected)"`
-	FixTasks  []TaskFields `json:"fix_tasks" jsonschema:"required, at least one: the tasks that fix it, created in the goal; each takes create_task's fields (title required; brief, role, assign_to, approve, verify, depends_on). Put what each must fix in its brief: the builder reads the task, not the goal's reason"`
+	FixTasks  []TaskFields `json:"fix_tasks" jsonschema:"required, at least one: the tasks that fix it, created in the goal; each takes create_task's fields (title required; brief, role, assignee (alias assign_to), approve, verify, depends_on). Put what each must fix in its brief: the builder reads the task, not the goal's reason"`
 }
 
 // UpdateTaskArgs are the arguments of update_task.
@@ -283,14 +293,18 @@ func (t *tools) register(srv *sdk.Server) {
 	// task (they are checked inside the transaction); the field says they are a fix task's.
 	add(t, srv, &sdk.Tool{Name: "reject_goal",
 		Description: "As the lead, send a goal waiting for verification (pending_verify) back to active when your integration test fails: the reason is recorded in the goal's history (event goal.rejected) and the fix tasks are created in the goal, all in one step or not at all. Only a lead may (lead_only); a non-empty reason and at least one fix task (with create_task's fields) are required. Tasks already verified stay verified; the goal waits for verification again once the fix tasks are verified. Returns the goal's status, as goal_status does."},
-		refusalStyle{about: aboutGoal, renames: map[string]string{"agent": "fix_tasks[].assign_to", "depends_on": "fix_tasks[].depends_on"}},
+		refusalStyle{about: aboutGoal, renames: map[string]string{"agent": "fix_tasks[].assignee", "depends_on": "fix_tasks[].depends_on"}},
 		func(ctx context.Context, a *models.Agent, in RejectGoalArgs) (GoalStatusView, string, error) {
 			if err := claim(a, "agent_name", in.AgentName); err != nil {
 				return GoalStatusView{}, "", err
 			}
 			specs := make([]models.TaskSpec, len(in.FixTasks))
 			for i, f := range in.FixTasks {
-				specs[i] = f.spec()
+				spec, err := f.spec(fmt.Sprintf("fix_tasks[%d].", i+1))
+				if err != nil {
+					return GoalStatusView{}, "", err
+				}
+				specs[i] = spec
 			}
 			st, err := svc.RejectGoal(ctx, a, in.GoalID, in.Reason, specs)
 			if err != nil {
@@ -302,13 +316,16 @@ func (t *tools) register(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "create_task",
-		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is given (contract) or generated from the title and brief, and fixed now, before the work is handed out. With assign_to it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
-		refusalStyle{about: aboutTask, renames: map[string]string{"agent": "assign_to"}},
+		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is given (contract) or generated from the title and brief, and fixed now, before the work is handed out. With assignee (alias assign_to) it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
+		refusalStyle{about: aboutTask, renames: map[string]string{"agent": "assignee"}},
 		func(ctx context.Context, a *models.Agent, in CreateTaskArgs) (TaskView, string, error) {
 			if err := claim(a, "creator", in.Creator); err != nil {
 				return TaskView{}, "", err
 			}
-			spec := in.spec()
+			spec, err := in.spec("")
+			if err != nil {
+				return TaskView{}, "", err
+			}
 			if in.GoalID != 0 {
 				spec.GoalID = &in.GoalID
 			}
@@ -431,7 +448,7 @@ func statusAction(status string) (models.Action, error) {
 		return "", models.Forbidden(RuleCompletionByRunner,
 			"update_task cannot set status %s: no tool posts a completion. A reviewer approves with approve_task, an independent verifier verifies with verify_task, and the completion of a worker's task belongs to the runner, which checks the output against the contract", status)
 	case models.TaskAssigned, models.TaskPending:
-		return "", invalidStatus("assigning and unassigning belong to create_task (assign_to), the dashboard or the API")
+		return "", invalidStatus("assigning and unassigning belong to create_task (assignee), the dashboard or the API")
 	case models.TaskBlocked:
 		return "", invalidStatus("only the runner blocks a task, when its attempts are exhausted")
 	}
