@@ -89,6 +89,10 @@ func (p *Pages) agentsView(c echo.Context) (agentspage.View, error) {
 		v.WorkspaceBytes = n
 		v.WorkspaceUsage = components.Bytes(n)
 	}
+	if err != nil {
+		return v, err
+	}
+	v.Board, err = p.scoreBoard(c)
 	return v, err
 }
 

@@ -19,6 +19,7 @@ import "github.com/labstack/echo/v4"
 //	GET  /agents                     agents with status; add form for admins
 //	POST /agents                     add an agent (admin)
 //	GET  /agents/:id                 an agent; edit form for admins
+//	GET  /agents/:id/scorecard       its scorecard and charts (?days=7|30; agent_page.go)
 //	POST /agents/:id                 save an agent (admin)
 //	POST /agents/:id/tokens          create a token, shown once on the page answered (admin)
 //	POST /agents/:id/tokens/:tid/revoke  revoke a token (admin, or the agent itself)
@@ -46,6 +47,7 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/agents", p.agentsList)
 	g.POST("/agents", p.agentCreate)
 	g.GET("/agents/:id", p.agentShow)
+	g.GET("/agents/:id/scorecard", p.agentScorecard)
 	g.POST("/agents/:id", p.agentUpdate)
 	g.POST("/agents/:id/tokens", p.agentToken)
 	g.POST("/agents/:id/tokens/:tid/revoke", p.agentTokenRevoke)

@@ -17,7 +17,7 @@ var chartFills = map[string]string{
 	"verified": "#2e7d32",
 	"blocked":  "#c62828",
 	"left":     "#1565c0",
-	"count":    "#5e35b1",
+	"attempts": "#5e35b1",
 }
 
 // ChartSegment is one stacked part of a bar: a value of a kind (verified, blocked,
@@ -78,7 +78,7 @@ func (c BarChart) SVG() string {
 	}
 	scale := max(peak, 1)
 	plotW, plotH := float64(chartW-chartLeft-chartRight), float64(chartH-chartTop-chartBottom)
-	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" viewBox="0 0 ` + num(chartW) + ` ` + num(chartH) +
+	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="100%" viewBox="0 0 ` + num(chartW) + ` ` + num(chartH) +
 		`" data-testid="` + esc(c.TestID) + `" data-bars="` + num(len(c.Bars)) + `" aria-labelledby="` + esc(c.TestID) + `-title">`)
 	b.WriteString(`<title id="` + esc(c.TestID) + `-title">` + esc(c.Title) + `</title>`)
 	if c.Summary != "" {

@@ -37,6 +37,16 @@ type View struct {
 	// WorkspaceBytes the same in bytes; empty when the server runs no runner.
 	WorkspaceUsage string
 	WorkspaceBytes int64
+	// Board ranks the agents (Ranking) and the task roles (RoleRanking) by their
+	// scorecards over the last Days days (7 or 30), best first.
+	Board Board
+}
+
+// Board is the agents page's ranking.
+type Board struct {
+	Days        int
+	Ranking     []components.ScoreRow
+	RoleRanking []components.ScoreRow
 }
 
 // Row is one agent in the table.

@@ -34,6 +34,7 @@ type View struct {
 	Reject    RejectForm
 	Run       RunForm
 	Budget    BudgetView
+	Progress  *Progress // burn-down and failing stages (progress.templ); nil: not shown
 }
 
 // BudgetView is what a goal's tasks spent and may spend, with the lead's form.

@@ -1,0 +1,31 @@
+package pages
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
+	"github.com/countersign/countersign/web/pages/goal"
+)
+
+// goalProgress is the goal page's burn-down (one bar per day: the tasks left at its
+// end) and its failing stages.
+func (p *Pages) goalProgress(ctx context.Context, viewer *models.Agent, id int64) (*goal.Progress, error) {
+	gp, err := p.d.Service.GoalProgress(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &goal.Progress{Top: gp.TopStage, BurnDown: components.BarChart{TestID: "chart-burndown", Title: "Tasks left per day",
+		LabelEvery: max(len(gp.BurnDown)/7, 1),
+		Summary:    fmt.Sprintf("%d days; each bar is the goal's tasks not yet verified or cancelled at the end of the day.", len(gp.BurnDown))}}
+	for _, d := range gp.BurnDown {
+		out.BurnDown.Bars = append(out.BurnDown.Bars, components.ChartBar{Label: d.Day.Format("2 Jan"), Key: d.Day.Format(time.DateOnly),
+			Segments: []components.ChartSegment{{Kind: "left", Value: d.Left}}})
+	}
+	for _, s := range gp.Stages {
+		out.Stages = append(out.Stages, goal.StageRow{Stage: s.Stage, Count: s.Count})
+	}
+	return out, nil
+}
