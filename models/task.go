@@ -137,6 +137,7 @@ type Task struct {
 	DependsOn    []int64    `json:"depends_on,omitempty"`
 	CreatorID    int64      `json:"creator_id"`
 	ParentTaskID *int64     `json:"parent_task_id,omitempty"` // created through an attempt token of this task
+	SpawnedBy    *int64     `json:"spawned_by,omitempty"`     // the pilot's task: this is its minion task (see PilotOf)
 	AssigneeID   *int64     `json:"assignee_id,omitempty"`
 	BuilderID    *int64     `json:"builder_id,omitempty"`  // who did the work (set on start)
 	ApproverID   *int64     `json:"approver_id,omitempty"` // who approved in review

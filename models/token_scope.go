@@ -88,8 +88,13 @@ func (a *Agent) scopeAllowsAction(t *Task, act Action) error {
 }
 
 // scopeCreate applies an attempt token's scope to a task it creates, in tx: the task
-// becomes a child of the scope's task, and may only join that task's goal.
+// becomes a child of the scope's task — its ParentTaskID (what the token may read and
+// cancel) and its SpawnedBy (whose pilot may not verify it) — and may only join that
+// task's goal. Without a scope it checks an explicit SpawnedBy (spawnCreate).
 func (a *Agent) scopeCreate(ctx context.Context, tx Tx, t *Task) error {
+	if err := spawnCreate(ctx, tx, a, t); err != nil {
+		return err
+	}
 	if a == nil || a.Scope == nil {
 		return nil
 	}

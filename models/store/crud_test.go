@@ -238,6 +238,7 @@ func TestTasksRoundTrip(t *testing.T) {
 			GoalID: &g.ID, RunID: &run.ID, StepNum: 2, Title: "Build toggle", Brief: "Do it",
 			Role: "developer", State: models.TaskCompleted, Priority: 7, Approve: "reviewer", Verify: "lead",
 			Contract: fullContract(), DependsOn: []int64{dep2.ID, dep1.ID, dep2.ID}, CreatorID: boss.ID, ParentTaskID: &dep1.ID,
+			SpawnedBy:  &dep2.ID,
 			AssigneeID: &dev.ID, BuilderID: &dev.ID, ApproverID: &rev.ID, VerifierID: &boss.ID,
 			Summary: "done", FilesChanged: "a.go", Notes: "ok", Reason: "fix x", Rejections: 1,
 			AttemptsUsed: 2, Override: true, LeaseOwner: "runner-a", LeaseUntil: tsp(8),

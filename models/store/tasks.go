@@ -29,6 +29,7 @@ type taskRecord struct {
 	DependsOn      string
 	CreatorID      *int64 // NULL: created by the operator from the command line
 	ParentTaskID   *int64 // created through an attempt token of this task
+	SpawnedBy      *int64 // the pilot's task of a minion task
 	AssigneeID     *int64
 	BuilderID      *int64
 	ApproverID     *int64
@@ -109,6 +110,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		DependsOn:      deps,
 		CreatorID:      creatorRef(t.CreatorID),
 		ParentTaskID:   t.ParentTaskID,
+		SpawnedBy:      t.SpawnedBy,
 		AssigneeID:     t.AssigneeID,
 		BuilderID:      t.BuilderID,
 		ApproverID:     t.ApproverID,
@@ -152,6 +154,7 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		Verify:         r.Verify,
 		CreatorID:      creatorID(r.CreatorID),
 		ParentTaskID:   r.ParentTaskID,
+		SpawnedBy:      r.SpawnedBy,
 		AssigneeID:     r.AssigneeID,
 		BuilderID:      r.BuilderID,
 		ApproverID:     r.ApproverID,
