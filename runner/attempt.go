@@ -64,7 +64,8 @@ type attemptRun struct {
 	diagnosis   string
 	cause       error // for infrastructure failures: why (ErrStopping, ErrLeaseLost, …)
 	outputHash  string
-	reviewAgain bool // a failed review round with rounds left: a fix attempt, not charged
+	reviewAgain bool // a failed review round with rounds left: a fix task, not charged
+	reviewRun        // the artifact review's round (review_fix.go)
 	// agentExit is the worker's exit status when its own command could not run (126
 	// or 127): the agent's failure, which pauses it (see agentCommandFailed).
 	agentExit int
@@ -187,9 +188,13 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 		return p.settle(tr, ar)
 	}
 	p.prepareDeliverable(tr, ar)
-	p.execute(ctx, tr, ar)
-	if !noteQuestion(ar) {
-		p.check(ctx, tr, ar)
+	if ar.reviewOnly {
+		p.reviewAlone(ctx, tr, ar) // the next review round: the worker does not run
+	} else {
+		p.execute(ctx, tr, ar)
+		if !noteQuestion(ar) {
+			p.check(ctx, tr, ar)
+		}
 	}
 	p.commitVerified(ctx, tr, ar)
 	p.keepDeliverable(ctx, tr, ar)
@@ -203,8 +208,10 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 // pool knows of.
 func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 	attempts := tr.attempts[:len(tr.attempts):len(tr.attempts)]
-	return &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now(),
+	ar := &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now(),
 		approach: triageApproach(&tr.task, attempts)}
+	ar.reviewOnly = reviewOnlyNext(tr, attempts)
+	return ar
 }
 
 // prepareReady prepares the attempt and, for the first attempt of a round (tr.fresh),
@@ -247,7 +254,7 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules f
 			return err
 		}
 	}
-	ws, err := p.cfg.Workspaces.Prepare(ctx, req)
+	ws, err := p.prepareWorkspace(ctx, tr, req)
 	if err != nil {
 		return err
 	}

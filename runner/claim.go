@@ -38,6 +38,9 @@ type taskRun struct {
 	fresh bool
 	// blocked says the claim blocked the task as not ready: nothing to run.
 	blocked bool
+	// batchReview says the task's next attempt is its parallel batch's review
+	// (batchReviewNext).
+	batchReview bool
 }
 
 // settling reports whether the task's attempt is being (or was) recorded: a lease

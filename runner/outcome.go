@@ -79,6 +79,9 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		tr.task = *t
 		return decision{done: true}, nil
 	}
+	if err := p.reviewSettled(ctx, tx, t, ar); err != nil {
+		return decision{}, err
+	}
 
 	var d decision
 	switch ar.outcome {
@@ -87,6 +90,14 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		err = p.svc.Walk(ctx, tx, p.runner, t, models.Move{Act: models.ActAsk, In: models.ActionInput{Question: ar.question, Attempt: ar.num}})
 		d.done = true
 	case models.OutcomePassed:
+		var batchNext bool
+		if batchNext, err = p.batchReviewNext(ctx, tx, tr, t, ar); err != nil {
+			return decision{}, err
+		}
+		if batchNext {
+			err = p.keepLease(ctx, tx, t) // its next attempt is the batch's review
+			break
+		}
 		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
 		var judged *models.JudgeReport
 		if ar.judge != nil && ar.judge.opened {
@@ -115,8 +126,9 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 // failed charges a work failure and decides between a revision and blocking.
 func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if ar.reviewAgain {
-		// A fix attempt for the reviewer's findings: not charged (see review).
-		return decision{}, p.keepLease(ctx, tx, t)
+		// A fix task for the reviewer's findings was added and the task waits for it,
+		// its lease released (reviewSettled): not charged (see review).
+		return decision{done: true}, nil
 	}
 	if ar.stage == models.StageBudget {
 		// Stopped by a budget, not by its work: not charged, and no revision until a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,20 +28,33 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     is every N-th step (step_num-1 divisible by N); "phase" is the first step of a new
 //     phase, where a phase is a run of consecutive steps with the same role. A task
 //     outside a run counts as the only, final step.
-//   - Rounds: the round is 1 + the failed review rounds since the task last passed.
-//     REVIEW_FAIL (or no signal: fail closed, see checks.ReviewDecision) with rounds
-//     left makes the next attempt a fix attempt: the builder runs again in the same
-//     workspace with the reviewer's feedback as the diagnosis, and the fix attempt
-//     does not use up the work budget. This is the seed's fix task, kept as an
-//     attempt of the same task so the evidence stays in one place. A failure in the
-//     last round blocks the task with stage review and the last feedback.
+//   - Parallel batches: the tasks of a parallel group are reviewed once, together,
+//     when the last of them passes its other checks (see batchReviewNext, decided in
+//     the settle's transaction so that two tasks ending at once cannot both skip it).
+//     The review of a batch uses the group's first review settings, is indexed by the
+//     group's first step (its triggers and its summary), and shows the reviewer every
+//     task's description and the union of their changed files. The others pass
+//     without it; the step after the group waits for the last, and so for the review.
+//   - Rounds: the round is 1 + the failed review rounds since the task last passed,
+//     at most max_rounds (3). REVIEW_FAIL — or no signal, which fails closed (see
+//     checks.ReviewDecision) — with rounds left adds a fix task (review_fix.go): a
+//     task of its own, with the reviewer's findings as its brief, the reviewed task's
+//     role (assigned by role) and goal, linked to it by review_of, working in the
+//     reviewed task's workspace. The reviewed task waits for it (its lease released,
+//     no attempt used) and when the fix is verified its next attempt is the review
+//     alone, the next round: the worker does not run again.
+//   - Rounds run out: on_exhausted block (the default) blocks the task with stage
+//     review and the last findings; proceed_with_warnings passes it with the findings
+//     appended to the task as warnings (Task.ReviewWarnings, shown on its page).
+//   - Every round ends with a summary in the review's check and a review.round event:
+//     the step it is indexed by, the round, REVIEW_PASS or REVIEW_FAIL, at most three
+//     findings and the action taken (models.ReviewSummary).
 //   - The reviewer is picked among enabled worker agents with the role (least recently
 //     created first); its concurrency is not counted, since a review is part of the
 //     builder's slot. No such agent, or a reviewer that crashes or cannot start, is an
 //     infrastructure failure (an error verdict, which check tries again on its own).
 func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
-	rv := t.Contract.Review
 	start := time.Now()
 	ar.reviewAgain = false
 	skipped := func(why string) models.CheckResult {
@@ -50,10 +64,21 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		return models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: diag,
 			DurationMS: time.Since(start).Milliseconds()}
 	}
+	b, err := p.reviewBatch(ctx, p.store, t)
+	if err != nil {
+		return errored("reading the task's parallel group: " + err.Error())
+	}
+	rv := t.Contract.Review
+	if b != nil {
+		rv = b.review
+	}
 	if rv == nil {
 		return skipped("the contract asks for no artifact review")
 	}
-	due, err := p.reviewDue(ctx, t, rv)
+	if b != nil && !ar.reviewOnly {
+		return skipped(batchDeferred + fmt.Sprintf(" (group %q, steps %d-%d)", b.group, b.first, b.last))
+	}
+	due, err := p.reviewDue(ctx, t, rv, b)
 	if err != nil {
 		return errored("deciding whether the review is due: " + err.Error())
 	}
@@ -64,12 +89,17 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	if err != nil {
 		return errored(err.Error())
 	}
+	maxRounds := rv.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = checks.DefaultReviewRounds
+	}
 	round := 1 + reviewRoundsFailed(ar.history)
 	artifact, err := p.artifact(ar)
 	if err != nil {
 		return errored("reading the artifact: " + err.Error())
 	}
-	brief := reviewBrief(t, ar, round, rv.MaxRounds, artifact)
+	in := p.reviewInput(ctx, t, ar, b)
+	brief := reviewBrief(t, ar, round, maxRounds, artifact, in)
 	briefPath := filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.md", ar.num))
 	if err := os.WriteFile(briefPath, []byte(brief), 0o640); err != nil {
 		return errored(err.Error())
@@ -102,14 +132,38 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		return errored(fmt.Sprintf("reviewer %s failed (exit status %d, timed out %v) without a verdict", reviewer.Name, res.ExitCode, res.TimedOut))
 	}
 	verdict, feedback := checks.ParseReviewSignal(string(res.Tail))
-	out := checks.ReviewDecision(verdict, feedback, round, rv.MaxRounds)
-	out.Check.DurationMS = took
-	out.Check.Diagnosis = strings.TrimSpace(fmt.Sprintf("(reviewer %s) %s", reviewer.Name, out.Check.Diagnosis))
-	if out.Check.Verdict == models.VerdictPass {
-		out.Check.Diagnosis = ""
+	out := checks.ReviewDecision(verdict, feedback, round, maxRounds)
+	sum := models.ReviewSummary{Index: in.index, Round: round, MaxRounds: maxRounds, Status: checks.ReviewFailSignal,
+		Findings: models.ReviewFindings(feedback, 3)}
+	res2 := out.Check
+	res2.DurationMS = took
+	detail := strings.TrimSpace(fmt.Sprintf("(reviewer %s) %s", reviewer.Name, res2.Diagnosis))
+	switch {
+	case res2.Verdict == models.VerdictPass:
+		sum.Status, sum.Action, detail = checks.ReviewPassSignal, models.ReviewActionProceeded, ""
+	case out.Again:
+		sum.Action = models.ReviewActionFixTask
+		ar.reviewAgain = true
+		ar.reviewFix = &models.ReviewFix{Index: in.index, Round: round, MaxRounds: maxRounds, Findings: feedbackOr(feedback, res2.Diagnosis),
+			Files: in.files, Tasks: in.tasks}
+	case rv.ProceedsWithWarnings():
+		sum.Action = models.ReviewActionWarnings
+		ar.reviewWarning = models.ExhaustedWarning(maxRounds, feedbackOr(feedback, res2.Diagnosis))
+		res2.Verdict = models.VerdictPass // the contract lets it through, with the warnings
+	default:
+		sum.Action = models.ReviewActionBlocked
 	}
-	ar.reviewAgain = out.Again
-	return out.Check
+	ar.reviewSummary = &sum
+	res2.Diagnosis = strings.TrimSpace(sum.String() + "\n\n" + detail)
+	return res2
+}
+
+// feedbackOr is the reviewer's feedback, or diag when it wrote none.
+func feedbackOr(feedback, diag string) string {
+	if strings.TrimSpace(feedback) != "" {
+		return feedback
+	}
+	return diag
 }
 
 // reviewRoundsFailed counts the review rounds that failed since the task last passed.
@@ -127,8 +181,9 @@ func reviewRoundsFailed(history []models.Attempt) int {
 	return n
 }
 
-// reviewDue decides the review's triggers for t (see review).
-func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review) (bool, error) {
+// reviewDue decides the review's triggers for t (see review); a batch is judged as
+// its group's first step, and is the final step when the group ends the run.
+func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (bool, error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
 		tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: *t.GoalID, Limit: 1000})
@@ -143,9 +198,16 @@ func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review)
 				roles[o.StepNum] = o.Role
 			}
 		}
-		index = t.StepNum - 1
-		prev, ok := roles[t.StepNum-1]
-		phaseChanged = !ok || prev != t.Role
+		step := t.StepNum
+		if b != nil {
+			step = b.first
+			if b.last == total && (len(rv.When) == 0 || slices.Contains(rv.When, models.ReviewFinal)) {
+				return true, nil // the group ends the run: its review is the final one
+			}
+		}
+		index = step - 1
+		prev, ok := roles[step-1]
+		phaseChanged = !ok || prev != roles[step]
 	}
 	return checks.ReviewDue(rv.When, rv.Every, index, total, phaseChanged), nil
 }
@@ -166,14 +228,19 @@ func (p *Pool) pickReviewer(ctx context.Context, tr *taskRun, role string) (*mod
 }
 
 // reviewBrief is what the reviewer reads on stdin.
-func reviewBrief(t *models.Task, ar *attemptRun, round, maxRounds int, artifact []byte) string {
-	if maxRounds <= 0 {
-		maxRounds = checks.DefaultReviewRounds
-	}
+func reviewBrief(t *models.Task, ar *attemptRun, round, maxRounds int, artifact []byte, in reviewInput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Artifact review of task %d: %s\n\nReview round %d of %d.\n\n", t.ID, t.Title, round, maxRounds)
-	b.WriteString("## The task as given to the worker\n\n" + indent(strings.TrimSpace(t.Brief)) + "\n\n")
+	if len(in.tasks) > 1 {
+		fmt.Fprintf(&b, "# Artifact review of a parallel batch (steps %s), indexed by step %d\n\nReview round %d of %d.\n\n", in.steps, in.index, round, maxRounds)
+		b.WriteString("## The tasks as given to the workers\n\n" + strings.Join(in.tasks, "\n\n") + "\n\n")
+	} else {
+		fmt.Fprintf(&b, "# Artifact review of task %d: %s\n\nReview round %d of %d.\n\n", t.ID, t.Title, round, maxRounds)
+		b.WriteString("## The task as given to the worker\n\n" + indent(strings.TrimSpace(t.Brief)) + "\n\n")
+	}
 	b.WriteString("## Its contract\n\n" + models.RenderContract(t.Contract, t.ID) + "\n")
+	if len(in.files) > 0 {
+		b.WriteString("## Changed files\n\n- " + strings.Join(in.files, "\n- ") + "\n\n")
+	}
 	if prev := lastReviewFeedback(ar.history); prev != "" && round > 1 {
 		fmt.Fprintf(&b, "## Prior findings (round %d)\n\n%s\n\n", round-1, indent(prev))
 	}
@@ -182,7 +249,7 @@ func reviewBrief(t *models.Task, ar *attemptRun, round, maxRounds int, artifact 
 		where = ar.outAbs
 	}
 	fmt.Fprintf(&b, "## The artifact (%s)\n\n%s\n\n", where, indent(string(artifact)))
-	b.WriteString("## Your answer\n\nJudge the artifact against the task and its contract. If it falls short, give specific, actionable feedback under a heading \"Feedback for Revision\". " +
+	b.WriteString("## Your answer\n\nJudge the artifact against the task and its contract. If it falls short, give specific, actionable feedback under a heading \"Feedback for Revision\", one finding per list item. " +
 		"End with REVIEW_PASS or REVIEW_FAIL alone on the last line.\n")
 	return b.String()
 }

@@ -76,7 +76,8 @@ const readyStates = "state IN ('pending', 'assigned', 'in_progress')"
 
 // notHeldForAdvisory leaves out tasks held by an open advisory prompt: the open
 // inbox item is the hold (see models.InboxAdvisoryPrompt), so resolving it is what
-// releases the task. inbox_items_task_idx makes it one index probe per candidate.
+// releases the task. inbox_items_task_kind_open_idx (migration 0017) answers it from
+// the index, one probe per candidate.
 const notHeldForAdvisory = "NOT EXISTS (SELECT 1 FROM inbox_items ai WHERE ai.task_id = tasks.id AND ai.kind = ? AND ai.resolved = ?)"
 
 // ReadyTasks returns ready tasks an idle agent could take; see models.Claimer.
