@@ -281,9 +281,9 @@ func TestLeaseLostCancelsWorker(t *testing.T) {
 	}
 }
 
-// TestReviewFixAttempt: a reviewer's REVIEW_FAIL with rounds left makes the next
-// attempt a fix attempt (not charged) with the feedback in its brief; REVIEW_PASS then
-// verifies the task.
+// TestReviewFixAttempt: a reviewer's REVIEW_FAIL with rounds left adds a fix task;
+// once it is verified the next attempt (not charged) is the review alone, its record
+// carrying the feedback; REVIEW_PASS then verifies the task.
 func TestReviewFixAttempt(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", script(t, "ok.sh"))
