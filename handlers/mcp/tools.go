@@ -159,6 +159,8 @@ type CreateTaskArgs struct {
 	Creator string `json:"creator,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
 	TaskFields
 	GoalID int64 `json:"goal_id,omitempty" jsonschema:"goal to put the task in (a goal waiting for verification goes back to active; to send it back with a recorded reason, use reject_goal)"`
+	// SpawnedBy makes the new task a minion task of another (see models.Task.SpawnedBy).
+	SpawnedBy int64 `json:"spawned_by,omitempty" jsonschema:"optional: the id of the task whose agent (the pilot) spawns this one as a minion task; the pilot may submit it for review but never verify it (pilot_not_verifier). Created with an attempt token it is set to the token's task"`
 	// Contract is an object rather than models.Contract: its durations and commands
 	// have their own JSON forms, which a schema inferred from the Go type would refuse.
 	Contract map[string]any `json:"contract,omitempty" jsonschema:"optional: the contract as the JSON API takes it ({completion, verification, review}); left out, it is generated from the title and brief. Shell commands, held-out tests (verification.held_out: [{path, content}], test files the worker never sees, added before the checks run) and verification.tests_may_change need an admin, editor or lead (rule commands_need_editor)"`
@@ -265,7 +267,7 @@ func (t *tools) register(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "verify_task",
-		Description: "As an independent verifier, confirm a completed task after checking the work yourself (read the files changed, run the code, test the behaviour). The task moves to verified. Refused when you built it (verifier_not_builder) or, with three or more agents, approved it (verifier_not_approver), or when the task's verify policy needs a role you lack."},
+		Description: "As an independent verifier, confirm a completed task after checking the work yourself (read the files changed, run the code, test the behaviour). The task moves to verified. Refused when you built it (verifier_not_builder) or, with three or more agents, approved it (verifier_not_approver), when you pilot it (you are on the task that spawned it: pilot_not_verifier), when you wore a hat on it that conflicts with the tester hat every verifier wears (hat_conflict: by default, you built it at any time), or when the task's verify policy needs a role you lack."},
 		onTask, func(ctx context.Context, a *models.Agent, in VerifyTaskArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActVerify, models.ActionInput{Notes: in.Notes})
 		})
@@ -329,6 +331,9 @@ func (t *tools) register(srv *sdk.Server) {
 			if in.GoalID != 0 {
 				spec.GoalID = &in.GoalID
 			}
+			if in.SpawnedBy != 0 {
+				spec.SpawnedBy = &in.SpawnedBy
+			}
 			ct, err := in.contract()
 			if err != nil {
 				return TaskView{}, "", err
@@ -353,7 +358,7 @@ func (t *tools) register(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "submit_for_review",
-		Description: "As the builder, submit your in-progress task for review with a summary of what you built and the files you changed; it moves to review. Only the agent who started the task may submit it."},
+		Description: "As the builder, submit your in-progress task for review with a summary of what you built and the files you changed; it moves to review. Only the agent who started the task may submit it, or the pilot of a minion task (the agent on the task named by its spawned_by), who hands in the minion's output but never verifies it."},
 		onTask, func(ctx context.Context, a *models.Agent, in SubmitArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActSubmit, models.ActionInput{Summary: in.Summary, FilesChanged: in.FilesChanged})
 		})

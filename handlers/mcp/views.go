@@ -25,6 +25,7 @@ type TaskView struct {
 	Approve      string   `json:"approve" jsonschema:"who approves in review: runner (for work a person did: any eligible agent), any, or a role"`
 	Verify       string   `json:"verify" jsonschema:"who verifies: runner (for work a person did: any eligible agent), any, or a role"`
 	DependsOn    []int64  `json:"depends_on,omitempty" jsonschema:"tasks that must be verified before this one starts"`
+	SpawnedBy    *int64   `json:"spawned_by,omitempty" jsonschema:"the pilot's task, when this is a minion task: the agent on it may submit this one but never verify it"`
 	Summary      string   `json:"summary,omitempty" jsonschema:"the builder's submission summary"`
 	FilesChanged string   `json:"files_changed,omitempty"`
 	Notes        string   `json:"notes,omitempty" jsonschema:"the verifier's notes"`
@@ -119,7 +120,7 @@ func (n *namer) task(t *models.Task) TaskView {
 	return TaskView{
 		ID: t.ID, Title: t.Title, State: string(t.State), Role: t.Role, GoalID: t.GoalID, Brief: t.Brief,
 		Assignee: n.name(t.AssigneeID), Builder: n.name(t.BuilderID), Approver: n.name(t.ApproverID), Verifier: n.name(t.VerifierID),
-		Approve: policyOrDefault(t.Approve), Verify: policyOrDefault(t.Verify), DependsOn: t.DependsOn,
+		Approve: policyOrDefault(t.Approve), Verify: policyOrDefault(t.Verify), DependsOn: t.DependsOn, SpawnedBy: t.SpawnedBy,
 		Summary: t.Summary, FilesChanged: t.FilesChanged, Notes: t.Notes, Reason: t.Reason, Rejections: t.Rejections,
 		HeldOutTests: len(t.Contract.Verification.HeldOut) + t.Contract.Verification.HeldOutCount,
 		NextTools:    next,
