@@ -44,8 +44,10 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/goals/:id/budget", p.goalBudget)
 	g.POST("/goals/:id/merge", p.goalMerge)
 	g.POST("/tasks/:id/recheck", p.taskRecheck)
+	p.outputRoutes(g) // GET /tasks/:id/output
 	g.POST("/goals/:id/recheck", p.goalRecheck)
 
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)
+	g.POST("/tasks/:id/advisory/:action", p.resolveAdvisory)
 }

@@ -24,6 +24,7 @@ var inboxKinds = []struct{ kind, label string }{
 	{models.InboxBudget, "Budget warnings"},
 	{models.InboxDrift, "Verified work that changed"},
 	{models.InboxQuestion, "Questions from workers"},
+	{models.InboxAdvisoryPrompt, "Advisory tasks waiting before delegation"},
 }
 
 // actCheckAgain names the inbox form that checks a task blocked as not ready again: a
@@ -83,6 +84,11 @@ func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 			}
 			item := inboxItem(it, byID[it.TaskID], me, dir)
 			p.dueView(&item, &it, time.Now())
+			if t := byID[it.TaskID]; t != nil && it.Kind == models.InboxAdvisory {
+				if item.Output, err = p.advisoryOutput(c, t); err != nil {
+					return nil, err
+				}
+			}
 			g.Items = append(g.Items, item)
 		}
 		if len(g.Items) > 0 {
@@ -119,6 +125,8 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				out.Attempts = append(out.Attempts, inbox.Attempt{Number: a.Attempt, Stage: a.Stage, Failure: a.Failure})
 			}
 		}
+	case models.InboxAdvisoryPrompt:
+		out.Advisory = advisoryPromptView(it, me)
 	case models.InboxAgentPaused:
 		var pp models.AgentPausedPayload
 		if json.Unmarshal(it.Payload, &pp) == nil {
@@ -132,7 +140,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 		if json.Unmarshal(it.Payload, &m) == nil {
 			for _, k := range []string{"rejections", "last_reason", "verifier", "summary"} {
 				if val, ok := m[k]; ok {
-					out.Details = append(out.Details, components.DefItem{Term: k, Value: anyText(val)})
+					out.Details = append(out.Details, components.DefItem{Term: k, Value: withoutServerPath(anyText(val))})
 				}
 			}
 		}
@@ -149,7 +157,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				Label: "Raise budget and resume", Variant: "primary", Budget: true})
 		}
 		for _, act := range inboxActions {
-			if it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {
+			if it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget || it.Kind == models.InboxAdvisoryPrompt {
 				break // the agent is repaired on its page; a warning changes no task
 			}
 			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {

@@ -42,6 +42,9 @@ type Item struct {
 	BudgetStop bool                 // a budget stopped it: raising the budget resumes it
 	Missing    []string             // not ready: what is missing
 	Details    []components.DefItem // escalation and advisory details
+	// Output is an advisory item's output itself (never a server path); nil for
+	// other kinds and for a task without one.
+	Output *components.OutputView
 	// Age is how long it has waited, in words; Due when its deadline is (or was),
 	// "" for a kind without one; Overdue says it passed; Escalated that the lead was
 	// told.
@@ -52,7 +55,10 @@ type Item struct {
 	// Triage is what the triage model said before the blocked task reached a person:
 	// its summary and recommended action, or why it could not say; nil when none ran.
 	Triage *Triage
-	Forms  []Form
+	// Advisory is the advisory prompt of a held advisory task and its three forms;
+	// nil for other kinds.
+	Advisory *AdvisoryPrompt
+	Forms    []Form
 }
 
 // Triage is a blocked item's triage, in words.

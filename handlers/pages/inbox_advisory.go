@@ -1,0 +1,173 @@
+package pages
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/pages/inbox"
+)
+
+// advisoryReasonText says each reason an advisory task waits in words.
+var advisoryReasonText = map[string]string{
+	models.AdvisoryReasonSetting:   "the project rules ask for every advisory task (prompt_for_advisory)",
+	models.AdvisoryReasonAmbiguous: "its words could mean advisory or verifiable work",
+	models.AdvisoryReasonMultiStep: "it is a step of a multi-step run",
+}
+
+// advisoryLabels are the three forms' buttons.
+var advisoryLabels = map[string]struct{ label, variant string }{
+	models.AdvisoryProceed:        {"Proceed as advisory", "primary"},
+	models.AdvisoryMakeVerifiable: {"Make verifiable and delegate", "primary"},
+	models.AdvisoryCancel:         {"Cancel task", "danger"},
+}
+
+// advisoryPath is where the form of one advisory resolution of task id posts.
+func advisoryPath(id int64, action string) string {
+	return "/tasks/" + itoa(id) + "/advisory/" + action
+}
+
+// advisoryPromptView builds the advisory prompt of item it: its reasons, and for a
+// lead or exec the three forms, make verifiable prefilled with the suggested criteria.
+func advisoryPromptView(it models.InboxItem, me *models.Agent) *inbox.AdvisoryPrompt {
+	var p models.AdvisoryPromptPayload
+	_ = json.Unmarshal(it.Payload, &p)
+	out := &inbox.AdvisoryPrompt{}
+	for _, r := range p.Reasons {
+		if s, ok := advisoryReasonText[r]; ok {
+			r = s
+		}
+		out.Reasons = append(out.Reasons, r)
+	}
+	if !models.CanResolveInbox(me) {
+		return out
+	}
+	for _, a := range models.AdvisoryActions {
+		f := inbox.Form{Path: advisoryPath(it.TaskID, a), Action: "advisory-" + a, Label: advisoryLabels[a].label,
+			Variant: advisoryLabels[a].variant, Reason: true, ReasonLabel: "Note (optional)"}
+		if a == models.AdvisoryMakeVerifiable {
+			f.Values = map[string]string{"criteria": criteriaLines(p.Suggested)}
+		}
+		out.Forms = append(out.Forms, f)
+	}
+	return out
+}
+
+// criteriaLines writes criteria as the form reads them: "activity: description".
+func criteriaLines(cs []models.Criterion) string {
+	lines := make([]string, 0, len(cs))
+	for _, c := range cs {
+		lines = append(lines, c.Activity+": "+c.Description)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// parseCriteriaLines reads the make-verifiable form's criteria, one per line as
+// "activity: description"; blank lines are skipped. A line without the colon is a
+// field error naming it.
+func parseCriteriaLines(text string) ([]models.Criterion, string) {
+	var out []models.Criterion
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		act, desc, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, "line " + itoa(int64(i+1)) + ": write it as activity: description"
+		}
+		out = append(out, models.Criterion{Activity: strings.TrimSpace(act), Description: strings.TrimSpace(desc)})
+	}
+	return out, ""
+}
+
+// resolveAdvisory answers POST /tasks/:id/advisory/:action (proceed, make_verifiable,
+// cancel) with the note (reason) and, for make_verifiable, the criteria: the service
+// checks every rule (lead or exec, a prompt waiting, criteria valid as at creation).
+// Invalid input re-renders the inbox with the errors on that form (422), nothing
+// changed.
+func (p *Pages) resolveAdvisory(c echo.Context) error {
+	id, err := handlers.PathID(c, "id")
+	if err != nil {
+		return err
+	}
+	action := c.Param("action")
+	values := map[string]string{"reason": c.FormValue("reason"), "criteria": c.FormValue("criteria")}
+	d := models.AdvisoryDecision{Action: action, Reason: values["reason"]}
+	if action == models.AdvisoryMakeVerifiable {
+		crit, bad := parseCriteriaLines(values["criteria"])
+		if bad != "" {
+			return p.advisoryForm(c, id, action, values, map[string]string{"criteria": bad})
+		}
+		d.Criteria = crit
+	}
+	t, err := p.d.Service.ResolveAdvisoryPrompt(c.Request().Context(), SignedIn(c), id, d)
+	if isInvalid(err) {
+		errs := map[string]string{}
+		var crit []string
+		for k, v := range fieldErrors(err) {
+			switch {
+			case strings.Contains(k, "criteria"):
+				crit = append(crit, criterionField(k)+" "+v)
+			case k == "reason":
+				errs[k] = v
+			default:
+				crit = append(crit, k+": "+v)
+			}
+		}
+		if len(crit) > 0 {
+			sort.Strings(crit)
+			errs["criteria"] = strings.Join(crit, "; ")
+		}
+		return p.advisoryForm(c, id, action, values, errs)
+	}
+	if err != nil {
+		return err
+	}
+	msg := map[string]string{models.AdvisoryProceed: "proceeds as advisory", models.AdvisoryMakeVerifiable: "is verifiable now and delegated",
+		models.AdvisoryCancel: "is cancelled"}[action]
+	return done(c, "/inbox", "Task #"+itoa(t.ID)+" "+msg+".")
+}
+
+// criterionField names a criterion's field error in the form's terms: the
+// service's verification.criteria[1].description is "line 2 description".
+func criterionField(k string) string {
+	i := strings.Index(k, "criteria[")
+	if i < 0 {
+		return k + ":"
+	}
+	rest := k[i+len("criteria["):]
+	n, field, _ := strings.Cut(rest, "]")
+	num := 0
+	for _, r := range n {
+		num = num*10 + int(r-'0')
+	}
+	return "line " + itoa(int64(num+1)) + " " + strings.TrimPrefix(field, ".")
+}
+
+// advisoryForm re-renders the inbox with the input and errors of task taskID's
+// advisory form action (422).
+func (p *Pages) advisoryForm(c echo.Context, taskID int64, action string, values, errs map[string]string) error {
+	v, err := p.inboxView(c)
+	if err != nil {
+		return err
+	}
+	path := advisoryPath(taskID, action)
+	for gi := range v.Groups {
+		for ii := range v.Groups[gi].Items {
+			if a := v.Groups[gi].Items[ii].Advisory; a != nil {
+				for fi := range a.Forms {
+					if a.Forms[fi].Path == path {
+						a.Forms[fi].Values, a.Forms[fi].Errors = values, errs
+					}
+				}
+			}
+		}
+	}
+	return render(c, http.StatusUnprocessableEntity, inbox.Page(*v))
+}
