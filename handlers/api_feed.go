@@ -19,7 +19,7 @@ func NewFeedAPI(svc *models.Service) *FeedAPI { return &FeedAPI{svc: svc} }
 // Inbox answers GET /inbox?kind=&all=1.
 func (h *FeedAPI) Inbox(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: int(QueryInt(c, "limit", &fe))}
+	f := models.InboxFilter{Kind: c.QueryParam("kind"), IncludeResolved: c.QueryParam("all") == "1", Limit: QueryLimit(c, &fe)}
 	if f.Kind != "" && !slices.Contains(models.InboxKinds, f.Kind) {
 		fe.Add("kind", "must be one of "+strings.Join(models.InboxKinds, ", "))
 	}
@@ -37,12 +37,9 @@ func (h *FeedAPI) Inbox(c echo.Context) error {
 func (h *FeedAPI) Events(c echo.Context) error {
 	var fe models.FieldErrors
 	after := QueryInt(c, "after", &fe)
-	limit := int(QueryInt(c, "limit", &fe))
+	limit := QueryLimit(c, &fe)
 	if limit == 0 {
-		limit = 100
-	}
-	if limit > 1000 {
-		fe.Add("limit", "must be at most 1000")
+		limit = DefaultLimit
 	}
 	if err := fe.Err(); err != nil {
 		return err

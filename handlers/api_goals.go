@@ -40,7 +40,7 @@ func (h *GoalsAPI) Create(c echo.Context) error {
 func (h *GoalsAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
 	f := models.GoalFilter{State: models.GoalState(c.QueryParam("state")), Project: c.QueryParam("project"),
-		AfterID: QueryInt(c, "after", &fe), Limit: int(QueryInt(c, "limit", &fe))}
+		AfterID: QueryInt(c, "after", &fe), Limit: QueryLimit(c, &fe)}
 	if f.State != "" && !validGoalState(f.State) {
 		fe.Add("state", "must be one of open, active, pending_verify, verified")
 	}

@@ -44,7 +44,7 @@ func (h *LedgerAPI) view(e models.LedgerEntry) ledgerView {
 // task.complete again….
 func (h *LedgerAPI) List(c echo.Context) error {
 	var fe models.FieldErrors
-	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: QueryInt(c, "after", &fe), Limit: int(QueryInt(c, "limit", &fe)),
+	f := models.LedgerFilter{Status: c.QueryParam("status"), AfterID: QueryInt(c, "after", &fe), Limit: QueryLimit(c, &fe),
 		TaskID: QueryInt(c, "task", &fe), GoalID: QueryInt(c, "goal", &fe)}
 	switch f.Status {
 	case "", models.LedgerPending, models.LedgerPosted, models.LedgerFailed:
@@ -52,10 +52,7 @@ func (h *LedgerAPI) List(c echo.Context) error {
 		fe.Add("status", "must be pending, posted or failed")
 	}
 	if f.Limit == 0 {
-		f.Limit = 100
-	}
-	if f.Limit > 1000 {
-		fe.Add("limit", "must be at most 1000")
+		f.Limit = DefaultLimit
 	}
 	if err := fe.Err(); err != nil {
 		return err

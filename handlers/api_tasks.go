@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,7 +24,7 @@ func (h *TasksAPI) Create(c echo.Context) error {
 	}
 	t, err := h.svc.CreateTask(c.Request().Context(), Actor(c), spec)
 	if err != nil {
-		return err
+		return assigneeField(err)
 	}
 	return c.JSON(http.StatusCreated, TaskFor(Actor(c), t))
 }
@@ -36,13 +38,10 @@ func (h *TasksAPI) List(c echo.Context) error {
 		GoalID:  QueryInt(c, "goal", &fe),
 		Role:    c.QueryParam("role"),
 		AfterID: QueryInt(c, "after", &fe),
-		Limit:   int(QueryInt(c, "limit", &fe)),
+		Limit:   QueryLimit(c, &fe),
 	}
 	if f.State != "" && !models.ValidTaskState(string(f.State)) {
 		fe.Add("state", "must be a task state")
-	}
-	if f.Limit > 1000 {
-		fe.Add("limit", "must be at most 1000")
 	}
 	if name := c.QueryParam("assignee"); name != "" {
 		a, err := h.svc.Store().GetAgentByName(ctx, name)
@@ -115,7 +114,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// Act answers POST /tasks/{id}/{action} with {agent, reason, notes, summary, files_changed}.
+// Act answers POST /tasks/{id}/{action} with {assignee, reason, notes, summary,
+// files_changed, answer}. A transition the task's state refuses is 409 with allowed
+// narrowed to the actions this caller may take (models.Service.NarrowConflict).
 func (h *TasksAPI) Act(c echo.Context) error {
 	id, err := PathID(c, "id")
 	if err != nil {
@@ -125,17 +126,63 @@ func (h *TasksAPI) Act(c echo.Context) error {
 	if _, ok := models.TaskTransitions[act]; !ok || act == models.ActBlock || act == models.ActAsk {
 		return models.NotFound("action", act)
 	}
-	var in models.ActionInput
+	var body actionBody
 	if c.Request().ContentLength != 0 {
-		if err := DecodeJSON(c, &in); err != nil {
+		if err := DecodeJSON(c, &body); err != nil {
 			return err
 		}
 	}
-	t, err := h.svc.TaskAction(c.Request().Context(), Actor(c), id, act, in)
+	in, err := body.input()
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	t, err := h.svc.TaskAction(ctx, Actor(c), id, act, in)
+	if err != nil {
+		return assigneeField(h.svc.NarrowConflict(ctx, Actor(c), id, err))
+	}
 	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
+}
+
+// actionBody is a task action's JSON body: models.ActionInput, whose agent (the one
+// assigned by assign and reassign) is named assignee, as everywhere else in the API;
+// agent is accepted as its alias.
+type actionBody struct {
+	models.ActionInput
+	Assignee string `json:"assignee,omitempty"`
+}
+
+// input is the service's input for b: assignee and its alias agent naming two
+// agents is EINVALID.
+func (b actionBody) input() (models.ActionInput, error) {
+	in := b.ActionInput
+	if b.Assignee == "" {
+		return in, nil
+	}
+	if in.Agent != "" && !strings.EqualFold(strings.TrimSpace(in.Agent), strings.TrimSpace(b.Assignee)) {
+		return in, &models.Error{Code: models.EINVALID, Message: "validation failed",
+			Fields: map[string]string{"agent": "is an alias of assignee and names another agent; give one of the two"}}
+	}
+	in.Agent = b.Assignee
+	return in, nil
+}
+
+// assigneeField names the service's field agent (the agent being assigned) assignee,
+// the API's name for it.
+func assigneeField(err error) error {
+	var e *models.Error
+	if !errors.As(err, &e) || e.Fields["agent"] == "" {
+		return err
+	}
+	renamed := *e
+	renamed.Fields = make(map[string]string, len(e.Fields))
+	for k, v := range e.Fields {
+		if k == "agent" {
+			k = "assignee"
+		}
+		renamed.Fields[k] = v
+	}
+	return &renamed
 }
 
 // Ask answers POST /tasks/{id}/questions {question}: the worker doing the task (with

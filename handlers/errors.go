@@ -1,12 +1,16 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,6 +34,8 @@ func statusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case models.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case models.EUNSUPPORTED:
+		return http.StatusUnsupportedMediaType
 	}
 	return http.StatusInternalServerError
 }
@@ -122,10 +128,24 @@ func wantsJSON(c echo.Context) bool {
 	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
 }
 
-// DecodeJSON reads the request body into v strictly: unknown fields and wrongly typed
-// values are field-level EINVALID errors, unreadable JSON is EBADREQUEST.
+// DecodeJSON reads the request body into v strictly: a body in another media type
+// than JSON (a Content-Type that is not application/json or +json) is 415
+// EUNSUPPORTED; a string that is not valid UTF-8 is EINVALID naming its field;
+// unknown fields and wrongly typed values (a number out of its field's range among
+// them) are field-level EINVALID errors; unreadable JSON is EBADREQUEST.
 func DecodeJSON(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	if err := jsonContentType(c); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return jsonError(err)
+	}
+	if field, bad := invalidUTF8Field(body); bad {
+		return &models.Error{Code: models.EINVALID, Message: "validation failed",
+			Fields: map[string]string{field: "must be valid UTF-8 text"}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -136,17 +156,31 @@ func DecodeJSON(c echo.Context, v any) error {
 	return nil
 }
 
+// jsonContentType refuses a request whose Content-Type names another media type than
+// JSON. A request without one is read as JSON: clients that send none mean it.
+func jsonContentType(c echo.Context) error {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return models.Errorf(models.EUNSUPPORTED, "the request body must be JSON (Content-Type: application/json), not %q", ct)
+}
+
 func jsonError(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
+		field := jsonField(te.Field)
+		msg := fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+		if r := numberRange(te.Type); r != "" && strings.HasPrefix(te.Value, "number") {
+			msg = "must be " + r + ", not " + te.Value
 		}
-		return &models.Error{Code: models.EINVALID, Message: "validation failed",
-			Fields: map[string]string{field: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}}
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{field: msg}}
 	case errors.As(err, &se):
 		return models.Errorf(models.EBADREQUEST, "malformed JSON at byte %d: %v", se.Offset, se)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -164,6 +198,22 @@ func jsonError(err error) error {
 		return bodyTooLarge() // the body limit cut the body off while it was read
 	}
 	return models.Errorf(models.EBADREQUEST, "malformed JSON: %v", err)
+}
+
+// jsonField is the name of a field as a client wrote it, from the path encoding/json
+// reports: embedded Go structs (their names capitalised, as no JSON name here is) are
+// left out; "body" for the whole.
+func jsonField(path string) string {
+	var parts []string
+	for _, p := range strings.Split(path, ".") {
+		if p != "" && !unicode.IsUpper(rune(p[0])) {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "body"
+	}
+	return strings.Join(parts, ".")
 }
 
 // bodyTooLarge is the error of a request body over MaxBodyBytes.

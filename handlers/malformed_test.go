@@ -36,7 +36,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"signal without a value", "POST", "/tasks", `{"title":"x","contract":{"completion":{"type":"signal"}}}`, 422, "contract.completion.signal", false},
 		{"unknown verification type", "POST", "/tasks", `{"title":"x","contract":{"verification":{"type":"sometimes"}}}`, 422, "contract.verification.type", false},
 		{"bad role", "POST", "/tasks", `{"title":"x","role":"Bad Role!"}`, 422, "role", false},
-		{"unknown assignee", "POST", "/tasks", `{"title":"x","assignee":"nobody"}`, 422, "agent", false},
+		{"unknown assignee", "POST", "/tasks", `{"title":"x","assignee":"nobody"}`, 422, "assignee", false},
 		{"unknown goal", "POST", "/tasks", `{"title":"x","goal_id":99999}`, 422, "goal_id", false},
 		{"unknown dependency", "POST", "/tasks", `{"title":"x","depends_on":[99999]}`, 422, "depends_on", false},
 		{"bad approve policy", "POST", "/tasks", `{"title":"x","approve":"Any One"}`, 422, "approve", false},

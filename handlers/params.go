@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -19,7 +21,7 @@ func PathID(c echo.Context, name string) (int64, error) {
 }
 
 // QueryInt parses the optional non-negative integer query parameter name: 0 when
-// absent, a field error in fe when it is not a whole number.
+// absent, a field error in fe naming the range when it is not a whole number in it.
 func QueryInt(c echo.Context, name string, fe *models.FieldErrors) int64 {
 	v := c.QueryParam(name)
 	if v == "" {
@@ -27,7 +29,30 @@ func QueryInt(c echo.Context, name string, fe *models.FieldErrors) int64 {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		fe.Add(name, "must be a non-negative whole number")
+		fe.Add(name, fmt.Sprintf("must be a whole number between 0 and %d", int64(math.MaxInt64)))
+		return 0
+	}
+	return n
+}
+
+// MaxLimit is the most items one page of a list endpoint holds; DefaultLimit the
+// number it holds when the request gives no limit.
+const (
+	MaxLimit     = 1000
+	DefaultLimit = 100
+)
+
+// QueryLimit parses the optional limit query parameter of a list endpoint: 0 (the
+// endpoint's default, DefaultLimit) when absent, a field error in fe naming the range
+// when it is not a whole number from 1 to MaxLimit.
+func QueryLimit(c echo.Context, fe *models.FieldErrors) int {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxLimit {
+		fe.Add("limit", fmt.Sprintf("must be a whole number between 1 and %d (leave it out for %d)", MaxLimit, DefaultLimit))
 		return 0
 	}
 	return n

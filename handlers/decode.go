@@ -1,0 +1,125 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+)
+
+// numberRange says the range of the Go number type t in words ("a whole number
+// between -9223372036854775808 and 9223372036854775807"); "" for a type that is not
+// a whole number. A JSON number outside it (or with a fraction) names it.
+func numberRange(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return fmt.Sprintf("a whole number between %d and %d", int64(-1)<<(bits-1), int64(math.MaxInt64>>(64-bits)))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number between 0 and %d", uint64(math.MaxUint64>>(64-t.Bits())))
+	}
+	return ""
+}
+
+// invalidUTF8Field finds the first string of the JSON body that is not valid UTF-8
+// and names its field as the errors name fields ("contract.completion.path",
+// "depends_on[2]", "body" for the whole); bad is false when body is valid UTF-8.
+// encoding/json would replace such bytes with U+FFFD silently: what was stored would
+// not be what was sent.
+func invalidUTF8Field(body []byte) (field string, bad bool) {
+	if utf8.Valid(body) {
+		return "", false
+	}
+	first := firstInvalid(body)
+	type frame struct {
+		object    bool
+		key       string
+		index     int
+		expectKey bool
+	}
+	var stack []frame
+	path := func(frames []frame) string {
+		var b []byte
+		for _, f := range frames {
+			if f.object {
+				if len(b) > 0 {
+					b = append(b, '.')
+				}
+				b = append(b, f.key...)
+			} else {
+				b = append(b, '[')
+				b = strconv.AppendInt(b, int64(f.index), 10)
+				b = append(b, ']')
+			}
+		}
+		if len(b) == 0 {
+			return "body"
+		}
+		return string(b)
+	}
+	// valueDone moves the enclosing container past a value that just ended.
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].expectKey = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return path(stack), true // unreadable there: the enclosing field
+		}
+		end := dec.InputOffset()
+		hit := int64(first) >= start && int64(first) < end
+		top := len(stack) - 1
+		switch tok := tok.(type) {
+		case json.Delim:
+			switch tok {
+			case '{':
+				stack = append(stack, frame{object: true, expectKey: true})
+			case '[':
+				stack = append(stack, frame{})
+			default:
+				stack = stack[:top]
+				valueDone()
+			}
+		case string:
+			if top >= 0 && stack[top].object && stack[top].expectKey {
+				if hit {
+					return path(stack[:top]), true // a key that is not text: its object
+				}
+				stack[top].key, stack[top].expectKey = tok, false
+				continue
+			}
+			if hit {
+				return path(stack), true
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+// firstInvalid is the offset of the first byte of b that is not part of valid UTF-8.
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
