@@ -333,10 +333,10 @@ var (
 	}}
 	heldOutSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{"path": nil, "content": nil}}
 	reviewSchema  = &fieldSchema{keys: map[string]*fieldSchema{
-		"role": nil, "when": nil, "every": nil, "max_rounds": nil,
+		"role": nil, "when": nil, "every": nil, "max_rounds": nil, "on_exhausted": nil,
 	}}
 	stepsSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{
-		"name": nil, "role": nil, "brief": nil, "approve": nil, "verify": nil,
+		"name": nil, "role": nil, "brief": nil, "approve": nil, "verify": nil, "parallel": nil,
 		"completion": completionSchema, "verification": verificationSchema, "review": reviewSchema,
 	}}
 	templateYAMLSchema = &fieldSchema{keys: map[string]*fieldSchema{

@@ -186,7 +186,7 @@ func (c *Contract) Validate() error {
 	if msg := c.Budget.Problem(); msg != "" {
 		fe.Add("budget", msg)
 	}
-	return withRule(fe.Err(), RuleReviewOnExhausted)
+	return fe.Err()
 }
 
 func (cp *Completion) validate(fe *FieldErrors) {

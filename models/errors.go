@@ -116,10 +116,12 @@ func (f *FieldErrors) Merge(prefix string, other FieldErrors) {
 	}
 }
 
-// Err returns nil when no field has a message, else an EINVALID *Error.
+// Err returns nil when no field has a message, else an EINVALID *Error. A message
+// that ends with "(rule <name>)" names the refusal's rule (the first such field, in
+// field order, when several do).
 func (f FieldErrors) Err() error {
 	if len(f) == 0 {
 		return nil
 	}
-	return &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string(f)}
+	return &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string(f), Rule: fieldRule(f)}
 }

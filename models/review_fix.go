@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -31,22 +32,26 @@ const (
 	RuleReviewFixRunner = "runner_only"
 )
 
-// withRule names rule on err when err is an EINVALID *Error whose fields include one
-// the rule refused (a field whose message ends with "(rule <rule>)").
-func withRule(err error, rules ...string) error {
-	e, ok := err.(*Error)
-	if !ok || e.Rule != "" {
-		return err
+// fieldRule is the rule named at the end of a field's message ("… (rule <name>)"),
+// of the first such field in field order; "" when none names one.
+func fieldRule(f FieldErrors) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
 	}
-	for _, r := range rules {
-		for _, msg := range e.Fields {
-			if strings.HasSuffix(msg, "(rule "+r+")") {
-				e.Rule = r
-				return e
+	sort.Strings(keys)
+	for _, k := range keys {
+		msg := f[k]
+		if !strings.HasSuffix(msg, ")") {
+			continue
+		}
+		if i := strings.LastIndex(msg, "(rule "); i >= 0 {
+			if name := msg[i+len("(rule ") : len(msg)-1]; name != "" && !strings.ContainsAny(name, " ()") {
+				return name
 			}
 		}
 	}
-	return err
+	return ""
 }
 
 // validOnExhausted checks a review's on_exhausted ("" is the default, block).
@@ -210,7 +215,11 @@ const (
 // String renders the summary as a short block.
 func (r ReviewSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Review of step %d, round %d of %d\n- Status: %s\n", r.Index, r.Round, r.MaxRounds, r.Status)
+	what := "the task"
+	if r.Index > 0 {
+		what = fmt.Sprintf("step %d", r.Index)
+	}
+	fmt.Fprintf(&b, "Review of %s, round %d of %d\n- Status: %s\n", what, r.Round, r.MaxRounds, r.Status)
 	if len(r.Findings) == 0 {
 		b.WriteString("- Findings: none\n")
 	} else {

@@ -204,7 +204,7 @@ func (t *Template) Validate() error {
 		}
 	}
 	validateParallel(t.Steps, &fe)
-	return withRule(fe.Err(), RuleParallelConsecutive, RuleReviewOnExhausted)
+	return fe.Err()
 }
 
 // MarshalTemplateYAML writes a template as YAML that ParseTemplate reads back to the
