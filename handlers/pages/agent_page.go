@@ -97,6 +97,8 @@ func msText(ms *int64) string {
 	switch {
 	case h > 0:
 		return fmt.Sprintf("%dh %dm", h, m)
+	case m > 0 && s == 0:
+		return fmt.Sprintf("%dm", m)
 	case m > 0:
 		return fmt.Sprintf("%dm %ds", m, s)
 	}
