@@ -17,7 +17,7 @@ import (
 // OutputPreviewLines lines and OutputPreviewBytes bytes; "show all" holds at most
 // OutputPageBytes bytes, and the download link has the rest.
 const (
-	OutputPreviewLines = 40
+	OutputPreviewLines = 30
 	OutputPreviewBytes = 4 << 10
 	OutputPageBytes    = 256 << 10
 )
@@ -38,12 +38,15 @@ type OutputView struct {
 	Name   string // the path relative to the task's workspace, slash-separated
 	Size   int64
 	Kind   string // OutputMarkdown, OutputJSON, OutputText or OutputBinary
-	// Preview and Full are the first screen and the whole (up to OutputPageBytes) as
-	// HTML: Markdown rendered safely, anything else escaped in a <pre>.
+	// Preview is the first screen and Rest what follows it (up to OutputPageBytes),
+	// as HTML: Markdown rendered safely, anything else escaped in a <pre>. "Show
+	// all" opens Rest under Preview, so that the page then holds all of it once.
 	Preview templ.Component
-	Full    templ.Component
-	// More says the first screen is not all of it: "show all" is offered.
-	More bool
+	Rest    templ.Component
+	// More says the first screen is not all of it: "show all" is offered; RestLines
+	// is how many lines it adds.
+	More      bool
+	RestLines int
 	// Cut says even "show all" is not all of it (over OutputPageBytes): the download
 	// has the rest.
 	Cut bool
@@ -84,12 +87,16 @@ func NewOutputView(taskID int64, name string, size int64, data []byte) OutputVie
 			data = buf.Bytes()
 		}
 	}
-	head, more := firstScreen(data)
-	v.More = more || v.Cut
+	head, more := firstScreen(data, v.Kind == OutputMarkdown)
+	rest := data[len(head):]
+	v.More, v.RestLines = more || v.Cut, bytes.Count(rest, []byte("\n"))
+	if len(rest) > 0 && rest[len(rest)-1] != '\n' {
+		v.RestLines++
+	}
 	if v.Kind == OutputMarkdown {
-		v.Preview, v.Full = templ.Raw(Markdown(head)), templ.Raw(Markdown(data))
+		v.Preview, v.Rest = templ.Raw(Markdown(head)), templ.Raw(Markdown(rest))
 	} else {
-		v.Preview, v.Full = outputPre(string(head)), outputPre(string(data))
+		v.Preview, v.Rest = outputPre(string(head)), outputPre(string(rest))
 	}
 	return v
 }
@@ -111,8 +118,9 @@ func outputKind(name string, data []byte) string {
 
 // firstScreen is the start of data a page shows before "show all": at most
 // OutputPreviewLines lines and OutputPreviewBytes bytes, cut at a line end where there
-// is one; more says data goes on.
-func firstScreen(data []byte) (head []byte, more bool) {
+// is one and, in Markdown, not inside a fenced code block (the rest is rendered on
+// its own); more says data goes on.
+func firstScreen(data []byte, markdown bool) (head []byte, more bool) {
 	end, lines := 0, 0
 	for end < len(data) && lines < OutputPreviewLines {
 		i := bytes.IndexByte(data[end:], '\n')
@@ -132,7 +140,35 @@ func firstScreen(data []byte) (head []byte, more bool) {
 			end--
 		}
 	}
+	if markdown {
+		if open := openFence(data[:end]); open >= 0 {
+			end = open // the code block goes to "show all" whole
+		}
+	}
 	return data[:end], len(bytes.TrimSpace(data[end:])) > 0
+}
+
+// openFence is the offset of the line opening a fenced code block (``` or ~~~) that
+// md leaves open, or -1 when every fence in md is closed.
+func openFence(md []byte) int {
+	open, marker := -1, ""
+	for off := 0; off < len(md); {
+		line := md[off:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i+1]
+		}
+		t := strings.TrimLeft(string(line), " ")
+		if len(string(line))-len(t) <= 3 {
+			switch {
+			case marker == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+				open, marker = off, t[:3]
+			case marker != "" && strings.HasPrefix(t, marker):
+				open, marker = -1, ""
+			}
+		}
+		off += len(line)
+	}
+	return open
 }
 
 // markdown renders CommonMark with GitHub's tables, strikethrough and task lists. It

@@ -3,6 +3,7 @@ package components
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,24 +58,34 @@ func TestOutputViewKinds(t *testing.T) {
 	})
 	t.Run("long text has a first screen and show all", func(t *testing.T) {
 		var b strings.Builder
-		for i := range 100 {
-			b.WriteString("line ")
-			b.WriteString(strings.Repeat("x", i%7))
-			b.WriteString("\n")
+		for i := 1; i <= 100; i++ {
+			fmt.Fprintf(&b, "line %03d\n", i)
 		}
 		b.WriteString("the last line\n")
 		data := []byte(b.String())
 		v := NewOutputView(1, "log.txt", int64(len(data)), data)
 		html := renderOutput(t, v)
-		if v.Kind != OutputText || !v.More || v.Cut {
-			t.Fatalf("kind %q more %v cut %v", v.Kind, v.More, v.Cut)
+		if v.Kind != OutputText || !v.More || v.Cut || v.RestLines != 101-OutputPreviewLines {
+			t.Fatalf("kind %q more %v cut %v rest %d lines", v.Kind, v.More, v.Cut, v.RestLines)
 		}
-		preview := html[:strings.Index(html, "<details")]
+		at := strings.Index(html, "<details")
+		preview, all := html[:at], html[at:]
 		if strings.Contains(preview, "the last line") || strings.Count(preview, "line ") != OutputPreviewLines {
 			t.Errorf("the first screen is not the first %d lines:\n%s", OutputPreviewLines, preview)
 		}
-		if !strings.Contains(html, "Show all") || !strings.Contains(html[strings.Index(html, "<details"):], "the last line") {
-			t.Errorf("show all lacks the whole:\n%s", html)
+		// Show all adds what follows, once: the page then holds every line once.
+		if !strings.Contains(all, "Show all (71 more lines)") || !strings.Contains(all, "the last line") ||
+			strings.Contains(all, fmt.Sprintf("line %03d\n", OutputPreviewLines)) || !strings.Contains(all, fmt.Sprintf("line %03d\n", OutputPreviewLines+1)) {
+			t.Errorf("show all is not the rest:\n%s", all)
+		}
+	})
+	t.Run("markdown keeps a code block whole", func(t *testing.T) {
+		md := strings.Repeat("text\n\n", 12) + "```go\n" + strings.Repeat("x := 1\n", 20) + "```\n\nafter\n"
+		v := NewOutputView(1, "a.md", int64(len(md)), []byte(md))
+		html := renderOutput(t, v)
+		preview, all := html[:strings.Index(html, "<details")], html[strings.Index(html, "<details"):]
+		if strings.Contains(preview, "<pre>") || strings.Count(all, "x := 1") != 20 {
+			t.Errorf("the code block was cut:\n%s", html)
 		}
 	})
 	t.Run("larger than a page is cut, the download has it", func(t *testing.T) {
