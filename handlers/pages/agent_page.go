@@ -43,11 +43,13 @@ func (p *Pages) agentScorecard(c echo.Context) error {
 	return ok(c, agentpage.Page(v))
 }
 
-// scoreBoard is the agents page's ranking over the days the request asks for.
+// scoreBoard is the agents page's ranking over the days the request asks for; empty
+// for a live re-fetch (the agents page refreshes on every event and swaps only its
+// live regions, which the ranking is not one of: it is not counted again each time).
 func (p *Pages) scoreBoard(c echo.Context) (agentspage.Board, error) {
 	days, err := handlers.QueryStatsDays(c)
-	if err != nil {
-		return agentspage.Board{}, err
+	if err != nil || livePartial(c) {
+		return agentspage.Board{Days: days}, err
 	}
 	b, err := p.d.Service.ScoreBoard(c.Request().Context(), SignedIn(c), days)
 	if err != nil {
@@ -132,3 +134,7 @@ func histogramChart(bins []models.HistogramBin) components.BarChart {
 	}
 	return c
 }
+
+// livePartial reports whether the request is live.js re-fetching the page for its
+// live regions (X-Partial: 1).
+func livePartial(c echo.Context) bool { return c.Request().Header.Get("X-Partial") == "1" }

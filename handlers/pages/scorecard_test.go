@@ -142,6 +142,9 @@ func TestScorecardPages(t *testing.T) {
 			if !strings.Contains(agents.Body, `data-testid="rank-role-developer"`) {
 				t.Fatal("no ranking of the developer role")
 			}
+			if r := b.do("GET", "/agents", nil, map[string]string{"X-Partial": "1"}); r.Status != 200 || strings.Contains(r.Body, `data-testid="rank-bot"`) {
+				t.Fatalf("a live re-fetch counted the ranking again: %d", r.Status)
+			}
 			if r := b.get("/agents?days=9"); r.Status != 422 || !strings.Contains(r.Body, "7 or 30") {
 				t.Fatalf("days=9: %d", r.Status)
 			}
