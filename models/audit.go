@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -109,8 +110,9 @@ func rulesYAML(r *ProjectRules) (string, error) {
 }
 
 // rulesFieldsChanged names what differs: each activity added, removed or given
-// another command (activities.<name>), each other field, and each stack added,
-// removed or changed (stacks.<name>).
+// another command (activities.<name>), each other field (the hat table as it applies:
+// saving the defaults explicitly changes nothing), and each stack added, removed or
+// changed (stacks.<name>).
 func rulesFieldsChanged(before, after *ProjectRules) []string {
 	out := []string{}
 	all := map[string]string{}
@@ -135,6 +137,12 @@ func rulesFieldsChanged(before, after *ProjectRules) []string {
 		if !slices.Equal(f.x, f.y) {
 			out = append(out, f.name)
 		}
+	}
+	if !reflect.DeepEqual(before.HatTable(), after.HatTable()) {
+		out = append(out, "hats")
+	}
+	if before.PromptForAdvisory != after.PromptForAdvisory {
+		out = append(out, "prompt_for_advisory")
 	}
 	return append(out, stacksChanged(before.Stacks, after.Stacks)...)
 }

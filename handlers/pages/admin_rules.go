@@ -131,7 +131,8 @@ func splitList(s string) []string {
 
 func parseRulesForm(form url.Values) rules.Form {
 	f := rules.Form{Always: form.Get("always"), AdvisoryWords: form.Get("advisory_words"), SkipWords: form.Get("skip_words"),
-		Stacks: form.Get("stacks"), Prices: form.Get("prices")}
+		Stacks: form.Get("stacks"), Prices: form.Get("prices"), PromptForAdvisory: form.Get("prompt_for_advisory") != ""}
+	f.Hats = parseHatRows(form)
 	for i := 0; i < maxRuleRows; i++ {
 		if _, ok := form[rules.ActivityField(i, "name")]; !ok {
 			break
@@ -191,6 +192,8 @@ func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
 		prices = nil // the defaults, as shown: they stay the defaults
 	}
 	r.Prices = prices
+	r.Hats = hatsFromForm(f.Hats)
+	r.PromptForAdvisory = f.PromptForAdvisory
 	return r, fe
 }
 
@@ -245,6 +248,8 @@ func rulesErrorKeys(f rules.Form, fe models.FieldErrors) map[string]string {
 				msg = out["stacks"] + "; " + msg
 			}
 			out["stacks"] = msg
+		case hatErrRE.MatchString(k):
+			add(rules.HatField(atoiOr(hatErrRE.FindStringSubmatch(k)[1]), "conflicts_with"), m)
 		case listErrRE.MatchString(k):
 			g := listErrRE.FindStringSubmatch(k)
 			list := map[string][]string{"always": r.Always, "advisory_words": r.AdvisoryWords, "skip_words": r.SkipWords}[g[1]]
@@ -272,6 +277,7 @@ func formFromRules(r models.ProjectRules) rules.Form {
 	if len(r.Prices) == 0 {
 		f.Prices = yamlList(models.DefaultPrices())
 	}
+	f.Hats, f.PromptForAdvisory = hatRows(r.HatTable()), r.PromptForAdvisory
 	names := make([]string, 0, len(r.Activities))
 	for n := range r.Activities {
 		names = append(names, n)

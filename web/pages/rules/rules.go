@@ -102,6 +102,9 @@ type Form struct {
 	SkipWords     string // one word or phrase per line
 	Stacks        string // the stacks as YAML
 	Prices        string // the price table as YAML
+	// Hats are the hat table's rows; PromptForAdvisory the advisory prompt's switch.
+	Hats              []HatRow
+	PromptForAdvisory bool
 }
 
 // ActivityRow maps an activity to its command.
@@ -148,6 +151,11 @@ func ActivityField(i int, field string) string {
 	return "activities[" + strconv.Itoa(i) + "]." + field
 }
 
+// HatField names an input of hat row i (name, conflicts_with).
+func HatField(i int, field string) string {
+	return "hats[" + strconv.Itoa(i) + "]." + field
+}
+
 // PatternField names an input of file pattern row i.
 func PatternField(i int, field string) string {
 	return "file_patterns[" + strconv.Itoa(i) + "]." + field
@@ -175,6 +183,13 @@ func (v View) patternRows() []PatternRow {
 		return v.Form.FilePatterns
 	}
 	return append(append([]PatternRow(nil), v.Form.FilePatterns...), make([]PatternRow, blankRows)...)
+}
+
+func (v View) hatRows() []HatRow {
+	if !v.CanEdit {
+		return v.Form.Hats
+	}
+	return append(append([]HatRow(nil), v.Form.Hats...), make([]HatRow, blankRows)...)
 }
 
 func (v View) props(name, label, value string) components.FieldProps {
