@@ -86,6 +86,9 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 	if v.Progress, err = p.goalProgress(ctx, me, id); err != nil {
 		return nil, err
 	}
+	if v.Runs, err = p.goalRuns(ctx, id); err != nil {
+		return nil, err
+	}
 	v.Meta = p.meta(c, g.Title, layout.NavGoals)
 	v.Meta.LiveRefresh = "goal:" + itoa(id)
 	return v, nil

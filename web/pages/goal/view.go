@@ -34,7 +34,8 @@ type View struct {
 	Reject    RejectForm
 	Run       RunForm
 	Budget    BudgetView
-	Progress  *Progress // burn-down and failing stages (progress.templ); nil: not shown
+	Progress  *Progress  // burn-down and failing stages (progress.templ); nil: not shown
+	Runs      []RunSteps // the goal's workflow runs, step by step (steps.templ)
 }
 
 // BudgetView is what a goal's tasks spent and may spend, with the lead's form.

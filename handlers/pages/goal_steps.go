@@ -1,0 +1,78 @@
+package pages
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/pages/goal"
+)
+
+// goalRunTasks bounds the tasks the goal page reads to draw its workflow runs: the
+// newest ones, which hold any run a person is following.
+const goalRunTasks = 1000
+
+// goalRuns lists the workflow runs of goal id step by step: each stage one step, or
+// the steps of a parallel group side by side, each with its task's state and the fix
+// tasks its artifact review added.
+func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error) {
+	st := p.d.Service.Store()
+	tasks, err := st.ListTasks(ctx, models.TaskFilter{GoalID: id, Limit: goalRunTasks})
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		run  int64
+		step int
+	}
+	byStep := map[key]models.Task{}
+	fixes := map[int64][]goal.FixCell{}
+	var runIDs []int64
+	for _, t := range tasks {
+		if t.ReviewOf != nil {
+			fixes[*t.ReviewOf] = append(fixes[*t.ReviewOf], goal.FixCell{ID: t.ID, Title: t.Title, State: string(t.State)})
+		}
+		if t.RunID == nil || t.StepNum <= 0 {
+			continue
+		}
+		if !slices.Contains(runIDs, *t.RunID) {
+			runIDs = append(runIDs, *t.RunID)
+		}
+		byStep[key{*t.RunID, t.StepNum}] = t
+	}
+	slices.Sort(runIDs)
+	var out []goal.RunSteps
+	for _, rid := range runIDs {
+		run, err := st.GetRun(ctx, rid)
+		if err != nil {
+			return nil, err
+		}
+		tpl, err := st.GetTemplate(ctx, run.TemplateName, run.TemplateVersion)
+		if err != nil {
+			return nil, err
+		}
+		rs := goal.RunSteps{ID: run.ID, Template: run.TemplateName, Version: run.TemplateVersion}
+		for _, stage := range models.Stages(tpl.Steps) {
+			row := goal.RunStage{}
+			if len(stage) > 1 {
+				row.Group = tpl.Steps[stage[0]].Parallel
+			}
+			for _, i := range stage {
+				c := goal.StepCell{Step: i + 1, Name: tpl.Steps[i].Name, Role: tpl.Steps[i].Role}
+				if t, ok := byStep[key{rid, i + 1}]; ok {
+					c.TaskID, c.Name, c.State = t.ID, t.Title, string(t.State)
+					c.Fixes = fixes[t.ID]
+					slices.SortFunc(c.Fixes, func(a, b goal.FixCell) int { return cmp.Compare(a.ID, b.ID) })
+				}
+				if c.Name == "" {
+					c.Name = "Step " + itoa(int64(i+1))
+				}
+				row.Steps = append(row.Steps, c)
+			}
+			rs.Stages = append(rs.Stages, row)
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
