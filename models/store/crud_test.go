@@ -724,26 +724,28 @@ func TestRules(t *testing.T) {
 		_, err := db.GetRules(ctx)
 		wantCode(t, err, models.ENOTFOUND)
 		r := &models.ProjectRules{
-			Activities:    map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
-			FilePatterns:  []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
-			Always:        []string{"lint"},
-			AdvisoryWords: []string{"research"},
-			SkipWords:     []string{"docs"},
-			Stacks:        models.DefaultStacks(),
-			Prices:        []models.ModelPrice{{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}},
+			Activities:        map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
+			FilePatterns:      []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
+			Always:            []string{"lint"},
+			AdvisoryWords:     []string{"research"},
+			SkipWords:         []string{"docs"},
+			Stacks:            models.DefaultStacks(),
+			Prices:            []models.ModelPrice{{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}},
+			PromptForAdvisory: true,
 		}
 		must(t, db.SaveRules(ctx, r))
 		allSet(t, r)
 		recent(t, r.UpdatedAt)
 		want := &models.ProjectRules{
-			Activities:    map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
-			FilePatterns:  []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
-			Always:        []string{"lint"},
-			AdvisoryWords: []string{"research"},
-			SkipWords:     []string{"docs"},
-			Stacks:        models.DefaultStacks(),
-			Prices:        r.Prices,
-			UpdatedAt:     r.UpdatedAt,
+			Activities:        map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
+			FilePatterns:      []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
+			Always:            []string{"lint"},
+			AdvisoryWords:     []string{"research"},
+			SkipWords:         []string{"docs"},
+			Stacks:            models.DefaultStacks(),
+			Prices:            r.Prices,
+			PromptForAdvisory: true,
+			UpdatedAt:         r.UpdatedAt,
 		}
 		got, err := db.GetRules(ctx)
 		must(t, err)
