@@ -112,7 +112,9 @@ type StatsFacts struct {
 
 // Scorecard is how work went over a window, for one agent or one task role. The unit
 // is a take: a task the agent (or, for a role, anyone) ran an attempt on that started
-// in the window. Rates are shares of the takes, nil when there are none.
+// in the window, or whose block in the window is the agent's (a task that was not
+// ready is blocked before any attempt). Rates are shares of the takes, nil when there
+// are none.
 type Scorecard struct {
 	Days  int       `json:"days"`
 	Since time.Time `json:"since"`
