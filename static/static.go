@@ -1,4 +1,4 @@
-// Package static holds the dashboard's stylesheet and its one small script, embedded in
+// Package static holds the dashboard's stylesheet and its small scripts, embedded in
 // the binary so that a deployment is a single file.
 //
 // Assets are referenced through Path, which appends a short content hash as a query
@@ -19,9 +19,9 @@ import (
 // Prefix is the URL path under which Handler expects to be mounted.
 const Prefix = "/static/"
 
-// FS holds the embedded assets: app.css and live.js.
+// FS holds the embedded assets: app.css, live.js and editor.js (the template editor).
 //
-//go:embed app.css live.js
+//go:embed app.css live.js editor.js
 var FS embed.FS
 
 var (

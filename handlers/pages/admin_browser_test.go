@@ -30,6 +30,8 @@ func byTestID(id string) chromedp.CSS { return chromedp.CSS(`[data-testid="` + i
 func TestBrowserTemplateEditor(t *testing.T) {
 	t.Parallel()
 	ctx := chrome(t)
+	// Leaving the editor after "Add step" (unsaved) asks first: accept.
+	acceptDialogs(ctx)
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()
 	tpl := &models.Template{Name: "feature-flow", Description: "Build, then review", Steps: []models.Step{
@@ -70,6 +72,8 @@ func TestBrowserTemplateEditor(t *testing.T) {
 		shot("templates"),
 
 		chromedp.Click(chromedp.CSS(`a[href="/templates/feature-flow"]`)),
+		// Steps are collapsed to a line: open step 1.
+		chromedp.Click(byTestID("step-summary-0")),
 		chromedp.WaitVisible(path0),
 		chromedp.SetValue(path0, "../../etc/passwd"),
 		chromedp.Click(byTestID("op-save")),

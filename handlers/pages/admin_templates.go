@@ -63,7 +63,7 @@ func (p *Pages) templatesList(c echo.Context) error {
 // templateNew answers GET /templates/new: an empty template with one step.
 func (p *Pages) templateNew(c echo.Context) error {
 	v := p.editorView(c, "/templates/new")
-	v.New = true
+	v.New, v.Open = true, 0
 	v.Form = tplpage.Form{Steps: []tplpage.StepForm{newStepForm()}}
 	return render(c, http.StatusOK, tplpage.Page(v))
 }
@@ -124,9 +124,10 @@ func (p *Pages) templateYAML(c echo.Context) error {
 }
 
 // templateEdit answers POST /templates/new and POST /templates/:name. The op value of
-// the pressed button decides: add, remove:i, up:i, down:i and remove-criterion:i:j
-// re-render the form with the change and save nothing; save validates and stores a
-// new version.
+// the pressed button decides: add, remove:i, up:i, down:i, remove-criterion:i:j and
+// remove-held-out:i:j re-render the form with the change and save nothing; preview:i
+// re-renders it with step i's preview beside it (with the X-Template-Preview header,
+// only the preview fragment, for editor.js); save validates and stores a new version.
 func (p *Pages) templateEdit(c echo.Context) error {
 	ctx := c.Request().Context()
 	isNew := c.Param("name") == ""
@@ -156,9 +157,21 @@ func (p *Pages) templateEdit(c echo.Context) error {
 	}
 
 	op := form.Get("op")
+	// Whatever happens next, the page shown holds changes that are not saved.
+	v.Unsaved = true
 	if op != tplpage.OpSave {
-		if err := applyOp(&v.Form, op); err != nil {
+		open, err := applyOp(&v.Form, op)
+		if err != nil {
 			return err
+		}
+		v.Open = open
+		if strings.HasPrefix(op, "preview:") {
+			if v.Preview, err = p.previewStep(c, v.Form, open); err != nil {
+				return err
+			}
+			if c.Request().Header.Get(tplpage.PreviewHeader) != "" {
+				return render(c, http.StatusOK, tplpage.PreviewFragment(v.Preview))
+			}
 		}
 		return render(c, http.StatusOK, tplpage.Page(v))
 	}
@@ -279,7 +292,8 @@ func (p *Pages) editorView(c echo.Context, action string) tplpage.View {
 	if n := c.Param("name"); n != "" {
 		title = n
 	}
-	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action, CanEdit: models.CanEditTemplates(a)}
+	return tplpage.View{Meta: p.meta(c, title, layout.NavTemplates), CSRF: CSRFToken(c), Action: action,
+		CanEdit: models.CanEditTemplates(a), Open: -1}
 }
 
 // addVersions adds the versions of template name and its history to v.
@@ -314,15 +328,17 @@ func newStepForm() tplpage.StepForm {
 	return tplpage.StepForm{CompletionType: string(models.CompletionFile), VerificationType: string(models.VerifyAuto)}
 }
 
-var opRE = regexp.MustCompile(`^(add|remove|up|down|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
+var opRE = regexp.MustCompile(`^(add|remove|up|down|preview|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
 
-// applyOp changes the form as the pressed button asks. An op naming a step or
-// criterion that does not exist is a bad request (a stale or crafted form).
-func applyOp(f *tplpage.Form, op string) error {
+// applyOp changes the form as the pressed button asks and returns the step to show
+// expanded afterwards (-1: none): the added or moved step, the step edited. An op
+// naming a step or criterion that does not exist is a bad request (a stale or
+// crafted form). preview:i changes nothing and opens step i.
+func applyOp(f *tplpage.Form, op string) (int, error) {
 	m := opRE.FindStringSubmatch(op)
 	bad := models.Errorf(models.EBADREQUEST, "unknown editor action %q", op)
 	if m == nil {
-		return bad
+		return -1, bad
 	}
 	i, errI := strconv.Atoi(m[2])
 	j, errJ := strconv.Atoi(m[3])
@@ -331,23 +347,29 @@ func applyOp(f *tplpage.Form, op string) error {
 	switch {
 	case m[1] == "add" && m[2] == "":
 		if len(steps) >= models.MaxTemplateSteps {
-			return models.Errorf(models.EBADREQUEST, "a template has at most %d steps", models.MaxTemplateSteps)
+			return -1, models.Errorf(models.EBADREQUEST, "a template has at most %d steps", models.MaxTemplateSteps)
 		}
 		f.Steps = append(steps, newStepForm())
+		return len(f.Steps) - 1, nil
 	case m[1] == "remove" && inRange && m[3] == "":
 		f.Steps = slices.Delete(steps, i, i+1)
+		return -1, nil
 	case m[1] == "up" && inRange && i > 0 && m[3] == "":
 		steps[i-1], steps[i] = steps[i], steps[i-1]
+		return i - 1, nil
 	case m[1] == "down" && inRange && i < len(steps)-1 && m[3] == "":
 		steps[i+1], steps[i] = steps[i], steps[i+1]
+		return i + 1, nil
+	case m[1] == "preview" && inRange && m[3] == "":
+		return i, nil
 	case m[1] == "remove-criterion" && inRange && errJ == nil && j >= 0 && j < len(steps[i].Criteria):
 		steps[i].Criteria = slices.Delete(steps[i].Criteria, j, j+1)
+		return i, nil
 	case m[1] == "remove-held-out" && inRange && errJ == nil && j >= 0 && j < len(steps[i].HeldOut):
 		steps[i].HeldOut = slices.Delete(steps[i].HeldOut, j, j+1)
-	default:
-		return bad
+		return i, nil
 	}
-	return nil
+	return -1, bad
 }
 
 // parseTemplateForm reads the editor's inputs as typed. Steps are read while
@@ -369,7 +391,8 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 			ChecklistCount:   g("completion.checklist.count"),
 			VerificationType: g("verification.type"),
 			ReviewRole:       g("review.role"), ReviewWhen: g("review.when"), ReviewEvery: g("review.every"),
-			ReviewMaxRounds: g("review.max_rounds"),
+			ReviewMaxRounds: g("review.max_rounds"), ReviewOnExhausted: strings.TrimSpace(g("review.on_exhausted")),
+			Parallel: strings.TrimSpace(g("parallel")),
 		}
 		for j := 0; j < maxFormCriteria; j++ {
 			cg := func(field string) string { return form.Get(tplpage.CriterionField(i, j, field)) }
@@ -428,7 +451,7 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 			}
 			return d
 		}
-		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify}
+		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify, Parallel: s.Parallel}
 		cp := &st.Completion
 		cp.Type = models.CompletionType(s.CompletionType)
 		cp.Path = s.Path
@@ -466,8 +489,8 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		for _, h := range s.HeldOut {
 			st.Verification.HeldOut = append(st.Verification.HeldOut, models.HeldOutTest{Path: h.Path, Content: h.Content})
 		}
-		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds) != "" {
-			r := &models.Review{Role: s.ReviewRole,
+		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds+s.ReviewOnExhausted) != "" {
+			r := &models.Review{Role: s.ReviewRole, OnExhausted: s.ReviewOnExhausted,
 				Every:     num("review.every", "every", s.ReviewEvery),
 				MaxRounds: num("review.max_rounds", "max_rounds", s.ReviewMaxRounds)}
 			for _, w := range strings.Split(s.ReviewWhen, ",") {
@@ -548,7 +571,9 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 		if r := st.Review; r != nil {
 			s.ReviewRole, s.ReviewWhen = r.Role, strings.Join(r.When, ", ")
 			s.ReviewEvery, s.ReviewMaxRounds = num(r.Every), num(r.MaxRounds)
+			s.ReviewOnExhausted = r.OnExhausted
 		}
+		s.Parallel = st.Parallel
 		f.Steps = append(f.Steps, s)
 	}
 	return f

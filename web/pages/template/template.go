@@ -41,6 +41,28 @@ type View struct {
 	History []components.HistoryItem
 	// CanEdit says whether the signed-in agent may save (lead, admin or editor).
 	CanEdit bool
+	// Open is the index of the step shown expanded (-1: every step collapsed to its
+	// one-line summary). Steps with a field error are expanded too.
+	Open int
+	// Unsaved says the form holds changes not yet saved (it was re-shown after an
+	// add, move, preview or a refused save): leaving the page warns.
+	Unsaved bool
+	// Preview is the preview of one step shown beside the form; nil for none.
+	Preview *Preview
+}
+
+// Preview is what one step becomes when a run starts: its contract in plain words and
+// the brief the runner gives the worker of its first attempt.
+type Preview struct {
+	Step int // index of the step
+	// Words describes the contract in plain words, a sentence each.
+	Words []string
+	// Brief is the worker's brief as the runner renders it; Problems, when the step
+	// cannot become a task yet, say why instead.
+	Brief    string
+	Problems []string
+	// Note says what the preview assumes (the task number, the workspace).
+	Note string
 }
 
 // VersionRow is one saved version in the versions list.
@@ -95,6 +117,12 @@ type StepForm struct {
 	ReviewWhen      string // comma-separated triggers
 	ReviewEvery     string
 	ReviewMaxRounds string
+	// ReviewOnExhausted is what happens when the last review round fails: "" (the
+	// default, block), block or proceed_with_warnings.
+	ReviewOnExhausted string
+
+	// Parallel names the group of consecutive steps that run at the same time.
+	Parallel string
 }
 
 // CriterionForm is one verification criterion row.
@@ -144,6 +172,14 @@ const (
 	OpAdd  = "add"
 )
 
+// OpPreview previews step i (the form is re-shown with the preview; with the header
+// PreviewHeader only the preview fragment is answered).
+func OpPreview(i int) string { return "preview:" + strconv.Itoa(i) }
+
+// PreviewHeader is the request header editor.js sets on a preview request, asking for
+// the preview fragment instead of the whole page.
+const PreviewHeader = "X-Template-Preview"
+
 // OpRemove, OpUp, OpDown and OpRemoveCriterion build the op values of the per-step
 // buttons: "remove:2", "up:1", "down:0", "remove-criterion:1:0".
 func OpRemove(i int) string { return "remove:" + strconv.Itoa(i) }
@@ -180,6 +216,13 @@ var VerificationTypes = []components.Option{
 	{Value: "skip", Label: "skip — minimal criteria only"},
 }
 
+// OnExhaustedChoices are the choices of a review's on_exhausted select.
+var OnExhaustedChoices = []components.Option{
+	{Value: "", Label: "(default: block)"},
+	{Value: "block", Label: "block — the task is blocked"},
+	{Value: "proceed_with_warnings", Label: "proceed_with_warnings — the task goes on, the review's findings as warnings"},
+}
+
 // Timings are the choices of a criterion's timing select.
 var Timings = []components.Option{
 	{Value: "", Label: "(default)"},
@@ -214,16 +257,6 @@ func (v View) yamlHref() string {
 
 func versionHref(name string, version int) string {
 	return "/templates/" + name + "?version=" + strconv.Itoa(version)
-}
-
-func stepTitle(i int, s StepForm) string {
-	t := "Step " + strconv.Itoa(i+1)
-	if s.Name != "" {
-		t += ": " + s.Name
-	} else if s.Role != "" {
-		t += " (" + s.Role + ")"
-	}
-	return t
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -285,4 +318,49 @@ func withHelp(p components.FieldProps, help string) components.FieldProps {
 func withMono(p components.FieldProps) components.FieldProps {
 	p.Mono = true
 	return p
+}
+
+// isOpen reports whether step i is shown expanded: the open step, and every step with
+// a field error (an error is never hidden in a collapsed step).
+func (v View) isOpen(i int) bool { return v.Open == i || v.stepErrors(i) > 0 }
+
+// stepErrors counts the field errors of step i.
+func (v View) stepErrors(i int) int {
+	prefix := StepField(i, "")
+	n := 0
+	for k := range v.Errors {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			n++
+		}
+	}
+	return n
+}
+
+// stepName is a step's name on its summary line.
+func stepName(s StepForm) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return "(no name)"
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func criteriaCount(n int) string {
+	if n == 1 {
+		return "1 criterion"
+	}
+	return strconv.Itoa(n) + " criteria"
+}
+
+func errorCount(n int) string {
+	if n == 1 {
+		return "1 error"
+	}
+	return strconv.Itoa(n) + " errors"
 }

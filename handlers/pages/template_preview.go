@@ -1,0 +1,200 @@
+package pages
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner"
+	tplpage "github.com/countersign/countersign/web/pages/template"
+)
+
+// The preview shows a step as one example task: paths with {task_id} need a number
+// and the brief names the workspace, which exists only once a worker runs.
+const (
+	previewTaskID  = 42
+	previewWorkdir = "/workspace"
+)
+
+// previewStep builds the preview of step i of the form: the contract in plain words
+// and the brief the runner would give the worker of its first attempt, from the same
+// code that builds the task when a run starts (Service.PreviewStepTask) and the brief
+// when the task runs (runner.PreviewBrief). A step that cannot become a task yet gets
+// the reasons instead of the brief.
+func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Preview, error) {
+	t, fe := templateFromForm(f)
+	pv := &tplpage.Preview{Step: i,
+		Note: fmt.Sprintf("Shown as task %d in the workspace %s; {{params}} are filled in when a run starts.", previewTaskID, previewWorkdir)}
+	prefix := tplpage.StepField(i, "")
+	problem := func(fields map[string]string, strip string) {
+		for k, m := range fields {
+			if rest, ok := strings.CutPrefix(k, strip); ok {
+				pv.Problems = append(pv.Problems, rest+": "+m)
+			}
+		}
+	}
+	problem(fe, prefix)
+	if len(fe) == 0 {
+		if err := t.Validate(); err != nil {
+			if !isInvalid(err) {
+				return nil, err
+			}
+			problem(fieldErrors(err), prefix)
+		}
+	}
+	var task *models.Task
+	if len(pv.Problems) == 0 {
+		var err error
+		task, err = p.d.Service.PreviewStepTask(c.Request().Context(), t, i, previewTaskID)
+		switch {
+		case isInvalid(err):
+			problem(fieldErrors(err), "")
+		case err != nil:
+			return nil, err
+		default:
+			pv.Brief = runner.PreviewBrief(task, previewWorkdir)
+		}
+	}
+	sort.Strings(pv.Problems)
+	pv.Words = contractWords(t.Steps, i, task)
+	return pv, nil
+}
+
+// contractWords says in a sentence each what step i asks and who signs it off. With
+// task (the step as a run would make it) the contract is the resolved one: defaults
+// filled in, auto criteria generated.
+func contractWords(steps []models.Step, i int, task *models.Task) []string {
+	st := steps[i]
+	ct := st.Contract()
+	if task != nil {
+		ct = task.Contract
+	}
+	cp, vf := ct.Completion, ct.Verification
+	role := strings.TrimSpace(st.Role)
+	if role == "" {
+		role = models.DefaultTaskRole
+	}
+	var out []string
+
+	// When the step starts.
+	release := "released when the run starts"
+	if i > 0 {
+		prev := steps[i-1].Parallel
+		switch {
+		case st.Parallel != "" && prev == st.Parallel:
+			release = fmt.Sprintf("runs at the same time as step %d (parallel group %q)", i, st.Parallel)
+		case prev != "":
+			release = fmt.Sprintf("released when every step of the parallel group %q is verified", prev)
+		default:
+			release = fmt.Sprintf("released when step %d is verified", i)
+		}
+	}
+	if st.Parallel != "" && (i == 0 || steps[i-1].Parallel != st.Parallel) {
+		release += fmt.Sprintf("; the steps after it in the parallel group %q run at the same time", st.Parallel)
+	}
+	out = append(out, fmt.Sprintf("A task for the role %s, %s.", role, release))
+
+	// What done looks like.
+	var done []string
+	typ := cp.Type
+	if typ == "" && strings.TrimSpace(cp.Path) != "" {
+		typ = models.CompletionFile
+	}
+	out0 := cp.Path
+	if task != nil {
+		out0 = ct.OutputPath(task.ID)
+	}
+	switch typ {
+	case models.CompletionFile:
+		s := fmt.Sprintf("the worker writes %s", out0)
+		if cp.MinLength > 0 {
+			s += fmt.Sprintf(" (at least %d bytes)", cp.MinLength)
+		}
+		done = append(done, s)
+	case models.CompletionSignal:
+		done = append(done, fmt.Sprintf("the worker writes %s with the signal %q", out0, cp.Signal))
+	default:
+		done = append(done, "the worker exits cleanly")
+	}
+	if cp.DoneToken != "" {
+		done = append(done, fmt.Sprintf("prints %s", cp.DoneToken))
+	}
+	if n := len(cp.Verify); n > 0 {
+		done = append(done, plural(n, "command exits", "commands exit")+" 0")
+	}
+	if cl := cp.Checklist; cl != nil {
+		done = append(done, fmt.Sprintf("%s has %s checked", cl.Path, plural(cl.Count, "box", "boxes")))
+	}
+	if cp.Clean {
+		done = append(done, "leaves no uncommitted changes")
+	}
+	if strings.TrimSpace(cp.Evaluate) != "" {
+		done = append(done, "an evaluator accepts the output")
+	}
+	out = append(out, "Done when "+strings.Join(done, ", ")+".")
+
+	// How it is checked.
+	switch vf.Type {
+	case models.VerifyAdvisory:
+		out = append(out, "Advisory: no automated checks; a person reads the output.")
+	case models.VerifySkip:
+		out = append(out, fmt.Sprintf("Minimal checks only (%s).", plural(len(vf.Criteria), "criterion", "criteria")))
+	case models.VerifyAuto, "":
+		out = append(out, "Criteria are generated from the task with the project rules when the run starts.")
+	default:
+		acts := make([]string, 0, len(vf.Criteria))
+		for _, cr := range vf.Criteria {
+			acts = append(acts, cr.Activity)
+		}
+		s := fmt.Sprintf("Verified by %s", plural(len(vf.Criteria), "criterion", "criteria"))
+		if len(acts) > 0 {
+			s += " (" + strings.Join(acts, ", ") + ")"
+		}
+		out = append(out, s+".")
+	}
+	if n := len(vf.HeldOut) + vf.HeldOutCount; n > 0 {
+		out = append(out, fmt.Sprintf("%s the worker never sees run too.", plural(n, "held-out test", "held-out tests")))
+	}
+	out = append(out, fmt.Sprintf("Approved by %s, verified by %s.", policyWords(st.Approve), policyWords(st.Verify)))
+	if r := ct.Review; r != nil {
+		rounds := r.MaxRounds
+		if rounds <= 0 {
+			rounds = models.MaxReviewRounds
+		}
+		then := "the task is blocked"
+		if r.OnExhausted == "proceed_with_warnings" {
+			then = "the task goes on with the review's findings as warnings"
+		}
+		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, plural(rounds, "round", "rounds"), then))
+	}
+	attempts, timeout := cp.MaxAttempts, cp.Timeout.Duration
+	if attempts <= 0 {
+		attempts = models.DefaultMaxAttempts
+	}
+	if timeout <= 0 {
+		timeout = models.DefaultTimeout
+	}
+	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(attempts, "attempt", "attempts"), models.Duration{Duration: timeout}))
+	return out
+}
+
+// policyWords names an approve or verify policy: the runner when empty.
+func policyWords(p models.Policy) string {
+	switch p = strings.TrimSpace(p); p {
+	case "", models.PolicyRunner:
+		return "the runner"
+	case models.PolicyAny:
+		return "anyone"
+	}
+	return "the role " + p
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
