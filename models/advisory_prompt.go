@@ -304,3 +304,23 @@ func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verifica
 	t.Contract, t.UpdatedAt = c, s.now()
 	return tx.UpdateTask(ctx, t)
 }
+
+// resolveInboxKeepingPrompt is resolveInbox for every open item of the task but its
+// advisory prompt: reassigning a held task settles its blocked item, not the decision
+// whether it may be delegated at all.
+func (s *Service) resolveInboxKeepingPrompt(ctx context.Context, tx Tx, actor *Agent, taskID int64, resolution string) error {
+	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID})
+	if err != nil {
+		return err
+	}
+	kinds := map[string]bool{}
+	for _, it := range items {
+		if it.Kind != InboxAdvisoryPrompt && !kinds[it.Kind] {
+			kinds[it.Kind] = true
+			if err := s.resolveInbox(ctx, tx, actor, taskID, it.Kind, resolution); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

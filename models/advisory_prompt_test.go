@@ -116,6 +116,10 @@ func TestAdvisoryPrompt(t *testing.T) {
 			}
 			_, err = e.svc.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{})
 			advWantRule(t, err, models.ECONFLICT, models.RuleAdvisoryPrompt)
+			// Reassigning it does not settle the prompt.
+			if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActReassign, models.ActionInput{Agent: "dev"}); err != nil || len(e.prompts()) != 1 {
+				t.Fatalf("reassign: %v, %d prompts", err, len(e.prompts()))
+			}
 			// Dismissing it like an advisory output is not how it is resolved.
 			if _, err := e.svc.ResolveInboxItem(e.ctx, e.agents["lead"], items[0].ID, ""); models.ErrorCode(err) != models.ECONFLICT {
 				t.Fatalf("dismiss: %v", err)

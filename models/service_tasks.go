@@ -296,7 +296,7 @@ func (s *Service) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "reassigned to "+a.Name) }}}, nil
+	return effect{after: []func() error{func() error { return s.resolveInboxKeepingPrompt(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
 }
 
 func (s *Service) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
