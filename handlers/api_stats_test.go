@@ -20,6 +20,7 @@ func TestAgentStatsAPI(t *testing.T) {
 		e.agent("lead", models.KindHuman, "lead")
 		w := e.agent("w", models.KindHuman, "developer")
 		now := time.Now().UTC().Add(-time.Minute)
+		var blocked int64
 		for i, verified := range []bool{true, false} {
 			tk := &models.Task{Title: "t", Role: "developer", CreatorID: w.ID, State: models.TaskBlocked}
 			if err := e.db.CreateTask(ctx, tk); err != nil {
@@ -33,6 +34,7 @@ func TestAgentStatsAPI(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
+				blocked = tk.ID
 				p, _ := json.Marshal(models.BlockedPayload{TaskID: tk.ID, Agent: "w", Attempts: []models.BlockedAttempt{{Attempt: 1, Stage: models.StageVerify}}})
 				if err := e.db.CreateInboxItem(ctx, &models.InboxItem{Kind: models.InboxBlocked, TaskID: tk.ID, Payload: p, CreatedAt: now}); err != nil {
 					t.Fatal(err)
@@ -63,6 +65,15 @@ func TestAgentStatsAPI(t *testing.T) {
 			if msg, _ := r.fields()["days"].(string); !strings.Contains(msg, "7 or 30") {
 				t.Fatalf("days=%s: %s", bad, r.Raw)
 			}
+		}
+		// A worker's attempt token is for its task, not for reading scorecards.
+		secret, _, err := e.svc.IssueAttemptToken(ctx, w.ID, blocked, 2, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.tokens["attempt"] = secret
+		if r := e.must(403, "attempt", "GET", "/agents/"+itoa(w.ID)+"/stats", nil); r.errRule() != "attempt_token_scope" {
+			t.Fatalf("an attempt token's stats: %s", r.Raw)
 		}
 		e.must(404, "lead", "GET", "/agents/999999/stats", nil)
 		e.must(404, "lead", "GET", "/agents/nobody/stats", nil)
