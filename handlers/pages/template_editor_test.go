@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner"
 )
 
 // TestTemplateEditorParallelAndOnExhausted saves a step's parallel group and a review's
@@ -141,3 +142,46 @@ func saveTemplate(t *testing.T, e *admEnv, name string, n int) *models.Template 
 
 // previewHdr asks the editor for the preview fragment, as editor.js does.
 var previewHdr = map[string]string{"X-Template-Preview": "1"}
+
+// TestPreviewIsTheRunsBrief: for every step, the preview's task (Service.PreviewStepTask)
+// and its brief (runner.PreviewBrief) are those of the task a run of the same template
+// makes, auto criteria and defaults included.
+func TestPreviewIsTheRunsBrief(t *testing.T) {
+	t.Parallel()
+	e := newAdmEnv(t, pagesLocal)
+	ctx := context.Background()
+	tpl := saveTemplate(t, e, "runs", 2)
+	tpl.Name = "runs-auto"
+	tpl.Steps[1].Verification = models.Verification{Type: models.VerifyAuto}
+	tpl.Steps[1].Review = &models.Review{Role: "lead", OnExhausted: "proceed_with_warnings"}
+	tpl.Steps[1].Completion.Verify = []string{"go test ./..."}
+	if err := e.svc.SaveTemplate(ctx, models.System, tpl); err != nil {
+		t.Fatal(err)
+	}
+	lead := e.human("lou", models.RoleLead)
+	g := &models.Goal{Title: "Run the template"}
+	if err := e.svc.CreateGoal(ctx, lead, g); err != nil {
+		t.Fatal(err)
+	}
+	_, tasks, err := e.svc.StartRun(ctx, lead, g.ID, "runs-auto", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tasks {
+		run, err := e.db.GetTask(ctx, tasks[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := e.svc.PreviewStepTask(ctx, tpl, i, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := runner.PreviewBrief(pv, "/ws"), runner.PreviewBrief(run, "/ws")
+		if got != want {
+			t.Fatalf("step %d: the preview's brief differs from the run's task's:\n--- preview\n%s\n--- run\n%s", i+1, got, want)
+		}
+		if i == 1 && !strings.Contains(got, "go test ./...") {
+			t.Fatalf("step 2's brief lacks its verify command:\n%s", got)
+		}
+	}
+}
