@@ -6,7 +6,7 @@ import "github.com/labstack/echo/v4"
 //
 //	GET  /templates                  list (latest version of each)
 //	GET  /templates/new              editor for a new template
-//	POST /templates/new              editor actions (op=add|remove:i|up:i|down:i|remove-criterion:i:j|save)
+//	POST /templates/new              editor actions (op=add|remove:i|up:i|down:i|preview:i|remove-criterion:i:j|remove-held-out:i:j|save)
 //	GET  /templates/import           YAML/JSON import form
 //	POST /templates/import           import (saves the next version of the name)
 //	GET  /templates/:name            editor of the latest version; ?version=N read-only
