@@ -149,6 +149,9 @@ func TestScorecardPages(t *testing.T) {
 				t.Fatalf("days=9: %d", r.Status)
 			}
 
+			if r := b.get("/agents/" + itoa64(h.bot.ID)); !strings.Contains(r.Body, `href="/agents/`+itoa64(h.bot.ID)+`/scorecard"`) {
+				t.Fatal("the agent's page does not link its scorecard")
+			}
 			path := "/agents/" + itoa64(h.bot.ID) + "/scorecard"
 			sc := b.get(path)
 			if sc.Status != 200 {
