@@ -126,7 +126,10 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 		t.Fatalf("open on load: %q", got)
 	}
 	height := evalJS[float64](t, ctx, `Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)`)
-	t.Logf("document height, 10 steps collapsed: %.0f px", height)
+	// The footer sits at the window's bottom when the page is shorter: say where the
+	// editor itself ends too.
+	editorEnd := evalJS[float64](t, ctx, `document.querySelector('.grid-main').getBoundingClientRect().bottom + window.scrollY`)
+	t.Logf("document height, 10 steps collapsed: %.0f px (the editor ends at %.0f px)", height, editorEnd)
 	if height > 800 {
 		t.Fatalf("the collapsed editor of 10 steps is %.0f px tall, more than one 800 px screen", height)
 	}
@@ -166,6 +169,22 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 		t.Fatalf("contract in plain words: %q", words)
 	}
 
+	// The summary line follows the step's name and verification type as they are typed.
+	run(t, ctx, "rename step 6",
+		chromedp.SendKeys(byTestID("steps[5].name"), kb.End+" bis"),
+		chromedp.SetValue(byTestID("steps[5].verification.type"), "advisory"),
+		read(chromedp.Evaluate[bool](`document.querySelector('[data-testid="steps[5].verification.type"]').dispatchEvent(new Event('change', {bubbles: true}))`), new(bool)),
+	)
+	if got := text(t, ctx, `[data-testid="step-summary-5"]`); !strings.Contains(got, "Part 6 bis") || !strings.Contains(got, "advisory") {
+		t.Fatalf("summary after typing: %q", got)
+	}
+	waitJS(t, ctx, "the preview to say advisory",
+		`((document.querySelector('[data-testid="preview-words"]')||{}).textContent||'').includes('Advisory: no automated checks')`)
+	run(t, ctx, "verification back to verifiable",
+		chromedp.SetValue(byTestID("steps[5].verification.type"), "verifiable"),
+		read(chromedp.Evaluate[bool](`document.querySelector('[data-testid="steps[5].verification.type"]').dispatchEvent(new Event('change', {bubbles: true}))`), new(bool)),
+	)
+
 	// Drag the last step to the top: the inputs are renumbered, the summaries too.
 	drag := `(function(){
 		var list = document.querySelector('[data-steps]');
@@ -204,7 +223,7 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 	for i, s := range tpl.Steps {
 		names[i] = s.Name
 	}
-	if tpl.Version != 2 || strings.Join(names[:3], ",") != "Part 10,Part 1,Part 2" || tpl.Steps[6].Completion.MinLength != 250 ||
+	if tpl.Version != 2 || strings.Join(names[:3], ",") != "Part 10,Part 1,Part 2" || names[6] != "Part 6 bis" || tpl.Steps[6].Completion.MinLength != 250 ||
 		!strings.HasSuffix(tpl.Steps[6].Brief, "XYZZY flag.") {
 		t.Fatalf("saved version %d: %q, step 7 %+v", tpl.Version, names, tpl.Steps[6])
 	}
