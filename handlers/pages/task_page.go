@@ -84,6 +84,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v.Actions = actionForms(SignedIn(c), t, dir)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
+	v.Review = task.ReviewOf(stored.ReviewWarnings, stored.ReviewOf)
 	if v.Verification, err = p.verificationView(ctx, SignedIn(c), stored); err != nil {
 		return nil, err
 	}

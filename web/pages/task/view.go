@@ -51,6 +51,9 @@ type View struct {
 	// Verification says how the task's standing completion was verified and whether
 	// its work is still what was verified; nil for a task never verified.
 	Verification *Verification
+	// Review is the artifact review's warnings or the task a fix task fixes
+	// (review.templ); nil when neither.
+	Review *Review
 }
 
 // Verification is the verification card: the ledger's kind of the standing
