@@ -77,6 +77,9 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Timeline, v.TimelineTruncated = timeline(events, dir), truncated
+	if v.Hats, err = p.taskHats(ctx, stored, events, dir); err != nil {
+		return nil, err
+	}
 	v.Deliverable = deliverableView(t.ID, attempts)
 	v.Output = p.outputView(ctx, stored, attempts)
 	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
@@ -284,7 +287,7 @@ func timeline(events []models.Event, dir *directory) []components.TimelineItem {
 			From, To, Action, Reason, Notes, Summary, Agent, Resolution string
 		}
 		_ = json.Unmarshal(e.Data, &d)
-		it := components.TimelineItem{At: e.CreatedAt, Title: e.Type, Actor: dir.name(e.ActorID), State: d.To}
+		it := components.TimelineItem{At: e.CreatedAt, Title: e.Type, Actor: hatActor(e, dir.name(e.ActorID), dir), State: d.To}
 		if d.From != "" && d.To != "" {
 			it.Title = e.Type + ": " + components.StateLabel(d.From) + " → " + components.StateLabel(d.To)
 		}

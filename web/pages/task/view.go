@@ -51,6 +51,9 @@ type View struct {
 	// Verification says how the task's standing completion was verified and whether
 	// its work is still what was verified; nil for a task never verified.
 	Verification *Verification
+	// Hats are the hats each participant wore on the task (see models.WornOn), shown
+	// with the timeline, whose entries name the hat of each move too.
+	Hats []HatWearer
 	// Review is the artifact review's warnings or the task a fix task fixes
 	// (review.templ); nil when neither.
 	Review *Review
