@@ -29,10 +29,18 @@
   function indexOf(section) { return steps().indexOf(section); }
   function details(section) { return section.querySelector("details.tpl-step"); }
 
-  /* ---------- one open step at a time ---------- */
+  /* ---------- one open step at a time ----------
+   * Only a step the user opens closes the others: the steps shown open on load (every
+   * step with a field error) fire toggle events too, and must stay open. */
+  var userOpened = null;
+  list.addEventListener("click", function (e) {
+    var summary = e.target.closest && e.target.closest("summary.tpl-step-summary");
+    if (summary) userOpened = summary.parentNode;
+  }, true);
   list.addEventListener("toggle", function (e) {
     var d = e.target;
-    if (!d.classList || !d.classList.contains("tpl-step") || !d.open) return;
+    if (!d.classList || !d.classList.contains("tpl-step") || !d.open || d !== userOpened) return;
+    userOpened = null;
     steps().forEach(function (s) {
       var other = details(s);
       if (other !== d && other.open) other.open = false;

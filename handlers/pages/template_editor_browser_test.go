@@ -141,9 +141,8 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 	// One step open at a time.
 	run(t, ctx, "open step 3", chromedp.Click(byTestID("step-summary-2")), chromedp.WaitVisible(byTestID("steps[2].brief")))
 	run(t, ctx, "open step 6", chromedp.Click(byTestID("step-summary-5")), chromedp.WaitVisible(byTestID("steps[5].brief")))
-	if got := evalJS[string](t, ctx, openSteps); got != "5" {
-		t.Fatalf("open after opening step 3 then 6: %q, want only 5", got)
-	}
+	// The script closes the others on the toggle event, which follows the click.
+	waitJS(t, ctx, "step 6 alone open", openSteps+` === '5'`)
 
 	// The preview of the open step is the runner's brief, and follows the typing.
 	waitJS(t, ctx, "the preview of step 6", `(document.querySelector('[data-testid="preview-title"]')||{}).textContent === 'Preview: step 6'`)
@@ -269,4 +268,41 @@ func runnerBrief(t *testing.T, e *admEnv, name string, i int, edit func(*models.
 		t.Fatal(fmt.Errorf("preview task: %w", err))
 	}
 	return runner.PreviewBrief(task, "/workspace")
+}
+
+// TestBrowserTemplateEditorErrorsOpen: a refused save shows every step with a field
+// error open (the script's one-open-at-a-time rule leaves them alone), the others
+// collapsed, each error beside its field.
+func TestBrowserTemplateEditorErrorsOpen(t *testing.T) {
+	t.Parallel()
+	ctx := chrome(t)
+	e := newAdmEnv(t, pagesLocal)
+	saveTemplate(t, e, "three", 3)
+	run(t, ctx, "sign in",
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.Navigate(e.srv.URL+"/login?next=/templates/three"),
+		chromedp.WaitVisible(byTestID("login-name")),
+		chromedp.SendKeys(byTestID("login-name"), "ada"),
+		chromedp.SendKeys(byTestID("login-password"), admPassword),
+		chromedp.Click(byTestID("login-submit")),
+		chromedp.WaitVisible(byTestID("step-summary-2")),
+	)
+	evalJS[bool](t, ctx, `(function(){
+		document.querySelector('[name="steps[0].completion.path"]').value = '/etc/passwd';
+		document.querySelector('[name="steps[2].completion.path"]').value = '../../out.md';
+		document.querySelector('[data-testid="op-save"]').click();
+		return true;
+	})()`)
+	run(t, ctx, "the refused save", chromedp.WaitVisible(byTestID("error-summary")), chromedp.Sleep(500*time.Millisecond), shot(t, "errors"))
+	if got := evalJS[string](t, ctx, openSteps); got != "0,2" {
+		t.Fatalf("open steps after a refused save: %q, want 0,2", got)
+	}
+	for _, id := range []string{"steps[0].completion.path-error", "steps[2].completion.path-error", "step-errors-0", "step-errors-2"} {
+		if !evalJS[bool](t, ctx, `!!document.querySelector('[data-testid="`+id+`"]') && document.querySelector('[data-testid="`+id+`"]').offsetParent !== null`) {
+			t.Fatalf("%s is not shown", id)
+		}
+	}
+	// Opening another step by hand closes the others.
+	run(t, ctx, "open step 2", chromedp.Click(byTestID("step-summary-1")), chromedp.WaitVisible(byTestID("steps[1].brief")))
+	waitJS(t, ctx, "step 2 alone open", openSteps+` === '1'`)
 }
