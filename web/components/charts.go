@@ -43,7 +43,8 @@ type BarChart struct {
 	// Summary describes it (<desc>).
 	Title, Summary string
 	Bars           []ChartBar
-	// LabelEvery labels every n-th bar (and the last); 0 or 1 labels each.
+	// LabelEvery labels every n-th bar counted back from the last (which is always
+	// labelled, and never crowded by its neighbour); 0 or 1 labels each.
 	LabelEvery int
 }
 
@@ -114,7 +115,7 @@ func (c BarChart) SVG() string {
 				`" fill="` + fill(s.Kind) + `" data-value="` + num(s.Value) + `"/>`)
 		}
 		b.WriteString(`</g>`)
-		if bar.Label != "" && (i%every == 0 || i == len(c.Bars)-1) {
+		if bar.Label != "" && (len(c.Bars)-1-i)%every == 0 {
 			b.WriteString(`<text x="` + ftoa(x+width/2) + `" y="` + ftoa(base+16) + `" text-anchor="middle" font-size="11" fill="#616161">` + esc(bar.Label) + `</text>`)
 		}
 	}

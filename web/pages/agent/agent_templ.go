@@ -145,7 +145,7 @@ func Page(v View) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, " ran an attempt on in the window. First pass: verified with no failed attempt, no second pass and no rejection. Work blocks are attempts that failed a check until the budget ran out; infrastructure blocks are checks that could not run or a workspace that was not ready.</p></div>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, " ran an attempt on in the window, or one assigned to it that was blocked in it. First pass: verified with no failed attempt, no second pass and no rejection. Work blocks are attempts that failed a check until the budget ran out; infrastructure blocks are checks that could not run or a workspace that was not ready.</p></div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -1258,7 +1258,7 @@ func board(b Board) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<p class=\"field-help\">Ranked by first-pass rate, then block rate, then tasks verified. A take is a task the agent ran an attempt on in the window; rates are shares of the takes.</p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<p class=\"field-help\">Ranked by first-pass rate, then block rate, then tasks verified. A take is a task the agent ran an attempt on in the window, or one assigned to it that was blocked in it; rates are shares of the takes.</p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
