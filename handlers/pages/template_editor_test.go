@@ -42,6 +42,18 @@ func TestTemplateEditorParallelAndOnExhausted(t *testing.T) {
 	if v := formValues(t, back.Body, "/templates/fan-out"); v.Get("steps[1].review.on_exhausted") != "proceed_with_warnings" {
 		t.Fatalf("on_exhausted shown as %q", v.Get("steps[1].review.on_exhausted"))
 	}
+	// A bad group, a group split in two and an unknown on_exhausted: refused, each
+	// message beside its field, the steps with errors open.
+	bad := editorOp(t, c, back, "/templates/fan-out", map[string]string{"steps[0].parallel": "Not A Group"}, "save")
+	bad.want(t, http.StatusUnprocessableEntity, `data-testid="step-details-0" open`)
+	assertFieldError(t, bad.Body, "steps[0].parallel", "must be 1-32 lower-case letters")
+	split := editorOp(t, c, back, "/templates/fan-out", map[string]string{"steps[0].parallel": "checks", "steps[1].parallel": ""}, "save")
+	split.want(t, http.StatusUnprocessableEntity)
+	assertFieldError(t, split.Body, "steps[2].parallel", "must be consecutive steps")
+	crafted := editorOp(t, c, back, "/templates/fan-out", map[string]string{"steps[1].review.on_exhausted": "maybe"}, "save")
+	crafted.want(t, http.StatusUnprocessableEntity, `data-testid="step-details-1" open`)
+	assertFieldError(t, crafted.Body, "steps[1].review.on_exhausted", "must be block or proceed_with_warnings")
+
 	// Saved again unchanged, the form gives the same steps.
 	editorOp(t, c, back, "/templates/fan-out", nil, "save").want(t, http.StatusSeeOther)
 	v2, _ := e.db.GetTemplate(context.Background(), "fan-out", 0)

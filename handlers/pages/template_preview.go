@@ -165,7 +165,7 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 			rounds = models.MaxReviewRounds
 		}
 		then := "the task is blocked"
-		if r.OnExhausted == "proceed_with_warnings" {
+		if r.ProceedsWithWarnings() {
 			then = "the task goes on with the review's findings as warnings"
 		}
 		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, plural(rounds, "round", "rounds"), then))
