@@ -109,10 +109,9 @@ func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t 
 	fmt.Fprintf(&b, "Done when: the reviewer's finding %q is addressed.\n", summary)
 	c := t.Contract
 	c.Review, c.Budget = nil, nil
-	if p := t.Contract.OutputPath(t.ID); p != "" && c.Completion.Type != CompletionNone && c.Completion.Type != "" {
+	if p := t.Contract.OutputPath(t.ID); p != "" {
 		c.Completion.Path = p // t's output, not a path of the fix's own id
 	}
-	c.Completion.DoneToken = ""
 	spec := TaskSpec{Title: Truncate(fmt.Sprintf("[FIX %d] Fix: %s", t.ID, summary), 200), Brief: Truncate(b.String(), 100000),
 		Role: t.Role, GoalID: t.GoalID, Priority: t.Priority + 1, Contract: c}
 	fix, err := spec.build(ProjectRules{}, s.now())
