@@ -2,6 +2,8 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 )
 
@@ -273,4 +276,27 @@ func headerOf(t *testing.T, e *apiEnv, as, path string) http.Header {
 	must(t, err)
 	res.Body.Close()
 	return res.Header
+}
+
+// TestOutputChangedSinceVerified: the workspace's output file is marked changed when
+// its hash is no longer the fingerprint's, and not while it is.
+func TestOutputChangedSinceVerified(t *testing.T) {
+	ws := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(ws, "report.md"), []byte("# Report\n"), 0o644))
+	sum := sha256.Sum256([]byte("# Report\n"))
+	task := &models.Task{ID: 7, Fingerprint: &models.Fingerprint{Dir: ws, Output: "report.md",
+		Files: []models.FingerprintFile{{Path: "report.md", Hash: hex.EncodeToString(sum[:])}}}}
+	open := func() bool {
+		out, err := handlers.OpenOutput(context.Background(), task, nil, nil)
+		must(t, err)
+		out.Close()
+		return out.Changed
+	}
+	if open() {
+		t.Fatal("the verified file is marked changed")
+	}
+	must(t, os.WriteFile(filepath.Join(ws, "report.md"), []byte("# Report, edited\n"), 0o644))
+	if !open() {
+		t.Fatal("an edited file is not marked changed")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/drift"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -37,6 +38,9 @@ func (h *OutputAPI) Register(g *echo.Group) {
 type TaskOutput struct {
 	Name string
 	Size int64
+	// Changed says the file is the workspace's and no longer what was verified (its
+	// hash differs from the fingerprint's): the kept copy is never changed.
+	Changed bool
 	io.ReadCloser
 }
 
@@ -72,7 +76,19 @@ func OpenOutput(ctx context.Context, t *models.Task, attempts []models.Attempt, 
 		f.Close()
 		return nil, unavailable
 	}
-	return &TaskOutput{Name: fp.Output, Size: fi.Size(), ReadCloser: f}, nil
+	return &TaskOutput{Name: fp.Output, Size: fi.Size(), Changed: changedSince(fp), ReadCloser: f}, nil
+}
+
+// changedSince says whether fp's output file in its workspace differs from what the
+// fingerprint recorded; a file it recorded no hash for is not known to have changed.
+func changedSince(fp *models.Fingerprint) bool {
+	for _, f := range fp.Files {
+		if f.Path == fp.Output && f.Hash != "" {
+			sum, exists, err := drift.HashOf(fp.Git, f.Hash).File(fp.Dir, fp.Output)
+			return err != nil || !exists || sum != f.Hash
+		}
+	}
+	return false
 }
 
 // Download answers GET /tasks/{id}/output: the output file as an attachment that no

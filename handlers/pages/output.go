@@ -38,6 +38,7 @@ func (p *Pages) outputView(ctx context.Context, t *models.Task, attempts []model
 		return &components.OutputView{TaskID: t.ID, Name: out.Name, Size: out.Size, Unavailable: "The output could not be read."}
 	}
 	v := components.NewOutputView(t.ID, out.Name, out.Size, data)
+	v.Changed = out.Changed
 	return &v
 }
 

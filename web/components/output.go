@@ -50,6 +50,9 @@ type OutputView struct {
 	// Cut says even "show all" is not all of it (over OutputPageBytes): the download
 	// has the rest.
 	Cut bool
+	// Changed says the file shown is the workspace's and changed since it was
+	// verified.
+	Changed bool
 	// Unavailable says why the output cannot be shown ("" when it can); the page says
 	// it instead of the output.
 	Unavailable string

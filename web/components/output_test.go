@@ -98,6 +98,16 @@ func TestOutputViewKinds(t *testing.T) {
 			t.Error("no note that the page shows part of it")
 		}
 	})
+	t.Run("a file changed since verification says so", func(t *testing.T) {
+		v := NewOutputView(1, "a.txt", 2, []byte("hi"))
+		if strings.Contains(renderOutput(t, v), "Changed since it was verified") {
+			t.Error("an unchanged file is marked changed")
+		}
+		v.Changed = true
+		if !strings.Contains(renderOutput(t, v), "Changed since it was verified") {
+			t.Error("a changed file is not marked")
+		}
+	})
 	t.Run("binary is download only", func(t *testing.T) {
 		v := NewOutputView(1, "a.md", 4, []byte{0xff, 0, 1, 2})
 		html := renderOutput(t, v)
