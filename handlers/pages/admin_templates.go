@@ -144,6 +144,10 @@ func (p *Pages) templateEdit(c echo.Context) error {
 	if err != nil {
 		return models.Errorf(models.EBADREQUEST, "the form could not be read")
 	}
+	op := form.Get("op")
+	// editor.js asks for the preview as the step is typed: the fragment alone, without
+	// the versions and history the page shows.
+	fragment := strings.HasPrefix(op, "preview:") && c.Request().Header.Get(tplpage.PreviewHeader) != ""
 	v := p.editorView(c, action)
 	v.New = isNew
 	v.Form = parseTemplateForm(form)
@@ -151,12 +155,13 @@ func (p *Pages) templateEdit(c echo.Context) error {
 		v.Form.Name = latest.Name // the name of an existing template is not edited here
 		v.Latest, v.Version = latest.Version, latest.Version
 		v.BaseVersion, _ = strconv.Atoi(form.Get("base_version"))
-		if err := p.addVersions(c, &v, latest.Name); err != nil {
-			return err
+		if !fragment {
+			if err := p.addVersions(c, &v, latest.Name); err != nil {
+				return err
+			}
 		}
 	}
 
-	op := form.Get("op")
 	// Whatever happens next, the page shown holds changes that are not saved.
 	v.Unsaved = true
 	if op != tplpage.OpSave {
@@ -169,7 +174,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 			if v.Preview, err = p.previewStep(c, v.Form, open); err != nil {
 				return err
 			}
-			if c.Request().Header.Get(tplpage.PreviewHeader) != "" {
+			if fragment {
 				return render(c, http.StatusOK, tplpage.PreviewFragment(v.Preview))
 			}
 		}
