@@ -732,6 +732,7 @@ func TestRules(t *testing.T) {
 			Stacks:            models.DefaultStacks(),
 			Prices:            []models.ModelPrice{{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}},
 			PromptForAdvisory: true,
+			Hats:              []models.Hat{{Name: "tester", ConflictsWith: []string{"builder", "reviewer"}}, {Name: "auditor"}},
 		}
 		must(t, db.SaveRules(ctx, r))
 		allSet(t, r)
@@ -745,6 +746,7 @@ func TestRules(t *testing.T) {
 			Stacks:            models.DefaultStacks(),
 			Prices:            r.Prices,
 			PromptForAdvisory: true,
+			Hats:              r.Hats,
 			UpdatedAt:         r.UpdatedAt,
 		}
 		got, err := db.GetRules(ctx)
