@@ -1,6 +1,9 @@
 package models
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // hatEventsLimit bounds the events a hat check reads of one task: far more than a
 // task's transitions, which are what record hats.
@@ -72,16 +75,25 @@ func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, ac
 		return Wearing{}, err
 	}
 	table := rules.HatTable()
-	wearer := actor
-	if wearer == nil || wearer.ID != w.Wearer {
-		if wearer, err = tx.GetAgent(ctx, w.Wearer); err != nil {
+	var wearer *Agent // loaded only when needed (role hats, a refusal): the runner's claims start tasks
+	load := func() error {
+		if wearer != nil {
+			return nil
+		}
+		if actor != nil && actor.ID == w.Wearer {
+			wearer = actor
+			return nil
+		}
+		wearer, err = tx.GetAgent(ctx, w.Wearer)
+		return err
+	}
+	putOn := []string{w.Hat}
+	if declaresRoleHats(table) {
+		if err := load(); err != nil {
 			return Wearing{}, err
 		}
+		putOn = append(putOn, RoleHats(table, wearer)...)
 	}
-	if wearer.IsRunner() {
-		return Wearing{}, nil
-	}
-	putOn := append([]string{w.Hat}, RoleHats(table, wearer)...)
 	if !anyConflicts(table, putOn) {
 		return w, nil // nothing it puts on can conflict: no need to read the history
 	}
@@ -93,12 +105,25 @@ func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, ac
 	if err != nil {
 		return Wearing{}, err
 	}
-	worn := WornOn(t, events, pilot)[wearer.ID]
+	worn := WornOn(t, events, pilot)[w.Wearer]
 	if a, b, bad := HatConflictIn(table, worn, putOn); bad {
+		if err := load(); err != nil {
+			return Wearing{}, err
+		}
 		return Wearing{}, Forbidden(RuleHatConflict, "on task %d, %s would wear both the %s and the %s hat, which the project's hats say conflict",
 			t.ID, wearer.Name, quote(a), quote(b))
 	}
 	return w, nil
+}
+
+// declaresRoleHats reports whether the table declares a hat other than the part hats.
+func declaresRoleHats(table []Hat) bool {
+	for _, h := range table {
+		if !slices.Contains(PartHats, h.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyConflicts reports whether any of hats has a conflict in the table.
