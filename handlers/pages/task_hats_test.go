@@ -2,6 +2,7 @@ package pages_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -55,6 +56,58 @@ func TestTaskTimelineShowsHats(t *testing.T) {
 		p.want(t, http.StatusOK, "runner (bot as builder)", `data-testid="hat-bot">bot: builder</span>`)
 		if strings.Contains(p.Body, `data-testid="hat-runner"`) {
 			t.Fatal("the runner is shown wearing a hat")
+		}
+	})
+}
+
+// TestDashboardRefusesPilotAndHatConflict: the dashboard's action forms go through the
+// same rules: the pilot's verify is 403 naming pilot_not_verifier, a builder replaced
+// after a block verifying is 403 naming hat_conflict, and neither changes the task.
+func TestDashboardRefusesPilotAndHatConflict(t *testing.T) {
+	t.Parallel()
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		t.Parallel()
+		e := newEnv(t, d)
+		e.agent("lena", models.KindHuman, "lead")
+		e.agent("ann", models.KindHuman, "developer")
+		e.agent("bob", models.KindHuman, "developer")
+		e.agent("rita", models.KindHuman, "reviewer")
+		pilotTask, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("ann", pilotTask.ID, models.ActStart, models.ActionInput{})
+		minion, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("bob", minion.ID, models.ActStart, models.ActionInput{})
+		e.act("ann", minion.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		e.act("rita", minion.ID, models.ActApprove, models.ActionInput{})
+		ann := e.browser().login("ann")
+		ann.get("/tasks/"+itoa64(minion.ID)).want(t, http.StatusOK)
+		r := ann.post("/tasks/"+itoa64(minion.ID)+"/action/verify", url.Values{"notes": {"my minion did well"}})
+		r.want(t, http.StatusForbidden, `data-testid="error-rule">pilot_not_verifier<`)
+		if e.state(minion.ID) != models.TaskCompleted {
+			t.Fatal("a refused verify changed the task")
+		}
+
+		// bob builds a task, is blocked, and lena gives it to ann: bob may not verify it.
+		other, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("bob", other.ID, models.ActStart, models.ActionInput{})
+		e.act("runner", other.ID, models.ActBlock, models.ActionInput{})
+		e.act("lena", other.ID, models.ActReassign, models.ActionInput{Agent: "ann", Reason: "fresh eyes"})
+		e.act("ann", other.ID, models.ActStart, models.ActionInput{})
+		e.act("ann", other.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		e.act("rita", other.ID, models.ActApprove, models.ActionInput{})
+		bob := e.browser().login("bob")
+		bob.get("/tasks/"+itoa64(other.ID)).want(t, http.StatusOK)
+		bob.post("/tasks/"+itoa64(other.ID)+"/action/verify", url.Values{"notes": {"looks fine"}}).want(t, http.StatusForbidden, `data-testid="error-rule">hat_conflict<`)
+		if e.state(other.ID) != models.TaskCompleted {
+			t.Fatal("a refused verify changed the task")
 		}
 	})
 }
