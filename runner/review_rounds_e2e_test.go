@@ -66,7 +66,15 @@ func reviewedTask(h *harness, onExhausted string) (*models.Goal, *models.Task) {
 // proceed_with_warnings verifies the task with the outstanding findings appended as
 // warnings. Every round's summary names status, findings and action.
 func TestReviewThreeRoundsProceedWithWarnings(t *testing.T) {
-	h := newHarness(t, "sqlite", nil)
+	for _, d := range dialects() {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			threeRoundsProceed(t, newHarness(t, d, nil))
+		})
+	}
+}
+
+func threeRoundsProceed(t *testing.T, h *harness) {
 	h.worker("dev", "developer", script(t, "fix_append.sh"))
 	h.worker("rev", "reviewer", script(t, "review_findings.sh"))
 	g, task := reviewedTask(h, models.OnExhaustedProceed)
