@@ -59,9 +59,10 @@ func TestContractsFitTheWorkspace(t *testing.T) {
 				"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
 			},
 			// Attempt 1 breaks add; the revision reads pytest's failure in its brief
-			// and puts it right (in a file of another size: Python trusts a cached .pyc
-			// of the same size and second).
-			worker: `if [ "$COUNTERSIGN_ATTEMPT" = 1 ]; then printf 'def add(a, b):\n    return a - b\n' > calc.py; ` +
+			// and puts it right. Each write changes the file's size: Python trusts a
+			// cached .pyc of the same size and second, and the baseline's pytest run
+			// may have cached calc.py within the second before attempt 1 writes it.
+			worker: `if [ "$COUNTERSIGN_ATTEMPT" = 1 ]; then printf 'def add(a, b):\n    return a - b  # broken\n' > calc.py; ` +
 				`elif grep -q 'assert' "$COUNTERSIGN_BRIEF_FILE"; then printf 'def add(a, b):\n    return a + b  # fixed\n' > calc.py; fi; echo TASK_COMPLETE`,
 			want: []string{"python3 -m pytest -q"},
 		},
