@@ -58,11 +58,12 @@ func TestContractsFitTheWorkspace(t *testing.T) {
 				"calc.py":      "def add(a, b):\n    return a + b\n",
 				"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
 			},
-			// Attempt 1 breaks add; the revision reads pytest's failure in its brief
-			// and puts it right. Each write changes the file's size: Python trusts a
-			// cached .pyc of the same size and second, and the baseline's pytest run
-			// may have cached calc.py within the second before attempt 1 writes it.
-			worker: `if [ "$COUNTERSIGN_ATTEMPT" = 1 ]; then printf 'def add(a, b):\n    return a - b  # broken\n' > calc.py; ` +
+			// Attempt 1 breaks add, in a file of the original's size (as Python's
+			// bytecode cache compares it), often within the second of the baseline's pytest
+			// run: the checks' own bytecode directory keeps a .pyc cached then from
+			// passing the broken source (see TestPlantedBytecodeIsNotJudged). The
+			// revision reads pytest's failure in its brief and puts it right.
+			worker: `if [ "$COUNTERSIGN_ATTEMPT" = 1 ]; then printf 'def add(a, b):\n    return a - b\n' > calc.py; ` +
 				`elif grep -q 'assert' "$COUNTERSIGN_BRIEF_FILE"; then printf 'def add(a, b):\n    return a + b  # fixed\n' > calc.py; fi; echo TASK_COMPLETE`,
 			want: []string{"python3 -m pytest -q"},
 		},

@@ -125,6 +125,8 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 	if env == nil {
 		env = worker.Inherit(defaultEnvKeys...)
 	}
+	env, dropBytecode := withBytecodeOutside(env)
+	defer dropBytecode()
 
 	var jobs []verifyJob
 	for _, c := range commands {
