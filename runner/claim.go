@@ -98,22 +98,12 @@ func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error
 			return err
 		}
 		for i := range ready {
-			t := &ready[i]
-			l := pickAgent(t, idle)
-			if l == nil {
-				continue
-			}
-			tr, err := p.claimTask(ctx, tx, t, l.Agent, now)
-			if models.ErrorCode(err) != "" && models.ErrorCode(err) != models.EINTERNAL {
-				// A rule refused this one (it changed under us); the rest may go.
-				p.log.Warn("task not claimable", "task_id", t.ID, "err", err)
-				continue
-			}
+			tr, l, err := p.claimWithSomeAgent(ctx, tx, &ready[i], idle, now)
 			if err != nil {
 				return err
 			}
-			if tr.blocked {
-				continue // not ready: blocked in this claim, nothing runs
+			if tr == nil || tr.blocked {
+				continue // refused by a rule, or not ready: blocked in this claim
 			}
 			l.Running++
 			runs = append(runs, tr)
@@ -130,12 +120,44 @@ func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error
 	return runs, more, nil
 }
 
-// pickAgent chooses the idle agent for t: its assignee when it has one, else the
-// least busy idle agent with its role (ties to the oldest agent, for stable tests).
-func pickAgent(t *models.Task, idle []*models.WorkerLoad) *models.WorkerLoad {
+// claimWithSomeAgent claims t for the agent pickAgent chooses. When a rule refuses
+// that agent (a hat it wears conflicts with building t, say) and t has no assignee,
+// the next idle agent with the role is tried, so that one agent's conflict does not
+// keep t from every other agent on every wake. A nil taskRun with a nil error means no
+// agent could take t now. The claim's writes are buffered (claimTask), so a refused
+// try leaves nothing behind; each try starts from t as it was read.
+func (p *Pool) claimWithSomeAgent(ctx context.Context, tx models.Tx, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
+	var refused []int64
+	for {
+		l := pickAgent(t, idle, refused...)
+		if l == nil {
+			return nil, nil, nil
+		}
+		try := *t
+		tr, err := p.claimTask(ctx, tx, &try, l.Agent, now)
+		switch code := models.ErrorCode(err); {
+		case err == nil:
+			return tr, l, nil
+		case code == "" || code == models.EINTERNAL:
+			return nil, nil, err
+		case code == models.EFORBIDDEN && t.AssigneeID == nil:
+			p.log.Info("agent may not take the task; trying another", "task_id", t.ID, "agent", l.Agent.Name, "err", err)
+			refused = append(refused, l.Agent.ID)
+		default:
+			// A rule refused this one (it changed under us); the rest may go.
+			p.log.Warn("task not claimable", "task_id", t.ID, "err", err)
+			return nil, nil, nil
+		}
+	}
+}
+
+// pickAgent chooses the idle agent for t, other than those in except: its assignee
+// when it has one, else the least busy idle agent with its role (ties to the oldest
+// agent, for stable tests).
+func pickAgent(t *models.Task, idle []*models.WorkerLoad, except ...int64) *models.WorkerLoad {
 	var best *models.WorkerLoad
 	for _, l := range idle {
-		if l.Running >= max(l.Agent.Concurrency, 1) {
+		if l.Running >= max(l.Agent.Concurrency, 1) || slices.Contains(except, l.Agent.ID) {
 			continue
 		}
 		if t.AssigneeID != nil {
