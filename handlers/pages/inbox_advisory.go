@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -69,9 +70,9 @@ func criteriaLines(cs []models.Criterion) string {
 
 // parseCriteriaLines reads the make-verifiable form's criteria, one per line as
 // "activity: description"; blank lines are skipped. A line without the colon is a
-// field error naming it.
-func parseCriteriaLines(text string) ([]models.Criterion, string) {
-	var out []models.Criterion
+// field error naming it. lines[i] is the form's line (from 1) of criterion i, so that
+// the service's errors, which count criteria, name the line the person wrote.
+func parseCriteriaLines(text string) (crit []models.Criterion, lines []int, bad string) {
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -79,11 +80,12 @@ func parseCriteriaLines(text string) ([]models.Criterion, string) {
 		}
 		act, desc, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, "line " + itoa(int64(i+1)) + ": write it as activity: description"
+			return nil, nil, "line " + strconv.Itoa(i+1) + ": write it as activity: description"
 		}
-		out = append(out, models.Criterion{Activity: strings.TrimSpace(act), Description: strings.TrimSpace(desc)})
+		crit = append(crit, models.Criterion{Activity: strings.TrimSpace(act), Description: strings.TrimSpace(desc)})
+		lines = append(lines, i+1)
 	}
-	return out, ""
+	return crit, lines, ""
 }
 
 // resolveAdvisory answers POST /tasks/:id/advisory/:action (proceed, make_verifiable,
@@ -99,12 +101,13 @@ func (p *Pages) resolveAdvisory(c echo.Context) error {
 	action := c.Param("action")
 	values := map[string]string{"reason": c.FormValue("reason"), "criteria": c.FormValue("criteria")}
 	d := models.AdvisoryDecision{Action: action, Reason: values["reason"]}
+	var lines []int // criterion index → the form's line
 	if action == models.AdvisoryMakeVerifiable {
-		crit, bad := parseCriteriaLines(values["criteria"])
+		crit, l, bad := parseCriteriaLines(values["criteria"])
 		if bad != "" {
 			return p.advisoryForm(c, id, action, values, map[string]string{"criteria": bad})
 		}
-		d.Criteria = crit
+		d.Criteria, lines = crit, l
 	}
 	t, err := p.d.Service.ResolveAdvisoryPrompt(c.Request().Context(), SignedIn(c), id, d)
 	if isInvalid(err) {
@@ -113,7 +116,7 @@ func (p *Pages) resolveAdvisory(c echo.Context) error {
 		for k, v := range fieldErrors(err) {
 			switch {
 			case strings.Contains(k, "criteria"):
-				crit = append(crit, criterionField(k)+" "+v)
+				crit = append(crit, criterionField(k, lines)+" "+v)
 			case k == "reason":
 				errs[k] = v
 			default:
@@ -135,19 +138,20 @@ func (p *Pages) resolveAdvisory(c echo.Context) error {
 }
 
 // criterionField names a criterion's field error in the form's terms: the
-// service's verification.criteria[1].description is "line 2 description".
-func criterionField(k string) string {
+// service's verification.criteria[1].description is "line 3 description" when the
+// second criterion was written on line 3 (lines maps criterion index to line; blank
+// lines are not criteria). An index lines does not know keeps the service's name.
+func criterionField(k string, lines []int) string {
 	i := strings.Index(k, "criteria[")
 	if i < 0 {
 		return k + ":"
 	}
-	rest := k[i+len("criteria["):]
-	n, field, _ := strings.Cut(rest, "]")
-	num := 0
-	for _, r := range n {
-		num = num*10 + int(r-'0')
+	n, field, _ := strings.Cut(k[i+len("criteria["):], "]")
+	idx, err := strconv.Atoi(n)
+	if err != nil || idx < 0 || idx >= len(lines) {
+		return k + ":"
 	}
-	return "line " + itoa(int64(num+1)) + " " + strings.TrimPrefix(field, ".")
+	return "line " + strconv.Itoa(lines[idx]) + " " + strings.TrimPrefix(field, ".")
 }
 
 // advisoryForm re-renders the inbox with the input and errors of task taskID's
