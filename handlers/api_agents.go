@@ -171,8 +171,13 @@ func tokenViews(ts []models.Token, now time.Time) []tokenView {
 // over the last days UTC days, split by task role, with one bar per day (verified,
 // blocked) and the histogram of its attempts' durations. {id} is the agent's number;
 // a name that is not a number is looked up too. Another days is 422 naming the field.
+// An attempt token is refused (403 attempt_token_scope) before any lookup, so it
+// cannot tell which agent names exist by a 404.
 func (h *AgentsAPI) Stats(c echo.Context) error {
 	ctx := c.Request().Context()
+	if err := Actor(c).Unscoped("read scorecards"); err != nil {
+		return err
+	}
 	days, err := QueryStatsDays(c)
 	if err != nil {
 		return err

@@ -57,13 +57,13 @@ func moveHat(actor *Agent, t *Task, act Action) Wearing {
 }
 
 // hatRules applies the per-task rules of who may wear what to one move of t, after
-// its step (and so the separation of duties) allowed it: the pilot never verifies
-// (pilot_not_verifier), and nobody wears two hats of the project's hat table that
+// its step (and so the separation of duties) allowed it: the minion-pilot rules
+// (pilotRules: approver_not_submitter, pilot_not_verifier), and nobody wears two hats of the project's hat table that
 // conflict (hat_conflict), counting every hat they wore on the task before, the one
 // the move puts on and the hats their roles declare (RoleHats). It returns the hat the
 // move puts on, for its event.
 func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) (Wearing, error) {
-	if err := pilotVerifies(ctx, tx, actor, t, act); err != nil {
+	if err := pilotRules(ctx, tx, actor, t, act); err != nil {
 		return Wearing{}, err
 	}
 	w := moveHat(actor, t, act)

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"slices"
 )
 
 // RulePilotNotVerifier is the rule the pilot of a minion task breaks by verifying it
@@ -38,25 +39,74 @@ func isPilot(ctx context.Context, tx Tx, actor *Agent, t *Task) (bool, error) {
 	return err == nil && p != nil && *p == actor.ID, err
 }
 
-// pilotVerifies refuses the pilot of t a verification decision (verify,
-// reject-verification, accept): pilot_not_verifier.
-func pilotVerifies(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) error {
+// RuleApproverNotSubmitter is the rule broken by approving a minion task one handed
+// in for review in its builder's stead (submitted wearing the pilot hat): the pilot
+// may submit the work, but someone else lets it through review.
+const RuleApproverNotSubmitter = "approver_not_submitter"
+
+// RuleSpawnedByNotPilot is the rule broken by naming, without an attempt token, a
+// spawning task one is not on: naming it makes that task's agent the pilot, who may
+// submit the new task and may not verify it, so only that agent or a lead may.
+const RuleSpawnedByNotPilot = "spawned_by_not_pilot"
+
+// pilotRules applies the minion-pilot rules to one move of t by actor, reading the
+// task's history when t was spawned and the move is a review or verification
+// decision:
+//
+//   - approve: whoever submitted t wearing the pilot hat, at any point of its
+//     history, may not approve it (approver_not_submitter);
+//   - verify, reject-verification, accept: the current pilot, and anyone who wore the
+//     pilot hat on t before (a former pilot, after the spawning task was reassigned),
+//     may not (pilot_not_verifier).
+//
+// The runner wears no hat and is never refused here.
+func pilotRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) error {
+	if actor == nil || actor.IsRunner() || t.SpawnedBy == nil {
+		return nil
+	}
 	switch act {
-	case ActVerify, ActRejectVerification, ActAccept:
+	case ActApprove, ActVerify, ActRejectVerification, ActAccept:
 	default:
 		return nil
 	}
-	pilot, err := isPilot(ctx, tx, actor, t)
-	if err != nil || !pilot {
+	events, err := tx.ListTaskEvents(ctx, t.ID, hatEventsLimit)
+	if err != nil {
 		return err
 	}
-	return Forbidden(RulePilotNotVerifier, "the pilot of a minion task (the agent on task %d, which spawned it) may submit it for review but never verify it", *t.SpawnedBy)
+	if act == ActApprove {
+		if submittedAsPilot(events, actor.ID) {
+			return Forbidden(RuleApproverNotSubmitter, "whoever submitted a minion task for review as its pilot may not also approve it: someone else reviews it")
+		}
+		return nil
+	}
+	pilot, err := PilotOf(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(WornOn(t, events, pilot)[actor.ID], HatPilot) {
+		return Forbidden(RulePilotNotVerifier, "the pilot of a minion task (the agent on task %d, which spawned it, now or before) may submit it for review but never verify it", *t.SpawnedBy)
+	}
+	return nil
+}
+
+// submittedAsPilot reports whether one of a task's events is a submission by id
+// wearing the pilot hat.
+func submittedAsPilot(events []Event, id int64) bool {
+	for _, e := range events {
+		if hat, who, ok := EventHat(e); ok && e.Type == "task.submitted" && hat == HatPilot && who == id {
+			return true
+		}
+	}
+	return false
 }
 
 // spawnCreate checks and sets the spawned_by of a task being created by a. An attempt
 // token's task spawns every task created with it: spawned_by is set to it, and naming
-// another is attempt_token_scope. Anyone else may name the pilot's task explicitly: it
-// must exist.
+// another is attempt_token_scope. Without a token, the pilot's task named must exist
+// (422 spawned_by), and the creator must be on it (its builder or assignee) or a lead
+// (spawned_by_not_pilot): naming it chooses who pilots the new task, and so who may
+// submit it and who may not verify it. The runner and internal callers (nil) may name
+// any.
 func spawnCreate(ctx context.Context, tx Tx, a *Agent, t *Task) error {
 	if a != nil && a.Scope != nil {
 		if t.SpawnedBy != nil && *t.SpawnedBy != a.Scope.TaskID {
@@ -68,13 +118,21 @@ func spawnCreate(ctx context.Context, tx Tx, a *Agent, t *Task) error {
 	if t.SpawnedBy == nil {
 		return nil
 	}
-	if _, err := tx.GetTask(ctx, *t.SpawnedBy); ErrorCode(err) == ENOTFOUND {
+	p, err := tx.GetTask(ctx, *t.SpawnedBy)
+	if ErrorCode(err) == ENOTFOUND {
 		return &Error{Code: EINVALID, Message: "unknown pilot task", Fields: map[string]string{"spawned_by": "no such task"}}
-	} else if err != nil {
+	}
+	if err != nil {
 		return err
 	}
-	return nil
+	if a == nil || a.IsRunner() || a.HasRole(RoleLead) || isOn(a.ID, p.BuilderID) || isOn(a.ID, p.AssigneeID) {
+		return nil
+	}
+	return Forbidden(RuleSpawnedByNotPilot, "only the agent on task %d (its builder or assignee) or a lead may name it as spawned_by", p.ID)
 }
+
+// isOn reports whether id is the agent in slot (a task's builder or assignee).
+func isOn(id int64, slot *int64) bool { return slot != nil && *slot == id }
 
 // orRefuse returns err when set (a failed lookup), else the refusal.
 func orRefuse(err error, refusal *Error) error {
