@@ -76,7 +76,7 @@ func OpenOutput(ctx context.Context, t *models.Task, attempts []models.Attempt, 
 		f.Close()
 		return nil, unavailable
 	}
-	return &TaskOutput{Name: fp.Output, Size: fi.Size(), Changed: changedSince(fp), ReadCloser: f}, nil
+	return &TaskOutput{Name: fp.Output, Size: fi.Size(), Changed: changedSinceCached(fp, fi), ReadCloser: f}, nil
 }
 
 // changedSince says whether fp's output file in its workspace differs from what the
