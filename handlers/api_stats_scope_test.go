@@ -2,15 +2,23 @@ package handlers_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 )
 
 // TestStatsRefusesAttemptTokenFirst (S4): an attempt token asking for a scorecard by
 // an agent's name is 403 attempt_token_scope whether the name exists or not, so it
 // cannot probe which agents exist by a 404; a person's token still gets the 404.
+// Through the API the bearer middleware's route list refuses it first; the handler's
+// own check, which the second part calls directly as a scoped actor, holds should the
+// route ever be opened to attempt tokens.
 func TestStatsRefusesAttemptTokenFirst(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *apiEnv) {
 		e.agent("lee", models.KindHuman, models.RoleLead)
@@ -35,5 +43,17 @@ func TestStatsRefusesAttemptTokenFirst(t *testing.T) {
 			}
 		}
 		e.must(404, "lee", "GET", "/agents/nobody/stats", nil)
+
+		scoped := *bot
+		scoped.Scope = &models.TokenScope{TaskID: own, Attempt: 1}
+		c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/api/v1/agents/nobody/stats", nil), httptest.NewRecorder())
+		c.SetParamNames("name")
+		c.SetParamValues("nobody")
+		handlers.SetActor(c, &scoped)
+		if err := handlers.NewAgentsAPI(e.svc).Stats(c); models.ErrorCode(err) != models.EFORBIDDEN {
+			t.Fatalf("the stats handler as a scoped actor asking for an unknown name: %v, want %s attempt_token_scope", err, models.EFORBIDDEN)
+		} else if me, _ := err.(*models.Error); me == nil || me.Rule != models.RuleAttemptTokenScope {
+			t.Fatalf("the stats handler's refusal: %#v", err)
+		}
 	})
 }
