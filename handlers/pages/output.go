@@ -23,6 +23,11 @@ func (p *Pages) outputRoutes(g *echo.Group) {
 // output file; a view saying it cannot be read when this server cannot read it. What
 // goes wrong reading it is logged, never shown: the log may name server paths.
 func (p *Pages) outputView(ctx context.Context, t *models.Task, attempts []models.Attempt) *components.OutputView {
+	return p.outputViewUpTo(ctx, t, attempts, components.OutputPageBytes)
+}
+
+// outputViewUpTo is outputView reading and showing at most limit bytes of the output.
+func (p *Pages) outputViewUpTo(ctx context.Context, t *models.Task, attempts []models.Attempt, limit int) *components.OutputView {
 	if t.Fingerprint == nil || t.Fingerprint.Output == "" {
 		return nil
 	}
@@ -32,12 +37,12 @@ func (p *Pages) outputView(ctx context.Context, t *models.Task, attempts []model
 			Unavailable: "The output cannot be read on this server (its workspace was pruned, or the runner keeps it elsewhere)."}
 	}
 	defer out.Close()
-	data, err := io.ReadAll(io.LimitReader(out, components.OutputPageBytes+1))
+	data, err := io.ReadAll(io.LimitReader(out, int64(limit)+1))
 	if err != nil {
 		p.d.Log.Warn("reading a task's output", "task_id", t.ID, "err", err)
 		return &components.OutputView{TaskID: t.ID, Name: out.Name, Size: out.Size, Unavailable: "The output could not be read."}
 	}
-	v := components.NewOutputView(t.ID, out.Name, out.Size, data)
+	v := components.NewOutputViewUpTo(t.ID, out.Name, out.Size, data, limit)
 	v.Changed = out.Changed
 	return &v
 }
@@ -52,14 +57,19 @@ func withoutServerPath(s string) string {
 	return s
 }
 
-// advisoryOutput is the output of an advisory item's task t, for the inbox.
+// advisoryOutput is the output of an advisory item's task t, for the inbox: at most
+// OutputInboxBytes of it are read and rendered (the task page shows more, the
+// download all), and its attempts are read only when a kept copy could be among them.
 func (p *Pages) advisoryOutput(c echo.Context, t *models.Task) (*components.OutputView, error) {
 	if t.Fingerprint == nil || t.Fingerprint.Output == "" {
 		return nil, nil
 	}
-	attempts, err := p.d.Service.Store().ListAttempts(c.Request().Context(), t.ID)
-	if err != nil {
-		return nil, err
+	var attempts []models.Attempt
+	if p.d.Deliverables != nil { // without kept copies OpenOutput reads the workspace's file only
+		var err error
+		if attempts, err = p.d.Service.Store().ListAttempts(c.Request().Context(), t.ID); err != nil {
+			return nil, err
+		}
 	}
-	return p.outputView(c.Request().Context(), t, attempts), nil
+	return p.outputViewUpTo(c.Request().Context(), t, attempts, components.OutputInboxBytes), nil
 }

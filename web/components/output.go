@@ -15,11 +15,14 @@ import (
 
 // Bounds of an output as a page shows it: the first screen is at most
 // OutputPreviewLines lines and OutputPreviewBytes bytes; "show all" holds at most
-// OutputPageBytes bytes, and the download link has the rest.
+// OutputPageBytes bytes on the task page and OutputInboxBytes in the inbox, which
+// shows many outputs at once and is rendered again on every live event; the
+// download link has the rest.
 const (
 	OutputPreviewLines = 30
 	OutputPreviewBytes = 4 << 10
 	OutputPageBytes    = 256 << 10
+	OutputInboxBytes   = 16 << 10
 )
 
 // Output kinds: how an output's bytes are shown.
@@ -47,9 +50,11 @@ type OutputView struct {
 	// is how many lines it adds.
 	More      bool
 	RestLines int
-	// Cut says even "show all" is not all of it (over OutputPageBytes): the download
-	// has the rest.
+	// Cut says even "show all" is not all of it (over Limit bytes): the download has
+	// the rest.
 	Cut bool
+	// Limit is how many bytes of the output the page holds at most.
+	Limit int
 	// Changed says the file shown is the workspace's and changed since it was
 	// verified.
 	Changed bool
@@ -67,9 +72,15 @@ func (v OutputView) Href() string {
 // data (read up to OutputPageBytes+1, so that a longer file is known to be cut) and
 // its size.
 func NewOutputView(taskID int64, name string, size int64, data []byte) OutputView {
-	v := OutputView{TaskID: taskID, Name: name, Size: size}
-	if len(data) > OutputPageBytes {
-		data, v.Cut = data[:OutputPageBytes], true
+	return NewOutputViewUpTo(taskID, name, size, data, OutputPageBytes)
+}
+
+// NewOutputViewUpTo is NewOutputView showing at most limit bytes (data read up to
+// limit+1): the inbox's view is OutputInboxBytes.
+func NewOutputViewUpTo(taskID int64, name string, size int64, data []byte, limit int) OutputView {
+	v := OutputView{TaskID: taskID, Name: name, Size: size, Limit: limit}
+	if len(data) > limit {
+		data, v.Cut = data[:limit], true
 	}
 	if int64(len(data)) < size {
 		v.Cut = true

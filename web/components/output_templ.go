@@ -323,9 +323,9 @@ func Output(v OutputView, testid string) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var21 string
-					templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs("Only the first " + Bytes(OutputPageBytes) + " are shown; the download has all of it.")
+					templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs("Only the first " + Bytes(int64(v.Limit)) + " are shown here; the download has all of it.")
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `output.templ`, Line: 35, Col: 118}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `output.templ`, Line: 35, Col: 122}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 					if templ_7745c5c3_Err != nil {
