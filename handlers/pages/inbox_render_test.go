@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner"
 )
 
 // inboxLoadItems and inboxLoadOutput size the inbox TestInboxRenderTime measures:
@@ -28,7 +29,9 @@ const (
 // each output's first screen, "show all" and the download link, but not the whole
 // of every output: the page stays far smaller than the outputs.
 func TestInboxRenderTime(t *testing.T) {
-	e := newEnv(t, "sqlite")
+	// Kept copies configured, as a server runs: the inbox then lists each item's
+	// attempts (these tasks kept none, so the workspace's file is shown).
+	e := newEnvWith(t, "sqlite", envOptions{deliverables: runner.NewDeliverableFiles(t.TempDir())})
 	e.team()
 	ctx := e.ctx()
 	for i := range inboxLoadItems {
