@@ -86,9 +86,13 @@ type Tx interface {
 	// fixed when the task is created.
 	UpdateTask(ctx context.Context, t *Task) error
 	// AddDependency makes task taskID wait for task dependsOn as well as for those it
-	// was created with: the one change to a task's dependencies, for a fix the runner
-	// found the task needs (a conflict between the steps it builds on).
+	// was created with, for a fix the runner found the task needs (a conflict between
+	// the steps it builds on, a failed review round).
 	AddDependency(ctx context.Context, taskID, dependsOn int64) error
+	// RemoveDependency stops task taskID waiting for task dependsOn (a no-op when it
+	// does not): the other change to a task's dependencies, for a review's fix task
+	// that was cancelled, which would otherwise hold the reviewed task forever.
+	RemoveDependency(ctx context.Context, taskID, dependsOn int64) error
 	GetTask(ctx context.Context, id int64) (*Task, error)
 	LockTask(ctx context.Context, id int64) (*Task, error)
 	GetTasks(ctx context.Context, ids []int64) ([]Task, error)

@@ -302,6 +302,28 @@ func (o *ops) AddDependency(ctx context.Context, taskID, dependsOn int64) error 
 	return mapError(o.q(ctx).Model(&taskRecord{}).Where("id = ?", taskID).Update("depends_on", deps).Error, "task")
 }
 
+// RemoveDependency takes dependsOn off task taskID's dependencies, in task_deps and
+// in the copy on the task's row.
+func (o *ops) RemoveDependency(ctx context.Context, taskID, dependsOn int64) error {
+	t, err := o.GetTask(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(t.DependsOn, dependsOn) {
+		return nil
+	}
+	err = o.q(ctx).Where("task_id = ? AND depends_on_id = ?", taskID, dependsOn).Delete(&taskDepRecord{}).Error
+	if err != nil {
+		return mapError(err, "task dependencies")
+	}
+	rest := slices.DeleteFunc(slices.Clone(t.DependsOn), func(d int64) bool { return d == dependsOn })
+	deps, err := toJSON(normDeps(rest), "")
+	if err != nil {
+		return err
+	}
+	return mapError(o.q(ctx).Model(&taskRecord{}).Where("id = ?", taskID).Update("depends_on", deps).Error, "task")
+}
+
 func (o *ops) saveDeps(ctx context.Context, taskID int64, deps []int64) error {
 	if len(deps) == 0 {
 		return nil
