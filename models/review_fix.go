@@ -2,7 +2,9 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -87,7 +89,7 @@ type ReviewFix struct {
 // without the review (the output path fixed to t's, in t's workspace, where the fix
 // works). t waits for it: t depends on the fix, its lease released, and the runner
 // reviews t again (the next round) once the fix is verified. ReviewOf links the fix
-// to t.
+// to t. Cancelling the fix blocks t for a person (see reviewFixCancelled).
 func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t *Task, f ReviewFix) (*Task, error) {
 	if !runner.IsRunner() {
 		return nil, Forbidden(RuleReviewFixRunner, "only the runner adds a review's fix task")
@@ -132,6 +134,71 @@ func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t 
 	}
 	return fix, s.emit(ctx, tx, EventReviewFixTask, runner, &t.ID, t.GoalID, map[string]any{
 		"fix_task_id": fix.ID, "round": f.Round, "max_rounds": f.MaxRounds, "index": f.Index, "finding": summary})
+}
+
+// reviewFixCancelled, in the transaction that cancels fix (a review's fix task, by
+// any interface), blocks the task it fixes for a person rather than let it wait in
+// silence: a cancelled dependency never releases a task, and the reviewed task waits
+// in progress with no lease, so nothing would ever pick it up again. The reviewed task
+// stops depending on the fix (its review round's fix is not coming) and is blocked
+// with stage review and the reason "its review fix task N was cancelled", in an inbox
+// item a lead or exec settles: a retry (with guidance) runs the worker again in full,
+// since no fix was verified; accept verifies it as it is; cancel drops it. Nothing goes
+// to the ledger: no attempt ended here. A reviewed task that no longer waits for the
+// fix (already blocked, cancelled or verified) is left as it is.
+//
+// Locks: the fix's row and its goal are held; the reviewed task's row is taken last.
+func (s *Service) reviewFixCancelled(ctx context.Context, tx Tx, actor *Agent, fix *Task) error {
+	t, err := tx.LockTask(ctx, *fix.ReviewOf)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.State != TaskInProgress || !slices.Contains(t.DependsOn, fix.ID) {
+		return nil
+	}
+	if err := tx.RemoveDependency(ctx, t.ID, fix.ID); err != nil {
+		return err
+	}
+	t.DependsOn = slices.DeleteFunc(slices.Clone(t.DependsOn), func(id int64) bool { return id == fix.ID })
+	agentName, err := assigneeName(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	atts, err := tx.ListAttempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	last := 0
+	if n := len(atts); n > 0 {
+		last = atts[n-1].Number
+	}
+	reason := fmt.Sprintf("its review fix task %d was cancelled", fix.ID)
+	from := t.State
+	t.State, t.LeaseOwner, t.LeaseUntil, t.UpdatedAt = TaskBlocked, "", nil, s.now()
+	if err := tx.UpdateTask(ctx, t); err != nil {
+		return err
+	}
+	if err := s.emit(ctx, tx, "task.blocked", actor, &t.ID, t.GoalID, map[string]any{
+		"from": from, "to": TaskBlocked, "action": ActBlock, "reason": reason, "fix_task_id": fix.ID}); err != nil {
+		return err
+	}
+	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
+		Agent: agentName, CompletionSpec: t.Contract.Completion.Expanded(t.ID), TS: s.now(),
+		Attempts: []BlockedAttempt{{Attempt: last, Stage: StageReview, Failure: reason}}}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
+		Title: Truncate(fmt.Sprintf("Task %d blocked: %s (%s)", t.ID, reason, t.Title), 300)}
+	if err := tx.CreateInboxItem(ctx, item); err != nil {
+		return err
+	}
+	return s.emit(ctx, tx, "inbox.created", actor, &t.ID, t.GoalID, map[string]any{
+		"inbox_id": item.ID, "kind": item.Kind, "stage": StageReview, "fix_task_id": fix.ID})
 }
 
 // EventReviewFixTask: a failed review round added a fix task; the reviewed task

@@ -446,7 +446,12 @@ func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	return effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}}, nil
+	after := []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}
+	if t.ReviewOf != nil {
+		// The reviewed task waits for this fix: it goes to a person instead.
+		after = append(after, func() error { return s.reviewFixCancelled(ctx, tx, actor, t) })
+	}
+	return effect{after: after}, nil
 }
 
 func (s *Service) stepBlock(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
