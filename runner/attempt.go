@@ -210,7 +210,7 @@ func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 	attempts := tr.attempts[:len(tr.attempts):len(tr.attempts)]
 	ar := &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now(),
 		approach: triageApproach(&tr.task, attempts)}
-	ar.reviewOnly = reviewOnlyNext(tr, attempts)
+	ar.reviewOnly = reviewOnlyNext(tr)
 	return ar
 }
 

@@ -38,6 +38,9 @@ type taskRun struct {
 	fresh bool
 	// blocked says the claim blocked the task as not ready: nothing to run.
 	blocked bool
+	// reviewFixed says the claim found the fix task of the last attempt's failed
+	// review round verified: the next attempt is the review alone (reviewOnlyNext).
+	reviewFixed bool
 	// batchReview says the task's next attempt is its parallel batch's review
 	// (batchReviewNext).
 	batchReview bool
@@ -245,6 +248,9 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 		}
 	}
 	tr.attempts = attempts
+	if tr.reviewFixed, err = reviewFixVerified(ctx, tx, t, attempts); err != nil {
+		return nil, err
+	}
 	tr.task = *t
 	if err := p.beginInClaim(ctx, tx, tr, t); err != nil {
 		return nil, err

@@ -42,7 +42,9 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     role (assigned by role) and goal, linked to it by review_of, working in the
 //     reviewed task's workspace. The reviewed task waits for it (its lease released,
 //     no attempt used) and when the fix is verified its next attempt is the review
-//     alone, the next round: the worker does not run again.
+//     alone, the next round: the worker does not run again. That is decided from the
+//     fix task itself (reviewFixVerified: a verified dependency with review_of = the
+//     task, created since its last attempt), never from the diagnosis's words.
 //   - Rounds run out: on_exhausted block (the default) blocks the task with stage
 //     review and the last findings; proceed_with_warnings passes it with the findings
 //     appended to the task as warnings (Task.ReviewWarnings, shown on its page).

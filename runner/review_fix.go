@@ -156,27 +156,43 @@ func taskBlock(t *models.Task) string {
 }
 
 // reviewOnlyNext reports whether the next attempt of a task is its review alone: the
-// pool just deferred a passed task to its batch's review, or the last attempt's
-// review failed with a fix task added (the task is claimed again only once the fix
-// is verified, since it depends on it).
-func reviewOnlyNext(tr *taskRun, history []models.Attempt) bool {
-	if tr.batchReview {
-		tr.batchReview = false
+// pool just deferred a passed task to its batch's review, or the claim found the fix
+// task the last attempt's failed review round added verified (reviewFixed, see
+// reviewFixVerified). Both are facts the pool recorded, never words read from a
+// diagnosis, which carries the reviewer's free text. Each answers one attempt: an
+// attempt after it (say, after an infrastructure failure) runs the worker.
+func reviewOnlyNext(tr *taskRun) bool {
+	if tr.batchReview || tr.reviewFixed {
+		tr.batchReview, tr.reviewFixed = false, false
 		return true
 	}
-	if len(history) == 0 {
-		return false
+	return false
+}
+
+// reviewFixVerified decides, in the claim's transaction, whether t's last attempt
+// was a review round that failed with rounds left and whose fix task is now
+// verified: t depends on a verified task whose review_of is t, created since that
+// attempt started (fixes of earlier rounds were created before it). A task retried
+// by a person after its rounds ran out, or after its fix task was cancelled (which
+// takes the fix off its dependencies), has no such fix: its worker runs again.
+func reviewFixVerified(ctx context.Context, tx models.Tx, t *models.Task, history []models.Attempt) (bool, error) {
+	if t.ReviewOf != nil || len(t.DependsOn) == 0 || len(history) == 0 {
+		return false, nil
 	}
 	a := history[len(history)-1]
 	if a.Outcome != models.OutcomeFailed || a.Stage != models.StageReview {
-		return false
+		return false, nil
 	}
-	for i := len(a.Checks) - 1; i >= 0; i-- {
-		if c := a.Checks[i]; c.Stage == models.StageReview {
-			return strings.Contains(c.Diagnosis, "- Action: "+models.ReviewActionFixTask)
+	deps, err := tx.GetTasks(ctx, t.DependsOn)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range deps {
+		if d.ReviewOf != nil && *d.ReviewOf == t.ID && d.State == models.TaskVerified && !d.CreatedAt.Before(a.StartedAt) {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // reviewAlone is a review-only attempt: the review layer on the workspace as the fix
