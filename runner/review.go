@@ -34,7 +34,11 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     The review of a batch uses the group's first review settings, is indexed by the
 //     group's first step (its triggers and its summary), and shows the reviewer every
 //     task's description and the union of their changed files. The others pass
-//     without it; the step after the group waits for the last, and so for the review.
+//     without it: they are verified (their task.complete entries written) before the
+//     review runs, and a failed review does not reopen them. What guards the goal is
+//     the last task, which is not verified until its review passes: the step after
+//     the group depends on it, a failed round adds a fix task (working in the last
+//     task's workspace), and rounds that run out block it or pass it with warnings.
 //   - Rounds: the round is 1 + the failed review rounds since the task last passed,
 //     at most max_rounds (3). REVIEW_FAIL — or no signal, which fails closed (see
 //     checks.ReviewDecision) — with rounds left adds a fix task (review_fix.go): a

@@ -241,7 +241,9 @@ func (p *Pool) reviewSettled(ctx context.Context, tx models.Tx, t *models.Task, 
 // waits for its parallel batch, whether it is the last of its group to pass: then it
 // does not pass yet, and its next attempt is the batch's review (true). The group's
 // first task is locked first, so that two tasks of a group settling at once are
-// decided one after the other and the second sees the first verified.
+// decided one after the other and the second sees the first verified. The others
+// (false) pass on as if reviewed — verified, in the ledger — before the batch's review
+// runs, and stay so whatever it finds; only the last waits for it (see review).
 func (p *Pool) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task, ar *attemptRun) (bool, error) {
 	if ar.reviewOnly || !deferredToBatch(ar.checks) {
 		return false, nil
