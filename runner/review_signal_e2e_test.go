@@ -82,3 +82,51 @@ func TestReviewRetryAfterRoundsRanOutRunsTheWorker(t *testing.T) {
 		t.Fatalf("the retry ran the review alone: checks %+v", h.attempts(task.ID)[2].Checks)
 	}
 }
+
+// TestCancelledReviewFixWithRealWorkers: the exec cancels a review's fix task while
+// its worker runs; the reviewed task is blocked for a person at once (not left in
+// progress waiting for it), and a retry with guidance runs its worker again in full —
+// no fix was verified — and its review's next round passes.
+func TestCancelledReviewFixWithRealWorkers(t *testing.T) {
+	h := newHarness(t, "sqlite", nil)
+	h.worker("dev", "developer", script(t, "fix_slow.sh"))
+	h.worker("rev", "reviewer", script(t, "review_once.sh"))
+	g := &models.Goal{Title: "reviewed work"}
+	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	c := fileContract()
+	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}}
+	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
+	h.start()
+	var fix models.Task
+	h.waitFor("the fix task to run", func() bool {
+		f := h.fixTasks(g.ID, task.ID)
+		if len(f) == 1 && f[0].State == models.TaskInProgress {
+			fix = f[0]
+			return true
+		}
+		return false
+	})
+	_, err := h.svc.TaskAction(h.ctx, h.boss, fix.ID, models.ActCancel, models.ActionInput{Reason: "not worth a task"})
+	must(t, err)
+	got, err := h.db.GetTask(h.ctx, task.ID)
+	must(t, err)
+	if got.State != models.TaskBlocked {
+		t.Fatalf("reviewed task %s after its fix was cancelled, want blocked", got.State)
+	}
+	if p := h.blockedPayload(task.ID); p.Attempts[len(p.Attempts)-1].Stage != models.StageReview {
+		t.Fatalf("blocked payload %+v", p.Attempts)
+	}
+	_, err = h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan yourself"})
+	must(t, err)
+	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskVerified {
+		t.Fatalf("state %s after the retry", got.State)
+	}
+	atts := h.attempts(task.ID)
+	worked := false
+	for _, c := range atts[len(atts)-1].Checks {
+		worked = worked || c.Stage != models.StageReview
+	}
+	if len(atts) != 2 || !worked {
+		t.Fatalf("the retry did not run the worker: attempts %+v", atts)
+	}
+}
