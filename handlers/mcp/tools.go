@@ -364,7 +364,7 @@ func (t *tools) register(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "approve_task",
-		Description: "As the reviewer, approve a task in review; it moves to completed and waits for an independent verifier. Refused when the task's approve policy needs a role you lack, or, with three or more agents, when you built it (approver_not_builder)."},
+		Description: "As the reviewer, approve a task in review; it moves to completed and waits for an independent verifier. Refused when the task's approve policy needs a role you lack, or, with three or more agents, when you built it (approver_not_builder), when you submitted it as its pilot (approver_not_submitter), or when a hat you wore on it conflicts with the reviewer hat (hat_conflict)."},
 		onTask, func(ctx context.Context, a *models.Agent, in TaskArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActApprove, models.ActionInput{})
 		})
