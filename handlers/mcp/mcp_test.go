@@ -151,8 +151,13 @@ func TestThreeAgentWorkflow(t *testing.T) {
 		e.refused("a", "update_task", map[string]any{"task_id": id, "status": "verified"}, mcp.RuleCompletionByRunner)
 		e.refused("a", "update_task", map[string]any{"task_id": id, "status": "done"}, "status", "in_progress, review or cancelled")
 		e.refused("b", "submit_for_review", map[string]any{"task_id": id, "summary": "not mine"}, "builder_only")
-		// Approving before review: the current state and what is allowed from it.
-		e.refused("c", "approve_task", map[string]any{"task_id": id}, "current state: in_progress", "submit (submit_for_review)")
+		// Approving before review: the current state and what the caller may take from
+		// it — the lead may cancel, only the builder may submit.
+		if msg := e.refused("c", "approve_task", map[string]any{"task_id": id}, "current state: in_progress",
+			"allowed now: cancel (update_task status=cancelled)"); strings.Contains(msg, "submit") {
+			t.Fatalf("the lead is offered the builder's submit: %s", msg)
+		}
+		e.refused("a", "approve_task", map[string]any{"agent_name": "a", "task_id": id}, "current state: in_progress", "allowed now: submit (submit_for_review)")
 		e.state(id, "review", e.ok("a", "submit_for_review", map[string]any{"agent_name": "a", "task_id": id,
 			"summary": "Built form with validation", "files_changed": "login.js, login.css"}))
 
@@ -174,7 +179,9 @@ func TestThreeAgentWorkflow(t *testing.T) {
 		if v.str("verifier") != "b" || v.str("notes") != "Form renders correctly, validation works" {
 			t.Fatalf("verified task %v", v)
 		}
-		e.refused("b", "verify_task", map[string]any{"task_id": id}, "current state: verified", "reopen (reopen_task)")
+		// Verified: only a lead may reopen it, so the verifier may take nothing.
+		e.refused("b", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: nothing")
+		e.refused("c", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: reopen (reopen_task)")
 
 		// 6. All tasks verified: the goal waits for the lead.
 		st := e.goalStatus(goal)

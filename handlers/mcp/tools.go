@@ -434,7 +434,8 @@ func (t *tools) act(ctx context.Context, actor *models.Agent, agentName string, 
 	}
 	task, err := t.svc.TaskAction(ctx, actor, id, act, in)
 	if err != nil {
-		return TaskView{}, "", err
+		// As the API's 409: a refused transition lists only what this caller may take.
+		return TaskView{}, "", t.svc.NarrowConflict(ctx, actor, id, err)
 	}
 	return newNamer(ctx, t.svc).task(task), fmt.Sprintf("task %d is now %s", task.ID, task.State), nil
 }
