@@ -47,7 +47,10 @@ func MayTake(actor *Agent, t *Task, act Action, builder *Agent, team int) bool {
 }
 
 // ActionsFor narrows actions (names of Actions, as a refused transition's Allowed
-// lists them) to those actor may take on t (MayTake), keeping their order; never nil.
+// lists them) to those actor may take on t, keeping their order; never nil. Beyond
+// MayTake it reads what MayTake cannot see: the pilot of a minion task may submit it,
+// and a move the pilot or hat rules would refuse (hatRules, which reads the task's
+// history) is left out.
 func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions []string) ([]string, error) {
 	agents, err := s.store.ListAgents(ctx)
 	if err != nil {
@@ -61,11 +64,33 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 	}
 	out := []string{}
 	for _, a := range actions {
-		if MayTake(actor, t, Action(a), builder, TeamSize(agents)) {
+		act := Action(a)
+		ok := MayTake(actor, t, act, builder, TeamSize(agents))
+		if !ok && act == ActSubmit && actor.scopeAllowsAction(t, act) == nil {
+			if ok, err = isPilot(ctx, s.store, actor, t); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			if ok, err = s.hatsAllow(ctx, actor, t, act); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
 			out = append(out, a)
 		}
 	}
 	return out, nil
+}
+
+// hatsAllow reports whether the pilot and hat rules let actor take act on t; any
+// other error is returned.
+func (s *Service) hatsAllow(ctx context.Context, actor *Agent, t *Task, act Action) (bool, error) {
+	_, err := s.hatRules(ctx, s.store, actor, t, act)
+	if ErrorCode(err) == EFORBIDDEN {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // NarrowConflict returns err with its Allowed narrowed to what actor may take on

@@ -45,13 +45,13 @@ func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory)
 	return models.MayTake(me, t, act, builder, models.TeamSize(dir.list))
 }
 
-// actionForms lists the forms of the actions legal from t's state that me may try.
-func actionForms(me *models.Agent, t *models.Task, dir *directory) []task.ActionForm {
+// actionForms lists the forms of the actions in allowed (those legal from the task's
+// state that the signed-in agent may take: models.Service.ActionsFor).
+func actionForms(allowed []string) []task.ActionForm {
 	var out []task.ActionForm
-	for _, a := range models.AllowedActions(t.State) {
-		act := models.Action(a)
-		sp, ok := actionSpecs[act]
-		if !ok || !mayTry(me, t, act, dir) {
+	for _, a := range allowed {
+		sp, ok := actionSpecs[models.Action(a)]
+		if !ok {
 			continue
 		}
 		out = append(out, task.ActionForm{Action: a, Label: sp.label, Variant: sp.variant, Agent: sp.agent,

@@ -111,3 +111,77 @@ func TestDashboardRefusesPilotAndHatConflict(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskPageOffersOnlyWhatThePilotAndHatRulesAllow: the task page's buttons follow
+// the pilot and hat rules, not only the separation of duties (models.Service.
+// ActionsFor). The pilot of a minion task is offered Submit although it did not build
+// it, then neither Approve after submitting it nor Verify once approved; a builder
+// replaced after a block is not offered Verify. Each refused form is checked by the
+// service (TestDashboardRefusesPilotAndHatConflict); here no button leads to it.
+func TestTaskPageOffersOnlyWhatThePilotAndHatRulesAllow(t *testing.T) {
+	t.Parallel()
+	handlertest.ForEachDialect(t, func(t *testing.T, d string) {
+		t.Parallel()
+		e := newEnv(t, d)
+		e.agent("lena", models.KindHuman, "lead")
+		e.agent("ann", models.KindHuman, "developer")
+		e.agent("bob", models.KindHuman, "developer")
+		e.agent("rita", models.KindHuman, "reviewer")
+		buttons := func(b *browser, id int64) string {
+			t.Helper()
+			r := b.get("/tasks/" + itoa64(id))
+			r.want(t, http.StatusOK)
+			var got []string
+			for _, a := range models.Actions {
+				if strings.Contains(r.Body, `data-testid="action-form-`+string(a)+`"`) {
+					got = append(got, string(a))
+				}
+			}
+			return strings.Join(got, ",")
+		}
+		pilotTask, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("ann", pilotTask.ID, models.ActStart, models.ActionInput{})
+		minion, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("bob", minion.ID, models.ActStart, models.ActionInput{})
+		ann := e.browser().login("ann")
+		if got := buttons(ann, minion.ID); got != "submit" {
+			t.Fatalf("the pilot's buttons on its minion task in progress: %q, want submit", got)
+		}
+		e.act("ann", minion.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		if got := buttons(ann, minion.ID); strings.Contains(got, "approve") {
+			t.Fatalf("the pilot who submitted is offered %q", got)
+		}
+		rita := e.browser().login("rita")
+		if got := buttons(rita, minion.ID); !strings.Contains(got, "approve") {
+			t.Fatalf("the reviewer is not offered approve: %q", got)
+		}
+		e.act("rita", minion.ID, models.ActApprove, models.ActionInput{})
+		if got := buttons(ann, minion.ID); strings.Contains(got, "verify") {
+			t.Fatalf("the pilot is offered %q on its approved minion task", got)
+		}
+
+		other, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.act("bob", other.ID, models.ActStart, models.ActionInput{})
+		e.act("runner", other.ID, models.ActBlock, models.ActionInput{})
+		e.act("lena", other.ID, models.ActReassign, models.ActionInput{Agent: "ann", Reason: "fresh eyes"})
+		e.act("ann", other.ID, models.ActStart, models.ActionInput{})
+		e.act("ann", other.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		e.act("rita", other.ID, models.ActApprove, models.ActionInput{})
+		bob := e.browser().login("bob")
+		if got := buttons(bob, other.ID); strings.Contains(got, "verify") {
+			t.Fatalf("the builder replaced after a block is offered %q", got)
+		}
+		if got := buttons(e.browser().login("lena"), other.ID); !strings.Contains(got, "verify") {
+			t.Fatalf("the lead may verify (she neither built nor approved it) but is offered %q", got)
+		}
+	})
+}

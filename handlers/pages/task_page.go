@@ -85,7 +85,11 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
 		return nil, err
 	}
-	v.Actions = actionForms(SignedIn(c), t, dir)
+	allowed, err := p.d.Service.ActionsFor(ctx, SignedIn(c), stored, models.AllowedActions(stored.State))
+	if err != nil {
+		return nil, err
+	}
+	v.Actions = actionForms(allowed)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
 	v.Review = task.ReviewOf(stored.ReviewWarnings, stored.ReviewOf)
 	if v.Verification, err = p.verificationView(ctx, SignedIn(c), stored); err != nil {
