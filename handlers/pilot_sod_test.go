@@ -98,3 +98,34 @@ func TestSpawnedByNeedsThePilotsTask(t *testing.T) {
 		e.must(201, "c", "POST", "/tasks", map[string]any{"title": "by the lead", "spawned_by": own})
 	})
 }
+
+// TestFormerPilotWhoNeverSubmittedMayNotVerify: the pilot is whoever was on the
+// spawning task, now or before — even one who never touched the minion task. a builds
+// the task that spawned the minion, m builds and submits the minion itself, and a's
+// task is blocked and given to p: a may still not verify the minion
+// (pilot_not_verifier), and neither may p; the tester may.
+func TestFormerPilotWhoNeverSubmittedMayNotVerify(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e *apiEnv) {
+		e.agent("c", models.KindHuman, models.RoleLead)
+		e.agent("a", models.KindHuman, "developer", "reviewer")
+		e.agent("b", models.KindHuman, "tester")
+		e.agent("m", models.KindHuman, "developer")
+		e.agent("p", models.KindHuman, "developer")
+		own := e.must(201, "c", "POST", "/tasks", map[string]any{"title": "Create login form component", "assignee": "a", "approve": "any", "verify": "any"}).num("id")
+		e.must(200, "a", "POST", "/tasks/"+itoa(own)+"/start", nil)
+		minion := e.must(201, "a", "POST", "/tasks", map[string]any{"title": "Generate test data", "spawned_by": own, "approve": "any", "verify": "any"}).num("id")
+		path := "/tasks/" + itoa(minion)
+		e.must(200, "c", "POST", path+"/assign", map[string]any{"agent": "m"})
+		e.must(200, "m", "POST", path+"/start", nil)
+		e.must(200, "m", "POST", path+"/submit", map[string]any{"summary": "done"})
+		e.blockAsRunner(own)
+		e.must(200, "c", "POST", "/tasks/"+itoa(own)+"/reassign", map[string]any{"agent": "p", "reason": "a moves on"})
+		e.must(200, "p", "POST", "/tasks/"+itoa(own)+"/start", nil)
+		e.must(200, "c", "POST", path+"/approve", nil)
+		e.refused("a", minion, "verify", map[string]any{"notes": "my minion did well"}, models.RulePilotNotVerifier)
+		e.refused("p", minion, "verify", map[string]any{"notes": "fine"}, models.RulePilotNotVerifier)
+		if r := e.must(200, "b", "POST", path+"/verify", map[string]any{"notes": "checked"}); r.str("state") != "verified" {
+			t.Fatalf("the tester's verification: %s", r.Raw)
+		}
+	})
+}

@@ -83,10 +83,34 @@ func pilotRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) e
 	if err != nil {
 		return err
 	}
+	refusal := Forbidden(RulePilotNotVerifier, "the pilot of a minion task (the agent on task %d, which spawned it, now or before) may submit it for review but never verify it", *t.SpawnedBy)
 	if slices.Contains(WornOn(t, events, pilot)[actor.ID], HatPilot) {
-		return Forbidden(RulePilotNotVerifier, "the pilot of a minion task (the agent on task %d, which spawned it, now or before) may submit it for review but never verify it", *t.SpawnedBy)
+		return refusal
+	}
+	former, err := builtSpawningTask(ctx, tx, *t.SpawnedBy, actor.ID)
+	if err != nil {
+		return err
+	}
+	if former {
+		return refusal
 	}
 	return nil
+}
+
+// builtSpawningTask reports whether agent id wore the builder hat on the spawning
+// task at any point of its history: a former pilot, who may have left the minion task
+// alone (so wore no hat on it) and still may not verify what its own task spawned.
+func builtSpawningTask(ctx context.Context, tx Tx, spawning, id int64) (bool, error) {
+	events, err := tx.ListTaskEvents(ctx, spawning, hatEventsLimit)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range events {
+		if hat, who, ok := EventHat(e); ok && hat == HatBuilder && who == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // submittedAsPilot reports whether one of a task's events is a submission by id
