@@ -120,15 +120,11 @@ func (s *Service) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *Task
 	if t.Contract.Verification.Type != VerifyAdvisory {
 		return nil
 	}
-	rules, err := tx.GetRules(ctx)
-	if ErrorCode(err) == ENOTFOUND {
-		d := DefaultRules()
-		rules, err = &d, nil
-	}
+	rules, err := s.RulesIn(ctx, tx)
 	if err != nil {
 		return err
 	}
-	reasons, err := AdvisoryPromptReasons(ctx, tx, *rules, t, files)
+	reasons, err := AdvisoryPromptReasons(ctx, tx, rules, t, files)
 	if err != nil {
 		return err
 	}
@@ -138,7 +134,7 @@ func (s *Service) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *Task
 	}
 	tt := scanTaskText(t.Title, t.Brief)
 	payload, err := json.Marshal(AdvisoryPromptPayload{Reasons: reasons,
-		Suggested: criteriaFor(VerifyVerifiable, dedupStrings(append(slices.Clip(files), tt.files...)), *rules)})
+		Suggested: criteriaFor(VerifyVerifiable, dedupStrings(append(slices.Clip(files), tt.files...)), rules)})
 	if err != nil {
 		return err
 	}
@@ -282,11 +278,7 @@ func (s *Service) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, id in
 // new task's contract is (ResolveContract, Normalize, Validate); on a validation error
 // t is left as it was.
 func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verification) error {
-	rules, err := tx.GetRules(ctx)
-	if ErrorCode(err) == ENOTFOUND {
-		def := DefaultRules()
-		rules, err = &def, nil
-	}
+	rules, err := s.RulesIn(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -294,7 +286,7 @@ func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verifica
 	v.Protect, v.TestsMayChange, v.HeldOut = old.Protect, old.TestsMayChange, old.HeldOut
 	c := t.Contract
 	c.Verification = v
-	c = ResolveContract(c, t.Title, t.Brief, nil, *rules, s.now())
+	c = ResolveContract(c, t.Title, t.Brief, nil, rules, s.now())
 	c.Normalize()
 	check := *t
 	check.Contract = c
