@@ -138,23 +138,11 @@ func (h *DeliverableAPI) addFile(c echo.Context, tw *tar.Writer, a *models.Attem
 // attempt token of another task), and returns its newest verified attempt with a
 // deliverable.
 func (h *DeliverableAPI) latest(c echo.Context) (*models.Attempt, error) {
-	id, err := PathID(c, "id")
+	t, attempts, err := readableTask(c, h.svc)
 	if err != nil {
 		return nil, err
 	}
-	ctx := c.Request().Context()
-	t, err := h.svc.Store().GetTask(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := Actor(c).MayReadTask(t); err != nil {
-		return nil, err
-	}
-	attempts, err := h.svc.Store().ListAttempts(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return models.LatestDeliverable(id, attempts)
+	return models.LatestDeliverable(t.ID, attempts)
 }
 
 func (h *DeliverableAPI) open(c echo.Context, a *models.Attempt, path string) (io.ReadCloser, error) {

@@ -94,23 +94,11 @@ func changedSince(fp *models.Fingerprint) bool {
 // Download answers GET /tasks/{id}/output: the output file as an attachment that no
 // browser renders, named by its base name; 404 when the task has none to serve.
 func (h *OutputAPI) Download(c echo.Context) error {
-	id, err := PathID(c, "id")
+	t, attempts, err := readableTask(c, h.svc)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	t, err := h.svc.Store().GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := Actor(c).MayReadTask(t); err != nil {
-		return err
-	}
-	attempts, err := h.svc.Store().ListAttempts(ctx, id)
-	if err != nil {
-		return err
-	}
-	out, err := OpenOutput(ctx, t, attempts, h.files)
+	out, err := OpenOutput(c.Request().Context(), t, attempts, h.files)
 	if err != nil {
 		return err
 	}

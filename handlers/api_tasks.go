@@ -80,22 +80,11 @@ type TaskDetail struct {
 
 // Get answers GET /tasks/{id}.
 func (h *TasksAPI) Get(c echo.Context) error {
-	id, err := PathID(c, "id")
+	t, attempts, err := readableTask(c, h.svc)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	t, err := h.svc.Store().GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := Actor(c).MayReadTask(t); err != nil {
-		return err
-	}
-	attempts, err := h.svc.Store().ListAttempts(ctx, id)
-	if err != nil {
-		return err
-	}
+	ctx, id := c.Request().Context(), t.ID
 	inbox, err := h.svc.Store().ListInbox(ctx, models.InboxFilter{TaskID: id, IncludeResolved: true})
 	if err != nil {
 		return err
@@ -105,6 +94,28 @@ func (h *TasksAPI) Get(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(attempts), Inbox: nonNil(inbox), Spend: spend})
+}
+
+// readableTask reads the task the request's :id names and its attempts, refusing a
+// reader who may not read it (an attempt token of another task).
+func readableTask(c echo.Context, svc *models.Service) (*models.Task, []models.Attempt, error) {
+	id, err := PathID(c, "id")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := c.Request().Context()
+	t, err := svc.Store().GetTask(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := Actor(c).MayReadTask(t); err != nil {
+		return nil, nil, err
+	}
+	attempts, err := svc.Store().ListAttempts(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, attempts, nil
 }
 
 func nonNil[T any](s []T) []T {
