@@ -42,15 +42,24 @@ func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error)
 		byStep[key{*t.RunID, t.StepNum}] = t
 	}
 	slices.Sort(runIDs)
+	type version struct {
+		name string
+		v    int
+	}
+	templates := map[version]*models.Template{} // runs of one template read it once
 	var out []goal.RunSteps
 	for _, rid := range runIDs {
 		run, err := st.GetRun(ctx, rid)
 		if err != nil {
 			return nil, err
 		}
-		tpl, err := st.GetTemplate(ctx, run.TemplateName, run.TemplateVersion)
-		if err != nil {
-			return nil, err
+		tv := version{run.TemplateName, run.TemplateVersion}
+		tpl, ok := templates[tv]
+		if !ok {
+			if tpl, err = st.GetTemplate(ctx, run.TemplateName, run.TemplateVersion); err != nil {
+				return nil, err
+			}
+			templates[tv] = tpl
 		}
 		rs := goal.RunSteps{ID: run.ID, Template: run.TemplateName, Version: run.TemplateVersion}
 		for _, stage := range models.Stages(tpl.Steps) {
