@@ -17,8 +17,13 @@ type StatsStore interface {
 	GoalProgressFacts(ctx context.Context, goalID int64) (GoalProgressFacts, error)
 }
 
-// statsStore is the service's store as a StatsStore.
-func (s *Service) statsStore() (StatsStore, error) {
+// statsAccess refuses a request made with an attempt token (a worker's token is for
+// its task, not for reading how others work) and returns the service's store as a
+// StatsStore.
+func (s *Service) statsAccess(viewer *Agent) (StatsStore, error) {
+	if err := viewer.Unscoped("read scorecards"); err != nil {
+		return nil, err
+	}
 	st, ok := s.store.(StatsStore)
 	if !ok {
 		return nil, Errorf(EINTERNAL, "this store keeps no statistics")
@@ -26,24 +31,23 @@ func (s *Service) statsStore() (StatsStore, error) {
 	return st, nil
 }
 
-// statsAllowed refuses a request made with an attempt token: a worker's token is
-// for its task, not for reading how others work.
-func statsAllowed(viewer *Agent) error {
-	return viewer.Unscoped("read scorecards")
+// windowFacts reads from st the facts of the last days UTC days (StatsWindow), of
+// agent agentID when it is not 0.
+func (s *Service) windowFacts(ctx context.Context, st StatsStore, days int, agentID int64) (since, until time.Time, facts StatsFacts, err error) {
+	since, until = StatsWindow(s.now(), days)
+	facts, err = st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond), AgentID: agentID})
+	return since, until, facts, err
 }
 
 // AgentStats is agent id's scorecard over the last days (7 or 30) UTC days, with its
 // per-role split, daily bars and duration histogram. Any signed-in agent may read it;
 // a request with an attempt token may not.
 func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days int) (*AgentStats, error) {
-	if err := statsAllowed(viewer); err != nil {
+	st, err := s.statsAccess(viewer)
+	if err != nil {
 		return nil, err
 	}
 	if err := CheckStatsDays(days); err != nil {
-		return nil, err
-	}
-	st, err := s.statsStore()
-	if err != nil {
 		return nil, err
 	}
 	a, err := s.store.GetAgent(ctx, id)
@@ -53,8 +57,7 @@ func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days 
 	if a.Kind == KindSystem {
 		return nil, NotFound("agent", id)
 	}
-	since, until := StatsWindow(s.now(), days)
-	facts, err := st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond), AgentID: id})
+	since, until, facts, err := s.windowFacts(ctx, st, days, id)
 	if err != nil {
 		return nil, err
 	}
@@ -65,22 +68,18 @@ func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days 
 // ScoreBoard ranks every agent and every task role over the last days (7 or 30) UTC
 // days. Any signed-in agent may read it; a request with an attempt token may not.
 func (s *Service) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*ScoreBoard, error) {
-	if err := statsAllowed(viewer); err != nil {
+	st, err := s.statsAccess(viewer)
+	if err != nil {
 		return nil, err
 	}
 	if err := CheckStatsDays(days); err != nil {
-		return nil, err
-	}
-	st, err := s.statsStore()
-	if err != nil {
 		return nil, err
 	}
 	agents, err := s.store.ListAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
-	since, until := StatsWindow(s.now(), days)
-	facts, err := st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond)})
+	since, until, facts, err := s.windowFacts(ctx, st, days, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +90,7 @@ func (s *Service) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*Sco
 // GoalProgress is goal id's burn-down (tasks left per day, at most
 // GoalProgressDays days) and the stages where its attempts fail.
 func (s *Service) GoalProgress(ctx context.Context, viewer *Agent, id int64) (*GoalProgress, error) {
-	if err := statsAllowed(viewer); err != nil {
-		return nil, err
-	}
-	st, err := s.statsStore()
+	st, err := s.statsAccess(viewer)
 	if err != nil {
 		return nil, err
 	}
