@@ -38,12 +38,11 @@ type taskRun struct {
 	fresh bool
 	// blocked says the claim blocked the task as not ready: nothing to run.
 	blocked bool
-	// reviewFixed says the claim found the fix task of the last attempt's failed
-	// review round verified: the next attempt is the review alone (reviewOnlyNext).
-	reviewFixed bool
-	// batchReview says the task's next attempt is its parallel batch's review
-	// (batchReviewNext).
-	batchReview bool
+	// reviewNext says the task's next attempt is the review alone (reviewOnlyNext):
+	// the claim found the fix task of the last attempt's failed review round verified
+	// (reviewFixVerified), or the settle deferred the task to its parallel batch's
+	// review (batchReviewNext).
+	reviewNext bool
 }
 
 // settling reports whether the task's attempt is being (or was) recorded: a lease
@@ -248,7 +247,7 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 		}
 	}
 	tr.attempts = attempts
-	if tr.reviewFixed, err = reviewFixVerified(ctx, tx, t, attempts); err != nil {
+	if tr.reviewNext, err = reviewFixVerified(ctx, tx, t, attempts); err != nil {
 		return nil, err
 	}
 	tr.task = *t

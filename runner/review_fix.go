@@ -157,16 +157,14 @@ func taskBlock(t *models.Task) string {
 
 // reviewOnlyNext reports whether the next attempt of a task is its review alone: the
 // pool just deferred a passed task to its batch's review, or the claim found the fix
-// task the last attempt's failed review round added verified (reviewFixed, see
-// reviewFixVerified). Both are facts the pool recorded, never words read from a
-// diagnosis, which carries the reviewer's free text. Each answers one attempt: an
-// attempt after it (say, after an infrastructure failure) runs the worker.
+// task the last attempt's failed review round added verified (tr.reviewNext). Both
+// are facts the pool recorded, never words read from a diagnosis, which carries the
+// reviewer's free text. Each answers one attempt: an attempt after it (say, after an
+// infrastructure failure) runs the worker.
 func reviewOnlyNext(tr *taskRun) bool {
-	if tr.batchReview || tr.reviewFixed {
-		tr.batchReview, tr.reviewFixed = false, false
-		return true
-	}
-	return false
+	next := tr.reviewNext
+	tr.reviewNext = false
+	return next
 }
 
 // reviewFixVerified decides, in the claim's transaction, whether t's last attempt
@@ -272,7 +270,7 @@ func (p *Pool) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t
 			return false, nil
 		}
 	}
-	tr.batchReview = true
+	tr.reviewNext = true
 	return true, nil
 }
 
