@@ -221,20 +221,26 @@ func (p *Pages) inboxForm(c echo.Context, taskID int64, act string, values, errs
 }
 
 // inboxFormAt re-renders the inbox with the input and errors of the forms that post
-// to path (422): a task action's form on every item of that task, a dismiss form on
-// its one item.
+// to path (422): a task action's form on every item of that task, a dismiss or
+// advisory form on its one item.
 func (p *Pages) inboxFormAt(c echo.Context, path string, values, errs map[string]string) error {
 	v, err := p.inboxView(c)
 	if err != nil {
 		return err
 	}
+	fill := func(forms []inbox.Form) {
+		for fi := range forms {
+			if forms[fi].Path == path {
+				forms[fi].Values, forms[fi].Errors = values, errs
+			}
+		}
+	}
 	for gi := range v.Groups {
 		for ii := range v.Groups[gi].Items {
 			it := &v.Groups[gi].Items[ii]
-			for fi := range it.Forms {
-				if it.Forms[fi].Path == path {
-					it.Forms[fi].Values, it.Forms[fi].Errors = values, errs
-				}
+			fill(it.Forms)
+			if it.Advisory != nil {
+				fill(it.Advisory.Forms)
 			}
 		}
 	}

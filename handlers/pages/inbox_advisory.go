@@ -2,7 +2,6 @@ package pages
 
 import (
 	"encoding/json"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,21 +156,5 @@ func criterionField(k string, lines []int) string {
 // advisoryForm re-renders the inbox with the input and errors of task taskID's
 // advisory form action (422).
 func (p *Pages) advisoryForm(c echo.Context, taskID int64, action string, values, errs map[string]string) error {
-	v, err := p.inboxView(c)
-	if err != nil {
-		return err
-	}
-	path := advisoryPath(taskID, action)
-	for gi := range v.Groups {
-		for ii := range v.Groups[gi].Items {
-			if a := v.Groups[gi].Items[ii].Advisory; a != nil {
-				for fi := range a.Forms {
-					if a.Forms[fi].Path == path {
-						a.Forms[fi].Values, a.Forms[fi].Errors = values, errs
-					}
-				}
-			}
-		}
-	}
-	return render(c, http.StatusUnprocessableEntity, inbox.Page(*v))
+	return p.inboxFormAt(c, advisoryPath(taskID, action), values, errs)
 }
