@@ -62,7 +62,7 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
-	ar.reviewAgain = false
+	ar.reviewAgain, ar.deferredTo = false, nil
 	skipped := func(why string) models.CheckResult {
 		return models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictSkipped, Diagnosis: why}
 	}
@@ -82,6 +82,7 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		return skipped("the contract asks for no artifact review")
 	}
 	if b != nil && !ar.reviewOnly {
+		ar.deferredTo = b
 		return skipped(batchDeferred + fmt.Sprintf(" (group %q, steps %d-%d)", b.group, b.first, b.last))
 	}
 	due, err := p.reviewDue(ctx, t, rv, b)

@@ -27,6 +27,9 @@ type reviewRun struct {
 	// reviewWarning is what a review that ran out of rounds under
 	// proceed_with_warnings appends to the task.
 	reviewWarning string
+	// deferredTo is the parallel batch the attempt's review was left to (review), for
+	// the settle's batchReviewNext; nil when the review ran or was not due to a batch.
+	deferredTo *batch
 }
 
 // batch is a parallel group of a workflow run, as its review sees it.
@@ -243,12 +246,11 @@ func (p *Pool) reviewSettled(ctx context.Context, tx models.Tx, t *models.Task, 
 // (false) pass on as if reviewed — verified, in the ledger — before the batch's review
 // runs, and stay so whatever it finds; only the last waits for it (see review).
 func (p *Pool) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task, ar *attemptRun) (bool, error) {
-	if ar.reviewOnly || !deferredToBatch(ar.checks) {
+	// The group's steps and tasks are the ones the review check read (ar.deferredTo):
+	// they do not change; only their states are read here, in the transaction.
+	b := ar.deferredTo
+	if ar.reviewOnly || b == nil || len(b.tasks) == 0 {
 		return false, nil
-	}
-	b, err := p.reviewBatch(ctx, tx, t)
-	if err != nil || b == nil || len(b.tasks) == 0 {
-		return false, err
 	}
 	if b.tasks[0].ID != t.ID {
 		if _, err := tx.LockTask(ctx, b.tasks[0].ID); err != nil {
@@ -272,16 +274,6 @@ func (p *Pool) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t
 	}
 	tr.reviewNext = true
 	return true, nil
-}
-
-// deferredToBatch reports whether the attempt's review was left to its batch.
-func deferredToBatch(cs []models.CheckResult) bool {
-	for i := len(cs) - 1; i >= 0; i-- {
-		if cs[i].Stage == models.StageReview {
-			return cs[i].Verdict == models.VerdictSkipped && strings.HasPrefix(cs[i].Diagnosis, batchDeferred)
-		}
-	}
-	return false
 }
 
 // prepareWorkspace prepares the attempt's workspace. A review's fix task works in the
