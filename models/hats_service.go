@@ -63,7 +63,8 @@ func moveHat(actor *Agent, t *Task, act Action) Wearing {
 // the move puts on and the hats their roles declare (RoleHats). It returns the hat the
 // move puts on, for its event.
 func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) (Wearing, error) {
-	if err := pilotRules(ctx, tx, actor, t, act); err != nil {
+	h := &taskHistory{tx: tx, t: t} // pilotRules and the hat check below read the same history
+	if err := pilotRules(ctx, tx, h, actor, t, act); err != nil {
 		return Wearing{}, err
 	}
 	w := moveHat(actor, t, act)
@@ -97,11 +98,11 @@ func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, ac
 	if !anyConflicts(table, putOn) {
 		return w, nil // nothing it puts on can conflict: no need to read the history
 	}
-	events, err := tx.ListTaskEvents(ctx, t.ID, hatEventsLimit)
+	events, err := h.Events(ctx)
 	if err != nil {
 		return Wearing{}, err
 	}
-	pilot, err := PilotOf(ctx, tx, t)
+	pilot, err := h.Pilot(ctx)
 	if err != nil {
 		return Wearing{}, err
 	}

@@ -30,6 +30,40 @@ func PilotOf(ctx context.Context, tx Tx, t *Task) (*int64, error) {
 	return p.AssigneeID, nil
 }
 
+// taskHistory reads a task's events (the last hatEventsLimit) and its pilot (PilotOf)
+// at most once for the rule checks of one move, and only when a check needs them.
+type taskHistory struct {
+	tx                    Tx
+	t                     *Task
+	events                []Event
+	pilot                 *int64
+	haveEvents, havePilot bool
+}
+
+// Events returns the task's events, reading them on the first call.
+func (h *taskHistory) Events(ctx context.Context) ([]Event, error) {
+	if !h.haveEvents {
+		events, err := h.tx.ListTaskEvents(ctx, h.t.ID, hatEventsLimit)
+		if err != nil {
+			return nil, err
+		}
+		h.events, h.haveEvents = events, true
+	}
+	return h.events, nil
+}
+
+// Pilot returns the task's pilot, reading it on the first call.
+func (h *taskHistory) Pilot(ctx context.Context) (*int64, error) {
+	if !h.havePilot {
+		p, err := PilotOf(ctx, h.tx, h.t)
+		if err != nil {
+			return nil, err
+		}
+		h.pilot, h.havePilot = p, true
+	}
+	return h.pilot, nil
+}
+
 // isPilot reports whether actor pilots t.
 func isPilot(ctx context.Context, tx Tx, actor *Agent, t *Task) (bool, error) {
 	if actor == nil || actor.IsRunner() || t.SpawnedBy == nil {
@@ -60,7 +94,7 @@ const RuleSpawnedByNotPilot = "spawned_by_not_pilot"
 //     may not (pilot_not_verifier).
 //
 // The runner wears no hat and is never refused here.
-func pilotRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) error {
+func pilotRules(ctx context.Context, tx Tx, h *taskHistory, actor *Agent, t *Task, act Action) error {
 	if actor == nil || actor.IsRunner() || t.SpawnedBy == nil {
 		return nil
 	}
@@ -69,7 +103,7 @@ func pilotRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) e
 	default:
 		return nil
 	}
-	events, err := tx.ListTaskEvents(ctx, t.ID, hatEventsLimit)
+	events, err := h.Events(ctx)
 	if err != nil {
 		return err
 	}
@@ -79,7 +113,7 @@ func pilotRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) e
 		}
 		return nil
 	}
-	pilot, err := PilotOf(ctx, tx, t)
+	pilot, err := h.Pilot(ctx)
 	if err != nil {
 		return err
 	}
