@@ -112,22 +112,32 @@ func (p *Pages) webhookCreate(c echo.Context) error {
 	return render(c, http.StatusOK, hookspage.Page(v))
 }
 
-// hookView loads the endpoint of the :id parameter for its page.
-func (p *Pages) hookView(c echo.Context) (hookspage.HookView, *models.Webhooks, *models.Webhook, error) {
+// hook loads the endpoint of the :id parameter, for an admin.
+func (p *Pages) hook(c echo.Context) (*models.Webhooks, *models.Webhook, error) {
 	hooks, err := p.webhooks(c)
 	if err != nil {
-		return hookspage.HookView{}, nil, nil, err
+		return nil, nil, err
 	}
 	id, err := handlers.PathID(c, "id")
 	if err != nil {
-		return hookspage.HookView{}, nil, nil, err
+		return nil, nil, err
 	}
-	ctx := c.Request().Context()
-	st := hooks.Store()
-	w, err := st.GetWebhook(ctx, id)
+	w, err := hooks.Store().GetWebhook(c.Request().Context(), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hooks, w, nil
+}
+
+// hookView loads the endpoint of the :id parameter for its page, with its deliveries
+// and their attempts.
+func (p *Pages) hookView(c echo.Context) (hookspage.HookView, *models.Webhooks, *models.Webhook, error) {
+	hooks, w, err := p.hook(c)
 	if err != nil {
 		return hookspage.HookView{}, nil, nil, err
 	}
+	ctx, id := c.Request().Context(), w.ID
+	st := hooks.Store()
 	v := hookspage.HookView{Meta: p.meta(c, w.Name, layout.NavAgents), CSRF: CSRFToken(c), Row: hookRow(*w), Events: models.HookNames,
 		Edit: hookspage.Form{Name: w.Name, URL: w.URL, Events: w.Events, Enabled: w.Enabled}}
 	ds, err := st.ListWebhookDeliveries(ctx, id, 100)
@@ -187,7 +197,7 @@ func (p *Pages) webhookUpdate(c echo.Context) error {
 // webhookRotate answers POST /webhooks/:id/rotate: the new secret is rendered in this
 // response only.
 func (p *Pages) webhookRotate(c echo.Context) error {
-	_, hooks, w, err := p.hookView(c)
+	hooks, w, err := p.hook(c)
 	if err != nil {
 		return err
 	}
@@ -205,7 +215,7 @@ func (p *Pages) webhookRotate(c echo.Context) error {
 
 // webhookRemoveSecret answers POST /webhooks/:id/secret/remove.
 func (p *Pages) webhookRemoveSecret(c echo.Context) error {
-	_, hooks, w, err := p.hookView(c)
+	hooks, w, err := p.hook(c)
 	if err != nil {
 		return err
 	}
@@ -218,7 +228,7 @@ func (p *Pages) webhookRemoveSecret(c echo.Context) error {
 
 // webhookDelete answers POST /webhooks/:id/delete.
 func (p *Pages) webhookDelete(c echo.Context) error {
-	_, hooks, w, err := p.hookView(c)
+	hooks, w, err := p.hook(c)
 	if err != nil {
 		return err
 	}
