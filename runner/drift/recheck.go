@@ -121,12 +121,13 @@ func (r *Rechecker) check(ctx context.Context, actor *models.Agent, t *models.Ta
 }
 
 // Start runs a pass over every verified task every interval, as the runner agent,
-// until Stop; it does nothing when the interval is zero.
+// until Stop; the first pass comes after one interval, not at start-up. It does
+// nothing when the interval is zero.
 func (r *Rechecker) Start(ctx context.Context, runner *models.Agent) error {
 	if r.interval <= 0 {
 		return nil
 	}
-	return r.loop.Start(ctx, r.interval, func(ctx context.Context) { r.pass(ctx, runner) })
+	return r.loop.Start(ctx, r.interval, false, func(ctx context.Context) { r.pass(ctx, runner) })
 }
 
 // pass rechecks every verified task once and logs what changed.

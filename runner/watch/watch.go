@@ -38,7 +38,7 @@ func New(svc *models.Service, deadlines models.Deadlines, every time.Duration, l
 }
 
 // Start begins sweeping, at once and then every interval, until Stop or ctx ends.
-func (w *Watcher) Start(ctx context.Context) error { return w.loop.Start(ctx, w.every, w.sweep) }
+func (w *Watcher) Start(ctx context.Context) error { return w.loop.Start(ctx, w.every, true, w.sweep) }
 
 // Stop ends the sweeping and waits for the sweep under way (or ctx); calling it
 // again, or without Start, does nothing.

@@ -10,17 +10,18 @@ import (
 	"time"
 )
 
-// Loop runs a pass at Start and then every interval until Stop or the context of
-// Start ends. The zero value is ready to use.
+// Loop runs a pass every interval (and at Start when asked to) until Stop or the
+// context of Start ends. The zero value is ready to use.
 type Loop struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// Start runs pass now and then every interval, each time with a context that ends at
-// Stop; it refuses to start twice.
-func (l *Loop) Start(ctx context.Context, every time.Duration, pass func(ctx context.Context)) error {
+// Start runs pass every interval, and first at once when atOnce is set, each time
+// with a context that ends at Stop; it refuses to start twice. A costly pass (the
+// drift recheck) waits for its first interval, so that start-up does not pay for it.
+func (l *Loop) Start(ctx context.Context, every time.Duration, atOnce bool, pass func(ctx context.Context)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cancel != nil {
@@ -32,8 +33,10 @@ func (l *Loop) Start(ctx context.Context, every time.Duration, pass func(ctx con
 		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		for {
-			pass(ctx)
+		for first := true; ; first = false {
+			if atOnce || !first {
+				pass(ctx)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -20,10 +20,10 @@ func TestLoop(t *testing.T) {
 		default:
 		}
 	}
-	if err := l.Start(context.Background(), 10*time.Millisecond, pass); err != nil {
+	if err := l.Start(context.Background(), 10*time.Millisecond, true, pass); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Start(context.Background(), time.Second, pass); err == nil {
+	if err := l.Start(context.Background(), time.Second, true, pass); err == nil {
 		t.Fatal("started twice")
 	}
 	<-running
