@@ -70,7 +70,7 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		return models.CheckResult{Stage: models.StageReview, Verdict: models.VerdictError, Diagnosis: diag,
 			DurationMS: time.Since(start).Milliseconds()}
 	}
-	b, err := p.reviewBatch(ctx, p.store, t)
+	b, err := p.reviewBatch(ctx, t)
 	if err != nil {
 		return errored("reading the task's parallel group: " + err.Error())
 	}

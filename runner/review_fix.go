@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,15 +43,15 @@ type batch struct {
 
 // reviewBatch returns t's parallel group, nil when t is no step of one (or its group
 // has one step). The batch's review is the first its steps ask for.
-func (p *Pool) reviewBatch(ctx context.Context, r models.Tx, t *models.Task) (*batch, error) {
+func (p *Pool) reviewBatch(ctx context.Context, t *models.Task) (*batch, error) {
 	if t.RunID == nil || t.GoalID == nil || t.StepNum <= 0 || t.ReviewOf != nil {
 		return nil, nil
 	}
-	run, err := r.GetRun(ctx, *t.RunID)
+	run, err := p.store.GetRun(ctx, *t.RunID)
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := r.GetTemplate(ctx, run.TemplateName, run.TemplateVersion)
+	tpl, err := p.store.GetTemplate(ctx, run.TemplateName, run.TemplateVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (p *Pool) reviewBatch(ctx context.Context, r models.Tx, t *models.Task) (*b
 		return nil, nil
 	}
 	b := &batch{group: tpl.Steps[stage[0]].Parallel, first: stage[0] + 1, last: stage[len(stage)-1] + 1}
-	tasks, err := r.ListTasks(ctx, models.TaskFilter{GoalID: *t.GoalID, Limit: 1000})
+	tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: *t.GoalID, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (p *Pool) reviewInput(ctx context.Context, t *models.Task, ar *attemptRun, 
 	if b == nil {
 		addFiles(files, t, nil)
 		in.tasks = []string{taskBlock(t)}
-		in.files = sortedKeys(files)
+		in.files = slices.Sorted(maps.Keys(files))
 		return in
 	}
 	in.index, in.steps = b.first, fmt.Sprintf("%d-%d", b.first, b.last)
@@ -118,7 +119,7 @@ func (p *Pool) reviewInput(ctx context.Context, t *models.Task, ar *attemptRun, 
 		addFiles(files, o, kept)
 		in.tasks = append(in.tasks, taskBlock(o))
 	}
-	in.files = sortedKeys(files)
+	in.files = slices.Sorted(maps.Keys(files))
 	return in
 }
 
@@ -138,15 +139,6 @@ func addFiles(files map[string]bool, t *models.Task, kept *models.Deliverable) {
 			files[f.Path] = true
 		}
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // taskBlock is one reviewed task's description.
