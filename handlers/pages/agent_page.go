@@ -118,10 +118,15 @@ func dailyChart(testid, title string, days []models.DayBar) components.BarChart 
 	c := components.BarChart{TestID: testid, Title: title, LabelEvery: max(len(days)/7, 1),
 		Summary: fmt.Sprintf("%d days; each bar is a day, its green part the tasks verified and its red part the blocks.", len(days))}
 	for _, d := range days {
-		c.Bars = append(c.Bars, components.ChartBar{Label: d.Day.Format("2 Jan"), Key: d.Day.Format(time.DateOnly),
-			Segments: []components.ChartSegment{{Kind: "verified", Value: d.Verified}, {Kind: "blocked", Value: d.Blocked}}})
+		c.Bars = append(c.Bars, dayBar(d.Day, components.ChartSegment{Kind: "verified", Value: d.Verified},
+			components.ChartSegment{Kind: "blocked", Value: d.Blocked}))
 	}
 	return c
+}
+
+// dayBar is the bar of one day of a daily chart: labelled "2 Jan", keyed by its date.
+func dayBar(day time.Time, segments ...components.ChartSegment) components.ChartBar {
+	return components.ChartBar{Label: day.Format("2 Jan"), Key: day.Format(time.DateOnly), Segments: segments}
 }
 
 // histogramChart is one bar per duration bin.

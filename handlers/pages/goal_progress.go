@@ -3,7 +3,6 @@ package pages
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/web/components"
@@ -21,8 +20,7 @@ func (p *Pages) goalProgress(ctx context.Context, viewer *models.Agent, id int64
 		LabelEvery: max(len(gp.BurnDown)/7, 1),
 		Summary:    fmt.Sprintf("%d days; each bar is the goal's tasks not yet verified or cancelled at the end of the day.", len(gp.BurnDown))}}
 	for _, d := range gp.BurnDown {
-		out.BurnDown.Bars = append(out.BurnDown.Bars, components.ChartBar{Label: d.Day.Format("2 Jan"), Key: d.Day.Format(time.DateOnly),
-			Segments: []components.ChartSegment{{Kind: "left", Value: d.Left}}})
+		out.BurnDown.Bars = append(out.BurnDown.Bars, dayBar(d.Day, components.ChartSegment{Kind: "left", Value: d.Left}))
 	}
 	for _, s := range gp.Stages {
 		out.Stages = append(out.Stages, goal.StageRow{Stage: s.Stage, Count: s.Count})
