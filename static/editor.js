@@ -28,6 +28,7 @@
   }
   function indexOf(section) { return steps().indexOf(section); }
   function details(section) { return section.querySelector("details.tpl-step"); }
+  function openStep() { return steps().filter(function (s) { return details(s).open; })[0]; }
 
   /* ---------- one open step at a time ----------
    * Only a step the user opens closes the others: the steps shown open on load (every
@@ -136,7 +137,7 @@
     renumber();
     if (before !== moved.dataset.step) {
       dirty = true;
-      var open = steps().filter(function (s) { return details(s).open; })[0];
+      var open = openStep();
       if (open) schedulePreview(indexOf(open), 0);
     }
   }
@@ -210,6 +211,6 @@
 
   // A step shown open on load (a new template, a moved or previewed step) is
   // previewed at once.
-  var first = steps().filter(function (s) { return details(s).open; })[0];
+  var first = openStep();
   if (first && card && !card.querySelector('[data-testid="preview-title"]')) schedulePreview(indexOf(first), 0);
 })();
