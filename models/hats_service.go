@@ -63,7 +63,12 @@ func moveHat(actor *Agent, t *Task, act Action) Wearing {
 // the move puts on and the hats their roles declare (RoleHats). It returns the hat the
 // move puts on, for its event.
 func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) (Wearing, error) {
-	h := &taskHistory{tx: tx, t: t} // pilotRules and the hat check below read the same history
+	return s.hatRulesIn(ctx, tx, &taskHistory{tx: tx, t: t}, actor, t, act)
+}
+
+// hatRulesIn is hatRules reading t's history through h, which pilotRules and the hat
+// check share, as may several checks of one unchanged task (ActionsFor).
+func (s *Service) hatRulesIn(ctx context.Context, tx Tx, h *taskHistory, actor *Agent, t *Task, act Action) (Wearing, error) {
 	if err := pilotRules(ctx, tx, h, actor, t, act); err != nil {
 		return Wearing{}, err
 	}

@@ -62,6 +62,7 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 			builder = &agents[i]
 		}
 	}
+	h := &taskHistory{tx: s.store, t: t} // read at most once for all the actions
 	out := []string{}
 	for _, a := range actions {
 		act := Action(a)
@@ -72,7 +73,7 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 			}
 		}
 		if ok {
-			if ok, err = s.hatsAllow(ctx, actor, t, act); err != nil {
+			if ok, err = s.hatsAllow(ctx, h, actor, t, act); err != nil {
 				return nil, err
 			}
 		}
@@ -85,8 +86,8 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 
 // hatsAllow reports whether the pilot and hat rules let actor take act on t; any
 // other error is returned.
-func (s *Service) hatsAllow(ctx context.Context, actor *Agent, t *Task, act Action) (bool, error) {
-	_, err := s.hatRules(ctx, s.store, actor, t, act)
+func (s *Service) hatsAllow(ctx context.Context, h *taskHistory, actor *Agent, t *Task, act Action) (bool, error) {
+	_, err := s.hatRulesIn(ctx, s.store, h, actor, t, act)
 	if ErrorCode(err) == EFORBIDDEN {
 		return false, nil
 	}
