@@ -82,13 +82,22 @@ func OpenOutput(ctx context.Context, t *models.Task, attempts []models.Attempt, 
 // changedSince says whether fp's output file in its workspace differs from what the
 // fingerprint recorded; a file it recorded no hash for is not known to have changed.
 func changedSince(fp *models.Fingerprint) bool {
+	hash := outputHash(fp)
+	if hash == "" {
+		return false
+	}
+	sum, exists, err := drift.HashOf(fp.Git, hash).File(fp.Dir, fp.Output)
+	return err != nil || !exists || sum != hash
+}
+
+// outputHash is the hash fp recorded for its output file; "" when it recorded none.
+func outputHash(fp *models.Fingerprint) string {
 	for _, f := range fp.Files {
 		if f.Path == fp.Output && f.Hash != "" {
-			sum, exists, err := drift.HashOf(fp.Git, f.Hash).File(fp.Dir, fp.Output)
-			return err != nil || !exists || sum != f.Hash
+			return f.Hash
 		}
 	}
-	return false
+	return ""
 }
 
 // Download answers GET /tasks/{id}/output: the output file as an attachment that no

@@ -38,13 +38,7 @@ func changedSinceCached(fp *models.Fingerprint, fi fs.FileInfo) bool {
 	if !ok {
 		return changedSince(fp)
 	}
-	k := changedKey{dir: fp.Dir, output: fp.Output, git: fp.Git, file: stamp}
-	for _, f := range fp.Files {
-		if f.Path == fp.Output {
-			k.hash = f.Hash
-			break
-		}
-	}
+	k := changedKey{dir: fp.Dir, output: fp.Output, hash: outputHash(fp), git: fp.Git, file: stamp}
 	changedCache.Lock()
 	changed, known := changedCache.m[k]
 	changedCache.Unlock()
