@@ -378,10 +378,14 @@ type outboxItem struct {
 // reads nothing unless an event may cause one, and then the enabled endpoints; only
 // when one subscribes does it read the task or goal for the payload.
 func (o *ops) planOutbox(ctx context.Context, events []*models.Event) (*outbox, error) {
-	var candidates []*models.Event
+	type candidate struct {
+		event *models.Event
+		name  string // its HookCandidate
+	}
+	var candidates []candidate
 	for _, e := range events {
-		if models.HookCandidate(e) != "" {
-			candidates = append(candidates, e)
+		if name := models.HookCandidate(e); name != "" {
+			candidates = append(candidates, candidate{e, name})
 		}
 	}
 	if len(candidates) == 0 {
@@ -413,8 +417,8 @@ func (o *ops) planOutbox(ctx context.Context, events []*models.Event) (*outbox, 
 		return false
 	}
 	plan := &outbox{}
-	for _, e := range candidates {
-		name := models.HookCandidate(e)
+	for _, c := range candidates {
+		e, name := c.event, c.name
 		if name == models.HookTaskBlocked {
 			if !subscribed(models.HookTaskBlocked, models.HookBudgetStopped) {
 				continue
