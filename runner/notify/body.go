@@ -52,16 +52,19 @@ func BuildBody(baseURL string, facts json.RawMessage) ([]byte, error) {
 	return json.Marshal(b)
 }
 
+// happened is what each notification says happened to its task or goal.
+var happened = map[string]string{
+	models.HookTaskBlocked:       "is blocked and waits in the inbox",
+	models.HookTaskEscalated:     "was escalated to the lead after two rejections",
+	models.HookQuestionAsked:     "has a question for a person",
+	models.HookGoalPendingVerify: "is ready for a lead to verify",
+	models.HookBudgetStopped:     "was stopped by a budget",
+}
+
 // text is the line for people: what happened to which task or goal, with a link in
 // Slack's <url|label> form.
 func text(f models.HookFacts, link string) string {
-	what := map[string]string{
-		models.HookTaskBlocked:       "is blocked and waits in the inbox",
-		models.HookTaskEscalated:     "was escalated to the lead after two rejections",
-		models.HookQuestionAsked:     "has a question for a person",
-		models.HookGoalPendingVerify: "is ready for a lead to verify",
-		models.HookBudgetStopped:     "was stopped by a budget",
-	}[f.Event]
+	what := happened[f.Event]
 	if what == "" {
 		what = f.Event
 	}
