@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/countersign/countersign/runner/triage"
 	"log/slog"
 	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/evaluator"
 	"github.com/countersign/countersign/runner/sandbox"
+	"github.com/countersign/countersign/runner/triage"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
