@@ -125,3 +125,25 @@ func (f FieldErrors) Err() error {
 	}
 	return &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string(f), Rule: fieldRule(f)}
 }
+
+// fieldRule is the rule named at the end of a field's message ("… (rule <name>)"),
+// of the first such field in field order; "" when none names one.
+func fieldRule(f FieldErrors) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		msg := f[k]
+		if !strings.HasSuffix(msg, ")") {
+			continue
+		}
+		if i := strings.LastIndex(msg, "(rule "); i >= 0 {
+			if name := msg[i+len("(rule ") : len(msg)-1]; name != "" && !strings.ContainsAny(name, " ()") {
+				return name
+			}
+		}
+	}
+	return ""
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -33,28 +32,6 @@ const (
 	// RuleReviewFixRunner: only the runner adds a review's fix task.
 	RuleReviewFixRunner = "runner_only"
 )
-
-// fieldRule is the rule named at the end of a field's message ("… (rule <name>)"),
-// of the first such field in field order; "" when none names one.
-func fieldRule(f FieldErrors) string {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		msg := f[k]
-		if !strings.HasSuffix(msg, ")") {
-			continue
-		}
-		if i := strings.LastIndex(msg, "(rule "); i >= 0 {
-			if name := msg[i+len("(rule ") : len(msg)-1]; name != "" && !strings.ContainsAny(name, " ()") {
-				return name
-			}
-		}
-	}
-	return ""
-}
 
 // validOnExhausted checks a review's on_exhausted ("" is the default, block).
 func validOnExhausted(v string, fe *FieldErrors) {
