@@ -246,7 +246,7 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 		if err != nil {
 			return nil, fmt.Errorf("flag -evaluator-command: %w", err)
 		}
-		base := confineCommand(c, cmd, confine, log)
+		base := confineCommand(c, "evaluator", cmd, confine, log)
 		log.Info("evaluator: command", "command", argv[0], "env", c.EvalEnv, "base_url", evaluator.RedactURL(base))
 		ev = cmd
 	default:
@@ -260,8 +260,9 @@ func newEvaluator(c *config, log *slog.Logger, confine *worker.Confinement) (eva
 // environment plus only the variables the operator names (-evaluator-env), confines
 // it when confine is set, and opens the port of its Messages API endpoint; it returns
 // that endpoint ("" for the default). The command reads worker output on stdin: it
-// must not get the runner's environment, which holds its secrets.
-func confineCommand(c *config, cmd *evaluator.Command, confine *worker.Confinement, log *slog.Logger) string {
+// must not get the runner's environment, which holds its secrets. name ("evaluator",
+// "triage") starts its log lines; cmd itself is never logged, its Env holds the keys.
+func confineCommand(c *config, name string, cmd *evaluator.Command, confine *worker.Confinement, log *slog.Logger) string {
 	cmd.Env = worker.BaseEnv()
 	if confine != nil {
 		cmd.Confine, cmd.Dir = confine, confine.Policy.ReadWrite[0]
@@ -287,7 +288,7 @@ func confineCommand(c *config, cmd *evaluator.Command, confine *worker.Confineme
 		// A gateway on a port the sandbox does not open would look like an outage.
 		port, err := evaluator.URLPort(base)
 		if err != nil {
-			log.Warn("ANTHROPIC_BASE_URL has no port to allow; the command may not reach it", "command", cmd, "error", err)
+			log.Warn(name+": ANTHROPIC_BASE_URL has no port to allow; the command may not reach it", "error", err)
 		} else {
 			conf := *cmd.Confine
 			conf.Policy.ConnectTCP = append(append([]uint16(nil), conf.Policy.ConnectTCP...), port)

@@ -46,7 +46,7 @@ func newTriager(c *config, log *slog.Logger, confine *worker.Confinement) (triag
 		if err != nil {
 			return nil, fmt.Errorf("flag -triage-command: %w", err)
 		}
-		base := confineCommand(c, cmd, confine, log)
+		base := confineCommand(c, "triage", cmd, confine, log)
 		log.Info("triage: command", "command", argv[0], "base_url", evaluator.RedactURL(base))
 		return triage.Command{Cmd: cmd}, nil
 	}
