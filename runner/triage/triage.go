@@ -90,9 +90,6 @@ func Prompt(r Request) string {
 	return b.String()
 }
 
-// System is the system prompt a command-based triage may pass on to a model.
-func System() string { return systemPrompt }
-
 // Parse reads the first JSON object in reply that has an "action" and checks it: a
 // retry needs an approach; an escalation a summary and a recommendation among
 // retry, reassign, accept and cancel (reassign with a role). A `claude -p` JSON
