@@ -307,7 +307,7 @@ type WebhookStore interface {
 // naming the endpoint, never its URL or secrets.
 type Webhooks struct {
 	store WebhookStore
-	now   Clock
+	svc   *Service // its clock and events
 }
 
 // NewWebhooks returns the webhook admin service over svc's store; EINTERNAL when that
@@ -317,8 +317,10 @@ func NewWebhooks(svc *Service) (*Webhooks, error) {
 	if !ok {
 		return nil, Errorf(EINTERNAL, "this store keeps no webhooks")
 	}
-	return &Webhooks{store: ws, now: svc.now}, nil
+	return &Webhooks{store: ws, svc: svc}, nil
 }
+
+func (h *Webhooks) now() time.Time { return h.svc.now() }
 
 // Store returns the webhook store, for readers.
 func (h *Webhooks) Store() WebhookStore { return h.store }
@@ -339,16 +341,7 @@ func (h *Webhooks) change(ctx context.Context, actor *Agent, typ string, w *Webh
 		for k, v := range extra {
 			data[k] = v
 		}
-		b, err := json.Marshal(data)
-		if err != nil {
-			return err
-		}
-		e := &Event{Type: typ, Data: b, CreatedAt: h.now()}
-		if actor != nil && actor.ID != 0 {
-			id := actor.ID
-			e.ActorID = &id
-		}
-		return tx.AppendEvent(ctx, e)
+		return h.svc.emit(ctx, tx, typ, actor, nil, nil, data)
 	})
 }
 
