@@ -102,18 +102,19 @@ func (p *Pool) reviewInput(ctx context.Context, t *models.Task, ar *attemptRun, 
 		return in
 	}
 	in.index, in.steps = b.first, fmt.Sprintf("%d-%d", b.first, b.last)
+	var err error
 	for i := range b.tasks {
-		o := &b.tasks[i]
+		o, atts := &b.tasks[i], ar.history
 		if o.ID == t.ID {
-			o = t
+			o = t // the task as the attempt holds it, its attempts ar.history
+		} else if atts, err = p.store.ListAttempts(ctx, o.ID); err != nil {
+			atts = nil
 		}
 		var kept *models.Deliverable
-		if atts, err := p.store.ListAttempts(ctx, o.ID); err == nil {
-			for j := len(atts) - 1; j >= 0; j-- {
-				if atts[j].Outcome == models.OutcomePassed && atts[j].Deliverable != nil {
-					kept = atts[j].Deliverable
-					break
-				}
+		for j := len(atts) - 1; j >= 0; j-- {
+			if atts[j].Outcome == models.OutcomePassed && atts[j].Deliverable != nil {
+				kept = atts[j].Deliverable
+				break
 			}
 		}
 		addFiles(files, o, kept)
