@@ -190,11 +190,13 @@ func reviewRoundsFailed(history []models.Attempt) int {
 
 // reviewDue decides the review's triggers for t (see review); a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
-func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (bool, error) {
+func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
-		tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: *t.GoalID, Limit: 1000})
-		if err != nil {
+		var tasks []models.Task
+		if b != nil {
+			tasks = b.goal // reviewBatch just read them
+		} else if tasks, err = p.store.ListTasks(ctx, models.TaskFilter{GoalID: *t.GoalID, Limit: 1000}); err != nil {
 			return false, err
 		}
 		roles := map[int]string{}

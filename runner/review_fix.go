@@ -39,6 +39,7 @@ type batch struct {
 	first, last int           // step numbers, 1-based
 	tasks       []models.Task // the group's tasks, in step order
 	review      *models.Review
+	goal        []models.Task // every task of the goal as read with the group, for reviewDue
 }
 
 // reviewBatch returns t's parallel group, nil when t is no step of one (or its group
@@ -64,6 +65,7 @@ func (p *Pool) reviewBatch(ctx context.Context, t *models.Task) (*batch, error) 
 	if err != nil {
 		return nil, err
 	}
+	b.goal = tasks
 	for _, o := range tasks {
 		if o.RunID != nil && *o.RunID == *t.RunID && o.ReviewOf == nil && o.StepNum >= b.first && o.StepNum <= b.last {
 			b.tasks = append(b.tasks, o)
