@@ -68,7 +68,7 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 		act := Action(a)
 		ok := MayTake(actor, t, act, builder, TeamSize(agents))
 		if !ok && act == ActSubmit && actor.scopeAllowsAction(t, act) == nil {
-			if ok, err = isPilot(ctx, s.store, actor, t); err != nil {
+			if ok, err = h.IsPilot(ctx, actor); err != nil {
 				return nil, err
 			}
 		}

@@ -66,10 +66,15 @@ func (h *taskHistory) Pilot(ctx context.Context) (*int64, error) {
 
 // isPilot reports whether actor pilots t.
 func isPilot(ctx context.Context, tx Tx, actor *Agent, t *Task) (bool, error) {
-	if actor == nil || actor.IsRunner() || t.SpawnedBy == nil {
+	return (&taskHistory{tx: tx, t: t}).IsPilot(ctx, actor)
+}
+
+// IsPilot reports whether actor pilots the task.
+func (h *taskHistory) IsPilot(ctx context.Context, actor *Agent) (bool, error) {
+	if actor == nil || actor.IsRunner() || h.t.SpawnedBy == nil {
 		return false, nil
 	}
-	p, err := PilotOf(ctx, tx, t)
+	p, err := h.Pilot(ctx)
 	return err == nil && p != nil && *p == actor.ID, err
 }
 
