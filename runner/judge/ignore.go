@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,7 +40,11 @@ import (
 // commit (one pattern a line), ready for --exclude-from. A .gitignore that is a
 // symbolic link is not read: git itself refuses to follow one.
 func (s *Store) ignoreRules(ctx context.Context, commit string) ([]byte, error) {
-	out, err := s.git(ctx, gitCmd{args: []string{"ls-tree", "-r", "-z", "--full-tree", commit + "^{tree}"}})
+	from := commit
+	if out, err := s.git(ctx, gitCmd{args: []string{"rev-parse", "-q", "--verify", rulesRef(commit)}}); err == nil {
+		from = strings.TrimSpace(string(out))
+	}
+	out, err := s.git(ctx, gitCmd{args: []string{"ls-tree", "-r", "-z", "--full-tree", from + "^{tree}"}})
 	if err != nil {
 		return nil, err
 	}
@@ -154,4 +159,54 @@ func escapeGlob(s string) string {
 // or a directory) wherever the rules would put it.
 func excludeLine(rel string) string {
 	return fmt.Sprintf("/%s", escapeGlob(rel))
+}
+
+// rulesRef names the commit that holds the .gitignore files a snapshot taken with
+// git's own per-directory rules was taken under.
+func rulesRef(snapshot string) string { return "refs/countersign/rules/" + snapshot }
+
+// keepRules records, for a snapshot taken with git's own per-directory rules (the
+// base), every .gitignore file git read, as a commit of its own under
+// rulesRef(snapshot) — which ignoreRules then reads instead of the snapshot's tree.
+// Why not the snapshot's tree: a .gitignore can ignore itself (`.venv/.gitignore` is
+// `*`, and so are those pytest and mypy write into their caches), so it is not in
+// the snapshot, yet its rules held at the base; without it a candidate would take
+// the whole .venv.
+func (s *Store) keepRules(ctx context.Context, dir, tmp, snapshot string, tracked, untracked []string) error {
+	g := func(stdin []byte, args ...string) ([]byte, error) {
+		c := gitCmd{dir: dir, env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "rules-index")}, args: append([]string{"--work-tree=" + dir}, args...)}
+		if stdin != nil {
+			c.stdin = bytes.NewReader(stdin)
+		}
+		return s.git(ctx, c)
+	}
+	// The ignored .gitignore files git read: listed with --directory, so nothing
+	// inside an excluded directory (which git never enters) is.
+	out, err := g(nil, "ls-files", "-z", "--others", "--ignored", "--directory", "--exclude-per-directory=.gitignore")
+	if err != nil {
+		return err
+	}
+	var list bytes.Buffer
+	for _, p := range append(append(tracked, untracked...), strings.Split(string(out), "\x00")...) {
+		if path.Base(p) == ".gitignore" && !strings.HasSuffix(p, "/") && !hasGitComponent(p) {
+			list.WriteString(p)
+			list.WriteByte(0)
+		}
+	}
+	if list.Len() > 0 {
+		if _, err := g(list.Bytes(), "update-index", "-z", "--add", "--remove", "--stdin"); err != nil {
+			return err
+		}
+	}
+	out, err = g(nil, "write-tree")
+	if err != nil {
+		return err
+	}
+	tree := strings.TrimSpace(string(out))
+	out, err = s.git(ctx, gitCmd{env: snapshotIdent, stdin: strings.NewReader("countersign ignore rules\n"), args: []string{"commit-tree", "--no-gpg-sign", tree}})
+	if err != nil {
+		return err
+	}
+	_, err = s.git(ctx, gitCmd{args: []string{"update-ref", rulesRef(snapshot), strings.TrimSpace(string(out))}})
+	return err
 }

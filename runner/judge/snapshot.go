@@ -141,6 +141,11 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 	if checkID("commit", snap.Commit) != nil || checkID("tree", snap.Tree) != nil {
 		return Snapshot{}, fmt.Errorf("judge: git printed %q and %q, not object ids", snap.Commit, snap.Tree)
 	}
+	if r.IgnoreFrom == "" && !honourWorkerIgnore {
+		if err := s.keepRules(ctx, dir, tmp, snap.Commit, tracked, untracked); err != nil {
+			return Snapshot{}, err
+		}
+	}
 	if r.Ref != "" {
 		if _, err := s.git(ctx, gitCmd{args: []string{"update-ref", "-m", "countersign: snapshot", r.Ref, snap.Commit}}); err != nil {
 			return Snapshot{}, err
