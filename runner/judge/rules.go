@@ -123,8 +123,16 @@ var skipDirs = map[string]bool{
 // symbolic link or a file where a directory on its way was: the judge follows no
 // link and removes no directory of the worker's, so the attempt cannot be judged, which
 // is the worker's doing.
-type BlockedError struct{ Path string }
+type BlockedError struct {
+	Path string
+	// Reason, when set, says what else made the path unsafe to apply (a path that
+	// climbs out of the view); the message is then about it.
+	Reason string
+}
 
 func (e *BlockedError) Error() string {
+	if e.Reason != "" {
+		return "the change to " + e.Path + " cannot be applied safely: " + e.Reason
+	}
 	return "the worker replaced the directory " + e.Path + " with a symbolic link or a file, so the protected files below it cannot be restored"
 }

@@ -136,8 +136,7 @@ func compare(rootfd int, root string, base *Base, rules []Rule, opt Options) ([]
 	var changes []models.ProtectedChange
 	var rewrites []rewrite
 	for _, rel := range all {
-		whole, parts := classify(rules, rel)
-		if !whole && len(parts) == 0 {
+		if whole, parts := classify(rules, rel); !whole && len(parts) == 0 {
 			continue // a base file no rule protects any more
 		}
 		was, err := base.entry(rel)
@@ -148,38 +147,55 @@ func compare(rootfd int, root string, base *Base, rules []Rule, opt Options) ([]
 		if err != nil {
 			return nil, nil, err
 		}
-		judged, changedParts := was, []string(nil)
-		if !whole && opt.Parts != nil && was.kind != symlink && now.kind == regular {
-			judged = now
-			for _, r := range parts {
-				out, ch, err := opt.Parts(rel, r.Part, nilIfAbsent(was), judged.content, opt.Names)
-				if err != nil {
-					// A part that cannot be read (a base that is not JSON, a file over
-					// the bound): the whole file is protected instead.
-					judged, changedParts = was, []string{"the whole file (" + err.Error() + ")"}
-					break
-				}
-				judged.content = out
-				changedParts = append(changedParts, ch...)
-			}
-			if len(changedParts) == 0 || digest(judged) == digest(now) {
-				continue
-			}
-		} else if digest(was) == digest(now) {
+		c, judged := judgeProtected(rules, rel, was, now, opt.Parts, opt.Names, limit)
+		if c == nil {
 			continue
 		}
-		c := models.ProtectedChange{Path: rel, Change: models.ChangeChanged, Parts: changedParts}
-		switch {
-		case was.kind == absent && len(changedParts) == 0:
-			c.Change = models.ChangeAdded
-		case now.kind == absent:
-			c.Change = models.ChangeDeleted
-		}
-		c.Diff = diff(judged, now, limit)
-		changes = append(changes, c)
+		changes = append(changes, *c)
 		rewrites = append(rewrites, rewrite{rel: rel, worker: now, judged: judged, read: true})
 	}
 	return changes, rewrites, nil
+}
+
+// judgeProtected decides what the judge's view shows at rel, a path whose base version
+// was and worker version now may differ: nil when no rule protects rel or the
+// protected file (or every protected part of it) is as it was; else the change to
+// report and the judged entry (the base's version, or for a file protected in part the
+// worker's with the protected parts as they were at base).
+func judgeProtected(rules []Rule, rel string, was, now entry, parts PartFunc, names []string, limit int) (*models.ProtectedChange, entry) {
+	whole, partRules := classify(rules, rel)
+	if !whole && len(partRules) == 0 {
+		return nil, entry{}
+	}
+	judged, changedParts := was, []string(nil)
+	if !whole && parts != nil && was.kind != symlink && now.kind == regular {
+		judged = now
+		for _, r := range partRules {
+			out, ch, err := parts(rel, r.Part, nilIfAbsent(was), judged.content, names)
+			if err != nil {
+				// A part that cannot be read (a base that is not JSON, a file over
+				// the bound): the whole file is protected instead.
+				judged, changedParts = was, []string{"the whole file (" + err.Error() + ")"}
+				break
+			}
+			judged.content = out
+			changedParts = append(changedParts, ch...)
+		}
+		if len(changedParts) == 0 || digest(judged) == digest(now) {
+			return nil, entry{}
+		}
+	} else if digest(was) == digest(now) {
+		return nil, entry{}
+	}
+	c := models.ProtectedChange{Path: rel, Change: models.ChangeChanged, Parts: changedParts}
+	switch {
+	case was.kind == absent && len(changedParts) == 0:
+		c.Change = models.ChangeAdded
+	case now.kind == absent:
+		c.Change = models.ChangeDeleted
+	}
+	c.Diff = diff(judged, now, limit)
+	return &c, judged
 }
 
 func nilIfAbsent(e entry) []byte {
