@@ -82,6 +82,11 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !ar.record(proc) {
 		return
 	}
+	// Every process of the worker is gone: its result is fixed now, and everything
+	// after judges that.
+	if !p.takeCandidate(ctx, tr, ar) {
+		return
+	}
 	advisory := t.Contract.Verification.Type == models.VerifyAdvisory
 	if advisory {
 		ar.outputHash = p.outputHash(cp, ar)
@@ -272,8 +277,9 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		}
 		activities = rules.Activities
 	}
-	req := checks.VerifyRequest{Dir: ar.ws.Dir, Commands: cp.Verify, Criteria: crit, ActivityCommands: activities,
-		Timeout: cp.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar), Confine: p.confinement(tr, ar, &tr.agent), ResultsDir: ar.tmp}
+	dir := verifyDir(ar)
+	req := checks.VerifyRequest{Dir: dir, Commands: cp.Verify, Criteria: crit, ActivityCommands: activities,
+		Timeout: cp.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar), Confine: p.judgeConfinement(tr, ar, dir), ResultsDir: ar.tmp}
 	if ar.judge != nil {
 		req.Results = map[int]models.TestResults{}
 		for i, j := range index {

@@ -56,6 +56,21 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 	return c
 }
 
+// judgeConfinement is how a judging process runs — a verify command, a criterion, the
+// base's run for the floor — in dir, the judge's view (or the workspace, for a task
+// the judge has no view of): like the worker's confinement, with dir writable in
+// place of the workspace.
+func (p *Pool) judgeConfinement(tr *taskRun, ar *attemptRun, dir string) *worker.Confinement {
+	if dir == ar.ws.Dir {
+		return p.confinement(tr, ar, &tr.agent)
+	}
+	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: p.policy(&tr.agent, dir, ar.ws.MetaDir, ar.tmp)}
+	if p.cfg.Procs != nil {
+		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
+	}
+	return c
+}
+
 // policy is what a's confined processes may touch in an attempt whose workspace, meta
 // dir (briefs) and temp dir are given: those and a's home writable (the meta dir only
 // readable); the system and a's extra paths readable; Countersign's port, the default

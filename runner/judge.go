@@ -21,74 +21,61 @@ import (
 	"github.com/countersign/countersign/runner/judge/fileparts"
 )
 
-// judgeRun is the judge's part of one attempt: the protect rules, the base, the
-// base's test results for the floor, and what the judge's view found.
+// judgeRun is the judge's part of one attempt: the task's base, the attempt's
+// candidate, the protect rules, the base's test results for the floor, and what the
+// judge's view found.
 type judgeRun struct {
+	base       judgeBase
+	cand       *judge.Snapshot // the attempt's result, once the worker is gone
+	commands   bool            // the contract runs commands: there is an Env and a view
 	rules      []judge.Rule
-	base       *judge.Base
 	dir        string                      // <meta>/judge
 	results    map[int]models.TestResults  // criterion index → its structured-results command
 	atBase     map[int]*testresults.Report // criterion index → results at the base revision
 	activities map[string]string           // the project rules' activity commands
 	report     models.JudgeReport
-	view       *judge.View
+	view       *judge.TreeView
 	opened     bool // the view was prepared: the report is the attempt's
 }
 
-// judgeDir is where the judge keeps a task's base and journal: under the task's meta
-// dir, which workers may read but not write.
+// judgeDir is where the judge keeps a task's base, its views and its results: under
+// the task's meta dir, which workers may read but not write.
 func judgeDir(ar *attemptRun) string { return filepath.Join(ar.ws.MetaDir, "judge") }
 
-// prepareJudge readies the judge for an attempt before its worker runs: it puts back
-// what a view left open by a runner that died, takes the base (protected files as
-// the first attempt found them) and runs the base's tests for the floor, once per
-// base revision. Advisory tasks run no verify commands and get no judge.
+// prepareJudge readies the judge for an attempt before its worker runs: the task's
+// base snapshot (and Env, when the contract runs commands), taken before the first
+// worker ran, and the base's tests for the floor, run once per base in a view of the
+// base. A task that runs no commands and lands nothing needs no judge.
 func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
-	if t.Contract.Verification.Type == models.VerifyAdvisory || !runsCommands(&t.Contract) {
+	commands := t.Contract.Verification.Type != models.VerifyAdvisory && runsCommands(&t.Contract)
+	if !commands && ar.ws.Branch() == "" {
 		return nil
 	}
-	dir := judgeDir(ar)
-	if err := judge.Recover(filepath.Join(dir, "journal"), ar.ws.Dir); err != nil {
-		return fmt.Errorf("putting back the worker's files after an interrupted check: %w", err)
+	start := time.Now()
+	base, first, err := p.judgeBaseOf(ctx, tr, ar, commands)
+	if err != nil {
+		return err
+	}
+	jr := &judgeRun{base: base, commands: commands, dir: judgeDir(ar),
+		results: map[int]models.TestResults{}, atBase: map[int]*testresults.Report{}}
+	jr.report.Base = base.Revision
+	if !commands {
+		ar.judge = jr
+		return nil
 	}
 	rules, err := p.rules(ctx)
 	if err != nil {
 		return err
 	}
-	jr := &judgeRun{rules: judge.ParseRules(rules.ProtectedFor(t.Contract.Verification)), dir: dir,
-		results: map[int]models.TestResults{}, atBase: map[int]*testresults.Report{}, activities: rules.Activities}
-	start := time.Now()
-	base, err := judge.LoadBase(filepath.Join(dir, "base"))
-	if err != nil {
-		return err
-	}
-	first := base == nil
-	var commit string
-	var clean bool
-	if first {
-		if commit, clean, err = p.cfg.Workspaces.Revision(ctx, ar.ws); err != nil {
-			return err
-		}
-		// Taken before the first worker runs; a task that began under an older
-		// version takes it now, from what its earlier attempts left.
-		rev := commit
-		if rev == "" {
-			rev = "snapshot"
-		}
-		if base, err = judge.TakeBase(filepath.Join(dir, "base"), ar.ws.Dir, rev, jr.rules); err != nil {
-			return err
-		}
-	}
-	jr.base = base
-	jr.report.Base = base.Revision
+	jr.rules, jr.activities = judge.ParseRules(rules.ProtectedFor(t.Contract.Verification)), rules.Activities
 	var facts *models.WorkspaceFacts // read once, and only for a criterion of a stack
 	for i, c := range t.Contract.Verification.Criteria {
 		if c.Timing == models.TimingDeferred || c.Stack == "" {
 			continue
 		}
 		if facts == nil {
-			f, err := models.DetectWorkspace(ar.ws.Dir, nil)
+			f, err := models.DetectWorkspace(base.Env, nil)
 			if err != nil {
 				return err
 			}
@@ -98,7 +85,7 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 			jr.results[i] = res
 		}
 	}
-	if err := p.baseResults(ctx, tr, ar, jr, first, commit, clean); err != nil {
+	if err := p.baseResults(ctx, tr, ar, jr, first); err != nil {
 		return err
 	}
 	jr.report.PrepareMS = time.Since(start).Milliseconds()
@@ -107,18 +94,24 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 }
 
 // baseResults loads or records the base's test results of each criterion with
-// structured results. They are recorded by running the results command in the
-// workspace before the first worker has touched it, and kept with the task; when the
-// workspace is a clean git checkout they are kept by commit too, and any task based
-// on the same commit reuses them. A later attempt without them (a task begun under an
-// older version) has no floor.
-func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, commit string, clean bool) error {
+// structured results. They are recorded by running the results command in a view of
+// the base itself, with the judge's environment, when the base is taken, and kept with
+// the task; when the workspace was a clean git checkout they are kept by commit too,
+// and any task based on the same commit reuses them. A later attempt without them (a
+// task begun under an older version) has no floor.
+func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool) error {
+	var view *judge.TreeView
+	defer func() {
+		if view != nil {
+			_ = view.Close()
+		}
+	}()
 	for i, res := range jr.results {
 		key := resultsKey(res)
 		own := filepath.Join(jr.dir, "base-results-"+key+".json")
 		shared := ""
-		if commit != "" && clean {
-			shared = filepath.Join(p.cfg.Workspaces.Root(), "judge", "results", commit+"-"+key+".json")
+		if jr.base.Revision != "snapshot" && jr.base.Clean {
+			shared = filepath.Join(p.cfg.Workspaces.Root(), "judge", "results", jr.base.Revision+"-"+key+".json")
 		}
 		if rep, ok := loadReport(own); ok {
 			jr.atBase[i] = rep
@@ -132,11 +125,19 @@ func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr 
 			_ = saveReport(own, rep)
 			continue
 		}
+		if view == nil {
+			v, _, err := judge.OpenView(ctx, judge.ViewRequest{Env: jr.base.Env, Dir: filepath.Join(jr.dir, "view"),
+				Trees: p.judgeStore, Base: jr.base.Commit, Candidate: jr.base.Commit})
+			if err != nil {
+				return fmt.Errorf("opening the judge's view of the base: %w", err)
+			}
+			view = v
+		}
 		c := tr.task.Contract.Verification.Criteria[i]
-		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: ar.ws.Dir, Criteria: []models.Criterion{c},
+		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: view.Root(), Criteria: []models.Criterion{c},
 			Results: map[int]models.TestResults{0: res}, ResultsDir: ar.tmp,
 			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar),
-			Confine: p.confinement(tr, ar, &tr.agent)})
+			Confine: p.judgeConfinement(tr, ar, view.Root())})
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -183,21 +184,30 @@ func saveReport(path string, rep *testresults.Report) error {
 	return writeAtomic(path, b)
 }
 
-// openView turns the workspace into the judge's view before the verify commands run,
-// and records what it found. A protected path the judge cannot restore (the worker
-// put a link where a directory was) fails the attempt at stage tamper; anything else
-// going wrong is the runner's failure. It reports whether verification may go on.
+// openView opens the judge's view of the attempt's candidate before the verify
+// commands run, and records what it found: the Env of the base, every change the
+// candidate made except to protected paths (which keep the base's version unless
+// tests_may_change), and the held-out tests. A protected path the judge cannot restore
+// fails the attempt at stage tamper; anything else going wrong is the runner's failure.
+// It reports whether verification may go on.
 func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr := ar.judge
-	if jr == nil {
+	if jr == nil || !jr.commands {
 		return true
+	}
+	if jr.cand == nil {
+		ar.infra("the judge has no candidate to judge", nil)
+		return false
 	}
 	v := &tr.task.Contract.Verification
 	start := time.Now()
-	view, changes, err := judge.Open(ar.ws.Dir, jr.base, jr.rules, judge.Options{
-		Restore: !v.TestsMayChange, HeldOut: v.HeldOut, Parts: fileparts.Restore,
-		Names: partNames(contractCommands(&tr.task.Contract, jr.activities)), Journal: filepath.Join(jr.dir, "journal"),
-	})
+	var extra []judge.File
+	for _, h := range v.HeldOut {
+		extra = append(extra, judge.File{Rel: h.Path, Content: []byte(h.Content)})
+	}
+	view, changes, err := judge.OpenView(ctx, judge.ViewRequest{Env: jr.base.Env, Dir: filepath.Join(jr.dir, "view"),
+		Trees: p.judgeStore, Base: jr.base.Commit, Candidate: jr.cand.Commit, Rules: jr.rules, Restore: !v.TestsMayChange,
+		Parts: fileparts.Restore, Names: partNames(contractCommands(&tr.task.Contract, jr.activities)), Extra: extra})
 	jr.report.PrepareMS += time.Since(start).Milliseconds()
 	var blocked *judge.BlockedError
 	switch {
@@ -213,22 +223,31 @@ func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr.view, jr.opened = view, true
 	jr.report.Protected = changes
 	jr.report.Restored = !v.TestsMayChange
+	jr.report.View = view.Mechanism()
 	if len(v.HeldOut) > 0 {
 		jr.report.HeldOut = &models.HeldOutReport{Files: len(v.HeldOut)}
 	}
 	return true
 }
 
-// closeView puts the worker's versions back; failing to is the runner's failure (the
-// journal keeps them for the next attempt's prepareJudge).
+// closeView removes the judge's view; failing to is logged (the next view of the task
+// removes what is left, and a starting runner removes every view a dead one left).
 func (p *Pool) closeView(ar *attemptRun) {
 	if ar.judge == nil || ar.judge.view == nil {
 		return
 	}
 	if err := ar.judge.view.Close(); err != nil {
-		ar.infra("putting back the worker's files after the checks failed: "+err.Error(), err)
+		p.log.Warn("removing the judge's view failed", "dir", ar.judge.dir, "err", err)
 	}
 	ar.judge.view = nil
+}
+
+// verifyDir is where the verify commands run: the judge's view when there is one.
+func verifyDir(ar *attemptRun) string {
+	if ar.judge != nil && ar.judge.view != nil {
+		return ar.judge.view.Root()
+	}
+	return ar.ws.Dir
 }
 
 func judgeRulesText(rules []judge.Rule) []string {

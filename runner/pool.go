@@ -77,6 +77,8 @@ type Pool struct {
 
 	revoker groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
 	tmpDirs *tmpDirs           // attempts' private temp dirs
+	// judgeStore is the judge's own object store: every base and candidate snapshot.
+	judgeStore *judge.Store
 }
 
 // New checks cfg, applies its defaults and returns a Pool that has not started.
@@ -138,6 +140,16 @@ func (p *Pool) Start(ctx context.Context) error {
 	} else if len(closed) > 0 {
 		p.log.Warn("put back the workspaces of judge's views an earlier runner left", "views", len(closed))
 	}
+	if removed, err := judge.RecoverViews(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
+		return fmt.Errorf("runner: removing the judge's views an earlier runner left: %w", err)
+	} else if len(removed) > 0 {
+		p.log.Warn("removed judge's views an earlier runner left", "views", len(removed))
+	}
+	store, err := judge.OpenStore(ctx, p.cfg.Workspaces.Root())
+	if err != nil {
+		return fmt.Errorf("runner: opening the judge's store: %w", err)
+	}
+	p.judgeStore = store
 	p.tmpDirs.removeSpares()
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
 	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {
@@ -224,6 +236,10 @@ func (p *Pool) stop(ctx context.Context) error {
 	p.taskCancel(ErrStopping)
 	p.hbCancel()
 	<-p.hbDone
+	if err == nil {
+		// Only once every task is done: a task still running reads the store.
+		_ = p.judgeStore.Close()
+	}
 	p.log.Info("runner pool stopped")
 	return err
 }
