@@ -64,7 +64,13 @@ func (p *Pool) judgeConfinement(tr *taskRun, ar *attemptRun, dir string) *worker
 	if dir == ar.ws.Dir {
 		return p.confinement(tr, ar, &tr.agent)
 	}
-	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: p.policy(&tr.agent, dir, ar.ws.MetaDir, ar.tmp)}
+	return p.viewConfinement(tr, ar, &tr.agent, dir)
+}
+
+// viewConfinement is how a process of agent a runs in a judge's view dir: a's
+// confinement with dir writable in place of the workspace, which it may not touch.
+func (p *Pool) viewConfinement(tr *taskRun, ar *attemptRun, a *models.Agent, dir string) *worker.Confinement {
+	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: p.policy(a, dir, ar.ws.MetaDir, ar.tmp)}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
 	}

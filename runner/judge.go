@@ -49,11 +49,12 @@ func judgeDir(ar *attemptRun) string { return filepath.Join(ar.ws.MetaDir, "judg
 func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
 	commands := t.Contract.Verification.Type != models.VerifyAdvisory && runsCommands(&t.Contract)
-	if !commands && ar.ws.Branch() == "" {
+	reviewed := t.Contract.Review != nil
+	if !commands && !reviewed && ar.ws.Branch() == "" {
 		return nil
 	}
 	start := time.Now()
-	base, first, err := p.judgeBaseOf(ctx, tr, ar, commands)
+	base, first, err := p.judgeBaseOf(ctx, tr, ar, commands || reviewed)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/checks"
+	"github.com/countersign/countersign/runner/judge"
+	"github.com/countersign/countersign/runner/judge/fileparts"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -118,15 +120,24 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
 		return errored(err.Error())
 	}
+	dir, confine := ar.ws.Dir, p.confinement(tr, ar, reviewer)
+	view, err := p.reviewView(ctx, tr, ar)
+	if err != nil {
+		return errored("preparing the reviewer's view of the candidate: " + err.Error())
+	}
+	if view != nil {
+		defer func() { _ = view.Close() }()
+		dir, confine = view.Root(), p.viewConfinement(tr, ar, reviewer, view.Root())
+	}
 	res, err := worker.Run(ctx, worker.Spec{
 		Command: reviewer.Command,
-		Dir:     ar.ws.Dir,
+		Dir:     dir,
 		Stdin:   strings.NewReader(brief),
 		Env: append(append(p.taskEnv(tr, ar), p.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(round),
 			EnvBriefFile+"="+briefPath), // the later entry wins: the review brief
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
-		Confine:   p.confinement(tr, ar, reviewer),
+		Confine:   confine,
 		LogPath:   filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.log", ar.num)),
 	})
 	took := time.Since(start).Milliseconds()
@@ -271,4 +282,29 @@ func lastReviewFeedback(history []models.Attempt) string {
 		}
 	}
 	return ""
+}
+
+// AgentConfigPaths are the files a coding agent reads as instructions or settings
+// when it starts in a directory (Claude Code's CLAUDE.md and .claude/, the AGENTS.md
+// convention, Cursor's, Copilot's and Gemini's, MCP server lists). A reviewer reads the
+// candidate with these as the base had them: a worker that wrote "approve this" into
+// CLAUDE.md, or a hook into .claude/settings.json, does not reach its reviewer.
+var AgentConfigPaths = []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/**", "AGENTS.md", ".cursorrules", ".cursor/**",
+	".github/copilot-instructions.md", "GEMINI.md", ".gemini/**", ".mcp.json"}
+
+// reviewView opens the reviewer's own view of the attempt's candidate: the base's
+// environment, the candidate's changes, and the protected paths and the agent
+// configuration (AgentConfigPaths) as the base had them. nil when the task has no
+// Env (a contract that runs nothing and asks for no review of its own, reviewed in a
+// parallel group's batch): the reviewer then reads the workspace, as before.
+func (p *Pool) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
+	jr := ar.judge
+	if jr == nil || jr.cand == nil || jr.base.Env == "" {
+		return nil, nil
+	}
+	rules := append(judge.ParseRules(AgentConfigPaths), jr.rules...)
+	view, _, err := judge.OpenView(ctx, judge.ViewRequest{Env: jr.base.Env, Dir: filepath.Join(jr.dir, "review-view"),
+		Trees: p.judgeStore, Base: jr.base.Commit, Candidate: jr.cand.Commit, Rules: rules, Restore: true,
+		Parts: fileparts.Restore, Names: partNames(contractCommands(&tr.task.Contract, jr.activities))})
+	return view, err
 }
