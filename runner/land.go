@@ -156,7 +156,16 @@ func (p *Pool) commitVerified(ctx context.Context, tr *taskRun, ar *attemptRun) 
 		return
 	}
 	t := &tr.task
+	// TRANSITIONAL (issue 30 item 1): the tree must be the judged candidate's
+	// (judge.Store.Snapshot, exported with Store.Export); until the runner takes the
+	// candidate, the worktree's tree is read here as before.
+	tree, err := p.cfg.Workspaces.WorktreeTree(ctx, ar.ws)
+	if err != nil {
+		ar.infra(fmt.Sprintf("reading the verified work in %s failed: %v", ar.ws.Branch(), err), err)
+		return
+	}
 	commit, err := p.cfg.Workspaces.CommitVerified(ctx, ar.ws, workspace.CommitInfo{
+		Tree:    tree,
 		Author:  workspace.Identity{Name: tr.agent.Name, Email: tr.agent.Name + "@agents.countersign.invalid"},
 		Subject: t.Title,
 		Trailers: []workspace.Trailer{

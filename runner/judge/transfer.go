@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -101,13 +100,21 @@ func (s *Store) Export(ctx context.Context, repo, commit string) error {
 	for _, h := range have {
 		revs += "^" + h + "\n"
 	}
-	var pack bytes.Buffer
-	if _, err := s.git(ctx, gitCmd{stdin: strings.NewReader(revs), stdout: &pack,
-		args: []string{"pack-objects", "--revs", "--stdout", "-q", "--window=0"}}); err != nil {
+	tmpPack := filepath.Join(tmp, "tmp.pack")
+	f, err := os.OpenFile(tmpPack, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		return err
 	}
-	tmpPack := filepath.Join(tmp, "tmp.pack")
-	out, err := s.git(ctx, gitCmd{stdin: &pack, args: []string{"index-pack", "--stdin", "-o", tmpPack}})
+	_, err = s.git(ctx, gitCmd{stdin: strings.NewReader(revs), stdout: f,
+		args: []string{"pack-objects", "--revs", "--stdout", "-q", "--window=0"}})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	// index-pack computes every object's id again as it writes the index.
+	out, err := s.git(ctx, gitCmd{args: []string{"index-pack", "-o", filepath.Join(tmp, "tmp.idx"), tmpPack}})
 	if err != nil {
 		return err
 	}

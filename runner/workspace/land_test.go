@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -90,11 +91,44 @@ func branchTask(t *testing.T, m *Manager, repo string, id int64, base string) *W
 
 func commitVerified(t *testing.T, m *Manager, ws *Workspace) string {
 	t.Helper()
-	c, err := m.CommitVerified(context.Background(), ws, verifiedInfo(ws.TaskID, 1))
+	c, err := m.CommitVerified(context.Background(), ws, candidateInfo(t, m, ws, verifiedInfo(ws.TaskID, 1)))
 	if err != nil {
 		t.Fatalf("CommitVerified: %v", err)
 	}
 	return c
+}
+
+// candidateInfo is ci with the tree of a candidate snapshot of ws, taken by a judge
+// store as the runner does — the branch's tip imported, the worktree snapshot under
+// its rules with the meta dir left out — and exported into ws's repository.
+func candidateInfo(t *testing.T, m *Manager, ws *Workspace, ci CommitInfo) CommitInfo {
+	t.Helper()
+	ci.Tree = candidate(t, m, ws).Tree
+	return ci
+}
+
+// candidate snapshots ws as the runner does and exports it into ws's repository.
+func candidate(t *testing.T, m *Manager, ws *Workspace) judge.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	s, err := judge.OpenStore(ctx, m.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tip := gitT(t, ws.Repo(), "rev-parse", "refs/heads/"+ws.Branch())
+	if err := s.Import(ctx, ws.Repo(), tip); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, judge.SnapshotRequest{Dir: ws.Dir, IgnoreFrom: tip, Parent: tip, Exclude: []string{MetaDirName},
+		Ref: fmt.Sprintf("refs/countersign/tasks/%d/candidate", ws.TaskID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Export(ctx, ws.Repo(), snap.Commit); err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 // A worktree task works on a branch of its own, made from the target, and its later
@@ -194,7 +228,7 @@ func TestCommitVerifiedCarriesTrailers(t *testing.T) {
 	write(t, filepath.Join(ws.Dir, "f.txt"), "one\n2\n3\n")
 	gitT(t, ws.Dir, "commit", "-q", "-am", "worker commits")
 	workers := gitT(t, ws.Dir, "rev-parse", "HEAD")
-	c2, err := m.CommitVerified(ctx, ws, verifiedInfo(7, 2))
+	c2, err := m.CommitVerified(ctx, ws, candidateInfo(t, m, ws, verifiedInfo(7, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,19 +240,30 @@ func TestCommitVerifiedCarriesTrailers(t *testing.T) {
 	}
 
 	// Refusals before anything runs.
+	tree := gitT(t, repo, "rev-parse", c2+"^{tree}")
 	for name, ci := range map[string]CommitInfo{
-		"no author":          {Subject: "x"},
-		"author with <":      {Author: Identity{"a <b>", "a@b"}, Subject: "x"},
-		"email with newline": {Author: Identity{"a", "a@b\nX-Evil: 1"}, Subject: "x"},
-		"empty subject":      {Author: agent, Subject: " \n\t"},
-		"trailer key":        {Author: agent, Subject: "x", Trailers: []Trailer{{"Bad Key", "v"}}},
-		"empty trailer":      {Author: agent, Subject: "x", Trailers: []Trailer{{"Countersign-Task", "\n"}}},
+		"no author":          {Subject: "x", Tree: tree},
+		"author with <":      {Author: Identity{"a <b>", "a@b"}, Subject: "x", Tree: tree},
+		"email with newline": {Author: Identity{"a", "a@b\nX-Evil: 1"}, Subject: "x", Tree: tree},
+		"empty subject":      {Author: agent, Subject: " \n\t", Tree: tree},
+		"trailer key":        {Author: agent, Subject: "x", Trailers: []Trailer{{"Bad Key", "v"}}, Tree: tree},
+		"empty trailer":      {Author: agent, Subject: "x", Trailers: []Trailer{{"Countersign-Task", "\n"}}, Tree: tree},
+		"no tree":            {Author: agent, Subject: "x"},
+		"tree expression":    {Author: agent, Subject: "x", Tree: "HEAD^{tree}"},
 	} {
 		if _, err := m.CommitVerified(ctx, ws, ci); models.ErrorCode(err) != models.EINVALID {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := m.CommitVerified(ctx, prepare(t, m, Request{TaskID: 8, Attempt: 1}), verifiedInfo(8, 1)); models.ErrorCode(err) != models.EINVALID {
+	// A tree the repository does not hold (never exported), and an id that is not a tree.
+	for _, id := range []string{strings.Repeat("ab", 20), gitT(t, repo, "rev-parse", c2+":f.txt")} {
+		if _, err := m.CommitVerified(ctx, ws, CommitInfo{Author: agent, Subject: "x", Tree: id}); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("tree %s: %v", id, err)
+		}
+	}
+	info := verifiedInfo(8, 1)
+	info.Tree = tree
+	if _, err := m.CommitVerified(ctx, prepare(t, m, Request{TaskID: 8, Attempt: 1}), info); models.ErrorCode(err) != models.EINVALID {
 		t.Errorf("a workspace without a branch: %v", err)
 	}
 }
@@ -525,12 +570,24 @@ func TestMergeRefusesPlantedObject(t *testing.T) {
 	zw.Close()
 	write(t, filepath.Join(repo, ".git", "objects", id[:2], id[2:]), z.String())
 	write(t, filepath.Join(ws.Dir, "g.txt"), good)
-	c := commitVerified(t, m, ws)
+	// Merge's check is the backstop for a commit made in the repository by any other
+	// means: here the tree `git add -A` writes there (WorktreeTree), which keeps the
+	// planted object because its id is already present.
+	tree, err := m.WorktreeTree(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := verifiedInfo(1, 1)
+	info.Tree = tree
+	c, err := m.CommitVerified(ctx, ws, info)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := gitT(t, repo, "show", c+":g.txt"); got+"\n" != evil {
 		t.Fatalf("control: git reads %q for the planted id, so this test could not fail", got)
 	}
 	before := gitT(t, repo, "rev-parse", "main")
-	_, err := m.Merge(ctx, MergeRequest{Repo: repo, Target: "main", Branch: ws.Branch(), Verified: c, FastForward: true})
+	_, err = m.Merge(ctx, MergeRequest{Repo: repo, Target: "main", Branch: ws.Branch(), Verified: c, FastForward: true})
 	if !errors.Is(err, ErrNotVerified) || !strings.Contains(err.Error(), id[:12]) {
 		t.Fatalf("err = %v", err)
 	}
@@ -539,6 +596,19 @@ func TestMergeRefusesPlantedObject(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "g.txt")); !os.IsNotExist(err) {
 		t.Fatal("the planted content reached the checkout")
+	}
+
+	// Landed through the judge's snapshot, the planted object changes nothing: the
+	// exported pack holds the verified content, and git reads packs before loose
+	// objects.
+	ws2 := branchTask(t, m, repo, 2, "main")
+	write(t, filepath.Join(ws2.Dir, "g.txt"), good)
+	c2 := commitVerified(t, m, ws2)
+	if got := gitT(t, repo, "show", c2+":g.txt"); got+"\n" != good {
+		t.Fatalf("the snapshot's landing reads %q", got)
+	}
+	if _, err := m.Merge(ctx, MergeRequest{Repo: repo, Target: "main", Branch: ws2.Branch(), Verified: c2, FastForward: true}); err != nil {
+		t.Fatalf("the snapshot's landing was refused: %v", err)
 	}
 }
 
@@ -830,5 +900,54 @@ func TestConfinedLanding(t *testing.T) {
 	}
 	if err := checkout(append(storeWrite(gitDir), filepath.Dir(index), wt)); err != nil {
 		t.Fatalf("with a write grant on the worktree: %v", err)
+	}
+}
+
+// TestLandedTreeIsTheJudgedTree: what lands is exactly the candidate the judge
+// snapshot. The hostile worker hides the helper its code needs behind its own
+// .gitignore, and something that runs during the checks rewrites a file after the
+// snapshot; the landed commit's tree is the snapshot's tree all the same: the helper
+// in, the rewrite out. The control is the old landing (the worktree's tree as `git add
+// -A` sees it after the checks), which differs on both counts.
+func TestLandedTreeIsTheJudgedTree(t *testing.T) {
+	t.Parallel()
+	m, repo, ctx := newManager(t), mainRepo(t), context.Background()
+	ws := branchTask(t, m, repo, 11, "main")
+	write(t, filepath.Join(ws.Dir, "app.py"), "import helper\n")
+	write(t, filepath.Join(ws.Dir, "helper.py"), "def f(): return 1\n")
+	write(t, filepath.Join(ws.Dir, ".gitignore"), "*.log\nhelper.py\n")
+	snap := candidate(t, m, ws)
+	// A check's process writes after the candidate was fixed.
+	write(t, filepath.Join(ws.Dir, "f.txt"), "rewritten during the checks\n")
+
+	// Control: the worktree's tree as the old landing took it.
+	old, err := m.WorktreeTree(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old == snap.Tree {
+		t.Fatal("control: the worktree's tree equals the judged one, so this test could not fail")
+	}
+	if _, err := gitTry(repo, "cat-file", "-e", old+":helper.py"); err == nil {
+		t.Fatal("control: git add -A took helper.py despite the worker's .gitignore")
+	}
+	if gitT(t, repo, "show", old+":f.txt") != "rewritten during the checks" {
+		t.Fatal("control: the worktree's tree lacks the rewrite")
+	}
+
+	info := verifiedInfo(11, 1)
+	info.Tree = snap.Tree
+	c, err := m.CommitVerified(ctx, ws, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, repo, "rev-parse", c+"^{tree}"); got != snap.Tree {
+		t.Fatalf("landed tree %s, judged tree %s", got, snap.Tree)
+	}
+	if got := gitT(t, repo, "show", c+":helper.py"); got != "def f(): return 1" {
+		t.Fatalf("helper.py landed as %q", got)
+	}
+	if got := gitT(t, repo, "show", c+":f.txt"); got != "one\ntwo\nthree" {
+		t.Fatalf("f.txt landed as %q, not as judged", got)
 	}
 }
