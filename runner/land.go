@@ -156,12 +156,15 @@ func (p *Pool) commitVerified(ctx context.Context, tr *taskRun, ar *attemptRun) 
 		return
 	}
 	t := &tr.task
-	// TRANSITIONAL (issue 30 item 1): the tree must be the judged candidate's
-	// (judge.Store.Snapshot, exported with Store.Export); until the runner takes the
-	// candidate, the worktree's tree is read here as before.
-	tree, err := p.cfg.Workspaces.WorktreeTree(ctx, ar.ws)
-	if err != nil {
-		ar.infra(fmt.Sprintf("reading the verified work in %s failed: %v", ar.ws.Branch(), err), err)
+	// The tree the checks judged, never the worktree as it is now: the candidate's
+	// objects go into the repository first.
+	cand, tree := landedTree(ar)
+	if tree == "" {
+		ar.infra("the attempt has no candidate snapshot: there is nothing judged to land", nil)
+		return
+	}
+	if err := p.judgeStore.Export(ctx, ar.ws.Repo(), cand); err != nil {
+		ar.infra(fmt.Sprintf("bringing the judged tree into %s failed: %v", ar.ws.Repo(), err), err)
 		return
 	}
 	commit, err := p.cfg.Workspaces.CommitVerified(ctx, ar.ws, workspace.CommitInfo{
