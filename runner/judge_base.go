@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/workspace"
 )
@@ -154,4 +155,13 @@ func landedTree(ar *attemptRun) (commit, tree string) {
 		return "", ""
 	}
 	return ar.judge.cand.Commit, ar.judge.cand.Tree
+}
+
+// judged is the attempt's judge report, for the attempt and the ledger: nil when the
+// judge neither took a candidate nor opened a view.
+func (jr *judgeRun) judged() *models.JudgeReport {
+	if jr == nil || (!jr.opened && jr.cand == nil) {
+		return nil
+	}
+	return &jr.report
 }

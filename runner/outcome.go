@@ -99,10 +99,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 			break
 		}
 		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
-		var judged *models.JudgeReport
-		if ar.judge != nil && ar.judge.opened {
-			judged = &ar.judge.report
-		}
+		judged := ar.judge.judged()
 		if ar.commit != "" {
 			t.Commit = ar.commit
 		}
@@ -235,9 +232,7 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		row.Checks = append(row.Checks, models.CheckResult{Stage: models.StageInfra, Verdict: models.VerdictError, Diagnosis: ar.diagnosis})
 	}
 	row.Criteria = ar.criteria
-	if ar.judge != nil && ar.judge.opened {
-		row.Judge = &ar.judge.report
-	}
+	row.Judge = ar.judge.judged()
 	row.Deliverable = ar.deliverable()
 	if err := p.priceUsage(ctx, tx, ar); err != nil {
 		return err
