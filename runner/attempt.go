@@ -184,7 +184,9 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 		}
 	}
 	if err := p.prepareJudge(ctx, tr, ar); err != nil {
-		ar.infra("preparing the judge failed: "+err.Error(), err)
+		if !p.interrupted(ctx, ar) {
+			ar.infra("preparing the judge failed: "+err.Error(), err)
+		}
 		return p.settle(tr, ar)
 	}
 	p.prepareDeliverable(tr, ar)

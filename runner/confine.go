@@ -70,7 +70,14 @@ func (p *Pool) judgeConfinement(tr *taskRun, ar *attemptRun, dir string) *worker
 // viewConfinement is how a process of agent a runs in a judge's view dir: a's
 // confinement with dir writable in place of the workspace, which it may not touch.
 func (p *Pool) viewConfinement(tr *taskRun, ar *attemptRun, a *models.Agent, dir string) *worker.Confinement {
-	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: p.policy(a, dir, ar.ws.MetaDir, ar.tmp)}
+	pol := p.policy(a, dir, ar.ws.MetaDir, ar.tmp)
+	// The view's git repository borrows the history from the user's repository.
+	if read, _ := ar.ws.GitPaths(); len(read) > 0 {
+		pol.ReadExec = append(pol.ReadExec, read...)
+	} else if fi, err := os.Lstat(filepath.Join(ar.ws.Dir, ".git")); err == nil && fi.IsDir() {
+		pol.ReadExec = append(pol.ReadExec, filepath.Join(ar.ws.Dir, ".git"))
+	}
+	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
 	}

@@ -222,6 +222,10 @@ func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 		return false
 	}
 	jr.view, jr.opened = view, true
+	if err := p.viewGit(ctx, ar, view.Root()); err != nil {
+		ar.infra("giving the judge's view its git repository failed: "+err.Error(), err)
+		return false
+	}
 	jr.report.Protected = changes
 	jr.report.Restored = !v.TestsMayChange
 	jr.report.View = view.Mechanism()

@@ -165,3 +165,28 @@ func (jr *judgeRun) judged() *models.JudgeReport {
 	}
 	return &jr.report
 }
+
+// viewGit gives the judge's view at root a git repository of the judge's making
+// (judge.Store.ViewGit): HEAD is the candidate's tree on top of the worker's HEAD,
+// imported into the judge's store (every object checked), so history checks see the
+// worker's merges and commits; a workspace that is no checkout, or whose HEAD cannot
+// be imported, gets the base snapshot as HEAD's parent.
+func (p *Pool) viewGit(ctx context.Context, ar *attemptRun, root string) error {
+	jr := ar.judge
+	parent, repo := jr.base.Commit, ""
+	if head, _, err := p.cfg.Workspaces.Revision(ctx, ar.ws); err == nil && head != "" {
+		repo = ar.ws.Repo()
+		if repo == "" {
+			repo = ar.ws.Dir
+		}
+		if err := p.judgeStore.Import(ctx, repo, head); err != nil {
+			p.log.Warn("the judge could not import the worker's HEAD; the view's HEAD follows the base", "head", head, "err", err)
+			repo = ""
+		} else {
+			parent = head
+		}
+	}
+	_, err := p.judgeStore.ViewGit(ctx, judge.GitRequest{Root: root, GitDir: filepath.Join(jr.dir, "view-git"),
+		Tree: jr.cand.Tree, Parent: parent, Repo: repo})
+	return err
+}

@@ -87,9 +87,19 @@ func (s *Store) Export(ctx context.Context, repo, commit string) error {
 	if err != nil {
 		return err
 	}
-	have, err := s.importedFrom(ctx, dst)
-	if err != nil {
-		return err
+	return s.exportTo(ctx, dst, dst, commit)
+}
+
+// exportTo places a pack of commit's objects in dst's objects/pack, leaving out what
+// the commits imported from the repository whose git directory is haveDir reach
+// ("" leaves nothing out).
+func (s *Store) exportTo(ctx context.Context, dst, haveDir, commit string) error {
+	var have []string
+	if haveDir != "" {
+		var err error
+		if have, err = s.importedFrom(ctx, haveDir); err != nil {
+			return err
+		}
 	}
 	tmp, err := os.MkdirTemp(s.tmpRoot(), "export-")
 	if err != nil {
