@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// goModule200 lays out a Go module of 200 source files in 20 packages, each package
+// goModule200 lays out a Go module of 40 source files in 4 packages, each package
 // with a test, committed: a small project whose `go test ./...` is the verify run.
-func goModule200(b *testing.B) (dir, commit string) {
+func goModule40(b *testing.B) (dir, commit string) {
 	b.Helper()
 	files := map[string]string{"go.mod": "module bench\n\ngo 1.21\n", ".gitignore": "build/\n"}
-	for p := 0; p < 20; p++ {
+	for p := 0; p < 4; p++ {
 		for f := 0; f < 10; f++ {
 			files[fmt.Sprintf("p%02d/f%02d.go", p, f)] = fmt.Sprintf("package p%02d\n\n// F%d returns %d.\nfunc F%d() int { return %d }\n", p, f, f, f, f)
 		}
@@ -37,7 +37,7 @@ func BenchmarkJudgedRunOverhead(b *testing.B) {
 	}
 	ctx := context.Background()
 	s := snapStore(b)
-	dir, c := goModule200(b)
+	dir, c := goModule40(b)
 	base := snapBase(b, s, dir, c)
 	root := b.TempDir()
 	env, err := PrepareEnv(ctx, dir, root, "bench")
@@ -59,7 +59,7 @@ func BenchmarkJudgedRunOverhead(b *testing.B) {
 	var bare, judged time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		snapPut(b, dir, map[string]string{"p07/f03.go": fmt.Sprintf("package p07\n\n// F3 returns 3 (%d).\nfunc F3() int { return 3 }\n", i)})
+		snapPut(b, dir, map[string]string{"p02/f03.go": fmt.Sprintf("package p02\n\n// F3 returns 3 (%d).\nfunc F3() int { return 3 }\n", i)})
 		bare += goTest(dir)
 
 		start := time.Now()
