@@ -174,7 +174,10 @@ func (v *TreeView) mount(req *ViewRequest) error {
 			return errNoMount
 		}
 	}
-	opts := "lowerdir=" + req.Env + ",upperdir=" + upper + ",workdir=" + work
+	// volatile: the upper layer is thrown away at Close, so it is never synced; without
+	// it every unmount syncs the whole file system under it (measured: a quarter of a
+	// second on a busy machine).
+	opts := "lowerdir=" + req.Env + ",upperdir=" + upper + ",workdir=" + work + ",volatile"
 	// No set-id programs and no device files in a view: nothing in it needs them.
 	err := unix.Mount("overlay", v.root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
 	switch {

@@ -43,7 +43,7 @@ func mechanisms(t *testing.T, f func(t *testing.T, noMount bool)) {
 // fixture is a git workspace at its base, the base's Env, and a candidate commit.
 type fixture struct {
 	repo, env, meta, outside string
-	base, cand                string
+	base, cand               string
 }
 
 // newFixture lays out the workspace with base, commits it, prepares the Env, lets
