@@ -29,6 +29,10 @@ func TestPrepareEnv(t *testing.T) {
 	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(ws, "out.link")))
 	must(os.Symlink(outside, filepath.Join(ws, "outdir")))
 	must(syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644))
+	owners := os.Geteuid() == 0 && !inUserNamespace()
+	if owners {
+		must(os.Chown(filepath.Join(ws, "a.txt"), 1234, 1234))
+	}
 	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	must(os.Chtimes(filepath.Join(ws, "node_modules/p/i.js"), old, old))
 	// A crashed preparer's half copy.
@@ -54,6 +58,13 @@ func TestPrepareEnv(t *testing.T) {
 	must(err)
 	if st.Mode()&os.ModeSetuid != 0 {
 		t.Fatal("a set-uid bit was copied")
+	}
+	if owners {
+		st, err := os.Stat(filepath.Join(env, "a.txt"))
+		must(err)
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 1234 || sys.Gid != 1234 {
+			t.Fatalf("owner %d:%d, want the workspace's 1234:1234", sys.Uid, sys.Gid)
+		}
 	}
 	st, err = os.Stat(filepath.Join(env, "node_modules/p/i.js"))
 	must(err)
