@@ -186,6 +186,10 @@ func (v *TreeView) mount(req *ViewRequest) error {
 		opts += ",userxattr"
 	}
 	err := unix.Mount("overlay", v.root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
+	if errors.Is(err, unix.EINVAL) {
+		// A kernel before 5.10 has no volatile: the same view, synced at unmount.
+		err = unix.Mount("overlay", v.root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, strings.Replace(opts, ",volatile", "", 1))
+	}
 	switch {
 	case err == nil:
 		v.mechanism, v.mounted = MechanismOverlay, true
