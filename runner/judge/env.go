@@ -95,7 +95,7 @@ func copyTree(ctx context.Context, src, dst string, skip map[string]bool) error 
 		unix.Close(sfd)
 		return &os.PathError{Op: "open", Path: dst, Err: err}
 	}
-	c := &copier{ctx: ctx, skip: skip, clone: true}
+	c := &copier{ctx: ctx, skip: skip, clone: true, root: os.Geteuid() == 0}
 	err = c.dir(sfd, dfd, "")
 	var st unix.Stat_t
 	if err == nil {
@@ -110,10 +110,13 @@ func copyTree(ctx context.Context, src, dst string, skip map[string]bool) error 
 
 // copier copies one tree; clone is cleared at the first file the file system cannot
 // reflink, so a file system without reflinks costs one failed ioctl, not one a file.
+// root: the runner is root and keeps each entry's owner (a check that runs as the
+// workspace's owner can write what it could write there).
 type copier struct {
 	ctx   context.Context
 	skip  map[string]bool
 	clone bool
+	root  bool
 }
 
 // dir copies the entries of the directory sfd into the directory dfd; rel is its path
@@ -173,6 +176,9 @@ func (c *copier) entry(sfd, dfd int, rel, name string, st *unix.Stat_t) error {
 		if err := unix.Symlinkat(target, dfd, name); err != nil {
 			return &os.PathError{Op: "symlink", Path: rel, Err: err}
 		}
+		if c.root {
+			_ = unix.Fchownat(dfd, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)
+		}
 		ts := []unix.Timespec{st.Atim, st.Mtim}
 		_ = unix.UtimesNanoAt(dfd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 		return nil
@@ -220,8 +226,16 @@ func (c *copier) file(sfd, dfd int, rel, name string) error {
 	return c.finish(out, rel, &st)
 }
 
-// finish gives fd the permission bits (without set-id bits) and times of st.
+// finish gives fd the owner (when the runner may set it), permission bits (without
+// set-id bits) and times of st.
 func (c *copier) finish(fd int, rel string, st *unix.Stat_t) error {
+	if c.root {
+		// An owner this namespace cannot map (EINVAL in a user namespace) stays the
+		// runner's: the copy matters more than its owner.
+		if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return &os.PathError{Op: "chown", Path: rel, Err: err}
+		}
+	}
 	if err := unix.Fchmod(fd, st.Mode&0o777); err != nil {
 		return &os.PathError{Op: "chmod", Path: rel, Err: err}
 	}

@@ -174,9 +174,22 @@ func (v *TreeView) mount(req *ViewRequest) error {
 			return errNoMount
 		}
 	}
-	opts := "lowerdir=" + req.Env + ",upperdir=" + upper + ",workdir=" + work
+	// volatile: the upper layer is thrown away at Close, so it is never synced; without
+	// it every unmount syncs the whole file system under it (measured: a quarter of a
+	// second on a busy machine).
+	opts := "lowerdir=" + req.Env + ",upperdir=" + upper + ",workdir=" + work + ",volatile"
 	// No set-id programs and no device files in a view: nothing in it needs them.
+	if inUserNamespace() {
+		// In a user namespace (unshare -Urm) overlayfs must keep its metadata in
+		// user.* extended attributes: without this option it mounts, but cannot
+		// mark directories opaque and fails to remove one (EIO).
+		opts += ",userxattr"
+	}
 	err := unix.Mount("overlay", v.root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts)
+	if errors.Is(err, unix.EINVAL) {
+		// A kernel before 5.10 has no volatile: the same view, synced at unmount.
+		err = unix.Mount("overlay", v.root, "overlay", unix.MS_NOSUID|unix.MS_NODEV, strings.Replace(opts, ",volatile", "", 1))
+	}
 	switch {
 	case err == nil:
 		v.mechanism, v.mounted = MechanismOverlay, true
@@ -187,6 +200,17 @@ func (v *TreeView) mount(req *ViewRequest) error {
 		return errNoMount
 	}
 	return fmt.Errorf("judge: mounting the view: %w", err)
+}
+
+// inUserNamespace reports whether the runner runs in a user namespace other than the
+// initial one, whose uid map is the identity over every id.
+func inUserNamespace() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
 }
 
 // Close unmounts the view and removes its directory. A process the checks left

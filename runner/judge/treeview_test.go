@@ -43,7 +43,7 @@ func mechanisms(t *testing.T, f func(t *testing.T, noMount bool)) {
 // fixture is a git workspace at its base, the base's Env, and a candidate commit.
 type fixture struct {
 	repo, env, meta, outside string
-	base, cand                string
+	base, cand               string
 }
 
 // newFixture lays out the workspace with base, commits it, prepares the Env, lets
@@ -78,6 +78,7 @@ var changeKindsBase = map[string]string{
 	"e/inner.txt":            "e\n",
 	"e/cache.pyc":            "ignored, under a directory that becomes a file\n",
 	"f":                      "f is a file\n",
+	"olddir/sub/only.txt":    "the directories above go with it\n",
 	"lib/x.go":               "package lib\n",
 	"calc_test.go":           "base test\n",
 	"gone_test.go":           "base gone\n",
@@ -107,6 +108,7 @@ func changeKindsWorker(t *testing.T) func(dir string) {
 		writeFiles(t, dir, map[string]string{"f/inner.txt": "f is a directory now\n"})
 		must(os.Symlink("../../../etc/passwd", j("out.link")))
 		must(os.Remove(j("gone_test.go")))
+		must(os.RemoveAll(j("olddir")))
 	}
 }
 
@@ -286,6 +288,7 @@ chmod 777 lib
 touch -d 2001-01-01 a.txt
 mkdir -p node_modules/evil && echo x > node_modules/evil/e.js
 ln node_modules/p/i.js hard.js && echo more >> hard.js
+rm -rf testdata
 `
 	run := func(t *testing.T, f *fixture, noMount bool) (before, after string) {
 		before = treeDigest(t, f.env)

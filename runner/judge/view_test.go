@@ -11,7 +11,7 @@ import (
 	"github.com/countersign/countersign/runner/judge/fileparts"
 )
 
-func writeFiles(t *testing.T, root string, files map[string]string) {
+func writeFiles(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for rel, content := range files {
 		p := filepath.Join(root, rel)
@@ -24,7 +24,7 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-func readFile(t *testing.T, p string) string {
+func readFile(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
