@@ -10,16 +10,33 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // candidateOf snapshots what a worker left in repo as the runner does: under the
 // base's rules, the base as parent, the output forced in, the meta dir left out.
+//
+// Every candidate is taken twice, through the stat cache and with every file hashed,
+// and the two must agree (except while the test switches ctime off to show what it
+// defends).
 func candidateOf(t *testing.T, s *Store, repo string, base Snapshot, force ...string) Snapshot {
 	t.Helper()
-	c, err := s.Snapshot(context.Background(), SnapshotRequest{Dir: repo, IgnoreFrom: base.Commit, Parent: base.Commit,
-		Force: force, Exclude: []string{".countersign"}, Message: "candidate", Ref: "refs/countersign/tasks/1/attempt-1"})
+	req := SnapshotRequest{Dir: repo, IgnoreFrom: base.Commit, Parent: base.Commit,
+		Force: force, Exclude: []string{".countersign"}, Message: "candidate", Ref: "refs/countersign/tasks/1/attempt-1"}
+	c, err := s.Snapshot(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !ignoreCtime {
+		noStatCache = true
+		full, err := s.Snapshot(context.Background(), req)
+		noStatCache = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Tree != c.Tree {
+			t.Fatalf("the snapshot through the stat cache (%s) differs from hashing every file (%s)", c.Tree, full.Tree)
+		}
 	}
 	return c
 }
@@ -250,5 +267,60 @@ func TestSelfIgnoringGitignoreStillRules(t *testing.T) {
 	cand := candidateOf(t, s, repo, base)
 	if got := snapKeys(snapFiles(t, s, cand.Commit)); strings.Join(got, ",") != "a.py,b.py" {
 		t.Fatalf("candidate = %v, want the .venv left out", got)
+	}
+}
+
+// TestSnapshotSeesForgedMtime: the candidate starts from the base snapshot's index
+// and its stat data (the stat cache; the base is more than a second old, so its
+// records are trusted). The hostile worker rewrites a file with content of the same
+// size in place and sets its modification time back, so size, inode and mtime all
+// match what the base recorded. With the change time left out of the comparison
+// (defence off) the base's content would be judged; with it, the rewrite is caught.
+func TestSnapshotSeesForgedMtime(t *testing.T) {
+	s := snapStore(t)
+	repo, c := snapRepo(t, map[string]string{"calc.py": "def f(): return 1\n"})
+	file := filepath.Join(repo, "calc.py")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second).Add(123456789)
+	if err := os.Chtimes(file, past, past); err != nil {
+		t.Fatal(err)
+	}
+	// The file's last change (the Chtimes) must be more than a second older than
+	// the base snapshot's index, or the cache distrusts its record anyway.
+	time.Sleep(1100 * time.Millisecond)
+	base := snapBase(t, s, repo, c)
+	if _, err := os.Stat(s.cachePath(repo)); err != nil {
+		t.Fatal("the base snapshot left no index in the stat cache")
+	}
+	forge := func(content string) {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(content)
+		f.Close()
+		if err := os.Chtimes(file, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Defence off first (its snapshot keeps the base's record of calc.py, so the
+	// cache the second snapshot starts from is the same).
+	ignoreCtime = true
+	forge("def f(): return 2\n")
+	off := candidateOf(t, s, repo, base)
+	ignoreCtime = false
+	if got := snapFiles(t, s, off.Commit)["calc.py"]; got != "def f(): return 1\n" {
+		t.Fatalf("with ctime not compared the forgery should pass unseen, got %q", got)
+	}
+
+	forge("def f(): return 3\n")
+	cand := candidateOf(t, s, repo, base)
+	if got := snapFiles(t, s, cand.Commit)["calc.py"]; got != "def f(): return 3\n" {
+		t.Fatalf("candidate holds %q: the rewrite was missed", got)
+	}
+	// And an untouched workspace snapshots to the same tree through the cache.
+	again := candidateOf(t, s, repo, base)
+	if again.Tree != cand.Tree {
+		t.Fatalf("snapshot through the cache differs: %s vs %s", again.Tree, cand.Tree)
 	}
 }
