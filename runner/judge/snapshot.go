@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/countersign/countersign/models"
 )
@@ -298,15 +299,24 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 			drop.WriteString(p + "\x00")
 			continue
 		}
+		var st syscall.Stat_t
+		err := syscall.Lstat(filepath.Join(dir, filepath.FromSlash(p)), &st)
+		switch {
+		case err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR:
+			// A file that became a directory: its files are listed on their own.
+			drop.WriteString(p + "\x00")
+			continue
+		case err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFREG && st.Mode&syscall.S_IFMT != syscall.S_IFLNK:
+			// A fifo, socket or device is no file of a result (git would refuse it
+			// and the whole snapshot with it).
+			drop.WriteString(p + "\x00")
+			continue
+		}
 		if trust != nil {
-			abs := filepath.Join(dir, filepath.FromSlash(p))
-			if rec, ok := trust[p]; ok && unchanged(abs, rec) {
+			if rec, ok := trust[p]; ok && err == nil && unchanged(&st, rec) {
 				continue
 			}
 			drop.WriteString(p + "\x00")
-			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-				continue // a file that became a directory: its files are listed on their own
-			}
 		}
 		add.WriteString(p + "\x00")
 	}

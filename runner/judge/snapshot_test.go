@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -219,6 +220,14 @@ func TestSnapshotEdges(t *testing.T) {
 	sgit(t, nested, "commit", "-q", "-m", "n")
 	os.Remove(filepath.Join(repo, "gone"))
 	os.RemoveAll(filepath.Join(repo, "d"))
+	// A tracked file replaced by a fifo, and a new fifo: neither is a file of the
+	// result, and neither makes the snapshot fail.
+	os.Remove(filepath.Join(repo, "gone"))
+	for _, p := range []string{"gone", "pipe"} {
+		if err := syscall.Mkfifo(filepath.Join(repo, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.Symlink("/etc", filepath.Join(repo, "d")); err != nil {
 		t.Fatal(err)
 	}

@@ -79,12 +79,8 @@ func (s *Store) seedIndex(ctx context.Context, g func([]byte, ...string) ([]byte
 	return nil, err
 }
 
-// unchanged says whether the file at abs has exactly the stat data recorded.
-func unchanged(abs string, rec statData) bool {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(abs, &st); err != nil {
-		return false
-	}
+// unchanged says whether a file's lstat st is exactly the stat data recorded.
+func unchanged(st *syscall.Stat_t, rec statData) bool {
 	now := statData{ctimeS: uint32(st.Ctim.Sec), ctimeN: uint32(st.Ctim.Nsec), mtimeS: uint32(st.Mtim.Sec), mtimeN: uint32(st.Mtim.Nsec),
 		dev: uint32(st.Dev), ino: uint32(st.Ino), mode: st.Mode, size: uint32(st.Size)}
 	if ignoreCtime {
