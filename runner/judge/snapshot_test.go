@@ -333,3 +333,37 @@ func TestSnapshotSeesForgedMtime(t *testing.T) {
 		t.Fatalf("snapshot through the cache differs: %s vs %s", again.Tree, cand.Tree)
 	}
 }
+
+// TestSnapshotKeepsBytesExactly: the worker's .gitattributes asks git to normalise
+// line endings, collapse $Id$ and re-encode from UTF-16 on the way in, so the stored
+// file would differ from the one on disk. The store's own attributes outrank them:
+// the snapshot holds the bytes as they are. Switched off, they are transformed.
+func TestSnapshotKeepsBytesExactly(t *testing.T) {
+	files := map[string]string{
+		".gitattributes": "* text eol=lf ident\nenc.txt working-tree-encoding=UTF-16LE\n",
+		"crlf.txt":       "line one\r\nline two\r\n",
+		"id.txt":         "$Id: forged-by-worker $\n",
+		"enc.txt":        "h\x00i\x00\n\x00",
+	}
+	snap := func() map[string]string {
+		s := snapStore(t)
+		dir := t.TempDir()
+		snapPut(t, dir, files)
+		got, err := s.Snapshot(context.Background(), SnapshotRequest{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snapFiles(t, s, got.Commit)
+	}
+	for p, want := range snap() {
+		if files[p] != want {
+			t.Errorf("%s stored as %q, on disk %q", p, want, files[p])
+		}
+	}
+	keepWorkerAttributes = true
+	defer func() { keepWorkerAttributes = false }()
+	off := snap()
+	if off["crlf.txt"] == files["crlf.txt"] || off["id.txt"] == files["id.txt"] {
+		t.Fatalf("with the worker's attributes honoured the files should be transformed: %q", off)
+	}
+}
