@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/countersign/countersign/models"
 )
@@ -210,6 +212,11 @@ func (s *Store) git(ctx context.Context, c gitCmd) ([]byte, error) {
 		argv = append([]string{"--git-dir=" + s.gitDir}, argv...)
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
+	// git runs helpers of its own (fetch starts upload-pack): a process group of its
+	// own, killed whole when ctx ends, leaves none of them behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = s.env(c.env)
 	cmd.Dir = c.dir
 	if cmd.Dir == "" {
