@@ -122,6 +122,10 @@ type JudgeReport struct {
 	HeldOut *HeldOutReport `json:"held_out,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
+	// Tree is the git tree id of the candidate the checks judged: the worker's result
+	// fixed as a commit in the judge's store before any check ran. A verified task
+	// lands exactly this tree, and task.complete names it.
+	Tree string `json:"tree,omitempty"`
 }
 
 // ProtectedChange is one protected file the worker added, changed or deleted (or, for

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/countersign/countersign/models"
 )
@@ -88,7 +89,8 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	defer os.RemoveAll(tmp)
-	idx := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	index := filepath.Join(tmp, "index")
+	idx := []string{"GIT_INDEX_FILE=" + index}
 	g := func(stdin []byte, args ...string) ([]byte, error) {
 		c := gitCmd{dir: dir, env: idx, args: append([]string{"--work-tree=" + dir}, args...)}
 		if stdin != nil {
@@ -97,8 +99,9 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		return s.git(ctx, c)
 	}
 	var tracked []string
+	var trust map[string]statData
 	if r.Parent != "" {
-		if _, err := g(nil, "read-tree", r.Parent+"^{tree}"); err != nil {
+		if trust, err = s.seedIndex(ctx, g, dir, r.Parent, index); err != nil {
 			return Snapshot{}, err
 		}
 		if tracked, err = s.trackedFiles(g); err != nil {
@@ -117,7 +120,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		}
 		paths = append(paths, f)
 	}
-	if err := s.stage(g, dir, paths, excl); err != nil {
+	if err := s.stage(g, dir, paths, excl, trust); err != nil {
 		return Snapshot{}, err
 	}
 	out, err := g(nil, "write-tree")
@@ -125,6 +128,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	snap := Snapshot{Tree: strings.TrimSpace(string(out)), Skipped: skipped}
+	s.keepIndex(dir, index)
 	msg := r.Message
 	if msg == "" {
 		msg = "countersign snapshot"
@@ -273,11 +277,13 @@ func (s *Store) untracked(ctx context.Context, g func([]byte, ...string) ([]byte
 }
 
 // stage brings every path into the index as it is in dir now: present ones added
-// (hashed from disk), absent ones and those beyond a symbolic link removed. Excluded
-// paths and paths with a .git component are left as the index has them... except that
-// an excluded path the parent tracked is dropped too: the runner's own files are never
-// part of a snapshot.
-func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, paths, excl []string) error {
+// (hashed from disk), absent ones, excluded ones (the runner's own files are never part
+// of a snapshot, even when the parent tracked them) and those beyond a symbolic link
+// removed; paths with a .git component never enter. A path whose stat data is exactly
+// the trusted record (see statcache.go) keeps its entry; every other entry that came
+// from the cache is removed before the path is added again, so git hashes it rather
+// than compare stat data itself.
+func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, paths, excl []string, trust map[string]statData) error {
 	var add, drop bytes.Buffer
 	seen := make(map[string]bool, len(paths))
 	links := map[string]bool{} // directories known to be links or not ("" = root)
@@ -286,15 +292,33 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 			continue
 		}
 		seen[p] = true
-		buf := &add
 		switch {
 		case hasGitComponent(p):
 			continue // git refuses them; no snapshot ever holds one
 		case excluded(p, excl), beyondLink(dir, p, links):
-			buf = &drop
+			drop.WriteString(p + "\x00")
+			continue
 		}
-		buf.WriteString(p)
-		buf.WriteByte(0)
+		var st syscall.Stat_t
+		err := syscall.Lstat(filepath.Join(dir, filepath.FromSlash(p)), &st)
+		switch {
+		case err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR:
+			// A file that became a directory: its files are listed on their own.
+			drop.WriteString(p + "\x00")
+			continue
+		case err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFREG && st.Mode&syscall.S_IFMT != syscall.S_IFLNK:
+			// A fifo, socket or device is no file of a result (git would refuse it
+			// and the whole snapshot with it).
+			drop.WriteString(p + "\x00")
+			continue
+		}
+		if trust != nil {
+			if rec, ok := trust[p]; ok && err == nil && unchanged(&st, rec) {
+				continue
+			}
+			drop.WriteString(p + "\x00")
+		}
+		add.WriteString(p + "\x00")
 	}
 	if drop.Len() > 0 {
 		if _, err := g(drop.Bytes(), "update-index", "-z", "--force-remove", "--stdin"); err != nil {

@@ -9,17 +9,35 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // candidateOf snapshots what a worker left in repo as the runner does: under the
 // base's rules, the base as parent, the output forced in, the meta dir left out.
+//
+// Every candidate is taken twice, through the stat cache and with every file hashed,
+// and the two must agree (except while the test switches ctime off to show what it
+// defends).
 func candidateOf(t *testing.T, s *Store, repo string, base Snapshot, force ...string) Snapshot {
 	t.Helper()
-	c, err := s.Snapshot(context.Background(), SnapshotRequest{Dir: repo, IgnoreFrom: base.Commit, Parent: base.Commit,
-		Force: force, Exclude: []string{".countersign"}, Message: "candidate", Ref: "refs/countersign/tasks/1/attempt-1"})
+	req := SnapshotRequest{Dir: repo, IgnoreFrom: base.Commit, Parent: base.Commit,
+		Force: force, Exclude: []string{".countersign"}, Message: "candidate", Ref: "refs/countersign/tasks/1/attempt-1"}
+	c, err := s.Snapshot(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !ignoreCtime {
+		noStatCache = true
+		full, err := s.Snapshot(context.Background(), req)
+		noStatCache = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Tree != c.Tree {
+			t.Fatalf("the snapshot through the stat cache (%s) differs from hashing every file (%s)", c.Tree, full.Tree)
+		}
 	}
 	return c
 }
@@ -202,6 +220,14 @@ func TestSnapshotEdges(t *testing.T) {
 	sgit(t, nested, "commit", "-q", "-m", "n")
 	os.Remove(filepath.Join(repo, "gone"))
 	os.RemoveAll(filepath.Join(repo, "d"))
+	// A tracked file replaced by a fifo, and a new fifo: neither is a file of the
+	// result, and neither makes the snapshot fail.
+	os.Remove(filepath.Join(repo, "gone"))
+	for _, p := range []string{"gone", "pipe"} {
+		if err := syscall.Mkfifo(filepath.Join(repo, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.Symlink("/etc", filepath.Join(repo, "d")); err != nil {
 		t.Fatal(err)
 	}
@@ -250,5 +276,94 @@ func TestSelfIgnoringGitignoreStillRules(t *testing.T) {
 	cand := candidateOf(t, s, repo, base)
 	if got := snapKeys(snapFiles(t, s, cand.Commit)); strings.Join(got, ",") != "a.py,b.py" {
 		t.Fatalf("candidate = %v, want the .venv left out", got)
+	}
+}
+
+// TestSnapshotSeesForgedMtime: the candidate starts from the base snapshot's index
+// and its stat data (the stat cache; the base is more than a second old, so its
+// records are trusted). The hostile worker rewrites a file with content of the same
+// size in place and sets its modification time back, so size, inode and mtime all
+// match what the base recorded. With the change time left out of the comparison
+// (defence off) the base's content would be judged; with it, the rewrite is caught.
+func TestSnapshotSeesForgedMtime(t *testing.T) {
+	s := snapStore(t)
+	repo, c := snapRepo(t, map[string]string{"calc.py": "def f(): return 1\n"})
+	file := filepath.Join(repo, "calc.py")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second).Add(123456789)
+	if err := os.Chtimes(file, past, past); err != nil {
+		t.Fatal(err)
+	}
+	// The file's last change (the Chtimes) must be more than a second older than
+	// the base snapshot's index, or the cache distrusts its record anyway.
+	time.Sleep(1100 * time.Millisecond)
+	base := snapBase(t, s, repo, c)
+	if _, err := os.Stat(s.cachePath(repo)); err != nil {
+		t.Fatal("the base snapshot left no index in the stat cache")
+	}
+	forge := func(content string) {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(content)
+		f.Close()
+		if err := os.Chtimes(file, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Defence off first (its snapshot keeps the base's record of calc.py, so the
+	// cache the second snapshot starts from is the same).
+	ignoreCtime = true
+	forge("def f(): return 2\n")
+	off := candidateOf(t, s, repo, base)
+	ignoreCtime = false
+	if got := snapFiles(t, s, off.Commit)["calc.py"]; got != "def f(): return 1\n" {
+		t.Fatalf("with ctime not compared the forgery should pass unseen, got %q", got)
+	}
+
+	forge("def f(): return 3\n")
+	cand := candidateOf(t, s, repo, base)
+	if got := snapFiles(t, s, cand.Commit)["calc.py"]; got != "def f(): return 3\n" {
+		t.Fatalf("candidate holds %q: the rewrite was missed", got)
+	}
+	// And an untouched workspace snapshots to the same tree through the cache.
+	again := candidateOf(t, s, repo, base)
+	if again.Tree != cand.Tree {
+		t.Fatalf("snapshot through the cache differs: %s vs %s", again.Tree, cand.Tree)
+	}
+}
+
+// TestSnapshotKeepsBytesExactly: the worker's .gitattributes asks git to normalise
+// line endings, collapse $Id$ and re-encode from UTF-16 on the way in, so the stored
+// file would differ from the one on disk. The store's own attributes outrank them:
+// the snapshot holds the bytes as they are. Switched off, they are transformed.
+func TestSnapshotKeepsBytesExactly(t *testing.T) {
+	files := map[string]string{
+		".gitattributes": "* text eol=lf ident\nenc.txt working-tree-encoding=UTF-16LE\n",
+		"crlf.txt":       "line one\r\nline two\r\n",
+		"id.txt":         "$Id: forged-by-worker $\n",
+		"enc.txt":        "h\x00i\x00\n\x00",
+	}
+	snap := func() map[string]string {
+		s := snapStore(t)
+		dir := t.TempDir()
+		snapPut(t, dir, files)
+		got, err := s.Snapshot(context.Background(), SnapshotRequest{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snapFiles(t, s, got.Commit)
+	}
+	for p, want := range snap() {
+		if files[p] != want {
+			t.Errorf("%s stored as %q, on disk %q", p, want, files[p])
+		}
+	}
+	keepWorkerAttributes = true
+	defer func() { keepWorkerAttributes = false }()
+	off := snap()
+	if off["crlf.txt"] == files["crlf.txt"] || off["id.txt"] == files["id.txt"] {
+		t.Fatalf("with the worker's attributes honoured the files should be transformed: %q", off)
 	}
 }

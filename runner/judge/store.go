@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/countersign/countersign/models"
 )
@@ -64,6 +66,9 @@ var storeConfig = [][2]string{
 	{"core.autocrlf", "false"},
 	{"core.safecrlf", "false"},
 	{"core.fileMode", "true"},
+	{"core.trustctime", "true"},
+	{"core.checkStat", "default"},
+	{"index.version", "2"},
 	{"core.ignoreCase", "false"},
 	{"core.precomposeUnicode", "false"},
 	{"core.protectNTFS", "true"},
@@ -112,7 +117,36 @@ func OpenStore(ctx context.Context, root string) (*Store, error) {
 	if err := os.WriteFile(filepath.Join(s.gitDir, "info", "exclude"), nil, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	if err := s.writeAttributes(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// storeAttributes are the store's own attributes, which outrank every .gitattributes
+// in a worker's tree ($GIT_DIR/info/attributes has the highest precedence): no
+// attribute may transform a file on its way into a snapshot. `text`/`eol` would
+// rewrite line endings, `ident` would collapse $Id$, `working-tree-encoding` would
+// re-encode, `filter` would name a driver (none is defined, but none is named either).
+// A snapshot holds the bytes on disk, exactly.
+const storeAttributes = "* -text -eol -ident -filter -working-tree-encoding\n"
+
+// keepWorkerAttributes is a test-only switch that leaves the store's attributes out,
+// to show what they defend.
+var keepWorkerAttributes = false
+
+func (s *Store) writeAttributes() error {
+	p := filepath.Join(s.gitDir, "info", "attributes")
+	if keepWorkerAttributes {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(storeAttributes), 0o600)
 }
 
 // GitDir is the store's git directory.
@@ -178,6 +212,11 @@ func (s *Store) git(ctx context.Context, c gitCmd) ([]byte, error) {
 		argv = append([]string{"--git-dir=" + s.gitDir}, argv...)
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
+	// git runs helpers of its own (fetch starts upload-pack): a process group of its
+	// own, killed whole when ctx ends, leaves none of them behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = s.env(c.env)
 	cmd.Dir = c.dir
 	if cmd.Dir == "" {

@@ -199,3 +199,39 @@ func TestChangesAndBlob(t *testing.T) {
 		t.Fatal("a revision expression was accepted as an id")
 	}
 }
+
+// TestSnapshotRefusesBadRequests: ids, refs and paths reach git only when they are
+// what they claim; a cancelled context stops the work.
+func TestSnapshotRefusesBadRequests(t *testing.T) {
+	s := snapStore(t)
+	dir := t.TempDir()
+	snapPut(t, dir, map[string]string{"a": "a\n"})
+	ctx := context.Background()
+	for name, r := range map[string]SnapshotRequest{
+		"no dir":          {},
+		"file as dir":     {Dir: filepath.Join(dir, "a")},
+		"parent option":   {Dir: dir, Parent: "--output=/tmp/x"},
+		"ignore revision": {Dir: dir, IgnoreFrom: "HEAD~1"},
+		"ref outside":     {Dir: dir, Ref: "refs/heads/main"},
+		"ref climbing":    {Dir: dir, Ref: "refs/countersign/../heads/main"},
+		"exclude outside": {Dir: dir, Exclude: []string{"../x"}},
+		"force absolute":  {Dir: dir, Force: []string{"/etc/passwd"}},
+	} {
+		if _, err := s.Snapshot(ctx, r); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for _, bad := range []string{"", "main", "--upload-pack=touch /tmp/x"} {
+		if err := s.Import(ctx, dir, bad); err == nil {
+			t.Errorf("Import of %q accepted", bad)
+		}
+		if err := s.Export(ctx, dir, bad); err == nil {
+			t.Errorf("Export of %q accepted", bad)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Snapshot(cancelled, SnapshotRequest{Dir: dir}); err == nil {
+		t.Error("a snapshot ran with a cancelled context")
+	}
+}

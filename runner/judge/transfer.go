@@ -173,17 +173,24 @@ func (s *Store) importedFrom(ctx context.Context, repoGitDir string) ([]string, 
 	return have, nil
 }
 
+// followPackLinks is a test-only switch that turns placePack's refusal of links off.
+var followPackLinks = false
+
 // placePack moves tmp/tmp.pack and tmp/tmp.idx to gitDir/objects/pack as
 // pack-<sum>.pack and .idx. Each directory on the way is opened with O_NOFOLLOW, so a
 // link a worker put in place of objects/ or objects/pack/ is refused rather than
 // written through.
 func placePack(gitDir, tmp, sum string) error {
-	fd, err := unix.Open(gitDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	nofollow := unix.O_NOFOLLOW
+	if followPackLinks {
+		nofollow = 0
+	}
+	fd, err := unix.Open(gitDir, unix.O_RDONLY|unix.O_DIRECTORY|nofollow|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return models.Errorf(models.EINVALID, "opening %s: %v", gitDir, err)
 	}
 	for _, name := range []string{"objects", "pack"} {
-		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|nofollow|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
 			return models.Errorf(models.EINVALID, "%s/%s is not a directory of the repository's own: %v", gitDir, name, err)

@@ -49,10 +49,14 @@ func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, ki
 	if err != nil {
 		return nil, err
 	}
+	tree := ""
+	if judge != nil {
+		tree = judge.Tree // the judged candidate's tree, which the verified commit's equals
+	}
 	return TaskComplete{
 		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
 		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName), Kind: kind,
-		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), Commit: t.Commit, At: at,
+		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), Commit: t.Commit, Tree: tree, At: at,
 	}.Entry()
 }
 

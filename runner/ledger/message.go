@@ -50,6 +50,10 @@ import (
 // known by then. The payload (JSON: the entry ids and the person's reason, in full)
 // is kept like task.blocked's.
 //
+// Trees. task.complete's "commit" is the verified commit and "tree" its tree: the
+// candidate the judge fixed before any check ran and judged, which is exactly what
+// landed (absent for tasks verified before candidates existed).
+//
 // Ids are JSON numbers; absent ids (a task with no goal) are left out. Hashes are
 // lower-case hex SHA-384 (96 characters). Times are RFC 3339 in UTC with at most
 // microsecond precision (what both databases keep).
@@ -58,7 +62,8 @@ import (
 // transaction, the unit the exactly-once protocol works on. Everything in a message
 // is bounded except names; a name is cut (at a rune boundary) so that its JSON form
 // is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
-// ids, maximal escaped names, every field present, the judge's counts at their largest, a SHA-256 commit id, the longest kind) is 910 bytes for task.complete;
+// ids, maximal escaped names, every field present, the judge's counts at their largest, SHA-256 commit and
+// tree ids, the longest kind) is 984 bytes for task.complete;
 // the tests build it. Builders still check the final size and refuse anything over
 // MaxMessageBytes.
 //
@@ -114,7 +119,10 @@ type Message struct {
 	// Commit: task.complete's verified git commit (40 or 64 hex), for a task that
 	// worked on a branch of its own.
 	Commit string `json:"commit,omitempty"`
-	TS     string `json:"ts"`
+	// Tree: task.complete's judged tree (40 or 64 hex): the candidate the checks ran
+	// on, which the verified commit's tree equals.
+	Tree string `json:"tree,omitempty"`
+	TS   string `json:"ts"`
 }
 
 // JudgeCounts is the judge's report as counts, for task.complete: how many protected
@@ -242,6 +250,7 @@ type TaskComplete struct {
 	Override bool   // accepted by the exec without passing the checks
 	Judge    *JudgeCounts
 	Commit   string // the verified git commit; "" for a task without a branch
+	Tree     string // the judged candidate's git tree; "" when no candidate was taken
 	At       time.Time
 }
 
@@ -280,12 +289,15 @@ func (c TaskComplete) Message() (Message, error) {
 	if c.Commit != "" && !commitOK(c.Commit) {
 		return Message{}, fmt.Errorf("ledger: task.complete commit must be a 40- or 64-digit lower-case hex object id")
 	}
+	if c.Tree != "" && !commitOK(c.Tree) {
+		return Message{}, fmt.Errorf("ledger: task.complete tree must be a 40- or 64-digit lower-case hex object id")
+	}
 	ov := c.Override
 	return Message{
 		V: MessageVersion, Type: models.LedgerTaskComplete,
 		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
 		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON), Kind: kind,
-		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, TS: Timestamp(c.At),
+		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, Tree: c.Tree, TS: Timestamp(c.At),
 	}, nil
 }
 

@@ -81,21 +81,7 @@ func (m *Manager) CommitVerified(ctx context.Context, ws *Workspace, c CommitInf
 	if err := ValidBranch(ws.branch); err != nil {
 		return "", err
 	}
-	if !isCommitID(c.Tree) {
-		return "", &models.Error{Code: models.EINVALID, Message: "the verified commit needs the judged tree's full id",
-			Fields: map[string]string{"tree": "must be a full object id"}}
-	}
-	if err := c.Author.check("author"); err != nil {
-		return "", err
-	}
-	committer := c.Committer
-	if committer == (Identity{}) {
-		committer = DefaultCommitter
-	}
-	if err := committer.check("committer"); err != nil {
-		return "", err
-	}
-	msg, err := message(c.Subject, c.Body, c.Trailers)
+	committer, msg, err := c.check()
 	if err != nil {
 		return "", err
 	}
@@ -167,6 +153,30 @@ func (m *Manager) CommitVerified(ctx context.Context, ws *Workspace, c CommitInf
 	}
 	m.syncIndex(ws, index)
 	return commit, nil
+}
+
+// check validates c and returns its committer (DefaultCommitter when none is named)
+// and its message.
+func (c CommitInfo) check() (Identity, string, error) {
+	if !isCommitID(c.Tree) {
+		return Identity{}, "", &models.Error{Code: models.EINVALID, Message: "the verified commit needs the judged tree's full id",
+			Fields: map[string]string{"tree": "must be a full object id"}}
+	}
+	if err := c.Author.check("author"); err != nil {
+		return Identity{}, "", err
+	}
+	committer := c.Committer
+	if committer == (Identity{}) {
+		committer = DefaultCommitter
+	}
+	if err := committer.check("committer"); err != nil {
+		return Identity{}, "", err
+	}
+	msg, err := message(c.Subject, c.Body, c.Trailers)
+	if err != nil {
+		return Identity{}, "", err
+	}
+	return committer, msg, nil
 }
 
 // WorktreeTree writes the tree of the worktree ws as it is on disk into its
