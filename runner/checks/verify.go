@@ -137,6 +137,9 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 	defer dropBytecode()
 	held := NewWithholding(req.HeldOut)
 	withhold := req.Withhold || held != nil
+	if held != nil {
+		env = withoutTestCache(env)
+	}
 
 	var jobs []verifyJob
 	for _, c := range commands {

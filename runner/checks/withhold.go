@@ -150,3 +150,21 @@ func withheldFailures(rep testresults.Report, w *Withholding) string {
 	}
 	return fmt.Sprintf("%d test(s) failed:\n%s", rep.Fail, b.String())
 }
+
+// withoutTestCache switches off pytest's cache for a run that holds held-out tests:
+// it would write their node ids (file and name) into .pytest_cache/v/cache/lastfailed
+// in the workspace, where the worker's next attempt reads them. Other runners' caches
+// live in the run's own temp dir or home (Go's build cache: see the README).
+func withoutTestCache(env []string) []string {
+	const key = "PYTEST_ADDOPTS="
+	out := make([]string, 0, len(env)+1)
+	opts := "-p no:cacheprovider"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key); ok {
+			opts = strings.TrimSpace(v + " " + opts)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+opts)
+}

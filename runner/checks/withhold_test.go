@@ -2,6 +2,7 @@ package checks
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,5 +92,35 @@ func TestVerifyWithholdsHeldOutTests(t *testing.T) {
 	}
 	if !strings.Contains(withheld, "sums 1000 and 234") || !strings.Contains(withheld, "expected 1234, got 766") || !strings.Contains(withheld, "last output:") {
 		t.Errorf("what was withheld is not kept for people:\n%s", withheld)
+	}
+}
+
+// TestVerifyLeavesNoPytestCache: pytest run with held-out tests writes no
+// .pytest_cache into the workspace, whose lastfailed would name the held-out test to
+// the worker's next attempt; without held-out tests it does (so the check can fail).
+func TestVerifyLeavesNoPytestCache(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import pytest").Run(); err != nil {
+		t.Fatalf("Debian's python3 with pytest is needed (.ci/run installs python3-pytest): %v", err)
+	}
+	for _, held := range []bool{true, false} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "test_hidden.py"), []byte("def test_big_sum():\n    assert 1000 + 234 == 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := VerifyRequest{Dir: dir, Commands: []string{"/usr/bin/python3 -m pytest -q"},
+			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + t.TempDir(), "PYTEST_ADDOPTS=-q"}}
+		if held {
+			req.HeldOut = []models.HeldOutTest{{Path: "test_hidden.py", Content: "def test_big_sum():\n    pass\n"}}
+		}
+		if res, _, _ := VerifyWith(t.Context(), req); res.Verdict != models.VerdictFail {
+			t.Fatalf("held=%v: %s: %s", held, res.Verdict, res.Diagnosis)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, ".pytest_cache", "v", "cache", "lastfailed"))
+		if held && err == nil {
+			t.Errorf("pytest left the held-out test's id in the workspace: %s", b)
+		}
+		if !held && !strings.Contains(string(b), "test_big_sum") {
+			t.Errorf("without held-out tests pytest wrote no lastfailed (%v): the check cannot fail", err)
+		}
 	}
 }
