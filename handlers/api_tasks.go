@@ -93,7 +93,7 @@ func (h *TasksAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(attempts), Inbox: nonNil(inbox), Spend: spend})
+	return c.JSON(http.StatusOK, TaskDetail{Task: TaskFor(Actor(c), t), Attempts: nonNil(models.AttemptsForReader(Actor(c), attempts)), Inbox: nonNil(inbox), Spend: spend})
 }
 
 // readableTask reads the task the request's :id names and its attempts, refusing a

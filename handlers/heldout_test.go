@@ -131,7 +131,8 @@ func TestHeldOutTestsAPI(t *testing.T) {
 			Judge: &models.JudgeReport{Base: "0123456789abcdef", Restored: true,
 				Protected: []models.ProtectedChange{{Path: "calc_test.go", Change: models.ChangeChanged, Diff: "-\twant 14\n+\twant 6\n"}},
 				Floor:     &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
-				HeldOut:   &models.HeldOutReport{Files: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"}}}}); err != nil {
+				HeldOut: &models.HeldOutReport{Files: 1, FailedCount: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"},
+					Detail: "--- FAIL: TestBig\n    " + heldOutPath + ":7: " + heldOutMarker}}}); err != nil {
 			t.Fatal(err)
 		}
 		r := e.must(200, "w1", "GET", "/tasks/"+itoa(id), nil)
@@ -146,10 +147,24 @@ func TestHeldOutTestsAPI(t *testing.T) {
 		}
 		j := detail.Attempts[0].Judge
 		if detail.Attempts[0].Stage != models.StageTamper || len(j.Protected) != 1 || j.Protected[0].Path != "calc_test.go" ||
-			j.Floor == nil || j.Floor.Missing != 1 || j.HeldOut == nil || j.HeldOut.Files != 1 || len(j.HeldOut.Failed) != 1 {
+			j.Floor == nil || j.Floor.Missing != 1 || j.HeldOut == nil || j.HeldOut.Files != 1 || j.HeldOut.FailedCount != 1 {
 			t.Fatalf("judge's report %+v", j)
 		}
+		// How many held-out tests failed, to everyone; which, how and with what
+		// output, only to those who may read held-out tests.
 		hidesHeldOut(t, "w1 reading the attempts", r.Raw, 1)
+		for _, who := range []string{"w1", "attempt", "tess"} {
+			raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
+			if strings.Contains(raw, "TestBig") || strings.Contains(raw, "Add(10, 4)") || strings.Contains(raw, `"detail"`) {
+				t.Fatalf("%s reads which held-out test failed: %s", who, raw)
+			}
+		}
+		for _, who := range []string{"lena", "eddie"} {
+			raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
+			if !strings.Contains(raw, "TestBig: Add(10, 4) = 6, want 14") || !strings.Contains(raw, heldOutPath+":7: "+heldOutMarker) {
+				t.Fatalf("%s does not read which held-out test failed: %s", who, raw)
+			}
+		}
 	})
 }
 

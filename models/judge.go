@@ -117,8 +117,9 @@ type JudgeReport struct {
 	// Floor is the test floor, when a criterion's test runner reports structured
 	// results.
 	Floor *TestFloor `json:"floor,omitempty"`
-	// HeldOut is how the held-out tests did: their count and the names of those that
-	// failed, never their files.
+	// HeldOut is how the held-out tests did: their count and how many failed for
+	// everyone; which failed and why only for those who may read held-out tests
+	// (ForReader).
 	HeldOut *HeldOutReport `json:"held_out,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
@@ -157,11 +158,73 @@ type TestFloor struct {
 	OK      bool     `json:"ok"`
 }
 
-// HeldOutReport is how the held-out tests did in the judge's view.
+// HeldOutReport is how the held-out tests did in the judge's view. Files, Passed and
+// FailedCount are what a worker may know; Failed and Detail name the tests, their
+// inputs and expected values, and are kept for the people who may read held-out
+// tests (admin, editor, lead): Redacted drops them for everyone else.
 type HeldOutReport struct {
-	Files  int      `json:"files"`
-	Passed bool     `json:"passed"`
-	Failed []string `json:"failed,omitempty"` // "TestAddLarge: Add(10, 4) = 6, want 14"
+	Files       int  `json:"files"`
+	Passed      bool `json:"passed"`
+	FailedCount int  `json:"failed_count,omitempty"`
+	// Failed names the failed held-out tests with the first line of each message:
+	// "TestAddLarge: Add(10, 4) = 6, want 14".
+	Failed []string `json:"failed,omitempty"`
+	// Detail is what the diagnosis withheld from the worker: the failing command's
+	// failed tests with their whole messages and its last output, bounded.
+	Detail string `json:"detail,omitempty"`
+}
+
+// maxHeldOutDetail bounds HeldOutReport.Detail.
+const maxHeldOutDetail = 16 << 10
+
+// SetDetail keeps d as the report's Detail, bounded.
+func (h *HeldOutReport) SetDetail(d string) { h.Detail = Truncate(d, maxHeldOutDetail) }
+
+// Redacted returns the report without what only the people who may read held-out
+// tests see (the held-out tests' names, messages and the withheld output); nil stays
+// nil. r itself is not changed.
+func (r *JudgeReport) Redacted() *JudgeReport {
+	if r == nil || r.HeldOut == nil {
+		return r
+	}
+	cp := *r
+	ho := *r.HeldOut
+	if ho.FailedCount == 0 {
+		ho.FailedCount = len(ho.Failed) // a report from before the count was kept
+	}
+	ho.Failed, ho.Detail = nil, ""
+	cp.HeldOut = &ho
+	return &cp
+}
+
+// ForReader returns the attempt as reader may see it: its judge's report Redacted
+// unless reader may read held-out tests (Task.ForReader's rule). The worker-facing
+// fields (diagnosis, checks, criteria) never hold them in the first place.
+func (a Attempt) ForReader(reader *Agent) Attempt {
+	if mayReadHeldOut(reader) {
+		return a
+	}
+	a.Judge = a.Judge.Redacted()
+	return a
+}
+
+// AttemptsForReader returns attempts as reader may see them (Attempt.ForReader), in a
+// new slice; nil stays nil.
+func AttemptsForReader(reader *Agent, attempts []Attempt) []Attempt {
+	if attempts == nil {
+		return nil
+	}
+	out := make([]Attempt, len(attempts))
+	for i, a := range attempts {
+		out[i] = a.ForReader(reader)
+	}
+	return out
+}
+
+// mayReadHeldOut reports whether reader reads held-out tests: an admin, editor or
+// lead not acting through an attempt token, or the runner.
+func mayReadHeldOut(reader *Agent) bool {
+	return reader != nil && (mayWriteCommands(reader) || reader.IsRunner()) && reader.Scope == nil
 }
 
 // ChangedTests reports whether the worker changed any protected file.
@@ -197,7 +260,7 @@ func (c Contract) Redacted() Contract {
 // ForReader returns the task as reader may see it: its contract Redacted unless
 // reader may set held-out tests (admin, editor, lead) or is a runner.
 func (t Task) ForReader(reader *Agent) Task {
-	if reader != nil && (mayWriteCommands(reader) || reader.IsRunner()) && reader.Scope == nil {
+	if mayReadHeldOut(reader) {
 		return t
 	}
 	t.Contract = t.Contract.Redacted()

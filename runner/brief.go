@@ -2,10 +2,12 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/checks"
 )
 
 // excerptBytes bounds the excerpt of the previous attempt's output a revision brief
@@ -35,10 +37,13 @@ func buildBrief(in briefInput) string {
 	}
 
 	if prev := in.previous; prev != nil {
+		// The judge never puts a held-out test into a diagnosis; should anything else
+		// quote one, the brief still does not carry it.
+		held := heldOutScrubber(t.Contract.Verification.HeldOut)
 		fmt.Fprintf(&b, "## Revision: attempt %d\n\n", in.attempt)
 		fmt.Fprintf(&b, "Attempt %d did not pass the %s check. The exact diagnosis:\n\n", prev.Number, stageLabel(prev.Stage))
-		b.WriteString(indent(strings.TrimSpace(prev.Diagnosis)) + "\n\n")
-		if tail := excerpt(prev.OutputTail, excerptBytes); tail != "" {
+		b.WriteString(indent(held(strings.TrimSpace(prev.Diagnosis))) + "\n\n")
+		if tail := held(excerpt(prev.OutputTail, excerptBytes)); tail != "" {
 			fmt.Fprintf(&b, "The end of what attempt %d printed:\n\n%s\n\n", prev.Number, indent(tail))
 		}
 		b.WriteString("Fix exactly this and produce output that satisfies the contract below: every check runs again on this attempt.\n\n")
@@ -145,4 +150,34 @@ func answeredQuestions(qs []models.Question) []models.Question {
 		}
 	}
 	return out[max(len(out)-3, 0):]
+}
+
+// withheldLine replaces a line of a revision brief that names a held-out test.
+const withheldLine = "[a line naming a held-out test is withheld]"
+
+// heldOutScrubber returns a function that replaces every line of a text that names a
+// held-out test, its file, or quotes a line of it (the distinctive ones, 16 bytes or
+// more) by withheldLine; without held-out tests it returns the text as it is.
+func heldOutScrubber(heldOut []models.HeldOutTest) func(string) string {
+	w := checks.NewWithholding(heldOut)
+	if w == nil {
+		return func(s string) string { return s }
+	}
+	var quoted []string
+	for _, h := range heldOut {
+		for _, l := range strings.Split(h.Content, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= 16 {
+				quoted = append(quoted, l)
+			}
+		}
+	}
+	return func(s string) string {
+		lines := strings.Split(s, "\n")
+		for i, l := range lines {
+			if w.Mentions(l) || slices.ContainsFunc(quoted, func(q string) bool { return strings.Contains(l, q) }) {
+				lines[i] = withheldLine
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
 }

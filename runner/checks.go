@@ -287,7 +287,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 				req.Results[i] = res
 			}
 		}
-		req.Withhold = len(t.Contract.Verification.HeldOut) > 0
+		ar.judge.withhold(&req, t.Contract.Verification.HeldOut)
 	}
 	res, results, runs := checks.VerifyWith(ctx, req)
 	ar.criteria = results
@@ -296,7 +296,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 			runs[i].Criterion = index[runs[i].Criterion]
 		}
 	}
-	return ar.judgeVerdict(res, runs, t.Contract.Verification.HeldOut)
+	return ar.judgeVerdict(res, runs)
 }
 
 // rulesTTL bounds how long the pool reuses the project rules it read. Saving them

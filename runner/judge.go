@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +35,10 @@ type judgeRun struct {
 	report     models.JudgeReport
 	view       *judge.TreeView
 	opened     bool // the view was prepared: the report is the attempt's
+	// held says which tests are held out (nil without held-out tests); withheld is
+	// what the failing check's diagnosis kept from the worker, for the report.
+	held     *checks.Withholding
+	withheld string
 }
 
 // judgeDir is where the judge keeps a task's base, its views and its results: under
@@ -283,8 +286,9 @@ func contractCommands(c *models.Contract, activities map[string]string) []string
 
 // judgeVerdict applies the floor and the held-out report to the verify stage's
 // result r, given the structured results of its run, and names a failure of restored
-// tests as tamper.
-func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun, heldOut []models.HeldOutTest) models.CheckResult {
+// tests as tamper. Of the held-out tests the diagnosis says how many failed, never
+// which: the report keeps that for people.
+func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun) models.CheckResult {
 	jr := ar.judge
 	if jr == nil || r.Verdict == models.VerdictError {
 		return r
@@ -305,14 +309,17 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun, 
 		jr.report.Floor = &models.TestFloor{AtBase: f.AtBase, Run: f.Run, Passed: f.Passed, Skipped: f.Skipped,
 			Missing: f.Missing, Failed: f.Failed, NotRun: f.NotRun, OK: f.OK()}
 		if !f.OK() && r.Verdict == models.VerdictPass {
-			r.Verdict, r.Diagnosis = models.VerdictFail, "the test floor does not hold: "+f.Diagnosis()
+			r.Verdict, r.Diagnosis = models.VerdictFail, "the test floor does not hold: "+withoutHeldOut(f, jr.held).Diagnosis()
 		}
 	}
 	if ho := jr.report.HeldOut; ho != nil {
-		ho.Failed = heldOutFailures(runs, heldOut)
+		// The names and messages are for people; the worker learns the number.
+		ho.Failed = heldOutFailures(runs, jr.held)
+		ho.FailedCount = len(ho.Failed)
 		ho.Passed = r.Verdict == models.VerdictPass
-		if len(ho.Failed) > 0 {
-			r.Diagnosis = "held-out tests failed: " + strings.Join(ho.Failed, "; ") + "\n" + r.Diagnosis
+		ho.SetDetail(jr.withheld)
+		if ho.FailedCount > 0 && !strings.Contains(r.Diagnosis, "held-out test(s) failed") {
+			r.Diagnosis = checks.HeldOutFailed(ho.FailedCount) + "\n" + r.Diagnosis
 		}
 	}
 	if r.Verdict == models.VerdictFail && jr.report.ChangedTests() && jr.report.Restored {
@@ -342,27 +349,25 @@ func shortRevision(rev string) string {
 	return rev
 }
 
-// heldOutNameRE finds the names of the tests a held-out file defines: Go test
-// functions, pytest functions, and the descriptions of test()/it() calls.
-var heldOutNameRE = regexp.MustCompile("func\\s+(Test\\w+)\\s*\\(|def\\s+(test_\\w+)\\s*\\(|\\b(?:test|it)\\s*\\(\\s*['\"`]([^'\"`]{1,200})['\"`]")
-
-// heldOutFailures lists the failed tests of runs that the held-out files define, each
-// with the first line of its message: what the revision brief may carry.
-func heldOutFailures(runs []checks.TestRun, heldOut []models.HeldOutTest) []string {
-	var names []string
-	for _, h := range heldOut {
-		for _, m := range heldOutNameRE.FindAllStringSubmatch(h.Content, 200) {
-			for _, n := range m[1:] {
-				if n != "" {
-					names = append(names, n)
-				}
-			}
-		}
+// withhold makes req keep the held-out tests' names and output from the worker, and
+// keeps what it withheld for the report.
+func (jr *judgeRun) withhold(req *checks.VerifyRequest, heldOut []models.HeldOutTest) {
+	if len(heldOut) == 0 {
+		return
 	}
+	jr.held = checks.NewWithholding(heldOut)
+	req.Withhold, req.HeldOut = true, heldOut
+	req.Withheld = func(d string) { jr.withheld = d }
+}
+
+// heldOutFailures lists the failed tests of runs that are held out, each with the
+// first line of its message: for the people who may read held-out tests, never for
+// the worker.
+func heldOutFailures(runs []checks.TestRun, held *checks.Withholding) []string {
 	var out []string
 	for _, run := range runs {
 		for _, res := range run.Report.Results {
-			if res.Status != testresults.StatusFail || !definesTest(names, res.Name) {
+			if res.Status != testresults.StatusFail || !held.Defines(res.Name) {
 				continue
 			}
 			msg, _, _ := strings.Cut(strings.TrimSpace(res.Message), "\n")
@@ -372,20 +377,23 @@ func heldOutFailures(runs []checks.TestRun, heldOut []models.HeldOutTest) []stri
 	return out
 }
 
-// definesTest reports whether a result's fully qualified name is one of names: the
-// name is its last element (pkg.TestX, file::test_x, suite > case) or a subtest's parent.
-func definesTest(names []string, full string) bool {
-	for _, n := range names {
-		for _, sep := range []string{".", "::", " > ", "/"} {
-			if strings.HasSuffix(full, sep+n) || strings.Contains(full, sep+n+"/") {
-				return true
+// withoutHeldOut is f with the held-out tests left out of its names (a held-out file
+// may replace a test file of the base): they count among the unlisted.
+func withoutHeldOut(f testresults.FloorResult, held *checks.Withholding) testresults.FloorResult {
+	if held == nil {
+		return f
+	}
+	keep := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if !held.Defines(n) && !held.Mentions(n) {
+				out = append(out, n)
 			}
 		}
-		if full == n {
-			return true
-		}
+		return out
 	}
-	return false
+	f.NotRun, f.FailedNames = keep(f.NotRun), keep(f.FailedNames)
+	return f
 }
 
 // partNames are the package.json scripts and Makefile targets the commands run: the

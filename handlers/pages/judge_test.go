@@ -76,8 +76,9 @@ func tamperAttempt() models.Attempt {
 				{Path: "calc_test.go", Change: models.ChangeChanged, Diff: judgeDiff},
 				{Path: "package.json", Change: models.ChangeChanged, Parts: []string{"scripts.test"}},
 			},
-			Floor:   &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
-			HeldOut: &models.HeldOutReport{Files: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"}}}}
+			Floor: &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
+			HeldOut: &models.HeldOutReport{Files: 1, FailedCount: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"},
+				Detail: "criterion unit-test: command \"go test\" exited with status 1;\n--- FAIL: TestBig\n    calc_heldout_test.go:7: Add(10, 4) = 6, want 14"}}}
 }
 
 // TestTaskPageJudge: the task page shows each attempt's judge's report (the tests the
@@ -109,7 +110,7 @@ func TestTaskPageJudge(t *testing.T) {
 		`<code>calc_test.go</code>`, `data-testid="judge-change-kind">changed</span>`, `<code>scripts.test</code>`,
 		`data-testid="judge-diff"`, `// &lt;script&gt;alert(1)&lt;/script&gt;`,
 		`data-testid="judge-floor"`, "<dt>Passing at the base</dt><dd>3</dd>", "<dt>Missing</dt><dd>1</dd>", "<code>TestSub</code>",
-		`data-testid="judge-held-out"`, "<dt>Files</dt><dd>1</dd>", "TestBig: Add(10, 4) = 6, want 14",
+		`data-testid="judge-held-out"`, "<dt>Files</dt><dd>1</dd>", "<dt>Failed</dt><dd>1</dd>",
 		"restored from 0123456789ab", "Prepared in 42 ms",
 		"Failed at tamper:", `data-testid="check-tamper"`, `data-state="verified"`,
 		"<dt>Held-out tests</dt><dd>1, hidden: only admins, editors and leads read them</dd>", "<code>spec/**</code>",
@@ -124,16 +125,19 @@ func TestTaskPageJudge(t *testing.T) {
 	if n := strings.Count(r.Body, `data-testid="judge-tests-changed"`); n != 2 {
 		t.Errorf("%d attempts show the tests changed, want both (the passing one too)", n)
 	}
-	for _, leak := range []string{pageHeldOutPath, pageHeldOutMarker, `data-testid="task-held-out"`} {
+	// Nor which held-out test failed, with what input: the worker could read it there.
+	for _, leak := range []string{pageHeldOutPath, pageHeldOutMarker, `data-testid="task-held-out"`, "TestBig", "Add(10, 4)", `data-testid="judge-held-out-detail"`} {
 		if strings.Contains(r.Body, leak) {
 			t.Errorf("the developer's task page shows the held-out test (%q)", leak)
 		}
 	}
 
-	// The lead reads the held-out test, path and content, on the same page.
+	// The lead reads the held-out test, path and content, on the same page, and which
+	// of them failed, how, with the output the worker was not shown.
 	lead := e.browser().login("lead")
 	r = lead.get("/tasks/" + itoa64(tk.ID))
-	for _, want := range []string{`data-testid="task-held-out"`, "<dt>Held-out tests</dt><dd><ul><li><code>" + pageHeldOutPath + "</code>", pageHeldOutMarker} {
+	for _, want := range []string{`data-testid="task-held-out"`, "<dt>Held-out tests</dt><dd><ul><li><code>" + pageHeldOutPath + "</code>", pageHeldOutMarker,
+		"<dt>Failed tests</dt>", "TestBig: Add(10, 4) = 6, want 14", `data-testid="judge-held-out-detail"`, "calc_heldout_test.go:7: Add(10, 4) = 6, want 14"} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("the lead's task page lacks %q", want)
 		}

@@ -62,7 +62,8 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		v.GoalID, v.GoalTitle = *t.GoalID, p.goalTitle(ctx, t.GoalID)
 	}
 	for _, a := range attempts {
-		v.Attempts = append(v.Attempts, attemptView(a, dir))
+		// The held-out tests' names and messages only for those who may read them.
+		v.Attempts = append(v.Attempts, attemptView(a.ForReader(SignedIn(c)), dir))
 	}
 	if n := len(attempts); n > 0 {
 		v.LiveText = attempts[n-1].OutputTail
@@ -278,7 +279,7 @@ func judgeView(r *models.JudgeReport) *task.Judge {
 			Failed: f.Failed, NotRun: f.NotRun, OK: f.OK}
 	}
 	if h := r.HeldOut; h != nil {
-		j.HeldOut = &task.HeldOutResult{Files: h.Files, Passed: h.Passed, Failed: h.Failed}
+		j.HeldOut = &task.HeldOutResult{Files: h.Files, Passed: h.Passed, FailedCount: max(h.FailedCount, len(h.Failed)), Failed: h.Failed, Detail: h.Detail}
 	}
 	return j
 }

@@ -102,6 +102,14 @@ type VerifyRequest struct {
 	// the first line of their message): the run holds held-out tests, whose source a
 	// test runner may print.
 	Withhold bool
+	// HeldOut are the held-out tests the run holds; set, it implies Withhold, and the
+	// diagnosis counts the failed held-out tests instead of naming them (see
+	// withheldFailures): nothing of a held-out test reaches the worker.
+	HeldOut []models.HeldOutTest
+	// Withheld, when set, receives what withholding kept out of the diagnosis of the
+	// failing command (its failed tests with their whole messages, its last output),
+	// for the people who may read held-out tests; never for the worker.
+	Withheld func(detail string)
 }
 
 // TestRun is the parsed results of one criterion's structured-results command.
@@ -127,6 +135,11 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 	}
 	env, dropBytecode := withBytecodeOutside(env)
 	defer dropBytecode()
+	held := NewWithholding(req.HeldOut)
+	withhold := req.Withhold || held != nil
+	if held != nil {
+		env = withoutTestCache(env)
+	}
 
 	var jobs []verifyJob
 	for _, c := range commands {
@@ -183,17 +196,9 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 			r.DurationMS = out.duration.Milliseconds()
 			r.Status = out.verdict
 			if out.verdict != models.VerdictPass {
-				evidence, short := "last output:\n"+out.tailOrNone(), out.tailOrNone()
-				switch {
-				case run != nil && run.Report.Fail > 0:
-					evidence = failingTests(run.Report, req.Withhold)
-					short = evidence
-					if !req.Withhold {
-						evidence += "\nlast output:\n" + out.tailOrNone()
-					}
-				case req.Withhold:
-					evidence = "its output is withheld: the run holds held-out tests"
-					short = evidence
+				evidence, short := failureEvidence(out, run, withhold, held)
+				if withhold && req.Withheld != nil {
+					req.Withheld(withheldDetail(j, out, run))
 				}
 				r.Error = out.how + ": " + short
 				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
@@ -308,4 +313,36 @@ func formatTail(tail []byte, total int64) string {
 		return "[… " + strconv.FormatInt(dropped, 10) + " earlier bytes omitted]\n" + string(b)
 	}
 	return string(b)
+}
+
+// failureEvidence is what the diagnosis of a failing command quotes (evidence) and
+// its criterion's error (short): the failed tests when its results list them, else
+// its last output; while withholding, never its output, and of held-out tests
+// (held) only their number.
+func failureEvidence(out commandOutcome, run *TestRun, withhold bool, held *Withholding) (evidence, short string) {
+	switch {
+	case run != nil && run.Report.Fail > 0 && held != nil:
+		evidence = withheldFailures(run.Report, held)
+		return evidence, evidence
+	case run != nil && run.Report.Fail > 0:
+		evidence = failingTests(run.Report, withhold)
+		if withhold {
+			return evidence, evidence
+		}
+		return evidence + "\nlast output:\n" + out.tailOrNone(), evidence
+	case withhold:
+		evidence = "its output is withheld: the run holds held-out tests"
+		return evidence, evidence
+	}
+	return "last output:\n" + out.tailOrNone(), out.tailOrNone()
+}
+
+// withheldDetail is everything withholding keeps from the worker about a failing
+// command, for people: its failed tests with their whole messages and its last output.
+func withheldDetail(j verifyJob, out commandOutcome, run *TestRun) string {
+	d := describeJob(j) + " " + out.how + ";\n"
+	if run != nil && run.Report.Fail > 0 {
+		d += failingTests(run.Report, false) + "\n"
+	}
+	return d + "last output:\n" + out.tailOrNone()
 }

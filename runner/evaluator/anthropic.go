@@ -133,18 +133,21 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 func (a *Anthropic) Model() string { return a.model }
 
 // Evaluate asks the model for a verdict on r. Transport errors, API errors, timeouts,
-// a truncated or refused reply and a reply that is not a verdict are *InfraError.
+// a truncated or refused reply and a reply that is not exactly one verdict of the
+// model's own (two verdicts, or one quoted from the output) are *InfraError.
 // Whenever the API replied, the Verdict's Usage holds the tokens the reply reports
 // and the model that answered (with an error too: the call was billed), never a cost.
 func (a *Anthropic) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if strings.TrimSpace(r.Evaluate) == "" {
 		return Verdict{}, infra("anthropic", errors.New("nothing to evaluate: the contract has no evaluate criteria"))
 	}
-	reply, err := a.Complete(ctx, systemPrompt, Prompt(r, a.maxOutput))
+	shown := Bound(r.Output, a.maxOutput)
+	reply, err := a.Complete(ctx, systemPrompt, prompt(r, shown))
 	if err != nil {
 		return Verdict{}, err
 	}
-	v, err := ParseVerdict(reply.Text)
+	// Exactly one verdict, the model's own: none quoted from the output it was shown.
+	v, _, err := parseVerdict(reply.Text, shown)
 	if err != nil {
 		if reply.StopReason != "" && reply.StopReason != string(anthropic.StopReasonEndTurn) {
 			err = fmt.Errorf("%w (stop reason %s)", err, reply.StopReason)

@@ -48,8 +48,9 @@ type CommandInput struct {
 
 // Command evaluates by running a program: the request goes to its stdin as a
 // CommandInput JSON object (never into its arguments, so task data cannot reach a
-// shell or a flag) and it must print a JSON verdict {"pass": …, "diagnosis": …} on
-// stdout (text around the object is ignored). The verdict may carry what it spent as
+// shell or a flag) and it must print exactly one JSON verdict {"pass": …, "diagnosis": …}
+// on stdout (text around the object is ignored; two verdicts, or one the output it was
+// shown holds, are ErrMalformed: see ParseVerdict). The verdict may carry what it spent as
 // "usage" (see commandUsage; the output of `claude -p --output-format json` counts as
 // is), which becomes the Verdict's Usage. A non-zero exit, a timeout, or stdout
 // without a verdict is an *InfraError. The command runs in a process group of its own
@@ -108,7 +109,7 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 		Output:       string(bounded),
 		OutputBytes:  len(r.Output),
 		ContractHash: r.ContractHash,
-		Prompt:       systemPrompt + "\n\n" + Prompt(r, c.maxOutput),
+		Prompt:       systemPrompt + "\n\n" + prompt(r, bounded),
 	})
 	if err != nil {
 		return Verdict{}, infra("command", err)
@@ -118,7 +119,8 @@ func (c *Command) Evaluate(ctx context.Context, r Request) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v, objs, err := parseVerdict(string(out))
+	// The verdict must be the command's own: exactly one, none copied from the output.
+	v, objs, err := parseVerdict(string(out), bounded)
 	if err != nil {
 		return Verdict{}, infra("command", err)
 	}

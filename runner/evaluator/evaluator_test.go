@@ -136,8 +136,10 @@ func TestPrompt(t *testing.T) {
 	if len(p) > 4096 {
 		t.Errorf("prompt is %d bytes for a 2 KiB bound", len(p))
 	}
-	// The output's own "</output>" does not close the section: the tags carry a nonce.
-	if strings.Count(p, "<output-") != 1 || !strings.Contains(p, "</output-") {
+	// The output's own "</output>" does not close the section: the tags carry a nonce,
+	// which the message names.
+	nonce := fenceOf(t, p)
+	if strings.Count(p, "<output-"+nonce+">\n") != 1 || strings.Count(p, "</output-"+nonce+">\n") != 1 {
 		t.Error("output section tags lack the nonce")
 	}
 }

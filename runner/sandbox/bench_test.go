@@ -16,8 +16,9 @@ import (
 // BenchmarkStart times starting and reaping /bin/true through the sandbox, confined
 // (with and without the mount namespace an agent that may open unix sockets gets) and
 // off; the difference is what confinement costs an attempt per process it starts.
-// Confined as a runner without CAP_SYS_ADMIN, runs get no PID namespace: the
-// difference to confined (when the benchmark runs as root) is what one costs.
+// Confined as a runner without CAP_SYS_ADMIN, runs get a user namespace with a PID
+// namespace in it instead of a PID namespace alone; "process-group-only" is a run with
+// neither.
 func BenchmarkStart(b *testing.B) {
 	dir := b.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -36,6 +37,7 @@ func BenchmarkStart(b *testing.B) {
 		{"confined", sandbox.Probe(sandbox.ModeOn), p},
 		{"confined+unix", sandbox.Probe(sandbox.ModeOn), unixP},
 		{"confined-without-CAP_SYS_ADMIN", sandbox.WithoutCapSysAdmin(sandbox.Probe(sandbox.ModeOn)), p},
+		{"process-group-only", sandbox.ProcessGroupOnly(sandbox.Probe(sandbox.ModeOn)), p},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -63,7 +65,24 @@ func BenchmarkPIDNamespaceCost(b *testing.B) {
 	if !with.KillsEscapees() {
 		b.Skipf("runs get no PID namespace here: %s", with.Status())
 	}
-	without := sandbox.WithoutCapSysAdmin(with)
+	pairCost(b, with, sandbox.ProcessGroupOnly(with), "pidns")
+}
+
+// BenchmarkUserNamespaceCost is what a runner without CAP_SYS_ADMIN pays for killing
+// escapees: a run cloned into a user namespace with a PID namespace in it, against
+// the same run as only a process group, measured in pairs as BenchmarkPIDNamespaceCost
+// does ("userns-µs" is the median paired difference).
+func BenchmarkUserNamespaceCost(b *testing.B) {
+	with := sandbox.WithoutCapSysAdmin(sandbox.Probe(sandbox.ModeOn))
+	if !with.KillsEscapees() {
+		b.Skipf("the kernel gives runs no user namespace here: %s", with.Status())
+	}
+	pairCost(b, with, sandbox.ProcessGroupOnly(with), "userns")
+}
+
+// pairCost times starting and reaping /bin/true confined by with and by without, in
+// alternating pairs, and reports the medians of each and of the differences (name-µs).
+func pairCost(b *testing.B, with, without *sandbox.Sandbox, name string) {
 	ws := filepath.Join(b.TempDir(), "ws")
 	if err := os.MkdirAll(ws, 0o750); err != nil {
 		b.Fatal(err)
@@ -92,9 +111,9 @@ func BenchmarkPIDNamespaceCost(b *testing.B) {
 		}
 		ns, plain, diff = append(ns, us(a)), append(plain, us(c)), append(diff, us(a)-us(c))
 	}
-	b.ReportMetric(median(ns), "with-pidns-µs")
+	b.ReportMetric(median(ns), "with-"+name+"-µs")
 	b.ReportMetric(median(plain), "without-µs")
-	b.ReportMetric(median(diff), "pidns-µs")
+	b.ReportMetric(median(diff), name+"-µs")
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -52,20 +52,57 @@ func Probe(mode Mode) *Sandbox {
 		return s
 	}
 	s.root = hasCapability(unix.CAP_SYS_ADMIN)
-	s.pidns = s.root
 	s.caps = holdsAnyCapability()
 	s.lastCap = lastCapability()
-	err = s.prove()
+	s.settle(true)
+	return s
+}
+
+// settle proves that confined runs start, each in a way that kills what it leaves
+// behind: a PID namespace where the runner holds CAP_SYS_ADMIN, else a user namespace
+// with a PID namespace in it (when tryUserNS). Where neither can be had the sandbox is
+// unavailable and its reason says why: a process that leaves its run's process group
+// (setsid, a double fork) would outlive the run and could change the workspace while
+// the judge checks it, so the runner refuses to judge rather than judge that way.
+func (s *Sandbox) settle(tryUserNS bool) {
+	s.pidns, s.userns, s.reason = s.root, false, ""
+	err := s.prove()
 	if refused := (*pidNamespaceError)(nil); errors.As(err, &refused) {
 		// CAP_SYS_ADMIN, but a seccomp profile or user.max_pid_namespaces refuses one:
-		// confine as a runner without it would, and say so.
+		// try as a runner without it would, and say so.
 		s.pidns, s.nopidns = false, refused.Error()
 		err = s.prove()
+	}
+	if err == nil && !s.pidns && tryUserNS {
+		s.userns = true
+		err = s.prove()
+		if refused := (*userNamespaceError)(nil); errors.As(err, &refused) {
+			s.userns, s.nouserns = false, refused.Error()
+			err = nil
+		}
+	}
+	if err == nil && !s.pidns && !s.userns {
+		err = errors.New(s.noEscapeeKill())
 	}
 	if err != nil {
 		s.reason = err.Error()
 	}
-	return s
+}
+
+// noEscapeeKill says why runs cannot be made to kill their escapees.
+func (s *Sandbox) noEscapeeKill() string {
+	pid := s.nopidns
+	if pid == "" {
+		pid = "the runner holds no CAP_SYS_ADMIN for a PID namespace"
+	}
+	user := s.nouserns
+	if user == "" {
+		user = "user namespaces are not tried"
+	}
+	return "the runner refuses to judge: a process that leaves a run's process group (setsid, a double fork) would outlive the run " +
+		"and could change the work while it is checked, and nothing here stops it (" + pid + "; " + user + "; allow unprivileged user " +
+		"namespaces: sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0 " +
+		"where the kernel has them, or give the runner CAP_SYS_ADMIN)"
 }
 
 // prove starts /bin/true confined and waits for it.
@@ -73,6 +110,9 @@ func (s *Sandbox) prove() error {
 	cmd := exec.Command("/bin/true")
 	done := make(chan error, 1)
 	if err := s.start(cmd, Policy{ReadExec: systemDirs}, func() { done <- cmd.Wait() }); err != nil {
+		if s.userns && !errors.Is(err, errConfine) {
+			return &userNamespaceError{err}
+		}
 		return fmt.Errorf("a confined test command could not start: %w", err)
 	}
 	if err := <-done; err != nil {
@@ -90,6 +130,19 @@ func (e *pidNamespaceError) Error() string {
 
 func (e *pidNamespaceError) Unwrap() error { return e.err }
 
+// userNamespaceError is a failure to start a run in a user and PID namespace of its
+// own.
+type userNamespaceError struct{ err error }
+
+func (e *userNamespaceError) Error() string {
+	return "the kernel refused a user namespace: clone(CLONE_NEWUSER|CLONE_NEWPID): " + e.err.Error()
+}
+
+func (e *userNamespaceError) Unwrap() error { return e.err }
+
+// errConfine marks a failure of the thread's own confinement, before any fork.
+var errConfine = errors.New("confining the thread")
+
 // checkPidfd makes os/exec's one-time check of pidfd support happen here, on an
 // ordinary thread. The check forks a child that exits at once; made on a confining
 // thread, after its unshare(CLONE_NEWPID), that child would be the namespace's PID 1
@@ -106,8 +159,19 @@ var checkPidfd = sync.OnceFunc(func() {
 // unlocking, so the Go runtime destroys the tainted thread.
 func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if s.mode == ModeOn && s.pidns {
+	if s.mode == ModeOn && (s.pidns || s.userns) {
 		checkPidfd()
+	}
+	if s.mode == ModeOn && s.userns {
+		// No CAP_SYS_ADMIN: the command itself is cloned into a user namespace of its
+		// own (which needs no capability) and a PID namespace owned by it, of which it
+		// is PID 1. unshare(CLONE_NEWUSER) is refused to a threaded process, so it is
+		// a clone flag, not a step of confineThread. No id maps: the confined thread
+		// may not write /proc/<pid>/uid_map (Landlock grants /proc read-only), and
+		// none is needed — the kernel checks the run's real ids as before, the run
+		// sees itself and every file as the overflow id (nobody), and with no mapped
+		// root its exec gains no capability in the namespace either.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
 	}
 	started := make(chan error, 1)
 	go func() {
@@ -119,7 +183,7 @@ func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 		}
 		if s.mode == ModeOn {
 			if err := s.confineThread(p); err != nil {
-				started <- err
+				started <- fmt.Errorf("%w: %w", errConfine, err)
 				return
 			}
 		}

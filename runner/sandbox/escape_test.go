@@ -4,6 +4,7 @@ package sandbox_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,36 +113,45 @@ func leaveEscapee(t *testing.T, sb *sandbox.Sandbox) escapee {
 	return e
 }
 
-// A process that leaves its run's process group (setsid) dies with the run where the
-// runner holds CAP_SYS_ADMIN: the run is PID 1 of a PID namespace of its own. Without
-// one, and with the sandbox off, the same escapee survives, which shows the check can
-// fail.
+// A process that leaves its run's process group (setsid) dies with the run: where the
+// runner holds CAP_SYS_ADMIN the run is PID 1 of a PID namespace of its own, and
+// without it PID 1 of a PID namespace inside a user namespace of its own. With neither
+// (the user-namespace path switched off: ProcessGroupOnly), and with the sandbox off,
+// the same escapee survives, which shows the check can fail.
 func TestEscapeeDiesWithRun(t *testing.T) {
 	sb := probeOn(t)
-	t.Run("PID namespace", func(t *testing.T) {
-		if !sb.KillsEscapees() {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI runs the tests as root: runs must get a PID namespace (%s)", sb.Status())
+	for _, c := range []struct {
+		name, status string
+		sb           *sandbox.Sandbox
+	}{
+		{"PID namespace", "a PID namespace per run", sb},
+		{"user namespace without CAP_SYS_ADMIN", "a user namespace with a PID namespace per run", sandbox.WithoutCapSysAdmin(sb)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.sb.KillsEscapees() {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("CI runs the tests as root on a kernel with user namespaces: runs must kill their escapees (%s)", c.sb.Status())
+				}
+				t.Skipf("escapees do not die with their run here (%s)", c.sb.Status())
 			}
-			t.Skipf("escapees die with their run only where the runner holds CAP_SYS_ADMIN (%s)", sb.Status())
-		}
-		if !strings.Contains(sb.Status(), "PID namespace per run") {
-			t.Errorf("status %q does not say runs get a PID namespace", sb.Status())
-		}
-		e := leaveEscapee(t, sb)
-		start := time.Now()
-		for deadline := start.Add(2 * time.Second); e.alive(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("escapee %d still runs 2s after its run ended", e.pid)
+			if !strings.Contains(c.sb.Status(), c.status) {
+				t.Errorf("status %q does not say %q", c.sb.Status(), c.status)
 			}
-		}
-		t.Logf("escapee %d gone %v after the run was waited for", e.pid, time.Since(start))
-	})
+			e := leaveEscapee(t, c.sb)
+			start := time.Now()
+			for deadline := start.Add(2 * time.Second); e.alive(); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("escapee %d still runs 2s after its run ended", e.pid)
+				}
+			}
+			t.Logf("escapee %d gone %v after the run was waited for", e.pid, time.Since(start))
+		})
+	}
 	for _, c := range []struct {
 		name string
 		sb   *sandbox.Sandbox
 	}{
-		{"no CAP_SYS_ADMIN", sandbox.WithoutCapSysAdmin(sb)},
+		{"process group only", sandbox.ProcessGroupOnly(sb)},
 		{"sandbox off", sandbox.Probe(sandbox.ModeOff)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,5 +162,26 @@ func TestEscapeeDiesWithRun(t *testing.T) {
 				t.Fatalf("escapee %d died with its run, which only a PID namespace does", e.pid)
 			}
 		})
+	}
+}
+
+// Where the runner holds no CAP_SYS_ADMIN and the kernel gives it no user namespace,
+// the sandbox is unavailable: nothing starts, and the status (/readyz's "sandbox" and
+// "reason") says the runner refuses to judge and why.
+func TestNoNamespaceRefusesToJudge(t *testing.T) {
+	sb := sandbox.WithoutUserNamespaces(probeOn(t))
+	if sb.Ready() || sb.KillsEscapees() {
+		t.Fatalf("ready without any way to kill escapees: %s", sb.Status())
+	}
+	for _, want := range []string{"sandbox unavailable, workers do not start", "the runner refuses to judge", "setsid", "no CAP_SYS_ADMIN", "user namespaces"} {
+		if !strings.Contains(sb.Status(), want) {
+			t.Errorf("status %q lacks %q", sb.Status(), want)
+		}
+	}
+	l := newLayout(t)
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = l.ws
+	if err := sb.Start(cmd, l.policy(buildProbe(t)), func() { _ = cmd.Wait() }); !errors.Is(err, sandbox.ErrUnavailable) {
+		t.Fatalf("start: %v, want ErrUnavailable", err)
 	}
 }

@@ -18,10 +18,19 @@
 // future children), so the command is PID 1 of a fresh namespace and, when it exits or
 // is killed, the kernel SIGKILLs every process left in it and reports the command's exit
 // only once they are all gone: a process that left the command's process group
-// (setsid, a double fork) dies with the run all the same. KillsEscapees says whether
-// runs get one; without CAP_SYS_ADMIN a run is only a process group, which such a
-// process leaves. /proc is not remounted: a confined process sees the host's /proc
-// (read-only, as before) and its own pid there as the host numbers it.
+// (setsid, a double fork) dies with the run all the same. Without CAP_SYS_ADMIN the
+// command is cloned (CLONE_NEWUSER|CLONE_NEWPID: unshare(CLONE_NEWUSER) is refused to a
+// threaded process) into a user namespace of its own, which needs no capability, and a
+// PID namespace that namespace owns: the same guarantee. It has no id maps (the
+// confined thread may not write /proc/<pid>/uid_map), so a run sees itself and every
+// file as the overflow id, nobody; the kernel checks its real ids as before, and with
+// no root mapped its exec gains no capability in the namespace. Where the kernel
+// refuses user namespaces too (user.max_user_namespaces=0, an AppArmor or seccomp
+// profile), the sandbox is unavailable and says why: the runner refuses to judge
+// rather than let a process that escaped a run's group change the work while it is
+// checked. KillsEscapees says whether runs get either. /proc is not remounted: a
+// confined process sees the host's /proc (read-only, as before) and its own pid there
+// as the host numbers it.
 //
 // Why a confining thread rather than a re-exec shim: `countersign version` takes 14 ms
 // to start (package initialisation of its dependencies; /bin/true takes 0.8 ms),
@@ -30,7 +39,12 @@
 // (BenchmarkStart here, BenchmarkRunNoopConfined in runner/worker). The PID namespace
 // adds an unshare (3 µs) and its teardown when the command exits: too little to tell
 // from noise on a loaded 2-vCPU machine where a start takes 3-15 ms
-// (BenchmarkPIDNamespaceCost pairs starts with and without one).
+// (BenchmarkPIDNamespaceCost pairs starts with and without one; 11-39 µs median
+// paired difference, 300 pairs three times, at a load average of 87). The user
+// namespace costs more: 1.2-1.6 ms per start (BenchmarkUserNamespaceCost, the same
+// way: 3.0-3.8 ms against 1.7-2.1 ms), mostly because Go cannot vfork a clone into a
+// new user namespace and copies the runner's page tables instead, so it grows with the
+// runner's memory.
 //
 // The package knows nothing of tasks: the runner builds a Policy per run.
 package sandbox
@@ -159,16 +173,18 @@ var ErrUnavailable = errors.New("sandbox: confinement unavailable")
 // Sandbox starts commands confined by a Policy. Build one with Probe; it is safe for
 // concurrent use.
 type Sandbox struct {
-	mode    Mode
-	abi     int      // Landlock ABI version, 0 when none
-	reason  string   // why confinement is unavailable; empty when available
-	root    bool     // holds CAP_SYS_ADMIN: mount namespaces can be made
-	pidns   bool     // each confined run gets a PID namespace (root, and the kernel allows it)
-	nopidns string   // why not, when root and the kernel refused one
-	caps    bool     // holds any capability: confined processes must drop them
-	private []string // hierarchies no grant may reach (the data dir), resolved
-	grants  resolver // resolved grants, for narrowing them around private
-	lastCap int      // highest capability number the kernel knows
+	mode     Mode
+	abi      int      // Landlock ABI version, 0 when none
+	reason   string   // why confinement is unavailable; empty when available
+	root     bool     // holds CAP_SYS_ADMIN: mount namespaces can be made
+	pidns    bool     // each confined run gets a PID namespace (root, and the kernel allows it)
+	nopidns  string   // why not, when root and the kernel refused one
+	userns   bool     // without pidns: each run is cloned into a user and a PID namespace
+	nouserns string   // why not, when the kernel refused one
+	caps     bool     // holds any capability: confined processes must drop them
+	private  []string // hierarchies no grant may reach (the data dir), resolved
+	grants   resolver // resolved grants, for narrowing them around private
+	lastCap  int      // highest capability number the kernel knows
 }
 
 // Mode returns the mode the sandbox was probed with.
@@ -186,12 +202,15 @@ func (s *Sandbox) Ready() bool { return s.mode == ModeOff || s.reason == "" }
 
 // KillsEscapees reports whether every process a run starts dies when the run's
 // command does, including processes that left its process group (setsid, a double
-// fork): true when runs are confined in a PID namespace of their own, which needs the
-// runner to hold CAP_SYS_ADMIN. Then, once the command has been waited for (for
-// worker.Run: once Run returns), no process of the run is left. When false (sandbox
-// off, unavailable, or no CAP_SYS_ADMIN) a run is only a process group: a process that
-// leaves it outlives the run, until the runner restarts.
-func (s *Sandbox) KillsEscapees() bool { return s.mode == ModeOn && s.reason == "" && s.pidns }
+// fork): true when runs are confined in a PID namespace of their own — made directly
+// where the runner holds CAP_SYS_ADMIN, inside a user namespace of the run's own where
+// it does not. Then, once the command has been waited for (for worker.Run: once Run
+// returns), no process of the run is left. A sandbox that is on and ready always
+// kills escapees; false means the sandbox is off (a run is only a process group: a
+// process that leaves it outlives the run, until the runner restarts) or unavailable.
+func (s *Sandbox) KillsEscapees() bool {
+	return s.mode == ModeOn && s.reason == "" && (s.pidns || s.userns)
+}
 
 // Status says in one line what confines runs, or why nothing can, for /readyz, the
 // dashboard banner and the start-up log.
@@ -214,10 +233,10 @@ func (s *Sandbox) Status() string {
 	switch {
 	case s.pidns:
 		parts = append(parts, "a PID namespace per run (processes that leave a run's process group die with it)")
-	case s.nopidns != "":
-		parts = append(parts, "processes that leave a run's process group (setsid) outlive it ("+s.nopidns+")")
-	default:
-		parts = append(parts, "processes that leave a run's process group (setsid) outlive it (no CAP_SYS_ADMIN for a PID namespace)")
+	case s.userns:
+		parts = append(parts, "a user namespace with a PID namespace per run (no CAP_SYS_ADMIN; processes that leave a run's process group die with it)")
+	default: // not ready: Probe gives a reason
+		parts = append(parts, "processes that leave a run's process group (setsid) outlive it")
 	}
 	return "sandbox on: " + strings.Join(parts, ", ")
 }
@@ -246,7 +265,8 @@ func (s *Sandbox) Protect(dirs ...string) *Sandbox {
 // signal); set nothing in it beforehand. With the sandbox off the command starts
 // unconfined the same way.
 //
-// When KillsEscapees, the command is PID 1 of its own PID namespace, which changes what
+// When KillsEscapees, the command is PID 1 of its own PID namespace (and, without
+// CAP_SYS_ADMIN, runs as nobody in a user namespace of its own), which changes what
 // it sees and what reaches it: getpid() is 1; orphans of the run are reparented to it
 // (and stay zombies until it exits if it never reaps them); a signal for which it has no
 // handler is dropped — from the runner too, except SIGKILL and SIGSTOP — so a SIGTERM

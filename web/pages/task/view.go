@@ -152,11 +152,14 @@ type Floor struct {
 	OK                                            bool
 }
 
-// HeldOutResult is how the held-out tests did.
+// HeldOutResult is how the held-out tests did. Failed and Detail are set only for a
+// reader who may read held-out tests; everyone else reads FailedCount.
 type HeldOutResult struct {
-	Files  int
-	Passed bool
-	Failed []string
+	Files       int
+	Passed      bool
+	FailedCount int
+	Failed      []string
+	Detail      string // what the worker's diagnosis withheld: the failing tests' messages, the run's output
 }
 
 // Check is one check layer's verdict.
