@@ -103,9 +103,6 @@ type JudgeReport struct {
 	// Base names the base revision the protected paths were restored from: a git
 	// commit, or "snapshot" for a workspace that is not a git repository.
 	Base string `json:"base,omitempty"`
-	// Tree is the candidate tree the checks judged: the attempt's result as a git tree
-	// in the judge's store, and what a verified task lands.
-	Tree string `json:"tree,omitempty"`
 	// View says how the judge's view was made: "overlay" (a mount over the base's
 	// environment) or "copy".
 	View string `json:"view,omitempty"`
