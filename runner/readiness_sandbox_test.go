@@ -5,6 +5,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/countersign/countersign/models"
@@ -48,7 +49,11 @@ func TestNotReadyConfined(t *testing.T) {
 	if n := lineCount(t, marker); n != 1 {
 		t.Errorf("the worker ran %d times, want 1", n)
 	}
-	if _, err := os.Stat(filepath.Join(h.root, "work", "tasks", itoa(task.ID), "checked.txt")); err != nil {
-		t.Errorf("the tool did not run: %v", err)
+	// The tool ran in the judge's view, not the workspace: its verdict is the evidence.
+	if atts := h.attempts(task.ID); len(atts) == 0 || len(atts[len(atts)-1].Checks) == 0 ||
+		!slices.ContainsFunc(atts[len(atts)-1].Checks, func(c models.CheckResult) bool {
+			return c.Stage == models.StageVerify && c.Verdict == models.VerdictPass
+		}) {
+		t.Errorf("the tool did not run and pass: attempts %+v", atts)
 	}
 }

@@ -167,9 +167,6 @@ func TestCheckAgainRunsOnceInstalled(t *testing.T) {
 				atts[0].Criteria[0].Command != "no-such-tool-xyz --check" || atts[0].Criteria[0].Status != models.VerdictPass {
 				t.Fatalf("attempts %+v", atts)
 			}
-			if _, err := os.Stat(filepath.Join(h.root, "work", "tasks", itoa(task.ID), "checked.txt")); err != nil {
-				t.Errorf("the tool did not run in the workspace: %v", err)
-			}
 			items, err := h.db.ListInbox(h.ctx, models.InboxFilter{TaskID: task.ID, IncludeResolved: true})
 			must(t, err)
 			if len(items) != 1 || !items[0].Resolved || items[0].Resolution != "checked again" {

@@ -94,15 +94,19 @@ func TestHostileWorkerConfined(t *testing.T) {
 					"-api-other", fmt.Sprintf(`"$COUNTERSIGN_URL/api/v1/tasks/%d"`, stranger.ID)}
 				return strings.Join(append(args, extra...), " ") + " > " + report + " 2>&1"
 			}
-			readProbeDir := func(a *models.Agent) { a.Sandbox.Read = []string{probeDir} }
+			// The reports go to a directory of the test's that every process of the
+			// agents may write: the verify command runs in the judge's view, which is
+			// gone once the checks are done.
+			reports := t.TempDir()
+			readProbeDir := func(a *models.Agent) { a.Sandbox.Read, a.Sandbox.Write = []string{probeDir}, []string{reports} }
 			workerArgs := []string{}
 			if tc.mode == sandbox.ModeOn {
 				workerArgs = append(workerArgs, "-go-test")
 			}
-			h.worker("mallory", "developer", run("worker.txt", workerArgs...)+"; echo TASK_COMPLETE", readProbeDir)
-			h.worker("rex", "reviewer", run("review.txt")+"; echo REVIEW_PASS", readProbeDir)
+			h.worker("mallory", "developer", run(shq(filepath.Join(reports, "worker.txt")), workerArgs...)+"; echo TASK_COMPLETE", readProbeDir)
+			h.worker("rex", "reviewer", run(shq(filepath.Join(reports, "review.txt")))+"; echo REVIEW_PASS", readProbeDir)
 			c := models.Contract{
-				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run("verify.txt")}},
+				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run(shq(filepath.Join(reports, "verify.txt")))}},
 				Verification: models.Verification{Type: models.VerifyVerifiable},
 				Review:       &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}},
 			}
@@ -119,9 +123,8 @@ func TestHostileWorkerConfined(t *testing.T) {
 			if got.State != models.TaskVerified {
 				t.Fatalf("task %s, want verified; attempts %+v", got.State, h.attempts(task.ID))
 			}
-			dir := filepath.Join(h.root, "work", "tasks", fmt.Sprint(task.ID))
 			for _, who := range []string{"worker", "verify", "review"} {
-				report := readProbe(t, filepath.Join(dir, who+".txt"))
+				report := readProbe(t, filepath.Join(reports, who+".txt"))
 				for _, name := range escapes {
 					denied := strings.HasPrefix(report[name], "denied")
 					if tc.mode == sandbox.ModeOn && !denied {

@@ -207,6 +207,6 @@ func (s *Store) keepRules(ctx context.Context, dir, tmp, snapshot string, tracke
 	if err != nil {
 		return err
 	}
-	_, err = s.git(ctx, gitCmd{args: []string{"update-ref", rulesRef(snapshot), strings.TrimSpace(string(out))}})
+	_, err = s.git(ctx, gitCmd{whole: true, args: []string{"update-ref", rulesRef(snapshot), strings.TrimSpace(string(out))}})
 	return err
 }

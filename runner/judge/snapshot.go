@@ -151,7 +151,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		}
 	}
 	if r.Ref != "" {
-		if _, err := s.git(ctx, gitCmd{args: []string{"update-ref", "-m", "countersign: snapshot", r.Ref, snap.Commit}}); err != nil {
+		if _, err := s.git(ctx, gitCmd{whole: true, args: []string{"update-ref", "-m", "countersign: snapshot", r.Ref, snap.Commit}}); err != nil {
 			return Snapshot{}, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,9 @@ var _ Trees = (*Store)(nil)
 // storeConfig is the configuration the judge writes into its store, in order.
 var storeConfig = [][2]string{
 	{"gc.auto", "0"},
+	// Tasks snapshot at once: a ref lock held by another snapshot is waited for.
+	{"core.filesRefLockTimeout", "10000"},
+	{"core.packedRefsTimeout", "10000"},
 	{"maintenance.auto", "false"},
 	{"core.hooksPath", "/dev/null"},
 	{"core.fsmonitor", "false"},
@@ -120,6 +124,7 @@ func OpenStore(ctx context.Context, root string) (*Store, error) {
 	if err := s.writeAttributes(); err != nil {
 		return nil, err
 	}
+	s.removeStaleLocks(time.Minute)
 	return s, nil
 }
 
@@ -178,6 +183,10 @@ type gitCmd struct {
 	stdin    io.Reader // nil = no input
 	stdout   io.Writer // receives standard output instead of the returned slice
 	noGitDir bool      // git init, git config --file: no --git-dir
+	// whole: the command takes a lock in the store (a ref, the shallow file), so it
+	// is never killed halfway when ctx ends; a killed one would leave the lock behind
+	// and every later snapshot would fail on it.
+	whole bool
 }
 
 // env is the environment every judge git command runs with, built from nothing:
@@ -210,6 +219,9 @@ func (s *Store) git(ctx context.Context, c gitCmd) ([]byte, error) {
 	argv := c.args
 	if !c.noGitDir {
 		argv = append([]string{"--git-dir=" + s.gitDir}, argv...)
+	}
+	if c.whole {
+		ctx = context.WithoutCancel(ctx)
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	// git runs helpers of its own (fetch starts upload-pack): a process group of its
@@ -435,4 +447,25 @@ func (b *catBatch) close() {
 	b.in.Close()
 	b.cancel()
 	_ = b.cmd.Wait()
+}
+
+// removeStaleLocks removes the lock files (a ref's, packed-refs', shallow's) that a
+// runner killed in the middle of a ref update left in the store, once they are older
+// than age: no live git command holds a lock that long, and a left one would fail
+// every later update of that ref.
+func (s *Store) removeStaleLocks(age time.Duration) {
+	_ = filepath.WalkDir(s.gitDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && p != s.gitDir && d.Name() == "objects" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".lock") {
+			if fi, err := d.Info(); err == nil && time.Since(fi.ModTime()) > age {
+				_ = os.Remove(p)
+			}
+		}
+		return nil
+	})
 }

@@ -40,7 +40,7 @@ func (s *Store) Import(ctx context.Context, repo, commit string) error {
 	if out, err := s.git(ctx, gitCmd{args: []string{"rev-parse", "-q", "--verify", ref}}); err == nil && strings.TrimSpace(string(out)) == commit {
 		return nil
 	}
-	_, err = s.git(ctx, gitCmd{args: []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+	_, err = s.git(ctx, gitCmd{whole: true, args: []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
 		"--depth=1", "--", src, "+" + commit + ":" + ref}})
 	if err != nil {
 		return fmt.Errorf("importing %s from %s: %w", short(commit), repo, err)
