@@ -142,7 +142,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	snap.Commit = strings.TrimSpace(string(out))
-	if checkID("commit", snap.Commit) != nil || checkID("tree", snap.Tree) != nil {
+	if checkOID("commit", snap.Commit) != nil || checkOID("tree", snap.Tree) != nil {
 		return Snapshot{}, fmt.Errorf("judge: git printed %q and %q, not object ids", snap.Commit, snap.Tree)
 	}
 	if r.IgnoreFrom == "" && !honourWorkerIgnore {
@@ -163,7 +163,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 func (s *Store) checkRequest(r SnapshotRequest) (string, []string, error) {
 	for field, id := range map[string]string{"ignore_from": r.IgnoreFrom, "parent": r.Parent} {
 		if id != "" {
-			if err := checkID(field, id); err != nil {
+			if err := checkOID(field, id); err != nil {
 				return "", nil, err
 			}
 		}
@@ -295,7 +295,7 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 		switch {
 		case hasGitComponent(p):
 			continue // git refuses them; no snapshot ever holds one
-		case excluded(p, excl), beyondLink(dir, p, links):
+		case excludedPath(p, excl), beyondLink(dir, p, links):
 			drop.WriteString(p + "\x00")
 			continue
 		}
@@ -334,7 +334,7 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 }
 
 // excluded says whether p is one of excl or inside one.
-func excluded(p string, excl []string) bool {
+func excludedPath(p string, excl []string) bool {
 	for _, e := range excl {
 		if p == e || strings.HasPrefix(p, e+"/") {
 			return true
