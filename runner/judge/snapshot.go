@@ -72,11 +72,13 @@ var honourWorkerIgnore = false
 // r.Force paths, minus `.git` entries, nested repositories and r.Exclude.
 //
 // How, all plain git against the store (never the workspace's repository): a private
-// index seeded with the parent's tree but no file stats, so that every file is hashed
-// afresh from disk and nothing a worker did to timestamps matters; the untracked
-// candidates from `ls-files --others` under the base's rules; `update-index --add
-// --remove --replace` with tracked ∪ untracked ∪ Force; write-tree; commit-tree with a
-// fixed identity and date; update-ref. git stores a symbolic link as a link and
+// index seeded with the parent's tree — with the stat data of the last snapshot of
+// the same directory where the judge can trust it (statcache.go), else none, so every
+// file is hashed afresh from disk; the untracked candidates from `ls-files --others`
+// under the base's rules; `update-index --add --remove --replace` with tracked ∪
+// untracked ∪ Force; write-tree; commit-tree with a fixed identity and date;
+// update-ref. The store's attributes keep every byte as it is on disk (no line-ending,
+// ident or encoding conversion, no filter); a fifo, socket or device is left out. git stores a symbolic link as a link and
 // refuses any path beyond one, so nothing outside Dir is read; a path the worker put
 // beyond a link (a tracked directory replaced by a link) is recorded as deleted.
 func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, error) {
