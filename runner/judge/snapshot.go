@@ -78,9 +78,10 @@ var honourWorkerIgnore = false
 // under the base's rules; `update-index --add --remove --replace` with tracked ∪
 // untracked ∪ Force; write-tree; commit-tree with a fixed identity and date;
 // update-ref. The store's attributes keep every byte as it is on disk (no line-ending,
-// ident or encoding conversion, no filter); a fifo, socket or device is left out. git stores a symbolic link as a link and
-// refuses any path beyond one, so nothing outside Dir is read; a path the worker put
-// beyond a link (a tracked directory replaced by a link) is recorded as deleted.
+// ident or encoding conversion, no filter); a fifo, socket or device is left out. git
+// stores a symbolic link as a link and refuses any path beyond one, so nothing
+// outside Dir is read; a path the worker put beyond a link (a tracked directory
+// replaced by a link) is recorded as deleted.
 func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, error) {
 	dir, excl, err := s.checkRequest(r)
 	if err != nil {
