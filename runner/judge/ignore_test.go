@@ -77,7 +77,7 @@ func TestIgnoreMatchesGit(t *testing.T) {
 			t.Fatal(err)
 		}
 		if base.Tree != want {
-			t.Fatalf("seed %d: per-directory snapshot differs from git add -A:\n%s", seed, treeDiff(t, s, dir, want, base.Tree))
+			t.Fatalf("seed %d: per-directory snapshot differs from git add -A:\n%s", seed, snapTreeDiff(t, s, dir, want, base.Tree))
 		}
 		cand, err := s.Snapshot(ctx, SnapshotRequest{Dir: work, IgnoreFrom: base.Commit})
 		if err != nil {
@@ -85,14 +85,14 @@ func TestIgnoreMatchesGit(t *testing.T) {
 		}
 		if cand.Tree != want {
 			rules, _ := s.ignoreRules(ctx, base.Commit)
-			t.Fatalf("seed %d: translated rules differ from git add -A:\n%s\nrules:\n%s", seed, treeDiff(t, s, dir, want, cand.Tree), rules)
+			t.Fatalf("seed %d: translated rules differ from git add -A:\n%s\nrules:\n%s", seed, snapTreeDiff(t, s, dir, want, cand.Tree), rules)
 		}
 	}
 }
 
-// treeDiff names the paths of two trees (want in the plain repository at dir, got in
+// snapTreeDiff names the paths of two trees (want in the plain repository at dir, got in
 // the store) that only one holds.
-func treeDiff(t *testing.T, s *Store, dir, want, got string) string {
+func snapTreeDiff(t *testing.T, s *Store, dir, want, got string) string {
 	wantPaths := strings.Split(sgit(t, dir, "ls-tree", "-r", "--name-only", want), "\n")
 	gotOut, err := s.git(context.Background(), gitCmd{args: []string{"ls-tree", "-r", "--name-only", got}})
 	if err != nil {

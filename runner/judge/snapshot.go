@@ -72,13 +72,16 @@ var honourWorkerIgnore = false
 // r.Force paths, minus `.git` entries, nested repositories and r.Exclude.
 //
 // How, all plain git against the store (never the workspace's repository): a private
-// index seeded with the parent's tree but no file stats, so that every file is hashed
-// afresh from disk and nothing a worker did to timestamps matters; the untracked
-// candidates from `ls-files --others` under the base's rules; `update-index --add
-// --remove --replace` with tracked ∪ untracked ∪ Force; write-tree; commit-tree with a
-// fixed identity and date; update-ref. git stores a symbolic link as a link and
-// refuses any path beyond one, so nothing outside Dir is read; a path the worker put
-// beyond a link (a tracked directory replaced by a link) is recorded as deleted.
+// index seeded with the parent's tree — with the stat data of the last snapshot of
+// the same directory where the judge can trust it (statcache.go), else none, so every
+// file is hashed afresh from disk; the untracked candidates from `ls-files --others`
+// under the base's rules; `update-index --add --remove --replace` with tracked ∪
+// untracked ∪ Force; write-tree; commit-tree with a fixed identity and date;
+// update-ref. The store's attributes keep every byte as it is on disk (no line-ending,
+// ident or encoding conversion, no filter); a fifo, socket or device is left out. git
+// stores a symbolic link as a link and refuses any path beyond one, so nothing
+// outside Dir is read; a path the worker put beyond a link (a tracked directory
+// replaced by a link) is recorded as deleted.
 func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, error) {
 	dir, excl, err := s.checkRequest(r)
 	if err != nil {
@@ -142,7 +145,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 		return Snapshot{}, err
 	}
 	snap.Commit = strings.TrimSpace(string(out))
-	if checkID("commit", snap.Commit) != nil || checkID("tree", snap.Tree) != nil {
+	if checkOID("commit", snap.Commit) != nil || checkOID("tree", snap.Tree) != nil {
 		return Snapshot{}, fmt.Errorf("judge: git printed %q and %q, not object ids", snap.Commit, snap.Tree)
 	}
 	if r.IgnoreFrom == "" && !honourWorkerIgnore {
@@ -163,7 +166,7 @@ func (s *Store) Snapshot(ctx context.Context, r SnapshotRequest) (Snapshot, erro
 func (s *Store) checkRequest(r SnapshotRequest) (string, []string, error) {
 	for field, id := range map[string]string{"ignore_from": r.IgnoreFrom, "parent": r.Parent} {
 		if id != "" {
-			if err := checkID(field, id); err != nil {
+			if err := checkOID(field, id); err != nil {
 				return "", nil, err
 			}
 		}
@@ -295,7 +298,7 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 		switch {
 		case hasGitComponent(p):
 			continue // git refuses them; no snapshot ever holds one
-		case excluded(p, excl), beyondLink(dir, p, links):
+		case excludedPath(p, excl), beyondLink(dir, p, links):
 			drop.WriteString(p + "\x00")
 			continue
 		}
@@ -334,7 +337,7 @@ func (s *Store) stage(g func([]byte, ...string) ([]byte, error), dir string, pat
 }
 
 // excluded says whether p is one of excl or inside one.
-func excluded(p string, excl []string) bool {
+func excludedPath(p string, excl []string) bool {
 	for _, e := range excl {
 		if p == e || strings.HasPrefix(p, e+"/") {
 			return true

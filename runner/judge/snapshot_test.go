@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// candidateOf snapshots what a worker left in repo as the runner does: under the
+// snapCandidate snapshots what a worker left in repo as the runner does: under the
 // base's rules, the base as parent, the output forced in, the meta dir left out.
 //
 // Every candidate is taken twice, through the stat cache and with every file hashed,
 // and the two must agree (except while the test switches ctime off to show what it
 // defends).
-func candidateOf(t *testing.T, s *Store, repo string, base Snapshot, force ...string) Snapshot {
+func snapCandidate(t *testing.T, s *Store, repo string, base Snapshot, force ...string) Snapshot {
 	t.Helper()
 	req := SnapshotRequest{Dir: repo, IgnoreFrom: base.Commit, Parent: base.Commit,
 		Force: force, Exclude: []string{".countersign"}, Message: "candidate", Ref: "refs/countersign/tasks/1/attempt-1"}
@@ -42,8 +42,8 @@ func candidateOf(t *testing.T, s *Store, repo string, base Snapshot, force ...st
 	return c
 }
 
-// switchOff sets a test-only knob for the rest of the test.
-func switchOff(t *testing.T, knob *bool) {
+// snapSwitchOff sets a test-only knob for the rest of the test.
+func snapSwitchOff(t *testing.T, knob *bool) {
 	*knob = true
 	t.Cleanup(func() { *knob = false })
 }
@@ -80,15 +80,15 @@ func TestCandidateIgnoresWorkerGitignore(t *testing.T) {
 		}
 		return wrong
 	}
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	if wrong := check(snapFiles(t, s, cand.Commit)); len(wrong) > 0 {
 		t.Fatalf("candidate under the base's rules: %v", wrong)
 	}
 
 	// Defence off: the worker's .gitignore decides, and the candidate is the one the
 	// worker wanted — the helper hidden, its node_modules and build in.
-	switchOff(t, &honourWorkerIgnore)
-	off := candidateOf(t, s, repo, base)
+	snapSwitchOff(t, &honourWorkerIgnore)
+	off := snapCandidate(t, s, repo, base)
 	if wrong := check(snapFiles(t, s, off.Commit)); !slices.Contains(wrong, "missing helper.py") || !slices.Contains(wrong, "has node_modules/x/i.js") {
 		t.Fatalf("with the worker's .gitignore honoured, expected the helper hidden and node_modules/build in; got %v", wrong)
 	}
@@ -104,7 +104,7 @@ func TestForceIncludesIgnoredOutput(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(repo, "etc")); err != nil {
 		t.Fatal(err)
 	}
-	cand := candidateOf(t, s, repo, base, "out/result.json", "etc/passwd", "missing.json", "out")
+	cand := snapCandidate(t, s, repo, base, "out/result.json", "etc/passwd", "missing.json", "out")
 	files := snapFiles(t, s, cand.Commit)
 	if files["out/result.json"] != "{}\n" {
 		t.Fatalf("forced output missing: %v", snapKeys(files))
@@ -135,7 +135,7 @@ func TestSnapshotRunsNoFilter(t *testing.T) {
 	sgit(t, repo, "config", "filter.evil.clean", "touch "+marker+"; echo forged")
 	snapPut(t, repo, map[string]string{".gitattributes": "* filter=evil\n", "a.txt": "mine\n"})
 
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the snapshot ran the repository's clean filter")
 	}
@@ -190,8 +190,8 @@ func TestSnapshotIsDeterministic(t *testing.T) {
 	repo, c := snapRepo(t, map[string]string{"a": "a\n"})
 	base := snapBase(t, s, repo, c)
 	snapPut(t, repo, map[string]string{"b": "b\n"})
-	one := candidateOf(t, s, repo, base)
-	two := candidateOf(t, s, repo, base)
+	one := snapCandidate(t, s, repo, base)
+	two := snapCandidate(t, s, repo, base)
 	if one.Commit != two.Commit || one.Tree != two.Tree {
 		t.Fatalf("two snapshots of the same tree differ: %+v %+v", one, two)
 	}
@@ -231,7 +231,7 @@ func TestSnapshotEdges(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(repo, "d")); err != nil {
 		t.Fatal(err)
 	}
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	files := snapFiles(t, s, cand.Commit)
 	want := []string{".gitignore", "d", "f/inside", "keep.o", "sub/s"}
 	if got := snapKeys(files); !slices.Equal(got, want) {
@@ -273,7 +273,7 @@ func TestSelfIgnoringGitignoreStillRules(t *testing.T) {
 		t.Fatal("the base snapshot holds an ignored .gitignore")
 	}
 	snapPut(t, repo, map[string]string{".venv/lib/worker.py": "worker\n", "b.py": "b\n"})
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	if got := snapKeys(snapFiles(t, s, cand.Commit)); strings.Join(got, ",") != "a.py,b.py" {
 		t.Fatalf("candidate = %v, want the .venv left out", got)
 	}
@@ -316,19 +316,19 @@ func TestSnapshotSeesForgedMtime(t *testing.T) {
 	// cache the second snapshot starts from is the same).
 	ignoreCtime = true
 	forge("def f(): return 2\n")
-	off := candidateOf(t, s, repo, base)
+	off := snapCandidate(t, s, repo, base)
 	ignoreCtime = false
 	if got := snapFiles(t, s, off.Commit)["calc.py"]; got != "def f(): return 1\n" {
 		t.Fatalf("with ctime not compared the forgery should pass unseen, got %q", got)
 	}
 
 	forge("def f(): return 3\n")
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	if got := snapFiles(t, s, cand.Commit)["calc.py"]; got != "def f(): return 3\n" {
 		t.Fatalf("candidate holds %q: the rewrite was missed", got)
 	}
 	// And an untouched workspace snapshots to the same tree through the cache.
-	again := candidateOf(t, s, repo, base)
+	again := snapCandidate(t, s, repo, base)
 	if again.Tree != cand.Tree {
 		t.Fatalf("snapshot through the cache differs: %s vs %s", again.Tree, cand.Tree)
 	}

@@ -57,7 +57,7 @@ func (s *Store) cachePath(dir string) string {
 func (s *Store) seedIndex(ctx context.Context, g func([]byte, ...string) ([]byte, error), dir, parent, index string) (map[string]statData, error) {
 	out, err := s.git(ctx, gitCmd{args: []string{"rev-parse", "--verify", "-q", parent + "^{tree}"}})
 	if err != nil {
-		return nil, fmt.Errorf("judge: parent %s is not a commit in the store: %w", short(parent), err)
+		return nil, fmt.Errorf("judge: parent %s is not a commit in the store: %w", shortID(parent), err)
 	}
 	tree := strings.TrimSpace(string(out))
 	cached := s.cachePath(dir)

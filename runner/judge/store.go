@@ -280,31 +280,31 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// objectID matches a full SHA-1 object id, the store's format.
-var objectID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// oidPattern matches a full SHA-1 object id, the store's format.
+var oidPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // checkID refuses anything that is not a full lower-case SHA-1 id: ids reach git as
 // arguments and must never be read as options or revision expressions.
-func checkID(field, id string) error {
-	if !objectID.MatchString(id) {
+func checkOID(field, id string) error {
+	if !oidPattern.MatchString(id) {
 		return &models.Error{Code: models.EINVALID, Message: fmt.Sprintf("%s %q is not a full object id", field, id),
 			Fields: map[string]string{field: "must be 40 lower-case hex digits"}}
 	}
 	return nil
 }
 
-// emptyTree is the id of the tree with no entries (SHA-1).
-const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+// emptyTreeID is the id of the tree with no entries (SHA-1).
+const emptyTreeID = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 // Changes implements Trees: `git diff-tree -r` between the trees of commits from and
 // to ("" for from is the empty tree), without rename detection, sorted by path.
 func (s *Store) Changes(ctx context.Context, from, to string) ([]Change, error) {
-	if err := checkID("to", to); err != nil {
+	if err := checkOID("to", to); err != nil {
 		return nil, err
 	}
-	fromArg := emptyTree
+	fromArg := emptyTreeID
 	if from != "" {
-		if err := checkID("from", from); err != nil {
+		if err := checkOID("from", from); err != nil {
 			return nil, err
 		}
 		fromArg = from + "^{tree}"
@@ -349,7 +349,7 @@ func parseRawDiff(out []byte) ([]Change, error) {
 // calls: a view of 1,000 changed files would otherwise start 1,000 processes (see
 // BenchmarkBlob). The reader is restarted if it ever fails.
 func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
-	if err := checkID("blob", id); err != nil {
+	if err := checkOID("blob", id); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

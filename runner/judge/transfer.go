@@ -29,7 +29,7 @@ func importedRef(commit string) string { return "refs/countersign/imported/" + c
 // (transfer.fsckObjects): an object a worker corrupted in the repository's store is
 // refused, never trusted. A commit imported before is not fetched again.
 func (s *Store) Import(ctx context.Context, repo, commit string) error {
-	if err := checkID("commit", commit); err != nil {
+	if err := checkOID("commit", commit); err != nil {
 		return err
 	}
 	src, err := gitDirOf(repo)
@@ -43,7 +43,7 @@ func (s *Store) Import(ctx context.Context, repo, commit string) error {
 	_, err = s.git(ctx, gitCmd{whole: true, args: []string{"fetch", "-q", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
 		"--depth=1", "--", src, "+" + commit + ":" + ref}})
 	if err != nil {
-		return fmt.Errorf("importing %s from %s: %w", short(commit), repo, err)
+		return fmt.Errorf("importing %s from %s: %w", shortID(commit), repo, err)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func gitDirOf(repo string) (string, error) {
 // one directory at a time without following a symbolic link, index last so git never
 // sees a pack without one.
 func (s *Store) Export(ctx context.Context, repo, commit string) error {
-	if err := checkID("commit", commit); err != nil {
+	if err := checkOID("commit", commit); err != nil {
 		return err
 	}
 	dst, err := gitDirOf(repo)
@@ -129,7 +129,7 @@ func (s *Store) exportTo(ctx context.Context, dst, haveDir, commit string) error
 		return err
 	}
 	sum := strings.TrimSpace(strings.TrimPrefix(string(out), "pack\t"))
-	if !objectID.MatchString(sum) {
+	if !oidPattern.MatchString(sum) {
 		return fmt.Errorf("judge: index-pack printed %q, not a pack checksum", out)
 	}
 	return placePack(dst, tmp, sum)
@@ -242,7 +242,7 @@ func copyInto(dirfd int, src, name string) error {
 }
 
 // short is the first 12 digits of an id, for messages.
-func short(id string) string {
+func shortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}

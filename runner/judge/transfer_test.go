@@ -17,7 +17,7 @@ func TestExportRunsNothingInTheRepository(t *testing.T) {
 	repo, c := snapRepo(t, map[string]string{"a": "a\n"})
 	base := snapBase(t, s, repo, c)
 	snapPut(t, repo, map[string]string{"b": "worker's\n"})
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	marker := filepath.Join(t.TempDir(), "hook-ran")
 	for _, h := range []string{"pre-receive", "post-receive", "update", "reference-transaction"} {
 		snapPut(t, repo, map[string]string{".git/hooks/" + h: "#!/bin/sh\ntouch " + marker + "\n"})
@@ -61,7 +61,7 @@ func TestExportRefusesLinkedObjectDir(t *testing.T) {
 	repo, c := snapRepo(t, map[string]string{"a": "a\n"})
 	base := snapBase(t, s, repo, c)
 	snapPut(t, repo, map[string]string{"b": "b\n"})
-	cand := candidateOf(t, s, repo, base)
+	cand := snapCandidate(t, s, repo, base)
 	elsewhere := t.TempDir()
 	packDir := filepath.Join(repo, ".git", "objects", "pack")
 	if err := os.RemoveAll(packDir); err != nil {
@@ -76,7 +76,7 @@ func TestExportRefusesLinkedObjectDir(t *testing.T) {
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
 		t.Fatalf("files written through the link: %v", ents)
 	}
-	switchOff(t, &followPackLinks)
+	snapSwitchOff(t, &followPackLinks)
 	if err := s.Export(ctx, repo, cand.Commit); err != nil {
 		t.Fatal(err)
 	}
