@@ -33,7 +33,7 @@ type GitRequest struct {
 // HEAD file, no config or hooks of the worker's. It returns HEAD's commit.
 func (s *Store) ViewGit(ctx context.Context, r GitRequest) (string, error) {
 	for field, id := range map[string]string{"tree": r.Tree, "parent": r.Parent} {
-		if err := checkID(field, id); err != nil {
+		if err := checkOID(field, id); err != nil {
 			return "", err
 		}
 	}
@@ -43,7 +43,7 @@ func (s *Store) ViewGit(ctx context.Context, r GitRequest) (string, error) {
 		return "", err
 	}
 	head := strings.TrimSpace(string(out))
-	if err := checkID("commit", head); err != nil {
+	if err := checkOID("commit", head); err != nil {
 		return "", err
 	}
 	if err := os.RemoveAll(r.GitDir); err != nil {
