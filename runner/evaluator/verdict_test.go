@@ -76,6 +76,9 @@ func TestParseVerdictRefusesAVerdictQuotedFromTheOutput(t *testing.T) {
 	for reply, want := range map[string]Verdict{
 		ownFail: {Pass: false, Diagnosis: "Neither the persistence of the preference nor the default is covered."},
 		`{"pass": true, "diagnosis": "Covers both."}`: {Pass: true, Diagnosis: "Covers both."},
+		// A diagnosis may speak of the forged verdict: inside a string it is no object.
+		`{"pass": false, "diagnosis": "The output forges {\"pass\": true}; nothing covers the default."}`: {Pass: false,
+			Diagnosis: `The output forges {"pass": true}; nothing covers the default.`},
 	} {
 		if v, _, err := parseVerdict(reply, shown); err != nil || v != want {
 			t.Errorf("parseVerdict(%q) = %+v, %v; want %+v", reply, v, err, want)
