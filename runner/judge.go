@@ -98,7 +98,10 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 			jr.results[i] = res
 		}
 	}
-	if err := p.baseResults(ctx, tr, ar, jr, first, commit, clean); err != nil {
+	if first {
+		p.prepareGo(ctx, tr, ar.ws.Dir, rules.Stacks)
+	}
+	if err := p.baseResults(ctx, tr, ar, jr, first, commit, clean, rules.Stacks); err != nil {
 		return err
 	}
 	jr.report.PrepareMS = time.Since(start).Milliseconds()
@@ -112,7 +115,7 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 // workspace is a clean git checkout they are kept by commit too, and any task based
 // on the same commit reuses them. A later attempt without them (a task begun under an
 // older version) has no floor.
-func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, commit string, clean bool) error {
+func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, commit string, clean bool, stacks []models.Stack) error {
 	for i, res := range jr.results {
 		key := resultsKey(res)
 		own := filepath.Join(jr.dir, "base-results-"+key+".json")
@@ -133,10 +136,14 @@ func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr 
 			continue
 		}
 		c := tr.task.Contract.Verification.Criteria[i]
+		run, err := p.judged(tr, ar, ar.ws.Dir, stacks)
+		if err != nil {
+			return err
+		}
 		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: ar.ws.Dir, Criteria: []models.Criterion{c},
-			Results: map[int]models.TestResults{0: res}, ResultsDir: ar.tmp,
-			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar),
-			Confine: p.confinement(tr, ar, &tr.agent)})
+			Results: map[int]models.TestResults{0: res}, ResultsDir: run.resultsDir,
+			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: run.env, Confine: run.confine})
+		run.close()
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
