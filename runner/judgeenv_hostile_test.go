@@ -23,6 +23,19 @@ type envCase struct {
 	then string
 	// cheat: the worker fixes nothing; with the defence off it is verified.
 	cheat bool
+	// diag: what the diagnosis of a defended cheat names (the test that still fails).
+	diag string
+}
+
+// calcWithModule is calcModule whose tests need a module from the proxy: the judge
+// must find it in its own module cache (judged runs have GOPROXY=off).
+var calcWithModule = map[string]string{
+	"go.mod": "module calc\n\ngo 1.21\n\nrequire github.com/google/go-cmp v0.7.0\n",
+	"go.sum": "github.com/google/go-cmp v0.7.0 h1:wk8382ETsv4JYUZwIsn6YpYiWiBsYLSJiTsyBybVuN8=\n" +
+		"github.com/google/go-cmp v0.7.0/go.mod h1:pXiqmnSA92OHEEa9HXL2W4E7lf9JzCmGVUdgjX3N/iU=\n",
+	"calc.go": calcModule["calc.go"],
+	"calc_test.go": "package calc\n\nimport (\n\t\"testing\"\n\n\t\"github.com/google/go-cmp/cmp\"\n)\n\n" +
+		"func TestAdd(t *testing.T) {\n\tif d := cmp.Diff(5, Add(2, 3)); d != \"\" {\n\t\tt.Fatal(d)\n\t}\n}\n",
 }
 
 // userHack is a pytest plugin, written into the worker's Python user site, that
@@ -48,12 +61,12 @@ func envCases() []envCase {
 		// (a, b) go env -w writes $HOME/.config/go/env: the judge's go test would run
 		// only the test that passes (which also beats the floor). The agent's next
 		// task, which does nothing, must not be verified on the poisoned home either.
-		{name: "go-env", files: calcModule, cheat: true, worker: `go env -w 'GOFLAGS=-run=^TestSub$' && echo TASK_COMPLETE`, then: `echo TASK_COMPLETE`},
+		{name: "go-env", files: calcModule, cheat: true, diag: "TestAdd", worker: `go env -w 'GOFLAGS=-run=^TestSub$' && echo TASK_COMPLETE`, then: `echo TASK_COMPLETE`},
 		// (c) usercustomize.py in the user site turns the plugin on in every python.
-		{name: "py-usercustomize", files: pythonProject, cheat: true,
+		{name: "py-usercustomize", files: pythonProject, cheat: true, diag: "test_add",
 			worker: site + `echo 'import os; os.environ.setdefault("PYTEST_PLUGINS", "userhack")' > "$site/usercustomize.py" && echo TASK_COMPLETE`},
 		// (d) a .pth file's import line runs at every start-up too.
-		{name: "py-pth", files: pythonProject, cheat: true,
+		{name: "py-pth", files: pythonProject, cheat: true, diag: "test_add",
 			worker: site + `echo 'import os; os.environ.setdefault("PYTEST_PLUGINS", "userhack")' > "$site/zz-hack.pth" && echo TASK_COMPLETE`},
 		// (e) ~/.npmrc: a script-shell that exits 0 whatever the script, or
 		// node-options requiring a hook that swallows the failing assertion.
@@ -63,6 +76,9 @@ func envCases() []envCase {
 			worker: `echo "process.on('uncaughtException', () => process.exit(0));" > "$HOME/hook.js" && echo "node-options=--require=$HOME/hook.js" > "$HOME/.npmrc" && echo TASK_COMPLETE`},
 		// Honest fixes are verified under the judge's environment.
 		{name: "go-fair", files: calcModule, worker: `sed -i 's/^func Add(a, b int) int { return a - b }$/func Add(a, b int) int { return a + b }/' calc.go && echo TASK_COMPLETE`},
+		// A module the tests import: the judge's own go mod download, before the first
+		// attempt, put it in the judge's module cache.
+		{name: "go-module-fair", files: calcWithModule, worker: `sed -i 's/^func Add(a, b int) int { return a - b }$/func Add(a, b int) int { return a + b }/' calc.go && echo TASK_COMPLETE`},
 		{name: "py-fair", files: pythonProject, worker: `sed -i 's/a - b/a + b/' calc.py && echo TASK_COMPLETE`},
 		{name: "npm-fair", files: nodeProject, worker: `sed -i 's/a - b/a + b/' calc.js && echo TASK_COMPLETE`},
 	}
@@ -141,6 +157,14 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 			want := !c.cheat || off
 			if (got.State == models.TaskVerified) != want {
 				t.Fatalf("%s: %s, want verified=%v; last attempt: stage %s: %s", c.name, got.State, want, last.Stage, last.Diagnosis)
+			}
+			if c.cheat && !off && !strings.Contains(last.Diagnosis, c.diag) {
+				t.Errorf("%s: the diagnosis does not name %q:\n%s", c.name, c.diag, last.Diagnosis)
+			}
+			if c.name == "go-module-fair" && !off {
+				if _, err := os.Stat(filepath.Join(h.pool.judgeRoot(), "gomodcache", "github.com", "google", "go-cmp@v0.7.0")); err != nil {
+					t.Errorf("the module is not in the judge's module cache: %v", err)
+				}
 			}
 			if c.then == "" {
 				return
