@@ -29,6 +29,12 @@ func (p *Pool) newJudgeEnv(dir string, stacks []models.Stack, untrusted []string
 		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache})
 }
 
+// judgePath is the PATH of the agent's judged runs: the judge's candidates without
+// what the agent's workers could write.
+func (p *Pool) judgePath(a *models.Agent, dir string) []string {
+	return judge.JudgePath(judge.PathCandidates(p.cfg.JudgePath), append([]string{dir, p.cfg.Workspaces.Root()}, a.Sandbox.Write...))
+}
+
 // judgedRun is what a judged run of an attempt is given: its environment (the judge's
 // and the task's facts), its confinement, and where results files go.
 type judgedRun struct {

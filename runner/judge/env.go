@@ -80,7 +80,9 @@ type Env struct {
 	Overlay bool
 	// Ports are the TCP ports the run may connect to: the stacks' JudgeConnect.
 	Ports []uint16
-	vars  []string
+	// Path are the directories on the run's PATH.
+	Path []string
+	vars []string
 }
 
 // NewEnv makes a fresh judged run's environment under opt.Root.
@@ -104,7 +106,8 @@ func NewEnv(opt EnvOptions) (*Env, error) {
 		_ = os.RemoveAll(run)
 		return nil, err
 	}
-	e.vars = e.baseVars(JudgePath(orDefault(opt.Path), append([]string{opt.Dir}, opt.Untrusted...)))
+	e.Path = JudgePath(PathCandidates(opt.Path), append([]string{opt.Dir}, opt.Untrusted...))
+	e.vars = e.baseVars(e.Path)
 	usesGoCache := false
 	for _, st := range opt.Stacks {
 		for _, kv := range st.JudgeEnv {
@@ -150,8 +153,11 @@ func (e *Env) Vars() []string { return slices.Clone(e.vars) }
 // Writable are the hierarchies the run writes besides the judged directory.
 func (e *Env) Writable() []string { return []string{e.Home, e.Tmp, e.GoCache} }
 
-// Readable are the judge-owned hierarchies the run reads but must not write.
-func (e *Env) Readable() []string { return []string{e.Etc, e.PySite, e.GoModCache} }
+// Readable are the hierarchies the run reads but must not write: the judge-owned ones
+// and the directories on its PATH.
+func (e *Env) Readable() []string {
+	return append([]string{e.Etc, e.PySite, e.GoModCache}, e.Path...)
+}
 
 // Close unmounts the run's build cache layer and removes the run's directory.
 func (e *Env) Close() error {
@@ -231,8 +237,9 @@ func (e *Env) mountGoCache(shared string) error {
 
 // JudgePath is cands without the directories a worker might have written: each must
 // exist, be absolute, lie outside every untrusted hierarchy (after symbolic links are
-// resolved), and neither it nor a directory above it may be writable by group or
-// others. The first of two entries naming the same directory is kept.
+// resolved: what the sandbox lets a worker write), and neither it nor a directory
+// above it may be writable by group or others (unless sticky, like /tmp). The first
+// of two entries naming the same directory is kept.
 func JudgePath(cands, untrusted []string) []string {
 	var bad []string
 	for _, u := range untrusted {
@@ -270,8 +277,9 @@ func trustedDir(dir string) bool {
 		return false
 	}
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		// A sticky directory (/tmp) lets no one rename what another user owns.
 		fi, err := os.Stat(d)
-		if err != nil || fi.Mode().Perm()&0o022 != 0 {
+		if err != nil || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) {
 			return false
 		}
 		if d == "/" {
@@ -285,7 +293,9 @@ func within(p, root string) bool {
 	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
-func orDefault(p []string) []string {
+// PathCandidates are the directories a judged run's PATH may name before JudgePath
+// filters them: p, or DefaultPath when p is nil.
+func PathCandidates(p []string) []string {
 	if p == nil {
 		return DefaultPath
 	}
