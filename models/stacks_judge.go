@@ -1,5 +1,10 @@
 package models
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The judge's environment, per stack: the variables a judged run gets (JudgeEnv) and
 // the configuration sources they switch off (ConfigSources). A judged run (verify
 // commands, criteria, the floor's base run, held-out tests, deferred checks) starts
@@ -32,7 +37,7 @@ var judgeDefaults = map[string]struct{ env, sources []string }{
 			"GOEXPERIMENT, GODEBUG, GOROOT, CGO_*FLAGS, CC, CXX: never inherited",
 			"the build cache (GOCACHE): a writable layer per run over the judge's own cache, so code under test cannot poison a later run",
 			"the module cache (GOMODCACHE): the judge's, read-only in the run, filled by the judge's own go mod download before the first attempt",
-			"go.work, go.mod replace lines, vendor/: the project's (protected paths)",
+			"go.work, go.mod replace lines, vendor/: the project's own, the protected paths' business",
 		},
 	},
 	"node": {
@@ -46,7 +51,7 @@ var judgeDefaults = map[string]struct{ env, sources []string }{
 			"NODE_OPTIONS, NODE_PATH, NODE_EXTRA_CA_CERTS: never inherited",
 			"yarn's ~/.yarnrc and pnpm's ~/.config/pnpm: in the judge's fresh home",
 			"pre- and post-scripts still run (ignore-scripts would stop a legitimate pretest build): package.json#scripts is protected",
-			"a project .npmrc, .yarnrc*: the project's (protected paths)",
+			"a project .npmrc, .yarnrc*: the project's own, the protected paths' business",
 		},
 	},
 	"python": {
@@ -59,7 +64,7 @@ var judgeDefaults = map[string]struct{ env, sources []string }{
 			"PYTEST_ADDOPTS, PYTEST_PLUGINS: never inherited; plugin autoload stays on (installed plugins are the system's, and projects need theirs)",
 			"bytecode: PYTHONDONTWRITEBYTECODE=1 and a fresh PYTHONPYCACHEPREFIX per run",
 			"pip: PIP_CONFIG_FILE=/dev/null, PIP_* never inherited",
-			"conftest.py, pytest.ini, pyproject.toml [tool.pytest]: the project's (protected paths)",
+			"conftest.py, pytest.ini, pyproject.toml [tool.pytest]: the project's own, the protected paths' business",
 		},
 	},
 	"rust": {
@@ -68,13 +73,13 @@ var judgeDefaults = map[string]struct{ env, sources []string }{
 			"cargo's home config ($CARGO_HOME/config.toml, ~/.cargo): CARGO_HOME in the judge's fresh home",
 			"RUSTFLAGS, RUSTC_WRAPPER, RUSTC, RUSTUP_TOOLCHAIN, CARGO_* variables: never inherited",
 			"the target dir: the run's own TMPDIR, never the worker's target/",
-			".cargo/config.toml in the project: the project's (protected paths)",
+			".cargo/config.toml in the project: the project's own, the protected paths' business",
 		},
 	},
 	"make": {
 		sources: []string{
 			"MAKEFLAGS, MFLAGS, GNUMAKEFLAGS, MAKEFILES (makefiles read first), MAKELEVEL: never inherited",
-			"Makefile targets the contract runs: the project's (protected paths)",
+			"Makefile targets the contract runs: the project's own, the protected paths' business",
 		},
 	},
 }
@@ -88,4 +93,28 @@ func withJudgeEnv(stacks []Stack) []Stack {
 		}
 	}
 	return stacks
+}
+
+// JudgeEnvDoc renders the stacks' judge environment as Markdown, one section per
+// stack with what it sets and the configuration sources it switches off: the
+// documentation of the default rules (docs/judge-environment.md) is this, rendered.
+func JudgeEnvDoc(stacks []Stack) string {
+	var b strings.Builder
+	for _, st := range stacks {
+		if len(st.JudgeEnv) == 0 && len(st.ConfigSources) == 0 && len(st.JudgeConnect) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### %s\n\n", st.Name)
+		if len(st.JudgeEnv) > 0 {
+			b.WriteString("Sets: `" + strings.Join(st.JudgeEnv, "`, `") + "`.\n\n")
+		}
+		if len(st.JudgeConnect) > 0 {
+			fmt.Fprintf(&b, "May connect to TCP ports %v.\n\n", st.JudgeConnect)
+		}
+		for _, s := range st.ConfigSources {
+			b.WriteString("- " + s + "\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -52,6 +52,16 @@ def pytest_runtest_makereport(item, call):
 EOF
 `
 
+// pyShadow writes a pytest.py that `python3 -m pytest` would run instead of pytest,
+// writing a report in which every test passed.
+const pyShadow = `cat > pytest.py <<'EOF'
+import sys
+for a in sys.argv:
+    if a.startswith("--junitxml="):
+        open(a.split("=", 1)[1], "w").write('<testsuite name="pytest" tests="1"><testcase classname="test_calc" name="test_add"/></testsuite>')
+EOF
+echo TASK_COMPLETE`
+
 // envCases are the hostile workers that poison their own home and the honest fixes.
 // None of the cheats changes a file of the project: the function under test stays
 // wrong.
@@ -74,6 +84,13 @@ func envCases() []envCase {
 			worker: `printf '#!/bin/sh\nexit 0\n' > "$HOME/fakesh" && chmod +x "$HOME/fakesh" && echo "script-shell=$HOME/fakesh" > "$HOME/.npmrc" && echo TASK_COMPLETE`},
 		{name: "npm-node-options", files: nodeProject, cheat: true,
 			worker: `echo "process.on('uncaughtException', () => process.exit(0));" > "$HOME/hook.js" && echo "node-options=--require=$HOME/hook.js" > "$HOME/.npmrc" && echo TASK_COMPLETE`},
+		// Files in the workspace that the old environment let configure the runner:
+		// a project .npmrc's script-shell (the judge pins /bin/sh over it), and a
+		// pytest.py that shadows pytest for `python3 -m pytest` and writes a passing
+		// report (PYTHONSAFEPATH keeps the working directory off the front of sys.path).
+		{name: "npm-project-shell", files: nodeProject, cheat: true,
+			worker: `printf '#!/bin/sh\nexit 0\n' > fakesh && chmod +x fakesh && echo "script-shell=$PWD/fakesh" > .npmrc && echo TASK_COMPLETE`},
+		{name: "py-shadow", files: pythonProject, cheat: true, diag: "test_add", worker: pyShadow},
 		// Honest fixes are verified under the judge's environment.
 		{name: "go-fair", files: calcModule, worker: `sed -i 's/^func Add(a, b int) int { return a - b }$/func Add(a, b int) int { return a + b }/' calc.go && echo TASK_COMPLETE`},
 		// A module the tests import: the judge's own go mod download, before the first
