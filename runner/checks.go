@@ -264,19 +264,21 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 			crit, index = append(crit, c), append(index, i)
 		}
 	}
-	rules, err := p.rules(ctx)
-	if err != nil {
-		return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
-			Diagnosis: "reading the project rules failed: " + err.Error()}
+	req := checks.VerifyRequest{Dir: ar.ws.Dir, Commands: cp.Verify, Criteria: crit, Timeout: cp.VerifyTimeout.Duration}
+	if len(cp.Verify) > 0 || len(crit) > 0 { // else nothing runs: no environment to make
+		rules, err := p.rules(ctx)
+		if err != nil {
+			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
+				Diagnosis: "reading the project rules failed: " + err.Error()}
+		}
+		run, err := p.judged(tr, ar, ar.ws.Dir, rules.Stacks)
+		if err != nil {
+			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
+				Diagnosis: "preparing the judge's environment failed: " + err.Error()}
+		}
+		defer run.close()
+		req.ActivityCommands, req.Env, req.Confine, req.ResultsDir = rules.Activities, run.env, run.confine, run.resultsDir
 	}
-	run, err := p.judged(tr, ar, ar.ws.Dir, rules.Stacks)
-	if err != nil {
-		return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
-			Diagnosis: "preparing the judge's environment failed: " + err.Error()}
-	}
-	defer run.close()
-	req := checks.VerifyRequest{Dir: ar.ws.Dir, Commands: cp.Verify, Criteria: crit, ActivityCommands: rules.Activities,
-		Timeout: cp.VerifyTimeout.Duration, Env: run.env, Confine: run.confine, ResultsDir: run.resultsDir}
 	if ar.judge != nil {
 		req.Results = map[int]models.TestResults{}
 		for i, j := range index {
