@@ -26,7 +26,8 @@ func (p *Pool) judgeRoot() string { return filepath.Join(p.cfg.Workspaces.Root()
 // judge variables; no PATH entry lies in the data dir or in untrusted.
 func (p *Pool) newJudgeEnv(dir string, stacks []models.Stack, untrusted []string) (*judge.Env, error) {
 	return judge.NewEnv(judge.EnvOptions{Root: p.judgeRoot(), Dir: dir, Stacks: stacks, Path: p.cfg.JudgePath,
-		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache})
+		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache,
+		Unconfined: p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled()})
 }
 
 // judgePath is the PATH of the agent's judged runs: the judge's candidates without

@@ -33,8 +33,9 @@ import (
 // cached pass. So each run's GOCACHE is an overlay: the judge's shared cache read-only
 // below, a per-run layer above, thrown away with the run. The shared cache is written
 // only by the judge's own compile-only warm-up (go test -exec=/bin/true: nothing of
-// the project runs). Where the overlay cannot be mounted (no CAP_SYS_ADMIN) the run
-// gets an empty GOCACHE of its own: slow, never poisoned. The module cache
+// the project runs). Where the overlay cannot be mounted (no CAP_SYS_ADMIN) a
+// confined run gets an empty GOCACHE of its own: slow, never poisoned; an unconfined
+// one (the sandbox off) the shared cache itself, which nothing protects then anyway. The module cache
 // (GOMODCACHE) is the judge's, read-only in the run (see Readable), filled by the
 // judge's own `go mod download` before the first attempt, with GOPROXY=off in the
 // run: a module the judge did not download is missing, never fetched by the worker's
@@ -66,6 +67,10 @@ type EnvOptions struct {
 	// GoCache is the judge's shared Go build cache, the read-only layer of each run's
 	// GOCACHE (Root/gocache when empty).
 	GoCache string
+	// Unconfined says the run is not sandboxed: where no overlay can be mounted its
+	// GOCACHE is the shared cache itself rather than an empty one, since nothing keeps
+	// an unconfined run from writing the shared cache anyway.
+	Unconfined bool
 }
 
 // Env is one judged run's environment. Close it when the run is done.
@@ -136,6 +141,10 @@ func NewEnv(opt EnvOptions) (*Env, error) {
 		if err := e.mountGoCache(shared); err != nil {
 			_ = os.RemoveAll(run)
 			return nil, err
+		}
+		if !e.Overlay && opt.Unconfined {
+			e.GoCache = shared
+			e.vars = setVar(e.vars, "GOCACHE", shared)
 		}
 	}
 	return e, nil
