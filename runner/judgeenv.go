@@ -61,13 +61,21 @@ func (p *Pool) judged(tr *taskRun, ar *attemptRun, dir string, stacks []models.S
 	if p.cfg.Procs != nil {
 		onStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
 	}
-	gitRead, _ := ar.ws.GitPaths()
-	return &judgedRun{env: p.checkEnv(tr, ar, je), confine: p.judgeConfinement(je, dir, gitRead, onStart), resultsDir: je.Tmp,
+	return &judgedRun{env: p.checkEnv(tr, ar, je), confine: p.judgeConfinement(je, dir, p.judgeReads(tr, ar), onStart), resultsDir: je.Tmp,
 		close: func() {
 			if err := je.Close(); err != nil {
 				p.log.Warn("removing a judged run's environment failed", "dir", je.Run, "err", err)
 			}
 		}}, nil
+}
+
+// judgeReads are what an attempt's judged runs may read besides the system and the
+// judge's own: the repository's git directory (a worktree's), the task's meta dir
+// (its briefs), and the paths an admin lets the agent read (its tools). Nothing there
+// is the worker's to write.
+func (p *Pool) judgeReads(tr *taskRun, ar *attemptRun) []string {
+	gitRead, _ := ar.ws.GitPaths()
+	return slices.Concat(gitRead, []string{ar.ws.MetaDir}, tr.agent.Sandbox.Read)
 }
 
 // goPrepTimeout bounds each of the judge's own Go preparation commands.

@@ -140,7 +140,7 @@ func (p *Pool) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	path := p.judgePath(&tr.agent, ar.ws.Dir)
 	var readable []string
 	if p.cfg.Sandbox != nil && p.cfg.Sandbox.Enabled() {
-		readable = slices.Concat(p.systemPaths, path, []string{ar.ws.Dir})
+		readable = slices.Concat(p.systemPaths, path, []string{ar.ws.Dir}, p.judgeReads(tr, ar))
 	}
 	return &toolLookup{path: strings.Join(path, string(filepath.ListSeparator)), readable: readable, seen: map[string]string{}}
 }
