@@ -109,7 +109,8 @@ type Config struct {
 	JudgePath []string
 	// JudgeGoCache is the judge's shared Go build cache, read-only under each judged
 	// run's own layer (<data>/work/judge-env/gocache when empty). Only the judge's
-	// compile-only warm-up writes it.
+	// compile-only warm-up writes it, so it must be no path an agent may write
+	// (Agent.Sandbox.Write).
 	JudgeGoCache string
 }
 
