@@ -28,6 +28,19 @@ type Stack struct {
 	// Results says how to read the test runner's structured results: the first entry
 	// whose conditions hold applies.
 	Results []TestResults `json:"results,omitempty" yaml:"results,omitempty"`
+	// JudgeEnv are KEY=VALUE variables every judged run gets (verify commands,
+	// criteria, the floor's base run, held-out tests, deferred checks): the stack's
+	// user configuration switched off or pointed at judge-owned files. A value may
+	// name the judged run's own places: {home}, {tmp}, {etc} (read-only files the
+	// judge makes empty), {gocache}, {gomodcache}, {pysite} (see runner/judge.Env).
+	// PATH, HOME and TMPDIR are the judge's and cannot be set here.
+	JudgeEnv []string `json:"judge_env,omitempty" yaml:"judge_env,omitempty"`
+	// ConfigSources documents where the stack's tools read configuration a worker
+	// could write (files, variables) and how the judge's environment switches each off.
+	ConfigSources []string `json:"config_sources,omitempty" yaml:"config_sources,omitempty"`
+	// JudgeConnect are the TCP ports a judged run of any stack may connect to; none
+	// by default (the judge prepares dependencies itself, before the worker runs).
+	JudgeConnect []int `json:"judge_connect,omitempty" yaml:"judge_connect,omitempty"`
 }
 
 // StackCommand is one command of a stack.
@@ -103,7 +116,7 @@ type Condition struct {
 // A workspace that matches none (documentation only, or a fresh directory) gets no
 // commands; a monorepo gets the commands of every stack it matches.
 func DefaultStacks() []Stack {
-	return []Stack{
+	return withJudgeEnv([]Stack{
 		{
 			Name:   "go",
 			Detect: []Condition{{File: "go.mod"}},
@@ -155,7 +168,7 @@ func DefaultStacks() []Stack {
 			Commands: []StackCommand{{Activity: "unit-test", Command: "make test", Description: "make test passes", Tools: []string{"make"}}},
 			Protect:  []string{"Makefile#targets", "GNUmakefile#targets", "makefile#targets"},
 		},
-	}
+	})
 }
 
 // nodeCommands are the node stack's commands: for each activity the package manager

@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -268,18 +269,22 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 			crit, index = append(crit, c), append(index, i)
 		}
 	}
-	var activities map[string]string
-	if len(crit) > 0 {
+	dir := verifyDir(ar)
+	req := checks.VerifyRequest{Dir: dir, Commands: cp.Verify, Criteria: crit, Timeout: cp.VerifyTimeout.Duration}
+	if len(cp.Verify) > 0 || len(crit) > 0 { // else nothing runs: no environment to make
 		rules, err := p.rules(ctx)
 		if err != nil {
 			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
 				Diagnosis: "reading the project rules failed: " + err.Error()}
 		}
-		activities = rules.Activities
+		run, err := p.judged(tr, ar, dir, rules.Stacks)
+		if err != nil {
+			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
+				Diagnosis: "preparing the judge's environment failed: " + err.Error()}
+		}
+		defer run.close()
+		req.ActivityCommands, req.Env, req.Confine, req.ResultsDir = rules.Activities, run.env, run.confine, run.resultsDir
 	}
-	dir := verifyDir(ar)
-	req := checks.VerifyRequest{Dir: dir, Commands: cp.Verify, Criteria: crit, ActivityCommands: activities,
-		Timeout: cp.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar), Confine: p.judgeConfinement(tr, ar, dir), ResultsDir: ar.tmp}
 	if ar.judge != nil {
 		req.Results = map[int]models.TestResults{}
 		for i, j := range index {
@@ -347,18 +352,14 @@ func (p *Pool) forgetRules() {
 	p.rulesMu.Unlock()
 }
 
-// checkEnv is the environment of verify commands: the worker's minimal environment
-// and GOFLAGS, the task facts, and the worker agent's home and the attempt's temp dir.
-// Go's caches live in that home (warm from the agent's earlier tasks), never the
-// runner's own: a verify command runs the worker's code, which must not write into a
-// cache the runner builds from.
-func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun) []string {
-	env := append(worker.BaseEnv(), worker.Inherit("GOFLAGS")...)
-	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
-		env = append(env, worker.Inherit("GOPATH", "GOCACHE", "GOMODCACHE")...)
-	}
-	env = append(env, p.taskEnv(tr, ar)...)
-	return append(env, p.confinedEnv(ar, &tr.agent)...)
+// checkEnv is the environment of a judged run (verify commands, criteria, the floor's
+// base run, held-out tests): the judge's (see judge.Env: a fresh judge-owned home and
+// temp dir, a fixed PATH, the stacks' user configuration off, judge-owned caches)
+// and the task facts. Nothing of the worker's agent home, nor of the runner's own
+// environment beyond the judge's short list: a verify command runs the worker's code,
+// and a home the worker wrote would configure the tools that judge it.
+func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
+	return append(je.Vars(), p.taskEnv(tr, ar)...)
 }
 
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has

@@ -104,6 +104,14 @@ type Config struct {
 	Log *slog.Logger
 	// Landing says how verified task branches are named, merged, pushed and cleaned.
 	Landing LandingConfig
+	// JudgePath are the directories a judged run's PATH may name, before those a
+	// worker could write are dropped (judge.DefaultPath when nil).
+	JudgePath []string
+	// JudgeGoCache is the judge's shared Go build cache, read-only under each judged
+	// run's own layer (<data>/work/judge-env/gocache when empty). Only the judge's
+	// compile-only warm-up writes it, so it must be no path an agent may write
+	// (Agent.Sandbox.Write).
+	JudgeGoCache string
 }
 
 // ProcessTracker records and reaps the process groups of attempts on this host

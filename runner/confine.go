@@ -5,9 +5,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -56,15 +58,19 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 	return c
 }
 
-// judgeConfinement is how a judging process runs — a verify command, a criterion, the
-// base's run for the floor — in dir, the judge's view (or the workspace, for a task
-// the judge has no view of): like the worker's confinement, with dir writable in
-// place of the workspace.
-func (p *Pool) judgeConfinement(tr *taskRun, ar *attemptRun, dir string) *worker.Confinement {
-	if dir == ar.ws.Dir {
-		return p.confinement(tr, ar, &tr.agent)
-	}
-	return p.viewConfinement(tr, ar, &tr.agent, dir)
+// judgeConfinement is how a judged run of dir is confined (verify commands, criteria,
+// the floor's base run, held-out tests, deferred checks): it writes only dir and the
+// run's own home, temp dir and build cache layer; it reads the system, the judge's
+// read-only files and module cache, and read; it connects only to the ports the
+// stacks' rules give the judge (none by default). Never the agent's home: what the
+// worker left there must not configure the judge. onStart tracks the process group
+// (nil: untracked).
+func (p *Pool) judgeConfinement(je *judge.Env, dir string, read []string, onStart func(pid int) (done func())) *worker.Confinement {
+	return &worker.Confinement{Sandbox: p.cfg.Sandbox, OnStart: onStart, Policy: sandbox.Policy{
+		ReadExec:   slices.Concat(p.systemPaths, je.Readable(), read),
+		ReadWrite:  append([]string{dir}, je.Writable()...),
+		ConnectTCP: slices.Clone(je.Ports),
+	}}
 }
 
 // viewConfinement is how a process of agent a runs in a judge's view dir: a's

@@ -10,7 +10,7 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/checks"
-	"github.com/countersign/countersign/runner/sandbox"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -81,18 +81,21 @@ func (p *Pool) runDeferred(ctx context.Context, g *models.Goal) ([]models.Criter
 	if err != nil {
 		return nil, "reading the project rules failed: " + err.Error(), ""
 	}
-	tmp, err := os.MkdirTemp(p.cfg.Workspaces.Root(), "deferred-")
-	if err != nil {
-		return nil, "making a temp dir for the checks failed: " + err.Error(), ""
-	}
-	defer os.RemoveAll(tmp)
 	crit := make([]models.Criterion, len(g.Deferred.Criteria))
 	for i, c := range g.Deferred.Criteria {
 		crit[i] = c.Criterion
 	}
-	env := append(worker.BaseEnv(), "TMPDIR="+tmp, "HOME="+tmp)
-	req := checks.VerifyRequest{Dir: dir, Criteria: crit, ActivityCommands: rules.Activities, Env: env,
-		Confine: p.deferredConfinement(dir, tmp), ResultsDir: tmp}
+	je, err := p.newJudgeEnv(dir, rules.Stacks, nil)
+	if err != nil {
+		return nil, "preparing the judge's environment for the checks failed: " + err.Error(), ""
+	}
+	defer func() {
+		if err := je.Close(); err != nil {
+			p.log.Warn("removing a judged run's environment failed", "dir", je.Run, "err", err)
+		}
+	}()
+	req := checks.VerifyRequest{Dir: dir, Criteria: crit, ActivityCommands: rules.Activities, Env: je.Vars(),
+		Confine: p.deferredConfinement(je, dir), ResultsDir: je.Tmp}
 	res, results, _ := checks.VerifyWith(ctx, req)
 	if res.Verdict == models.VerdictPass {
 		return results, "", ""
@@ -133,12 +136,11 @@ func (p *Pool) finalWorkspace(ctx context.Context, goalID int64) (string, error)
 	return filepath.Clean(dir), nil
 }
 
-// deferredConfinement confines the deferred checks as a verify command is: the
-// workspace and a temp dir writable, the system readable, the default ports.
-func (p *Pool) deferredConfinement(dir, tmp string) *worker.Confinement {
+// deferredConfinement confines the deferred checks as a judged run is
+// (judgeConfinement): dir and the run's own places writable, no agent's home.
+func (p *Pool) deferredConfinement(je *judge.Env, dir string) *worker.Confinement {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return nil
 	}
-	return &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: sandbox.Policy{
-		ReadExec: p.systemPaths, ReadWrite: []string{dir, tmp}, ConnectTCP: p.connectPorts()}}
+	return p.judgeConfinement(je, dir, nil, nil)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,9 +36,21 @@ type harness struct {
 	obs  *recorder
 }
 
+// testGoCache is the go command's own build cache, warm from building the tests: the
+// judge's shared build cache in tests (read-only under each judged run's layer; only
+// the judge's compile-only warm-up writes it), so judged Go runs do not start cold.
+var testGoCache = sync.OnceValue(func() string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
+
 // testCfg is the configuration tests start from: short leases and backoffs.
 func testCfg() Config {
 	return Config{
+		JudgeGoCache:     testGoCache(),
 		RunnerID:         "test-runner",
 		Lease:            3 * time.Second,
 		Poll:             200 * time.Millisecond,

@@ -89,7 +89,10 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 			jr.results[i] = res
 		}
 	}
-	if err := p.baseResults(ctx, tr, ar, jr, first); err != nil {
+	if first {
+		p.prepareGo(ctx, tr, ar.ws.Dir, rules.Stacks)
+	}
+	if err := p.baseResults(ctx, tr, ar, jr, first, rules.Stacks); err != nil {
 		return err
 	}
 	jr.report.PrepareMS = time.Since(start).Milliseconds()
@@ -103,7 +106,7 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 // the task; when the workspace was a clean git checkout they are kept by commit too,
 // and any task based on the same commit reuses them. A later attempt without them (a
 // task begun under an older version) has no floor.
-func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool) error {
+func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, stacks []models.Stack) error {
 	var view *judge.TreeView
 	defer func() {
 		if view != nil {
@@ -138,10 +141,14 @@ func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr 
 			view = v
 		}
 		c := tr.task.Contract.Verification.Criteria[i]
+		run, err := p.judged(tr, ar, view.Root(), stacks)
+		if err != nil {
+			return err
+		}
 		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: view.Root(), Criteria: []models.Criterion{c},
-			Results: map[int]models.TestResults{0: res}, ResultsDir: ar.tmp,
-			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: p.checkEnv(tr, ar),
-			Confine: p.judgeConfinement(tr, ar, view.Root())})
+			Results: map[int]models.TestResults{0: res}, ResultsDir: run.resultsDir,
+			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: run.env, Confine: run.confine})
+		run.close()
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}

@@ -51,7 +51,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 		slices.Sort(progs)
 		for _, prog := range slices.Compact(progs) {
 			if look == nil {
-				look = p.newToolLookup(tr, ar)
+				look = p.newJudgeToolLookup(tr, ar)
 			}
 			if why := look.find(prog); why != "" {
 				missing = append(missing, fmt.Sprintf("%s needs %s", what, why))
@@ -83,10 +83,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 		return missing, nil // the workspace and evaluation layers do not run
 	}
 	if cp.Clean {
-		if look == nil {
-			look = p.newToolLookup(tr, ar)
-		}
-		if why := look.find("git"); why != "" {
+		if why := p.newToolLookup(tr, ar).find("git"); why != "" {
 			missing = append(missing, "the clean workspace check needs "+why)
 		} else if why := p.gitRepo(tr, ar); why != "" {
 			missing = append(missing, why)
@@ -132,6 +129,20 @@ type toolLookup struct {
 	path     string
 	readable []string // nil: unconfined
 	seen     map[string]string
+}
+
+// newJudgeToolLookup looks for programs as a judged run's shell would (verify
+// commands, criteria): on the judge's PATH, within what judgeConfinement lets it read.
+func (p *Pool) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
+	if judgeEnvOff {
+		return p.newToolLookup(tr, ar)
+	}
+	path := p.judgePath(&tr.agent, ar.ws.Dir)
+	var readable []string
+	if p.cfg.Sandbox != nil && p.cfg.Sandbox.Enabled() {
+		readable = slices.Concat(p.systemPaths, path, []string{ar.ws.Dir}, p.judgeReads(tr, ar))
+	}
+	return &toolLookup{path: strings.Join(path, string(filepath.ListSeparator)), readable: readable, seen: map[string]string{}}
 }
 
 func (p *Pool) newToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -23,7 +24,10 @@ func TestNotReadyConfined(t *testing.T) {
 	}
 	bin, elsewhere := t.TempDir(), t.TempDir()
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")) // before the pool starts
-	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+	h := newHarness(t, "sqlite", func(c *Config) {
+		c.Sandbox = sb
+		c.JudgePath = append([]string{bin}, judge.DefaultPath...) // verify commands see no other PATH
+	})
 	tool := filepath.Join(bin, "no-such-tool-xyz")
 	hidden := filepath.Join(elsewhere, "no-such-tool-xyz")
 	body := []byte("#!/bin/sh\n[ \"$1\" = --check ] && echo checked > checked.txt\n")

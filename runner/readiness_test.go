@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/judge"
 )
 
 // notReadyCase is one way a contract cannot be checked before delegation.
@@ -139,7 +140,8 @@ func TestCheckAgainRunsOnceInstalled(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")) // before the pools start
 	for _, d := range dialects() {
 		t.Run(d, func(t *testing.T) {
-			h := newHarness(t, d, nil)
+			// The judge's PATH names bin too: verify commands see no other PATH.
+			h := newHarness(t, d, func(c *Config) { c.JudgePath = append([]string{bin}, judge.DefaultPath...) })
 			tool := filepath.Join(bin, "no-such-tool-xyz")
 			os.Remove(tool)
 			runs := filepath.Join(t.TempDir(), "runs")

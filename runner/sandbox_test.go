@@ -141,6 +141,11 @@ func TestHostileWorkerConfined(t *testing.T) {
 					if !strings.Contains(report["api-other-task"], "status 403") {
 						t.Errorf("worker api-other-task: %q, want 403", report["api-other-task"])
 					}
+				} else if who == "verify" {
+					// A judged run has no COUNTERSIGN_URL and, confined, no port of it.
+					if strings.Contains(report["api"], "status") {
+						t.Errorf("verify api: %q, want unreachable: the judge's runs get no egress", report["api"])
+					}
 				} else if !strings.Contains(report["api"], "status 401") {
 					t.Errorf("%s api: %q, want 401 (reachable, but no token)", who, report["api"])
 				}
