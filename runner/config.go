@@ -107,6 +107,10 @@ type Config struct {
 	// JudgePath are the directories a judged run's PATH may name, before those a
 	// worker could write are dropped (judge.DefaultPath when nil).
 	JudgePath []string
+	// JudgeWrite are directories every judged run may write besides its view: where a
+	// team's verify commands leave reports (coverage, test logs) to keep. No worker
+	// may write them unless an admin grants an agent the same path.
+	JudgeWrite []string
 	// JudgeGoCache is the judge's shared Go build cache, read-only under each judged
 	// run's own layer (<data>/work/judge-env/gocache when empty). Only the judge's
 	// compile-only warm-up writes it, so it must be no path an agent may write

@@ -68,7 +68,7 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 func (p *Pool) judgeConfinement(je *judge.Env, dir string, read []string, onStart func(pid int) (done func())) *worker.Confinement {
 	return &worker.Confinement{Sandbox: p.cfg.Sandbox, OnStart: onStart, Policy: sandbox.Policy{
 		ReadExec:   slices.Concat(p.systemPaths, je.Readable(), read),
-		ReadWrite:  append([]string{dir}, je.Writable()...),
+		ReadWrite:  slices.Concat([]string{dir}, je.Writable(), p.cfg.JudgeWrite),
 		ConnectTCP: slices.Clone(je.Ports),
 	}}
 }

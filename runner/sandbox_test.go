@@ -78,7 +78,11 @@ func TestHostileWorkerConfined(t *testing.T) {
 			if !sb.Ready() {
 				t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
 			}
-			h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+			// The reports go to directories of the test's: the worker's and the
+			// reviewer's granted to those agents, the verify command's to judged runs
+			// (JudgeWrite), since it runs in the judge's view, gone once the checks end.
+			reports, judged := t.TempDir(), t.TempDir()
+			h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.JudgeWrite = sb, []string{judged} })
 			// The real API, which the worker reaches with its attempt token.
 			api := httptest.NewServer(handlers.NewServer(handlers.Deps{Service: h.svc, Log: h.cfg.Log}))
 			defer api.Close()
@@ -94,10 +98,6 @@ func TestHostileWorkerConfined(t *testing.T) {
 					"-api-other", fmt.Sprintf(`"$COUNTERSIGN_URL/api/v1/tasks/%d"`, stranger.ID)}
 				return strings.Join(append(args, extra...), " ") + " > " + report + " 2>&1"
 			}
-			// The reports go to a directory of the test's that every process of the
-			// agents may write: the verify command runs in the judge's view, which is
-			// gone once the checks are done.
-			reports := t.TempDir()
 			readProbeDir := func(a *models.Agent) { a.Sandbox.Read, a.Sandbox.Write = []string{probeDir}, []string{reports} }
 			workerArgs := []string{}
 			if tc.mode == sandbox.ModeOn {
@@ -106,7 +106,7 @@ func TestHostileWorkerConfined(t *testing.T) {
 			h.worker("mallory", "developer", run(shq(filepath.Join(reports, "worker.txt")), workerArgs...)+"; echo TASK_COMPLETE", readProbeDir)
 			h.worker("rex", "reviewer", run(shq(filepath.Join(reports, "review.txt")))+"; echo REVIEW_PASS", readProbeDir)
 			c := models.Contract{
-				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run(shq(filepath.Join(reports, "verify.txt")))}},
+				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run(shq(filepath.Join(judged, "verify.txt")))}},
 				Verification: models.Verification{Type: models.VerifyVerifiable},
 				Review:       &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}},
 			}
@@ -124,7 +124,11 @@ func TestHostileWorkerConfined(t *testing.T) {
 				t.Fatalf("task %s, want verified; attempts %+v", got.State, h.attempts(task.ID))
 			}
 			for _, who := range []string{"worker", "verify", "review"} {
-				report := readProbe(t, filepath.Join(reports, who+".txt"))
+				dir := reports
+				if who == "verify" {
+					dir = judged
+				}
+				report := readProbe(t, filepath.Join(dir, who+".txt"))
 				for _, name := range escapes {
 					denied := strings.HasPrefix(report[name], "denied")
 					if tc.mode == sandbox.ModeOn && !denied {
