@@ -28,7 +28,7 @@ func TestParseCapturedOutputs(t *testing.T) {
 		{"go-skip.json", merge(goBase, all(StatusSkip, calc+"TestAdd")), nil},
 		{"go-deleted.json", all(StatusPass), nil},
 		{"go-testmain-exit0.json", all(StatusPass), nil},
-		{"go-build-fail.json", all(StatusPass), nil},
+		{"go-build-fail.json", all(StatusFail, "example.com/calc (package failed)"), map[string]string{"example.com/calc (package failed)": "did not build"}},
 		{"go-exit-mid-test.json", all(StatusFail, calc+"TestA0Exit"), map[string]string{calc + "TestA0Exit": "unexpected call to os.Exit(0)"}},
 		{"go-syscall-exit.json", all(StatusFail, calc+"TestA0Exit"), map[string]string{calc + "TestA0Exit": `without its "--- PASS" line`}},
 		{"go-goroutine-panic.json", merge(goBase, all(StatusFail, calc+"TestZGo", calc+"TestZGo/p", calc+"TestZGo/q")),
