@@ -114,9 +114,34 @@ type JudgeReport struct {
 	// HeldOut is how the held-out tests did: their count and the names of those that
 	// failed, never their files.
 	HeldOut *HeldOutReport `json:"held_out,omitempty"`
+	// Canary is how the judge's canary tests did in each run with structured results,
+	// and says so for a run that carried none.
+	Canary []CanaryStatus `json:"canary,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
 }
+
+// CanaryStatus is the judge's canary pair in one run of a test runner with structured
+// results: a test that must fail and one that must pass, named afresh per run. A run
+// that reports them otherwise than they ran was tampered with.
+type CanaryStatus struct {
+	// Activity is the criterion's activity (unit-test).
+	Activity string `json:"activity"`
+	// Kind is the canary the runner carries (go, pytest, node-test, jest, vitest,
+	// mocha); empty when it carries none.
+	Kind string `json:"kind,omitempty"`
+	// Status is CanaryHeld, CanaryTampered or CanaryNone.
+	Status string `json:"status"`
+	// Detail says what was seen, or why the run carried no canary.
+	Detail string `json:"detail,omitempty"`
+}
+
+// The statuses of a CanaryStatus.
+const (
+	CanaryHeld     = "held"     // both canaries reported as they ran
+	CanaryTampered = "tampered" // a canary missing, or the must-fail one not failed
+	CanaryNone     = "none"     // the runner, or the workspace, carries no canary
+)
 
 // ProtectedChange is one protected file the worker added, changed or deleted (or, for
 // a partial rule like package.json#scripts, the parts of it that it changed).
@@ -149,8 +174,10 @@ type TestFloor struct {
 
 // HeldOutReport is how the held-out tests did in the judge's view.
 type HeldOutReport struct {
-	Files  int      `json:"files"`
-	Passed bool     `json:"passed"`
+	Files  int  `json:"files"`
+	Passed bool `json:"passed"`
+	// NotRun counts the tests the held-out files define that no run reported run.
+	NotRun int      `json:"not_run,omitempty"`
 	Failed []string `json:"failed,omitempty"` // "TestAddLarge: Add(10, 4) = 6, want 14"
 }
 

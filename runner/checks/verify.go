@@ -102,6 +102,18 @@ type VerifyRequest struct {
 	// the first line of their message): the run holds held-out tests, whose source a
 	// test runner may print.
 	Withhold bool
+	// Expect, when set, is the judge's canary in the view: see ExpectedFailures.
+	Expect *ExpectedFailures
+}
+
+// ExpectedFailures are tests the judge put in its view to fail (its must-fail
+// canaries). Env is added to the structured-results commands only (the canaries fail
+// only there). A results command that exits with status 1, whose results were read
+// whole and whose only failed tests are expected, passes: the failure was the one the
+// judge asked for. Expected failures never reach a diagnosis.
+type ExpectedFailures struct {
+	Env  []string
+	Fail func(name string) bool
 }
 
 // TestRun is the parsed results of one criterion's structured-results command.
@@ -185,8 +197,8 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 			if out.verdict != models.VerdictPass {
 				evidence, short := "last output:\n"+out.tailOrNone(), out.tailOrNone()
 				switch {
-				case run != nil && run.Report.Fail > 0:
-					evidence = failingTests(run.Report, req.Withhold)
+				case run != nil && req.Expect.visible(run.Report).Fail > 0:
+					evidence = failingTests(req.Expect.visible(run.Report), req.Withhold)
 					short = evidence
 					if !req.Withhold {
 						evidence += "\nlast output:\n" + out.tailOrNone()
@@ -238,6 +250,7 @@ type commandOutcome struct {
 	how      string // "exited with status 1 after 2.1s", "timed out after 5m and was killed", …
 	tail     string
 	duration time.Duration
+	exit     int // the exit status, when it exited
 }
 
 func (o commandOutcome) tailOrNone() string {
@@ -265,7 +278,7 @@ func runCheckCommand(ctx context.Context, dir, command string, timeout time.Dura
 	if err != nil { // no log file, so this can only be a *worker.StartError
 		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + startFailure(err), duration: time.Since(start)}
 	}
-	o := commandOutcome{tail: formatTail(res.Tail, res.OutputBytes), duration: res.Duration}
+	o := commandOutcome{tail: formatTail(res.Tail, res.OutputBytes), duration: res.Duration, exit: res.ExitCode}
 	took := FormatDuration(o.duration.Round(100 * time.Millisecond))
 
 	// The group is killed once the shell exits, so a background child still holding
