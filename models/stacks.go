@@ -205,9 +205,9 @@ func nodeCommands() []StackCommand {
 }
 
 // Regular expressions for a ScriptRuns condition on the test script: which runner it
-// runs. node --test is node with --test among its options before any file.
+// runs. node --test is node with --test among its arguments.
 const (
-	NodeTestScriptRE = `(^|[\s;&|(])node(\s+-[^\s;&|]+)*\s+--test(\s|=|$)`
+	NodeTestScriptRE = `(^|[\s;&|(])node\s[^;&|]*--test(\s|=|$)`
 	JestScriptRE     = `(^|[\s;&|(/])jest(\s|$)`
 	VitestScriptRE   = `(^|[\s;&|(/])vitest(\s|$)`
 	MochaScriptRE    = `(^|[\s;&|(/])mocha(\s|$)`

@@ -282,6 +282,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 			}
 		}
 		req.Withhold = len(t.Contract.Verification.HeldOut) > 0
+		req.Expect = ar.judge.canaries.expect()
 	}
 	res, results, runs := checks.VerifyWith(ctx, req)
 	ar.criteria = results

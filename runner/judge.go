@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -32,7 +31,8 @@ type judgeRun struct {
 	activities map[string]string           // the project rules' activity commands
 	report     models.JudgeReport
 	view       *judge.View
-	opened     bool // the view was prepared: the report is the attempt's
+	opened     bool           // the view was prepared: the report is the attempt's
+	canaries   *judgeCanaries // the run's canary pairs, set when the view opens
 }
 
 // judgeDir is where the judge keeps a task's base and journal: under the task's meta
@@ -195,7 +195,7 @@ func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	v := &tr.task.Contract.Verification
 	start := time.Now()
 	view, changes, err := judge.Open(ar.ws.Dir, jr.base, jr.rules, judge.Options{
-		Restore: !v.TestsMayChange, HeldOut: v.HeldOut, Parts: fileparts.Restore,
+		Restore: !v.TestsMayChange, HeldOut: append(slices.Clone(v.HeldOut), jr.newCanaries(ar.ws.Dir, v.HeldOut)...), Parts: fileparts.Restore,
 		Names: partNames(contractCommands(&tr.task.Contract, jr.activities)), Journal: filepath.Join(jr.dir, "journal"),
 	})
 	jr.report.PrepareMS += time.Since(start).Milliseconds()
@@ -286,10 +286,17 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun, 
 	}
 	if ho := jr.report.HeldOut; ho != nil {
 		ho.Failed = heldOutFailures(runs, heldOut)
+		if ho.NotRun = heldOutNotRun(runs, heldOut); ho.NotRun > 0 && r.Verdict == models.VerdictPass {
+			r.Verdict, r.Diagnosis = models.VerdictFail, heldOutNotRunDiagnosis(ho.NotRun)
+		}
 		ho.Passed = r.Verdict == models.VerdictPass
 		if len(ho.Failed) > 0 {
 			r.Diagnosis = "held-out tests failed: " + strings.Join(ho.Failed, "; ") + "\n" + r.Diagnosis
 		}
+	}
+	if diag, tampered := jr.canaries.check(runs, r.Verdict == models.VerdictPass, &jr.report); tampered {
+		r.Stage, r.Verdict, r.Diagnosis = models.StageTamper, models.VerdictFail, diag
+		return r
 	}
 	if r.Verdict == models.VerdictFail && jr.report.ChangedTests() && jr.report.Restored {
 		r.Stage = models.StageTamper
@@ -318,23 +325,10 @@ func shortRevision(rev string) string {
 	return rev
 }
 
-// heldOutNameRE finds the names of the tests a held-out file defines: Go test
-// functions, pytest functions, and the descriptions of test()/it() calls.
-var heldOutNameRE = regexp.MustCompile("func\\s+(Test\\w+)\\s*\\(|def\\s+(test_\\w+)\\s*\\(|\\b(?:test|it)\\s*\\(\\s*['\"`]([^'\"`]{1,200})['\"`]")
-
 // heldOutFailures lists the failed tests of runs that the held-out files define, each
 // with the first line of its message: what the revision brief may carry.
 func heldOutFailures(runs []checks.TestRun, heldOut []models.HeldOutTest) []string {
-	var names []string
-	for _, h := range heldOut {
-		for _, m := range heldOutNameRE.FindAllStringSubmatch(h.Content, 200) {
-			for _, n := range m[1:] {
-				if n != "" {
-					names = append(names, n)
-				}
-			}
-		}
-	}
+	names := heldOutNames(heldOut)
 	var out []string
 	for _, run := range runs {
 		for _, res := range run.Report.Results {
@@ -352,12 +346,7 @@ func heldOutFailures(runs []checks.TestRun, heldOut []models.HeldOutTest) []stri
 // name is its last element (pkg.TestX, file::test_x, suite > case) or a subtest's parent.
 func definesTest(names []string, full string) bool {
 	for _, n := range names {
-		for _, sep := range []string{".", "::", " > ", "/"} {
-			if strings.HasSuffix(full, sep+n) || strings.Contains(full, sep+n+"/") {
-				return true
-			}
-		}
-		if full == n {
+		if testresults.Defines(n, full) {
 			return true
 		}
 	}

@@ -320,3 +320,27 @@ func find(rep testresults.Report, name string) []testresults.Result {
 	}
 	return out
 }
+
+// FailReportedNotFailed reports whether the run reported the must-fail canary as
+// anything but failed (passed or skipped): never honest, whatever else the run did.
+func (c Canaries) FailReportedNotFailed(rep testresults.Report) bool {
+	for _, r := range find(rep, c.Fail) {
+		if r.Status != testresults.StatusFail {
+			return c.Fail != ""
+		}
+	}
+	return false
+}
+
+// TestFiles lists the files beside which a canary may go: the protected files the
+// base holds and the held-out tests.
+func TestFiles(base *Base, heldOut []models.HeldOutTest) []string {
+	var out []string
+	if base != nil {
+		out = append(out, base.paths()...)
+	}
+	for _, h := range heldOut {
+		out = append(out, h.Path)
+	}
+	return out
+}
