@@ -65,6 +65,12 @@ func TestParseCapturedOutputs(t *testing.T) {
 		{"cargo-exit-serial.txt", merge(all(StatusPass, "tests::a_passes"), all(StatusFail, "tests::b_exits", "(tests not reported in test run 1)")),
 			map[string]string{"tests::b_exits": "exited during the test", "(tests not reported in test run 1)": `"running 3 tests" announced them; 2 reported`}},
 		{"cargo-exit-parallel.txt", all(StatusFail, "(tests not reported in test run 1)"), nil},
+
+		{"jest-mixed.jest", merge(
+			all(StatusPass, "adds"),
+			all(StatusFail, "grp > inner", "broken.test.js (the test file did not run)"),
+			all(StatusSkip, "skipped one"),
+		), map[string]string{"grp > inner": "Expected: 2", "broken.test.js (the test file did not run)": "Test suite failed to run"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
