@@ -46,7 +46,24 @@ func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyR
 		env = append(append([]string(nil), env...), req.Expect.Env...)
 	}
 	out, run := runAndParse(ctx, dir, command, file, stdout, timeout, env, j, req, run)
-	return req.Expect.judge(out, run), run
+	out = req.Expect.judge(out, run)
+	if req.Expect != nil {
+		out.tail = scrubCanary(out.tail)
+	}
+	return out, run
+}
+
+// scrubCanary drops the lines of an output tail that mention a canary: the judge's
+// canaries stay out of diagnoses and briefs.
+func scrubCanary(tail string) string {
+	lines := strings.Split(tail, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.Contains(strings.ToLower(l), "canary") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // runAndParse runs a results command and parses its results from stdout or file.

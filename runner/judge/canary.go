@@ -110,11 +110,16 @@ func shallowest(files []string, keep func(rel string) bool) (string, string, boo
 	return path.Dir(cand[0]), cand[0], true
 }
 
-// skippedDir reports whether a path lies where go test ./... or a JS runner does not
-// look: testdata, vendor, node_modules, or a directory starting with "." or "_".
-func skippedDir(rel string) bool {
+// skippedDir reports whether a path lies where go test ./... does not look
+// (testdata, vendor, a directory starting with "." or "_"), or, for goSkips false,
+// where a JS runner does not (node_modules, a directory starting with ".").
+func skippedDir(rel string, goSkips bool) bool {
 	for _, seg := range strings.Split(path.Dir(rel), "/") {
-		if seg == "testdata" || seg == "vendor" || seg == "node_modules" || (seg != "." && (strings.HasPrefix(seg, ".") || strings.HasPrefix(seg, "_"))) {
+		switch {
+		case seg == ".":
+		case seg == "node_modules" || strings.HasPrefix(seg, "."):
+			return true
+		case goSkips && (seg == "testdata" || seg == "vendor" || strings.HasPrefix(seg, "_")):
 			return true
 		}
 	}
@@ -142,7 +147,7 @@ var goPackageRE = regexp.MustCompile(`(?m)^package\s+([A-Za-z_][A-Za-z0-9_]*)`)
 // shallowest Go test file, with that file's package clause.
 func goCanary(c *Canaries, root string, testFiles []string) (File, bool) {
 	dir, file, ok := shallowest(testFiles, func(rel string) bool {
-		return strings.HasSuffix(rel, "_test.go") && !skippedDir(rel)
+		return strings.HasSuffix(rel, "_test.go") && !skippedDir(rel, true)
 	})
 	if !ok {
 		return File{}, false
@@ -215,7 +220,7 @@ var moduleTypeRE = regexp.MustCompile(`"type"\s*:\s*"module"`)
 // that matched it match the canary too.
 func jsCanary(c *Canaries, root string, testFiles []string) (File, bool) {
 	dir, file, ok := shallowest(testFiles, func(rel string) bool {
-		return !skippedDir(rel) && jsTestSuffixRE.MatchString(path.Base(rel)) &&
+		return !skippedDir(rel, false) && jsTestSuffixRE.MatchString(path.Base(rel)) &&
 			(strings.Contains(path.Base(rel), ".test.") || strings.Contains(path.Base(rel), ".spec.") ||
 				strings.Contains(path.Base(rel), "-test.") || strings.Contains(path.Base(rel), "_test.") ||
 				strings.HasPrefix(rel, "test/") || strings.Contains(rel, "/test/") || strings.Contains(rel, "__tests__/"))
