@@ -265,6 +265,7 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun, 
 	if jr == nil || r.Verdict == models.VerdictError {
 		return r
 	}
+	ran := r.Verdict == models.VerdictPass // the commands' own verdict, before the floor
 	var floors []testresults.FloorResult
 	for _, run := range runs {
 		base := jr.atBase[run.Criterion]
@@ -294,7 +295,7 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun, 
 			r.Diagnosis = "held-out tests failed: " + strings.Join(ho.Failed, "; ") + "\n" + r.Diagnosis
 		}
 	}
-	if diag, tampered := jr.canaries.check(runs, r.Verdict == models.VerdictPass, &jr.report); tampered {
+	if diag, tampered := jr.canaries.check(runs, ran, &jr.report); tampered {
 		r.Stage, r.Verdict, r.Diagnosis = models.StageTamper, models.VerdictFail, diag
 		return r
 	}

@@ -106,7 +106,7 @@ func TestTheJudgeHoldsResultsHonest(t *testing.T) {
 	}{
 		{"forge-init", forgeInit, models.StageTamper, false, []string{"the test run was tampered with", "must-fail canary test is reported pass"}, models.CanaryTampered},
 		{"skip-heldout", skipAtStart, models.StageVerify, false, []string{"1 held-out test(s) did not run"}, models.CanaryHeld},
-		{"exit-at-start", exitAtStart, models.StageTamper, false, []string{"the test run was tampered with", "missing"}, models.CanaryTampered},
+		{"exit-at-start", exitAtStart, models.StageTamper, false, []string{"the test run was tampered with", "must-fail canary test is missing"}, models.CanaryTampered},
 		{"fair", fixAdd, "", true, nil, models.CanaryHeld},
 	}
 	sb := sandbox.Probe(sandbox.ModeOn)
@@ -114,6 +114,8 @@ func TestTheJudgeHoldsResultsHonest(t *testing.T) {
 		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
 	}
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
+	rules := models.DefaultRules()
+	must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	must(t, err)
 	sharedCache := strings.TrimSpace(string(out))

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,15 +147,19 @@ var goPackageRE = regexp.MustCompile(`(?m)^package\s+([A-Za-z_][A-Za-z0-9_]*)`)
 // goCanary puts zz_countersign_canary_<nonce>_test.go in the package of the
 // shallowest Go test file, with that file's package clause.
 func goCanary(c *Canaries, root string, testFiles []string) (File, bool) {
-	dir, file, ok := shallowest(testFiles, func(rel string) bool {
-		return strings.HasSuffix(rel, "_test.go") && !skippedDir(rel, true)
-	})
-	if !ok {
-		return File{}, false
-	}
-	m := goPackageRE.FindStringSubmatch(sniff(root, file))
-	if m == nil {
-		return File{}, false
+	// The shallowest test file on disk whose package clause reads (a held-out file is
+	// not in the workspace yet).
+	var dir string
+	var m []string
+	for left := testFiles; m == nil; {
+		d, file, ok := shallowest(left, func(rel string) bool {
+			return strings.HasSuffix(rel, "_test.go") && !skippedDir(rel, true)
+		})
+		if !ok {
+			return File{}, false
+		}
+		dir, m = d, goPackageRE.FindStringSubmatch(sniff(root, file))
+		left = slices.DeleteFunc(slices.Clone(left), func(f string) bool { return path.Clean(filepath.ToSlash(f)) == file })
 	}
 	id := "TestCountersignCanary" + c.Nonce
 	c.Fail, c.Pass = id+"MustFail", id+"MustPass"
