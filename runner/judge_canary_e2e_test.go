@@ -84,7 +84,7 @@ EOF
 echo TASK_COMPLETE`
 	// exitAtStart ends the test binary, successfully, before any test runs.
 	exitAtStart = `sed -i 's/^package calc$/package calc\n\nimport "os"\n\nfunc init() {\n\tif len(os.Args) > 0 \&\& len(os.Args[0]) > 5 \&\& os.Args[0][len(os.Args[0])-5:] == ".test" {\n\t\tos.Exit(0)\n\t}\n}/' calc.go; echo TASK_COMPLETE`
-	fixAdd = `sed -i 's/^func Add(a, b int) int { return a - b }$/func Add(a, b int) int { return a + b }/' calc.go; echo TASK_COMPLETE`
+	fixAdd      = `sed -i 's/^func Add(a, b int) int { return a - b }$/func Add(a, b int) int { return a + b }/' calc.go; echo TASK_COMPLETE`
 )
 
 // TestTheJudgeHoldsResultsHonest: through the whole runner, with the default rules and
