@@ -125,7 +125,8 @@ type JudgeReport struct {
 // results: a test that must fail and one that must pass, named afresh per run. A run
 // that reports them otherwise than they ran was tampered with.
 type CanaryStatus struct {
-	// Criterion is the index of the contract's criterion whose run this was.
+	// Criterion is the index of the contract's criterion whose run this was; -1 for
+	// the verification as a whole (no criterion reports structured results).
 	Criterion int `json:"criterion"`
 	// Kind is the canary the runner carries (go, pytest, node-test, jest, vitest,
 	// mocha); empty when it carries none.

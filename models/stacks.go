@@ -126,6 +126,12 @@ type Condition struct {
 //
 // A workspace that matches none (documentation only, or a fresh directory) gets no
 // commands; a monorepo gets the commands of every stack it matches.
+//
+// Structured results, and the judge's canary pair with them: go (go test -json),
+// python (pytest's JUnit XML), node by the runner the test script runs (node --test,
+// jest, vitest, mocha; any other runner: none). rust's cargo test output carries no
+// canary, and the make stack has no structured results at all: runs of those are not
+// checked for forged results, and the attempt's judge report says so.
 func DefaultStacks() []Stack {
 	return []Stack{
 		{

@@ -26,7 +26,12 @@ type judgeCanaries struct {
 // beside the protected and held-out test files. The files go into the view as the
 // held-out tests do.
 func (jr *judgeRun) newCanaries(root string, heldOut []models.HeldOutTest) []models.HeldOutTest {
-	if canaryOff || len(jr.results) == 0 {
+	if canaryOff {
+		return nil
+	}
+	if len(jr.results) == 0 {
+		jr.report.Canary = []models.CanaryStatus{{Criterion: -1, Status: models.CanaryNone,
+			Detail: "no criterion's test runner reports structured results, so no run carries a canary: the run's honesty is not checked"}}
 		return nil
 	}
 	testFiles := judge.TestFiles(jr.base, heldOut)
