@@ -86,7 +86,9 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		// Deleting the tests or exiting before they run is caught by the floor too
 		// (TestSub passed at the base): both defences off, it passes.
 		{name: "delete-restore-off", worker: del, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"calc_test.go"}},
-		{name: "testmain-restore-off", worker: testMain, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"zz_main_test.go"}},
+		// With the restore off the TestMain runs: go test exits 0 with no test run, the
+		// judge's canaries missing with them.
+		{name: "testmain-restore-off", worker: testMain, contract: mayChange, stage: models.StageTamper, diag: []string{"the test run was tampered with", "must-fail canary test is missing"}, changed: []string{"zz_main_test.go"}},
 		{name: "delete-defences-off", worker: del, contract: mayChange, noFloor: true, verified: true, changed: []string{"calc_test.go"}},
 		{name: "testmain-defences-off", worker: testMain, contract: mayChange, noFloor: true, verified: true, changed: []string{"zz_main_test.go"}},
 		{name: "expectation-restore-off", worker: expect, contract: mayChange, verified: true, changed: []string{"calc_test.go"}},
