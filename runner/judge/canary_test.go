@@ -180,9 +180,11 @@ func judgedRun(t *testing.T, dir string, canary bool) judged {
 	return j
 }
 
+// statusOf is the status of the test name defines (mocha's top-level tests are
+// named by their file's path: "/tmp/…/calc.spec.js::adds").
 func statusOf(rep testresults.Report, name string) testresults.Status {
 	for _, r := range rep.Results {
-		if r.Name == name {
+		if testresults.Defines(name, r.Name) {
 			return r.Status
 		}
 	}
