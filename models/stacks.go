@@ -214,15 +214,20 @@ func nodeCommands() []StackCommand {
 // runs. node --test is node with --test among its arguments.
 const (
 	NodeTestScriptRE = `(^|[\s;&|(])node\s[^;&|]*--test(\s|=|$)`
-	JestScriptRE     = `(^|[\s;&|(/])jest(\s|$)`
-	VitestScriptRE   = `(^|[\s;&|(/])vitest(\s|$)`
-	MochaScriptRE    = `(^|[\s;&|(/])mocha(\s|$)`
+	// NodeTestFilesScriptRE: node --test given test files by name, where a canary
+	// beside them would not run.
+	NodeTestFilesScriptRE = `(^|[\s;&|(])node\s[^;&|]*--test\s[^;&|]*\.[cm]?[jt]s(\s|$|[;&|)])`
+	JestScriptRE          = `(^|[\s;&|(/])jest(\s|$)`
+	VitestScriptRE        = `(^|[\s;&|(/])vitest(\s|$)`
+	MochaScriptRE         = `(^|[\s;&|(/])mocha(\s|$)`
 )
 
 // nodeResults are the node stack's results entries: one per test runner the test
 // script runs, each asking that runner for a format it writes to its own file (the
 // code under test prints to standard output too), run by the package manager the
-// lockfile names. A script that runs none of them has no structured results.
+// lockfile names. A script that runs none of them has no structured results; a
+// node --test script that names its test files gets results without a canary (one
+// beside them would not run).
 //
 //	node --test  NODE_OPTIONS="--test-reporter=tap --test-reporter-destination=FILE" (options
 //	             appended after a script's file arguments would be read as files)
@@ -234,6 +239,7 @@ func nodeResults() []TestResults {
 	runners := []struct {
 		re, format, env, args, canary string
 	}{
+		{NodeTestFilesScriptRE, ResultsTAP, "f=" + file + "; NODE_OPTIONS=\"--test-reporter=tap --test-reporter-destination=\\\"$f\\\"\" ", "", ""},
 		{NodeTestScriptRE, ResultsTAP, "f=" + file + "; NODE_OPTIONS=\"--test-reporter=tap --test-reporter-destination=\\\"$f\\\"\" ", "", CanaryNodeTest},
 		{JestScriptRE, ResultsJestJSON, "", "--ci --json --outputFile=" + file, CanaryJest},
 		{VitestScriptRE, ResultsJUnitXML, "", "--reporter=junit --outputFile=" + file, CanaryVitest},

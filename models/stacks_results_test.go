@@ -17,6 +17,7 @@ func TestNodeResultsByRunner(t *testing.T) {
 		{"node --test", "", ResultsTAP, CanaryNodeTest, []string{"--test-reporter=tap", "--test-reporter-destination=", "npm test"}},
 		{"node --require ./setup.js --test test/", "", ResultsTAP, CanaryNodeTest, []string{"NODE_OPTIONS=", "npm test"}},
 		{"node --test", "pnpm-lock.yaml", ResultsTAP, CanaryNodeTest, []string{"pnpm test"}},
+		{"node --test test/a.test.js test/b.test.mjs", "", ResultsTAP, "", []string{"--test-reporter=tap"}},
 		{"jest --coverage", "", ResultsJestJSON, CanaryJest, []string{"npm test -- --ci --json --outputFile="}},
 		{"npx jest", "yarn.lock", ResultsJestJSON, CanaryJest, []string{"yarn test --ci --json"}},
 		{"vitest run", "", ResultsJUnitXML, CanaryVitest, []string{"npm test -- --reporter=junit --outputFile="}},
