@@ -178,8 +178,12 @@ func readBounded(name string) (string, error) {
 // npmPlaceholder is in the test script npm init writes, which always fails.
 const npmPlaceholder = "no test specified"
 
-// packageScripts returns the names of package.json's scripts, sorted, leaving out
-// npm's placeholder test script.
+// maxScriptCommand bounds each script command kept in WorkspaceFacts.ScriptCommands
+// (facts are stored with what they decided).
+const maxScriptCommand = 1024
+
+// packageScripts returns package.json's scripts by name, each command cut to
+// maxScriptCommand bytes, leaving out npm's placeholder test script.
 func packageScripts(s string) (map[string]string, error) {
 	var pkg struct {
 		Scripts map[string]json.RawMessage `json:"scripts"`
@@ -196,7 +200,7 @@ func packageScripts(s string) (map[string]string, error) {
 		if name == "test" && strings.Contains(cmd, npmPlaceholder) {
 			continue
 		}
-		out[name] = cmd
+		out[name] = Truncate(cmd, maxScriptCommand)
 	}
 	return out, nil
 }
