@@ -21,8 +21,9 @@ var resultsSeq atomic.Int64
 
 // runResultsCommand runs a criterion's structured-results variant and parses what it
 // reports: its standard output, or the file named by {results_file}. The command's
-// exit status decides the criterion as for any other command; the results name the
-// tests.
+// exit status decides the criterion as for any other command, except that with
+// req.Expect a failure of only the judge's must-fail canary passes (see
+// ExpectedFailures); the results name the tests.
 func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyRequest, env []string) (commandOutcome, *TestRun) {
 	run := &TestRun{Criterion: j.index}
 	command := j.command
