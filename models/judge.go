@@ -118,6 +118,9 @@ type JudgeReport struct {
 	// everyone; which failed and why only for those who may read held-out tests
 	// (ForReader).
 	HeldOut *HeldOutReport `json:"held_out,omitempty"`
+	// Canary is how the judge's canary tests did in each run with structured results,
+	// and says so for a run that carried none.
+	Canary []CanaryStatus `json:"canary,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
 	// Tree is the git tree id of the candidate the checks judged: the worker's result
@@ -125,6 +128,29 @@ type JudgeReport struct {
 	// lands exactly this tree, and task.complete names it.
 	Tree string `json:"tree,omitempty"`
 }
+
+// CanaryStatus is the judge's canary pair in one run of a test runner with structured
+// results: a test that must fail and one that must pass, named afresh per run. A run
+// that reports them otherwise than they ran was tampered with.
+type CanaryStatus struct {
+	// Criterion is the index of the contract's criterion whose run this was; -1 for
+	// the verification as a whole (no criterion reports structured results).
+	Criterion int `json:"criterion"`
+	// Kind is the canary the runner carries (go, pytest, node-test, jest, vitest,
+	// mocha); empty when it carries none.
+	Kind string `json:"kind,omitempty"`
+	// Status is CanaryHeld, CanaryTampered or CanaryNone.
+	Status string `json:"status"`
+	// Detail says what was seen, or why the run carried no canary.
+	Detail string `json:"detail,omitempty"`
+}
+
+// The statuses of a CanaryStatus.
+const (
+	CanaryHeld     = "held"     // both canaries reported as they ran
+	CanaryTampered = "tampered" // a canary missing, or the must-fail one not failed
+	CanaryNone     = "none"     // the runner, or the workspace, carries no canary
+)
 
 // ProtectedChange is one protected file the worker added, changed or deleted (or, for
 // a partial rule like package.json#scripts, the parts of it that it changed).
@@ -163,6 +189,8 @@ type HeldOutReport struct {
 	Files       int  `json:"files"`
 	Passed      bool `json:"passed"`
 	FailedCount int  `json:"failed_count,omitempty"`
+	// NotRun counts the tests the held-out files define that no run reported run.
+	NotRun int `json:"not_run,omitempty"`
 	// Failed names the failed held-out tests with the first line of each message:
 	// "TestAddLarge: Add(10, 4) = 6, want 14".
 	Failed []string `json:"failed,omitempty"`

@@ -1,5 +1,7 @@
 package models
 
+import "strings"
+
 // Stacks: the kinds of workspace contract generation knows. A stack is detected from
 // the workspace's top-level files (go.mod, a package.json test script, a Makefile
 // target, …), and brings the commands that check work in it, each with the
@@ -70,7 +72,25 @@ type TestResults struct {
 	Command string `json:"command" yaml:"command"`
 	// When lists conditions that must all hold for this entry to apply.
 	When []Condition `json:"when,omitempty" yaml:"when,omitempty"`
+	// Canary names the judge-made canary pair this runner's judged runs carry (a test
+	// that must fail and one that must pass, written next to the tests under fresh
+	// names): one of CanaryKinds. Empty: the runner carries none, and the attempt's
+	// judge report says the run's honesty was not checked.
+	Canary string `json:"canary,omitempty" yaml:"canary,omitempty"`
 }
+
+// The canary kinds a TestResults entry may name: which test file the judge writes.
+const (
+	CanaryGo       = "go"        // zz_countersign_canary_<nonce>_test.go in a tested package
+	CanaryPytest   = "pytest"    // test_countersign_canary_<nonce>.py where pytest collects
+	CanaryNodeTest = "node-test" // countersign-canary-<nonce>.test.js (.cjs/.mjs) for node --test
+	CanaryJest     = "jest"      // countersign-canary-<nonce>.test.js for jest
+	CanaryVitest   = "vitest"    // countersign-canary-<nonce>.test.js (ES module) for vitest
+	CanaryMocha    = "mocha"     // countersign-canary-<nonce>.spec.js for mocha
+)
+
+// CanaryKinds are the kinds TestResults.Canary may name.
+var CanaryKinds = []string{CanaryGo, CanaryPytest, CanaryNodeTest, CanaryJest, CanaryVitest, CanaryMocha}
 
 // ResultsFilePlaceholder in a TestResults command is replaced by the path of the file
 // the results are to be written to.
@@ -82,10 +102,11 @@ const (
 	ResultsJUnitXML   = "junit-xml"    // JUnit XML (pytest --junitxml, many others)
 	ResultsTAP        = "tap"          // Test Anything Protocol
 	ResultsCargoTest  = "cargo-test"   // libtest's "test name ... ok" lines
+	ResultsJestJSON   = "jest-json"    // jest --json (and vitest's json reporter)
 )
 
 // ResultFormats are the formats TestResults.Format may name.
-var ResultFormats = []string{ResultsGoTestJSON, ResultsJUnitXML, ResultsTAP, ResultsCargoTest}
+var ResultFormats = []string{ResultsGoTestJSON, ResultsJUnitXML, ResultsTAP, ResultsCargoTest, ResultsJestJSON}
 
 // Condition is one fact about a workspace; exactly one field is set.
 type Condition struct {
@@ -101,6 +122,9 @@ type Condition struct {
 	Config string `json:"config,omitempty" yaml:"config,omitempty"`
 	// Tool: this program is on PATH.
 	Tool string `json:"tool,omitempty" yaml:"tool,omitempty"`
+	// ScriptRuns: a package.json script's command matches a regular expression,
+	// written "script: regexp" ("test: \\bjest\\b"): which test runner the script runs.
+	ScriptRuns string `json:"script_runs,omitempty" yaml:"script_runs,omitempty"`
 }
 
 // DefaultStacks returns the stacks of the default rules:
@@ -115,6 +139,12 @@ type Condition struct {
 //
 // A workspace that matches none (documentation only, or a fresh directory) gets no
 // commands; a monorepo gets the commands of every stack it matches.
+//
+// Structured results, and the judge's canary pair with them: go (go test -json),
+// python (pytest's JUnit XML), node by the runner the test script runs (node --test,
+// jest, vitest, mocha; any other runner: none). rust's cargo test output carries no
+// canary, and the make stack has no structured results at all: runs of those are not
+// checked for forged results, and the attempt's judge report says so.
 func DefaultStacks() []Stack {
 	return withJudgeEnv([]Stack{
 		{
@@ -127,7 +157,7 @@ func DefaultStacks() []Stack {
 					Description: "Go files are gofmt-formatted", Tools: []string{"gofmt"}},
 			},
 			Protect: []string{"*_test.go", "testdata/**", ".golangci.*"},
-			Results: []TestResults{{Format: ResultsGoTestJSON, Command: "go test -json ./..."}},
+			Results: []TestResults{{Format: ResultsGoTestJSON, Command: "go test -json ./...", Canary: CanaryGo}},
 		},
 		{
 			Name:     "node",
@@ -136,11 +166,7 @@ func DefaultStacks() []Stack {
 			Protect: []string{"test/**", "tests/**", "__tests__/**", "**/*.test.*", "**/*.spec.*",
 				"jest.config.*", "vitest.config.*", ".mocharc*", ".eslintrc*", "eslint.config.*",
 				"package.json#scripts"},
-			Results: []TestResults{
-				{Format: ResultsTAP, Command: "pnpm test --reporter=tap", When: []Condition{{File: "pnpm-lock.yaml"}}},
-				{Format: ResultsTAP, Command: "yarn test --reporter=tap", When: []Condition{{File: "yarn.lock"}}},
-				{Format: ResultsTAP, Command: "npm test -- --reporter=tap"},
-			},
+			Results: nodeResults(),
 		},
 		{
 			Name:   "python",
@@ -153,7 +179,7 @@ func DefaultStacks() []Stack {
 			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini",
 				"pyproject.toml#[tool.pytest]", "pyproject.toml#[project.entry-points.pytest11]", "setup.cfg#[tool:pytest]", "ruff.toml", ".ruff.toml", "mypy.ini",
 				"pyproject.toml#[tool.ruff]", "pyproject.toml#[tool.mypy]"},
-			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder}},
+			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder, Canary: CanaryPytest}},
 		},
 		{
 			Name:     "rust",
@@ -193,6 +219,63 @@ func nodeCommands() []StackCommand {
 			StackCommand{Activity: a.activity, Command: "npm" + run, Description: a.description,
 				When: []Condition{script}, Tools: []string{"npm"}},
 		)
+	}
+	return out
+}
+
+// Regular expressions for a ScriptRuns condition on the test script: which runner it
+// runs. node --test is node with --test among its arguments.
+const (
+	NodeTestScriptRE = `(^|[\s;&|(])node\s[^;&|]*--test(\s|=|$)`
+	// NodeTestFilesScriptRE: node --test given test files by name, where a canary
+	// beside them would not run.
+	NodeTestFilesScriptRE = `(^|[\s;&|(])node\s[^;&|]*--test\s[^;&|]*\.[cm]?[jt]s(\s|$|[;&|)])`
+	JestScriptRE          = `(^|[\s;&|(/])jest(\s|$)`
+	VitestScriptRE        = `(^|[\s;&|(/])vitest(\s|$)`
+	MochaScriptRE         = `(^|[\s;&|(/])mocha(\s|$)`
+)
+
+// nodeResults are the node stack's results entries: one per test runner the test
+// script runs, each asking that runner for a format it writes to its own file (the
+// code under test prints to standard output too), run by the package manager the
+// lockfile names. A script that runs none of them has no structured results; a
+// node --test script that names its test files gets results without a canary (one
+// beside them would not run).
+//
+//	node --test  NODE_OPTIONS="--test-reporter=tap --test-reporter-destination=FILE" (options
+//	             appended after a script's file arguments would be read as files)
+//	jest         --ci --json --outputFile=FILE (built in: no jest-junit needed)
+//	vitest       --reporter=junit --outputFile=FILE
+//	mocha        --reporter xunit --reporter-option output=FILE
+func nodeResults() []TestResults {
+	file := ResultsFilePlaceholder
+	runners := []struct {
+		re, format, env, args, canary string
+	}{
+		{NodeTestFilesScriptRE, ResultsTAP, "f=" + file + "; NODE_OPTIONS=\"--test-reporter=tap --test-reporter-destination=\\\"$f\\\"\" ", "", ""},
+		{NodeTestScriptRE, ResultsTAP, "f=" + file + "; NODE_OPTIONS=\"--test-reporter=tap --test-reporter-destination=\\\"$f\\\"\" ", "", CanaryNodeTest},
+		{JestScriptRE, ResultsJestJSON, "", "--ci --json --outputFile=" + file, CanaryJest},
+		{VitestScriptRE, ResultsJUnitXML, "", "--reporter=junit --outputFile=" + file, CanaryVitest},
+		{MochaScriptRE, ResultsJUnitXML, "", "--reporter xunit --reporter-option output=" + file, CanaryMocha},
+	}
+	var out []TestResults
+	for _, r := range runners {
+		runs := Condition{ScriptRuns: "test: " + r.re}
+		for _, pm := range []struct{ lock, command string }{
+			{"pnpm-lock.yaml", "pnpm test"}, {"yarn.lock", "yarn test"}, {"", "npm test --"},
+		} {
+			cmd := r.env + pm.command
+			if r.args != "" {
+				cmd += " " + r.args
+			} else {
+				cmd = strings.TrimSuffix(cmd, " --")
+			}
+			when := []Condition{runs}
+			if pm.lock != "" {
+				when = append(when, Condition{File: pm.lock})
+			}
+			out = append(out, TestResults{Format: r.format, Command: cmd, When: when, Canary: r.canary})
+		}
 	}
 	return out
 }

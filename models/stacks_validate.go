@@ -80,6 +80,9 @@ func validateStacks(stacks []Stack, fe *FieldErrors) {
 			}
 			validateCommand(rk+".command", r.Command, fe)
 			validateConditions(rk+".when", r.When, fe)
+			if r.Canary != "" && !slices.Contains(CanaryKinds, r.Canary) {
+				fe.Add(rk+".canary", "must be one of "+strings.Join(CanaryKinds, ", ")+", or empty for none")
+			}
 		}
 	}
 }
@@ -114,13 +117,13 @@ func validateConditions(key string, conds []Condition, fe *FieldErrors) {
 	for i, c := range conds {
 		ck := key + "[" + strconv.Itoa(i) + "]"
 		set := 0
-		for _, v := range []string{c.File, c.Script, c.Target, c.Config, c.Tool} {
+		for _, v := range []string{c.File, c.Script, c.Target, c.Config, c.Tool, c.ScriptRuns} {
 			if v != "" {
 				set++
 			}
 		}
 		if set != 1 {
-			fe.Add(ck, "set exactly one of file, script, target, config or tool")
+			fe.Add(ck, "set exactly one of file, script, target, config, tool or script_runs")
 			continue
 		}
 		switch {
@@ -146,6 +149,10 @@ func validateConditions(key string, conds []Condition, fe *FieldErrors) {
 		case c.Tool != "":
 			if !toolNameRE.MatchString(c.Tool) {
 				fe.Add(ck+".tool", "must be a program name (letters, digits, '.', '_', '+', '-'), not a path")
+			}
+		case c.ScriptRuns != "":
+			if name, _, err := ParseScriptRuns(c.ScriptRuns); err != nil || !scriptNameRE.MatchString(name) || len(c.ScriptRuns) > 512 {
+				fe.Add(ck+".script_runs", `must be "script: regexp" (test: \\bjest\\b), at most 512 characters`)
 			}
 		}
 	}

@@ -106,7 +106,10 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 		if err != nil {
 			f.Problems = append(f.Problems, "package.json: "+err.Error())
 		}
-		f.Scripts = scripts
+		f.Scripts = slices.Sorted(maps.Keys(scripts))
+		if len(scripts) > 0 {
+			f.ScriptCommands = scripts
+		}
 	}
 	for _, name := range makefileNames {
 		if s, ok := read(name); ok {
@@ -175,16 +178,20 @@ func readBounded(name string) (string, error) {
 // npmPlaceholder is in the test script npm init writes, which always fails.
 const npmPlaceholder = "no test specified"
 
-// packageScripts returns the names of package.json's scripts, sorted, leaving out
-// npm's placeholder test script.
-func packageScripts(s string) ([]string, error) {
+// maxScriptCommand bounds each script command kept in WorkspaceFacts.ScriptCommands
+// (facts are stored with what they decided).
+const maxScriptCommand = 1024
+
+// packageScripts returns package.json's scripts by name, each command cut to
+// maxScriptCommand bytes, leaving out npm's placeholder test script.
+func packageScripts(s string) (map[string]string, error) {
 	var pkg struct {
 		Scripts map[string]json.RawMessage `json:"scripts"`
 	}
 	if err := json.Unmarshal([]byte(s), &pkg); err != nil {
 		return nil, errors.New("not valid JSON: scripts unknown")
 	}
-	var out []string
+	out := map[string]string{}
 	for name, raw := range pkg.Scripts {
 		var cmd string
 		if json.Unmarshal(raw, &cmd) != nil || strings.TrimSpace(cmd) == "" {
@@ -193,9 +200,8 @@ func packageScripts(s string) ([]string, error) {
 		if name == "test" && strings.Contains(cmd, npmPlaceholder) {
 			continue
 		}
-		out = append(out, name)
+		out[name] = Truncate(cmd, maxScriptCommand)
 	}
-	sort.Strings(out)
 	return out, nil
 }
 

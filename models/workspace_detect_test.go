@@ -145,11 +145,12 @@ func TestDetectWorkspaceFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := WorkspaceFacts{
-		Files:      []string{"GNUmakefile", "Makefile", "package.json", "pyproject.toml", "setup.cfg", "src/"},
-		Scripts:    []string{"build", "test"},
-		Targets:    []string{"all", "lint", "test"},
-		Configured: map[string]string{"mypy": "pyproject.toml", "pytest": "setup.cfg"},
-		Tools:      []string{"cargo", "go", "special-tool"},
+		Files:          []string{"GNUmakefile", "Makefile", "package.json", "pyproject.toml", "setup.cfg", "src/"},
+		Scripts:        []string{"build", "test"},
+		ScriptCommands: map[string]string{"build": "tsc", "test": "jest"},
+		Targets:        []string{"all", "lint", "test"},
+		Configured:     map[string]string{"mypy": "pyproject.toml", "pytest": "setup.cfg"},
+		Tools:          []string{"cargo", "go", "special-tool"},
 	}
 	if !reflect.DeepEqual(facts, want) {
 		t.Fatalf("got  %+v\nwant %+v", facts, want)
@@ -162,7 +163,7 @@ func TestDetectWorkspaceFacts(t *testing.T) {
 	if !slices.Equal(m[0].Left, []string{"typecheck: no package.json script typecheck", "lint: no package.json script lint"}) {
 		t.Fatalf("left %q", m[0].Left)
 	}
-	if m[0].Results == nil || m[0].Results.Command != "npm test -- --reporter=tap" || m[1].Name != "python" || m[2].Name != "make" {
+	if m[0].Results == nil || m[0].Results.Command != "npm test -- --ci --json --outputFile="+ResultsFilePlaceholder || m[1].Name != "python" || m[2].Name != "make" {
 		t.Fatalf("matches %+v", m)
 	}
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -15,6 +16,8 @@ type WorkspaceFacts struct {
 	// Scripts are the scripts package.json defines (npm's "no test specified"
 	// placeholder left out).
 	Scripts []string `json:"scripts,omitempty"`
+	// ScriptCommands maps each of Scripts to its command, for ScriptRuns conditions.
+	ScriptCommands map[string]string `json:"script_commands,omitempty"`
 	// Targets are the Makefile's targets.
 	Targets []string `json:"targets,omitempty"`
 	// Configured maps a tool (pytest, ruff, mypy) to the file that configures it.
@@ -56,6 +59,8 @@ func (f WorkspaceFacts) Holds(c Condition) (bool, string) {
 			return true, c.Tool + " on PATH"
 		}
 		return false, c.Tool + " not on PATH"
+	case c.ScriptRuns != "":
+		return f.scriptRuns(c.ScriptRuns)
 	}
 	return false, "empty condition"
 }
@@ -92,6 +97,8 @@ func (c Condition) String() string {
 		return "config " + c.Config
 	case c.Tool != "":
 		return "tool " + c.Tool
+	case c.ScriptRuns != "":
+		return "script_runs " + c.ScriptRuns
 	}
 	return "(empty)"
 }
@@ -204,4 +211,36 @@ func (f WorkspaceFacts) all(conds []Condition) (bool, []string) {
 		return false, failed
 	}
 	return true, held
+}
+
+// ParseScriptRuns splits a ScriptRuns condition "script: regexp" into the script's
+// name and its compiled expression.
+func ParseScriptRuns(cond string) (string, *regexp.Regexp, error) {
+	name, expr, ok := strings.Cut(cond, ":")
+	name, expr = strings.TrimSpace(name), strings.TrimSpace(expr)
+	if !ok || name == "" || expr == "" {
+		return "", nil, Errorf(EINVALID, "script_runs %q: want \"script: regexp\"", cond)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return "", nil, Errorf(EINVALID, "script_runs %q: %v", cond, err)
+	}
+	return name, re, nil
+}
+
+// scriptRuns says whether the script a ScriptRuns condition names runs a command its
+// expression matches.
+func (f WorkspaceFacts) scriptRuns(cond string) (bool, string) {
+	name, re, err := ParseScriptRuns(cond)
+	if err != nil {
+		return false, err.Error()
+	}
+	cmd, ok := f.ScriptCommands[name]
+	if !ok {
+		return false, "no package.json script " + name
+	}
+	if re.MatchString(cmd) {
+		return true, "package.json's " + name + " script runs " + quote(Truncate(cmd, 80))
+	}
+	return false, "package.json's " + name + " script does not match " + re.String()
 }

@@ -293,6 +293,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 			}
 		}
 		ar.judge.withhold(&req, t.Contract.Verification.HeldOut)
+		req.Expect = ar.judge.canaries.expect()
 	}
 	res, results, runs := checks.VerifyWith(ctx, req)
 	ar.criteria = results

@@ -38,7 +38,11 @@ type judgeRun struct {
 	// held says which tests are held out (nil without held-out tests); withheld is
 	// what the failing check's diagnosis kept from the worker, for the report.
 	held     *checks.Withholding
+	heldOut  []models.HeldOutTest
 	withheld string
+	canaries *judgeCanaries // the run's canary pairs, set when the view opens
+	// testFiles are the base's files the rules protect whole: where canaries go.
+	testFiles []string
 }
 
 // judgeDir is where the judge keeps a task's base, its views and its results: under
@@ -73,6 +77,11 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 		return err
 	}
 	jr.rules, jr.activities = judge.ParseRules(rules.ProtectedFor(t.Contract.Verification)), rules.Activities
+	paths, err := p.judgeStore.Paths(ctx, base.Commit)
+	if err != nil {
+		return err
+	}
+	jr.testFiles = judge.Protected(paths, jr.rules)
 	var facts *models.WorkspaceFacts // read once, and only for a criterion of a stack
 	for i, c := range t.Contract.Verification.Criteria {
 		if c.Timing == models.TimingDeferred || c.Stack == "" {
@@ -216,6 +225,9 @@ func (p *Pool) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	for _, h := range v.HeldOut {
 		extra = append(extra, judge.File{Rel: h.Path, Content: []byte(h.Content)})
 	}
+	for _, c := range jr.newCanaries(jr.base.Env, v.HeldOut) {
+		extra = append(extra, judge.File{Rel: c.Path, Content: []byte(c.Content)})
+	}
 	view, changes, err := judge.OpenView(ctx, judge.ViewRequest{Env: jr.base.Env, Dir: filepath.Join(jr.dir, "view"),
 		Trees: p.judgeStore, Base: jr.base.Commit, Candidate: jr.cand.Commit, Rules: jr.rules, Restore: !v.TestsMayChange,
 		Parts: fileparts.Restore, Names: partNames(contractCommands(&tr.task.Contract, jr.activities)), Extra: extra})
@@ -300,6 +312,7 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun) 
 	if jr == nil || r.Verdict == models.VerdictError {
 		return r
 	}
+	ran := r.Verdict == models.VerdictPass // the commands' own verdict, before the floor
 	var floors []testresults.FloorResult
 	for _, run := range runs {
 		base := jr.atBase[run.Criterion]
@@ -323,11 +336,18 @@ func (ar *attemptRun) judgeVerdict(r models.CheckResult, runs []checks.TestRun) 
 		// The names and messages are for people; the worker learns the number.
 		ho.Failed = heldOutFailures(runs, jr.held)
 		ho.FailedCount = len(ho.Failed)
+		if ho.NotRun = heldOutNotRun(runs, jr.heldOut); ho.NotRun > 0 && r.Verdict == models.VerdictPass {
+			r.Verdict, r.Diagnosis = models.VerdictFail, heldOutNotRunDiagnosis(ho.NotRun)
+		}
 		ho.Passed = r.Verdict == models.VerdictPass
 		ho.SetDetail(jr.withheld)
 		if ho.FailedCount > 0 && !strings.Contains(r.Diagnosis, "held-out test(s) failed") {
 			r.Diagnosis = checks.HeldOutFailed(ho.FailedCount) + "\n" + r.Diagnosis
 		}
+	}
+	if diag, tampered := jr.canaries.check(runs, ran, &jr.report); tampered {
+		r.Stage, r.Verdict, r.Diagnosis = models.StageTamper, models.VerdictFail, diag
+		return r
 	}
 	if r.Verdict == models.VerdictFail && jr.report.ChangedTests() && jr.report.Restored {
 		r.Stage = models.StageTamper
@@ -362,7 +382,7 @@ func (jr *judgeRun) withhold(req *checks.VerifyRequest, heldOut []models.HeldOut
 	if len(heldOut) == 0 {
 		return
 	}
-	jr.held = checks.NewWithholding(heldOut)
+	jr.held, jr.heldOut = checks.NewWithholding(heldOut), heldOut
 	req.Withhold, req.HeldOut = true, heldOut
 	req.Withheld = func(d string) { jr.withheld = d }
 }
@@ -418,6 +438,17 @@ func runsCommands(c *models.Contract) bool {
 	}
 	for _, cr := range c.Verification.Criteria {
 		if cr.Timing != models.TimingDeferred {
+			return true
+		}
+	}
+	return false
+}
+
+// definesTest reports whether a result's fully qualified name is one of names: the
+// name is its last element (pkg.TestX, file::test_x, suite > case) or a subtest's parent.
+func definesTest(names []string, full string) bool {
+	for _, n := range names {
+		if testresults.Defines(n, full) {
 			return true
 		}
 	}

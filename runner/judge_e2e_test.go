@@ -87,7 +87,9 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		// Deleting the tests or exiting before they run is caught by the floor too
 		// (TestSub passed at the base): both defences off, it passes.
 		{name: "delete-restore-off", worker: del, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"calc_test.go"}},
-		{name: "testmain-restore-off", worker: testMain, contract: mayChange, stage: models.StageVerify, diag: []string{"TestSub did not run"}, changed: []string{"zz_main_test.go"}},
+		// With the restore off the TestMain runs: go test exits 0 with no test run, the
+		// judge's canaries missing with them.
+		{name: "testmain-restore-off", worker: testMain, contract: mayChange, stage: models.StageTamper, diag: []string{"the test run was tampered with", "must-fail canary test is missing"}, changed: []string{"zz_main_test.go"}},
 		{name: "delete-defences-off", worker: del, contract: mayChange, noFloor: true, verified: true, changed: []string{"calc_test.go"}},
 		{name: "testmain-defences-off", worker: testMain, contract: mayChange, noFloor: true, verified: true, changed: []string{"zz_main_test.go"}},
 		{name: "expectation-restore-off", worker: expect, contract: mayChange, verified: true, changed: []string{"calc_test.go"}},
@@ -105,8 +107,11 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		// Python: a conftest.py that skips every test is caught.
 		{name: "python-conftest", files: pythonProject, worker: `printf 'import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip(reason="flaky"))\n' > conftest.py; echo TASK_COMPLETE`,
 			stage: models.StageTamper, diag: []string{"conftest.py (added)"}, changed: []string{"conftest.py"}},
+		// With the restore off the conftest.py runs, and skips the judge's canaries too:
+		// the run is caught as tampered with (runner/judge's canary tests show each
+		// runner's forgery passing with the canary off).
 		{name: "python-conftest-restore-off", files: pythonProject, contract: mayChange, worker: `printf 'import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip(reason="flaky"))\n' > conftest.py; echo TASK_COMPLETE`,
-			verified: true, changed: []string{"conftest.py"}},
+			stage: models.StageTamper, diag: []string{"the test run was tampered with", "must-fail canary"}, changed: []string{"conftest.py"}},
 	}
 	sb := sandbox.Probe(sandbox.ModeOn)
 	if !sb.Ready() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/checks/testresults"
@@ -20,8 +21,9 @@ var resultsSeq atomic.Int64
 
 // runResultsCommand runs a criterion's structured-results variant and parses what it
 // reports: its standard output, or the file named by {results_file}. The command's
-// exit status decides the criterion as for any other command; the results name the
-// tests.
+// exit status decides the criterion as for any other command, except that with
+// req.Expect a failure of only the judge's must-fail canary passes (see
+// ExpectedFailures); the results name the tests.
 func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyRequest, env []string) (commandOutcome, *TestRun) {
 	run := &TestRun{Criterion: j.index}
 	command := j.command
@@ -41,6 +43,32 @@ func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyR
 	if timeout <= 0 {
 		timeout = DefaultVerifyTimeout
 	}
+	if req.Expect != nil {
+		env = append(append([]string(nil), env...), req.Expect.Env...)
+	}
+	out, run := runAndParse(ctx, dir, command, file, stdout, timeout, env, j, req, run)
+	out = req.Expect.judge(out, run)
+	if req.Expect != nil {
+		out.tail = scrubCanary(out.tail)
+	}
+	return out, run
+}
+
+// scrubCanary drops the lines of an output tail that mention a canary: the judge's
+// canaries stay out of diagnoses and briefs.
+func scrubCanary(tail string) string {
+	lines := strings.Split(tail, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.Contains(strings.ToLower(l), "canary") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// runAndParse runs a results command and parses its results from stdout or file.
+func runAndParse(ctx context.Context, dir, command, file string, stdout *boundedBuffer, timeout time.Duration, env []string, j verifyJob, req VerifyRequest, run *TestRun) (commandOutcome, *TestRun) {
 	var out commandOutcome
 	if stdout != nil {
 		out = runCheckCommand(ctx, dir, command, timeout, env, req.Confine, stdout)
@@ -131,4 +159,47 @@ func (b *boundedBuffer) Tail(n int) []byte {
 		return all
 	}
 	return all[len(all)-n:]
+}
+
+// judge passes a results command that failed only by the expected failures: it
+// exited with status 1 (a test failed; not a crash, a timeout or a usage error), its
+// results were read whole, and every failed test is expected.
+func (e *ExpectedFailures) judge(out commandOutcome, run *TestRun) commandOutcome {
+	if e == nil || e.Fail == nil || out.verdict != models.VerdictFail || out.exit != 1 || run.Err != nil || run.Report.Truncated {
+		return out
+	}
+	failed := 0
+	for _, r := range run.Report.Results {
+		if r.Status == testresults.StatusFail {
+			if !e.Fail(r.Name) {
+				return out
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		return out
+	}
+	out.verdict = models.VerdictPass
+	out.how += " (only the judge's must-fail canary failed, as it must)"
+	return out
+}
+
+// visible is rep without the expected failures, for diagnoses.
+func (e *ExpectedFailures) visible(rep testresults.Report) testresults.Report {
+	if e == nil || e.Fail == nil {
+		return rep
+	}
+	out := rep
+	out.Results, out.Fail = nil, 0
+	for _, r := range rep.Results {
+		if r.Status == testresults.StatusFail {
+			if e.Fail(r.Name) {
+				continue
+			}
+			out.Fail++
+		}
+		out.Results = append(out.Results, r)
+	}
+	return out
 }

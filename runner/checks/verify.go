@@ -110,6 +110,18 @@ type VerifyRequest struct {
 	// failing command (its failed tests with their whole messages, its last output),
 	// for the people who may read held-out tests; never for the worker.
 	Withheld func(detail string)
+	// Expect, when set, is the judge's canary in the view: see ExpectedFailures.
+	Expect *ExpectedFailures
+}
+
+// ExpectedFailures are tests the judge put in its view to fail (its must-fail
+// canaries). Env is added to the structured-results commands only (the canaries fail
+// only there). A results command that exits with status 1, whose results were read
+// whole and whose only failed tests are expected, passes: the failure was the one the
+// judge asked for. Expected failures never reach a diagnosis.
+type ExpectedFailures struct {
+	Env  []string
+	Fail func(name string) bool
 }
 
 // TestRun is the parsed results of one criterion's structured-results command.
@@ -196,9 +208,15 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 			r.DurationMS = out.duration.Milliseconds()
 			r.Status = out.verdict
 			if out.verdict != models.VerdictPass {
-				evidence, short := failureEvidence(out, run, withhold, held)
+				visible := run // the run as the worker may hear of it: the canary's expected failure left out
+				if run != nil {
+					v := *run
+					v.Report = req.Expect.visible(run.Report)
+					visible = &v
+				}
+				evidence, short := failureEvidence(out, visible, withhold, held)
 				if withhold && req.Withheld != nil {
-					req.Withheld(withheldDetail(j, out, run))
+					req.Withheld(withheldDetail(j, out, visible))
 				}
 				r.Error = out.how + ": " + short
 				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
@@ -243,6 +261,7 @@ type commandOutcome struct {
 	how      string // "exited with status 1 after 2.1s", "timed out after 5m and was killed", …
 	tail     string
 	duration time.Duration
+	exit     int // the exit status, when it exited
 }
 
 func (o commandOutcome) tailOrNone() string {
@@ -270,7 +289,7 @@ func runCheckCommand(ctx context.Context, dir, command string, timeout time.Dura
 	if err != nil { // no log file, so this can only be a *worker.StartError
 		return commandOutcome{verdict: models.VerdictError, how: "could not be started: " + startFailure(err), duration: time.Since(start)}
 	}
-	o := commandOutcome{tail: formatTail(res.Tail, res.OutputBytes), duration: res.Duration}
+	o := commandOutcome{tail: formatTail(res.Tail, res.OutputBytes), duration: res.Duration, exit: res.ExitCode}
 	took := FormatDuration(o.duration.Round(100 * time.Millisecond))
 
 	// The group is killed once the shell exits, so a background child still holding

@@ -45,3 +45,34 @@ func skipped(rel string, skip []string) bool {
 	}
 	return false
 }
+
+// Paths lists the paths of the files in commit's tree (slash-separated, sorted, links
+// included, submodules not).
+func (s *Store) Paths(ctx context.Context, commit string) ([]string, error) {
+	if err := checkOID("commit", commit); err != nil {
+		return nil, err
+	}
+	out, err := s.git(ctx, gitCmd{args: []string{"ls-tree", "-r", "-z", "--name-only", commit + "^{tree}"}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			paths = append(paths, string(p))
+		}
+	}
+	return paths, nil
+}
+
+// Protected lists those of paths that rules protect whole: the base's test files,
+// beside which the judge puts its canaries.
+func Protected(paths []string, rules []Rule) []string {
+	var out []string
+	for _, p := range paths {
+		if whole, _ := classify(rules, p); whole {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -26,6 +26,9 @@ type goState struct {
 	order    map[string][]string // package: its tests that started, in order
 	pkgs     []string            // packages, in the order they started tests
 	reported map[string]Status
+	// failedTests: packages with a failed test, so that a package's own failure is
+	// recorded only when no test explains it.
+	failedTests map[string]bool
 }
 
 func goKey(pkg, test string) string { return pkg + "\x00" + test }
@@ -43,7 +46,7 @@ func goName(pkg, test string) string {
 // binary exited (syscall.Exit(0) in a test) with the package's own result, and a
 // test that started and never ended at all counts as failed.
 func parseGoTest(lim *limitReader, c *collector) error {
-	s := &goState{c: c, running: map[string]*goTest{}, order: map[string][]string{}, reported: map[string]Status{}}
+	s := &goState{c: c, running: map[string]*goTest{}, order: map[string][]string{}, reported: map[string]Status{}, failedTests: map[string]bool{}}
 	lr := newLineReader(lim)
 	for {
 		line, ok := lr.next()
@@ -85,7 +88,12 @@ func (s *goState) event(e goEvent) {
 	case "pass", "fail", "skip":
 		if e.Test == "" {
 			why := "did not report a result: the test binary exited (the package's result: " + e.Action + ")"
-			s.endRunning(e.Package, why)
+			failed := s.endRunning(e.Package, why)
+			if e.Action == "fail" && !failed && !s.failedTests[e.Package] {
+				// The package failed with no test failing: it did not build, or its
+				// TestMain or init failed. That is a failure of the run, never nothing.
+				s.c.add(e.Package+" (package failed)", StatusFail, "the package failed without a failing test: it did not build, or its TestMain or init failed")
+			}
 			return
 		}
 		s.end(e)
@@ -152,11 +160,16 @@ func (s *goState) end(e goEvent) {
 	case st != StatusPass:
 		msg = t.msg.String()
 	}
+	if st == StatusFail {
+		s.failedTests[e.Package] = true
+	}
 	s.c.add(goName(e.Package, e.Test), st, msg)
 }
 
-// endRunning fails the tests of pkg that started and have not ended.
-func (s *goState) endRunning(pkg, why string) {
+// endRunning fails the tests of pkg that started and have not ended, and reports
+// whether there were any.
+func (s *goState) endRunning(pkg, why string) bool {
+	failed := false
 	for _, test := range s.order[pkg] {
 		k := goKey(pkg, test)
 		t, ok := s.running[k]
@@ -168,6 +181,8 @@ func (s *goState) endRunning(pkg, why string) {
 		m.addLine(why)
 		m.addText(t.msg.String())
 		s.c.add(goName(pkg, test), StatusFail, m.String())
+		failed = true
 	}
 	s.order[pkg] = s.order[pkg][:0]
+	return failed
 }

@@ -10,7 +10,7 @@ import (
 
 // formatOf tells a fixture's format by its extension.
 func formatOf(file string) string {
-	return map[string]string{".json": FormatGoTestJSON, ".xml": FormatJUnitXML, ".tap": FormatTAP, ".txt": FormatCargoTest}[filepath.Ext(file)]
+	return map[string]string{".json": FormatGoTestJSON, ".xml": FormatJUnitXML, ".tap": FormatTAP, ".txt": FormatCargoTest, ".jest": FormatJestJSON}[filepath.Ext(file)]
 }
 
 // parseFixture parses testdata/file and fails the test on an error.

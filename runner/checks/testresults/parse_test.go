@@ -28,7 +28,7 @@ func TestParseCapturedOutputs(t *testing.T) {
 		{"go-skip.json", merge(goBase, all(StatusSkip, calc+"TestAdd")), nil},
 		{"go-deleted.json", all(StatusPass), nil},
 		{"go-testmain-exit0.json", all(StatusPass), nil},
-		{"go-build-fail.json", all(StatusPass), nil},
+		{"go-build-fail.json", all(StatusFail, "example.com/calc (package failed)"), map[string]string{"example.com/calc (package failed)": "did not build"}},
 		{"go-exit-mid-test.json", all(StatusFail, calc+"TestA0Exit"), map[string]string{calc + "TestA0Exit": "unexpected call to os.Exit(0)"}},
 		{"go-syscall-exit.json", all(StatusFail, calc+"TestA0Exit"), map[string]string{calc + "TestA0Exit": `without its "--- PASS" line`}},
 		{"go-goroutine-panic.json", merge(goBase, all(StatusFail, calc+"TestZGo", calc+"TestZGo/p", calc+"TestZGo/q")),
@@ -65,6 +65,12 @@ func TestParseCapturedOutputs(t *testing.T) {
 		{"cargo-exit-serial.txt", merge(all(StatusPass, "tests::a_passes"), all(StatusFail, "tests::b_exits", "(tests not reported in test run 1)")),
 			map[string]string{"tests::b_exits": "exited during the test", "(tests not reported in test run 1)": `"running 3 tests" announced them; 2 reported`}},
 		{"cargo-exit-parallel.txt", all(StatusFail, "(tests not reported in test run 1)"), nil},
+
+		{"jest-mixed.jest", merge(
+			all(StatusPass, "adds"),
+			all(StatusFail, "grp > inner", "broken.test.js (the test file did not run)"),
+			all(StatusSkip, "skipped one"),
+		), map[string]string{"grp > inner": "Expected: 2", "broken.test.js (the test file did not run)": "Test suite failed to run"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

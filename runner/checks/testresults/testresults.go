@@ -1,6 +1,6 @@
 // Package testresults reads the structured results of test runners (go test -json,
-// JUnit XML as pytest writes it, TAP as node --test prints it, cargo test's plain
-// output) into one shape, and holds a later run to the tests that passed at a base
+// JUnit XML as pytest, vitest and mocha write it, TAP as node --test prints it,
+// jest's --json report, cargo test's plain output) into one shape, and holds a later run to the tests that passed at a base
 // revision: the test floor.
 //
 // Everything it reads comes from a test binary that the worker under judgement may
@@ -34,7 +34,7 @@ const (
 )
 
 // Formats lists the formats Parse reads, in a stable order.
-var Formats = []string{FormatGoTestJSON, FormatJUnitXML, FormatTAP, FormatCargoTest}
+var Formats = []string{FormatGoTestJSON, FormatJUnitXML, FormatTAP, FormatCargoTest, FormatJestJSON}
 
 // Bounds on what Parse keeps.
 const (
@@ -101,6 +101,8 @@ func Parse(format string, r io.Reader, max int64) (Report, error) {
 		parse, c = parseTAP, newCollector(format, true)
 	case FormatCargoTest:
 		parse, c = parseCargo, newCollector(format, false)
+	case FormatJestJSON:
+		parse, c = parseJestJSON, newCollector(format, false)
 	default:
 		return Report{Format: format}, fmt.Errorf("testresults: unknown format %q (want one of %v)", format, Formats)
 	}

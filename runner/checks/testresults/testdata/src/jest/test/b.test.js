@@ -1,0 +1,2 @@
+test.skip('skipped one', () => {});
+test('adds', () => expect(2).toBe(2));
