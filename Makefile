@@ -18,7 +18,7 @@ bench:
 	go test -run '^$$' -bench Generate ./models/
 	go test -run '^$$' -bench . -benchtime 200x ./runner/
 	go test -run '^$$' -bench 'RunNoop$$|BareForkExec' ./runner/worker/
-	go test -run '^$$' -bench 'JudgeView|VerifyGoTest' -benchtime 20x ./runner/judge/
+	go test -run '^$$' -bench 'JudgeView10k|JudgedRunOverhead|Snapshot10k|GitAddWriteTree10k' -benchtime 3x ./runner/judge/
 	go test -run '^$$' -bench 'PublishStored|TaskCompleteBytes' -benchtime 500x ./runner/ledger/
 	go test -run '^$$' -bench PublishFaults -benchtime 200x ./runner/ledger/
 	go test -run '^$$' -bench Fanout1000 -benchtime 50x ./handlers/live/

@@ -133,12 +133,13 @@ func (p *Pool) Start(ctx context.Context) error {
 			p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
 		}
 	}
-	// A judge's view a dead runner left up holds restored tests and held-out tests in
-	// a workspace: the worker's files go back before anything else runs there.
+	// Upgrade path (judge.RecoverAll): a runner of the previous version that died
+	// mid-check left a workspace as its in-place judge's view, held-out tests in it and
+	// the worker's tests replaced; the worker's files go back before a worker runs there.
 	if closed, err := judge.RecoverAll(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
-		return fmt.Errorf("runner: putting back the files of a judge's view an earlier runner left: %w", err)
+		return fmt.Errorf("runner: putting back the workspaces a previous version's judge left: %w", err)
 	} else if len(closed) > 0 {
-		p.log.Warn("put back the workspaces of judge's views an earlier runner left", "views", len(closed))
+		p.log.Warn("put back the workspaces of in-place judge's views a previous runner left", "views", len(closed))
 	}
 	if removed, err := judge.RecoverViews(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
 		return fmt.Errorf("runner: removing the judge's views an earlier runner left: %w", err)

@@ -264,7 +264,7 @@ func place(rootfd int, root, rel string, e entry) error {
 		}
 		return os.WriteFile(p, e.content, 0o644)
 	}
-	dfd, _, err := makeDirs(rootfd, path.Dir(rel))
+	dfd, err := makeDirs(rootfd, path.Dir(rel))
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func place(rootfd int, root, rel string, e entry) error {
 	if err != nil {
 		return &os.PathError{Op: "remove", Path: rel, Err: err}
 	}
-	if _, err := write(rootfd, rel, e); err != nil {
+	if err := write(rootfd, rel, e); err != nil {
 		return fmt.Errorf("judge: writing %s into the view: %w", rel, err)
 	}
 	return nil

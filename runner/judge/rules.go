@@ -1,25 +1,3 @@
-// Package judge prepares the judge's view of a worker's result: the workspace as the
-// worker left it, with the protected paths (tests, test data, test configuration)
-// as they were at the task's base revision and the held-out tests added, for the
-// verify commands to run on. It reports every protected file the worker added,
-// changed or deleted, and puts the worker's versions back afterwards, so the attempt
-// keeps what the worker left.
-//
-// Decision: the view is the workspace itself, not a copy. A copy of a repository with
-// its node_modules or .venv costs a full tree per attempt (hard links would let the
-// verify run, which runs the worker's code, write through to the worker's files
-// anyway, and this kernel's file systems have no reflinks). Rewriting the few
-// protected files in place costs a walk and the protected files' bytes. It is sound
-// only once no process of the attempt is left to race the rewrite: the runner kills
-// the attempt's process group, and where it holds CAP_SYS_ADMIN the sandbox runs
-// every confined command as PID 1 of its own PID namespace, so escapees die with it.
-// The worker's versions are saved under the runner's data dir with a journal before
-// anything in the workspace changes, so a runner that dies mid-way puts them back the
-// next time (Recover).
-//
-// The runner reads and writes the workspace with rights no worker has; every access
-// here goes through openat2 beneath the workspace with no symbolic links followed,
-// so a link planted by the worker cannot aim a restore outside it.
 package judge
 
 import (
@@ -96,7 +74,7 @@ func matchSegments(pat, name []string) bool {
 	return len(name) == 0
 }
 
-// whole reports whether rel is protected whole by one of rules, and otherwise the
+// classify reports whether rel is protected whole by one of rules, and otherwise the
 // partial rules that match it.
 func classify(rules []Rule, rel string) (whole bool, parts []Rule) {
 	for _, r := range rules {
@@ -109,14 +87,6 @@ func classify(rules []Rule, rel string) (whole bool, parts []Rule) {
 		parts = append(parts, r)
 	}
 	return false, parts
-}
-
-// skipDirs are directories the walk does not enter: version control, and the
-// dependency and cache trees that package managers and test runners fill (a worker
-// installs packages; see the README's security model for what that leaves open).
-var skipDirs = map[string]bool{
-	".git": true, "node_modules": true, ".venv": true, "venv": true, "__pycache__": true,
-	".pytest_cache": true, ".mypy_cache": true, ".ruff_cache": true, ".tox": true, ".hg": true, ".svn": true,
 }
 
 // BlockedError says a protected path could not be restored because the worker put a

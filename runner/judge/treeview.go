@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -128,7 +129,7 @@ func makeView(ctx context.Context, req *ViewRequest) (*TreeView, error) {
 	if err := os.WriteFile(filepath.Join(req.Dir, viewMarker), nil, 0o640); err != nil {
 		return nil, err
 	}
-	lock, err := lockJournal(req.Dir, false)
+	lock, err := lockDir(req.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +239,28 @@ func (v *TreeView) Close() error {
 	return nil
 }
 
+// lockDir takes the lock of a view's directory (or of a journal the previous version
+// left, see RecoverAll), failing at once with errViewLive while another process (a
+// live runner) holds it. The lock goes with the process, so a runner that died holds
+// none.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errViewLive
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// errViewLive: the view is up in a live runner.
+var errViewLive = errors.New("judge: the view is up in a live runner")
+
 // unmount unmounts whatever is mounted at root, detaching lazily when it is busy. Not
 // a mount point (any more) is fine.
 func unmount(root string) error {
@@ -285,7 +308,7 @@ func recoverView(dir string) (bool, error) {
 		// Never remove what is not a view's: the caller named the wrong directory.
 		return false, models.Errorf(models.ECONFLICT, "judge: %s is not a view's directory and is not empty", dir)
 	}
-	lock, err := lockJournal(dir, false)
+	lock, err := lockDir(dir)
 	if errors.Is(err, errViewLive) {
 		return false, models.Errorf(models.ECONFLICT, "judge: a view is open at %s in a live runner", dir)
 	}

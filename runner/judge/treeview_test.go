@@ -181,23 +181,32 @@ func TestOpenViewTestsMayChange(t *testing.T) {
 // TestOpenViewProtectsParts: package.json protected in its scripts: the worker's new
 // dependency is in the view, its changed test script is not.
 func TestOpenViewProtectsParts(t *testing.T) {
-	base := map[string]string{"package.json": `{"name": "calc", "scripts": {"test": "node --test"}}`}
+	// tools/package.json has no scripts object to protect at base: the worker who
+	// writes one there gets the whole file protected, not a part it could fill.
+	base := map[string]string{"package.json": `{"name": "calc", "scripts": {"test": "node --test"}}`, "tools/package.json": "[1, 2]"}
 	f := newFixture(t, base, func(dir string) {
-		writeFiles(t, dir, map[string]string{"package.json": `{"name": "calc", "scripts": {"test": "exit 0"}, "dependencies": {"left-pad": "1.0.0"}}`})
+		writeFiles(t, dir, map[string]string{
+			"package.json":       `{"name": "calc", "scripts": {"test": "exit 0"}, "dependencies": {"left-pad": "1.0.0"}}`,
+			"tools/package.json": `{"scripts": {"test": "exit 0"}}`,
+		})
 	})
 	req := f.request(true)
-	req.Rules, req.Parts, req.Names = ParseRules([]string{"package.json#scripts"}), fileparts.Restore, fileparts.ScriptsRun([]string{"npm test"})
+	req.Rules = ParseRules([]string{"package.json#scripts", "tools/package.json#scripts"})
+	req.Parts, req.Names = fileparts.Restore, fileparts.ScriptsRun([]string{"npm test"})
 	v, changes, err := OpenView(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	if len(changes) != 1 || strings.Join(changes[0].Parts, ",") != "scripts.test" {
+	if len(changes) != 2 || strings.Join(changes[0].Parts, ",") != "scripts.test" {
 		t.Fatalf("changes %+v", changes)
 	}
 	pkg := readFile(t, filepath.Join(v.Root(), "package.json"))
 	if !strings.Contains(pkg, `"node --test"`) || !strings.Contains(pkg, "left-pad") {
 		t.Fatalf("judged package.json: %s", pkg)
+	}
+	if got := readFile(t, filepath.Join(v.Root(), "tools/package.json")); got != "[1, 2]" || len(changes[1].Parts) != 1 || !strings.Contains(changes[1].Parts[0], "whole file") {
+		t.Fatalf("a part that cannot be read is not protected whole: %q %+v", got, changes[1])
 	}
 }
 
