@@ -115,6 +115,11 @@ type JudgeReport struct {
 	// HeldOut is how the held-out tests did: their count and the names of those that
 	// failed, never their files.
 	HeldOut *HeldOutReport `json:"held_out,omitempty"`
+	// Dependencies lists the dependencies the candidate changed, one entry each
+	// ("package.json: chai ^4.3.0 -> file:../fake-chai (a local path)"), when the
+	// contract lets them change (Verification.DependenciesMayChange) and the judge
+	// installed them itself; see runner/judge.ChangedDependencies.
+	Dependencies []string `json:"dependencies,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
 }
