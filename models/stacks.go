@@ -231,6 +231,11 @@ var (
 		".eslintrc*", "eslint.config.*",
 		"package.json#scripts", "package.json#.jest", "package.json#.mocha", "package.json#.ava",
 		"package.json#.babel", "package.json#.c8", "package.json#.nyc", "package.json#.tap"}
+	// Lockfiles are pinned whole, not entry by entry (a part for the entries that
+	// resolve to a path): with dependencies fixed any lockfile edit is a dependency
+	// change (a re-pointed "resolved", a git URL, an integrity), and yarn.lock and
+	// pnpm-lock.yaml have no parser here that reads them as their managers do. When
+	// dependencies may change, the report marks entries that resolve to a path.
 	nodePins = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
 		"bun.lock", "bun.lockb", ".yarn/cache/**", ".yarn/patches/**", ".pnp.*",
 		"package.json#.dependencies", "package.json#.devDependencies", "package.json#.optionalDependencies",

@@ -44,9 +44,15 @@ const (
 // base. Paths outside the workspace (absolute, or climbing out) are not returned:
 // the judge's environment owns those.
 //
+// It must be given the base revision's files: the worker's versions of the scripts
+// are what is being judged.
+//
 // What it cannot see: files that a JavaScript or Python script imports (protect
 // those with globs), commands built at run time ($(cat list), eval of a variable
-// whose value is computed), and files a program reads by its own conventions.
+// whose value is computed), files a program reads by its own conventions, the
+// package.json of another directory (npm --prefix, workspaces) and makefiles named
+// with make -f or -C; with .ONESHELL, a cd on one recipe line is not carried to the
+// next.
 func FilesRun(commands []string, read func(rel string) ([]byte, bool)) []string {
 	r := &runFinder{read: read, files: map[string]bool{}, seenText: map[string]bool{},
 		scripts: map[string]bool{}, targets: map[string]bool{}}

@@ -136,6 +136,7 @@ func (r *runFinder) options(b string, args []string, known []bool, st runState) 
 	switch b {
 	case "pytest", "py.test":
 		short["-c"] = true
+		r.pytestPlugins(args, known, st)
 	case "mocha", "ava", "node", "ts-node", "tsx", "nodejs", "_mocha":
 		short["-r"] = true
 	}
@@ -349,4 +350,20 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return sortedNames(out)
+}
+
+// pytestPlugins protects the modules `pytest -p name` loads as plugins, which a file
+// at the root provides first.
+func (r *runFinder) pytestPlugins(args []string, known []bool, st runState) {
+	for k := 0; k+1 < len(args); k++ {
+		if args[k] != "-p" || !known[k+1] || strings.HasPrefix(args[k+1], "no:") {
+			continue
+		}
+		mod := strings.ReplaceAll(args[k+1], ".", "/")
+		for _, f := range []string{mod + ".py", mod + "/__init__.py"} {
+			if rel, _ := resolve(st.dir, f); rel != "" {
+				r.files[rel] = true
+			}
+		}
+	}
 }

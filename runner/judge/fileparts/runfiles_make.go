@@ -8,15 +8,28 @@ import (
 // makefileNames are the files GNU make reads, in its order of preference.
 var makefileNames = []string{"GNUmakefile", "makefile", "Makefile"}
 
+// maxMakefiles bounds the makefiles makeRecipes reads (the root's and those they
+// include).
+const maxMakefiles = 16
+
 // makeRecipes reads, as shell, the recipe lines that Restore protects for the
 // targets named so far, in every Makefile at the root, with the Makefile's
-// variables expanded where their value is written literally.
+// variables expanded where their value is written literally. The makefiles a
+// protected include line names are protected whole and read the same way.
 func (r *runFinder) makeRecipes() {
 	if len(r.targets) == 0 {
 		return
 	}
 	names := setList(r.targets)
-	for _, name := range makefileNames {
+	queue := append([]string{}, makefileNames...)
+	seen := map[string]bool{}
+	for len(queue) > 0 && len(seen) < maxMakefiles {
+		name := queue[0]
+		queue = queue[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		data, ok := r.read(name)
 		if !ok || len(data) > MaxFileBytes {
 			continue
@@ -40,6 +53,9 @@ func (r *runFinder) makeRecipes() {
 				text = L.raw
 			case L.kind == mkRule && L.recipe != "":
 				text = L.recipe
+			case L.kind == mkDirective && (L.word == "include" || L.word == "-include" || L.word == "sinclude"):
+				queue = append(queue, r.included(f, L.value)...)
+				continue
 			default:
 				continue
 			}
@@ -125,4 +141,22 @@ func expandRef(f *mkFile, inner string, outs []string, depth int) []string {
 		}
 	}
 	return next
+}
+
+// included protects the makefiles an include line names (its words, make's
+// variables expanded) and returns them for reading.
+func (r *runFinder) included(f *mkFile, value string) []string {
+	var out []string
+	for _, text := range expandMake(f, value, 0) {
+		for _, w := range strings.Fields(text) {
+			if strings.ContainsAny(w, "$*?[") {
+				continue // computed or a glob: not a name FilesRun can protect
+			}
+			if rel, _ := resolve("", w); rel != "" {
+				r.files[rel] = true
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }

@@ -131,3 +131,17 @@ func TestFilesRunNothingRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesRunMakeIncludesAndPlugins: a makefile a protected include line names is
+// protected whole and its recipes read; a pytest -p plugin module is protected.
+func TestFilesRunMakeIncludesAndPlugins(t *testing.T) {
+	base := map[string]string{
+		"Makefile":    "MK = mk\ninclude $(MK)/test.mk\n",
+		"mk/test.mk":  "test:\n\tpytest -p tools.plug -p no:cacheprovider\n\t./mk/run.sh\n",
+		"mk/run.sh":   "true\n",
+		"tools/x.txt": "",
+	}
+	got := FilesRun([]string{"make test"}, fsOf(base))
+	wantFiles(t, "include", got, []string{"/mk/test.mk", "/mk/run.sh", "/tools/plug.py", "/tools/plug/__init__.py"},
+		[]string{"/no:cacheprovider.py"})
+}
