@@ -25,7 +25,9 @@ type Stack struct {
 	// anywhere (*_test.go); "**" matches any number of directories (tests/**).
 	// "file#part" protects a part of the file: package.json#scripts (the scripts the
 	// contract runs), Makefile#targets (the targets it runs), pyproject.toml#[tool.pytest]
-	// (a TOML table and those below it), setup.cfg#[tool:pytest] (an INI section).
+	// (a TOML table and those below it), setup.cfg#[tool:pytest] (an INI section),
+	// go.mod#replace (a go.mod directive's lines). The files that the contract's
+	// scripts and recipes run are protected besides (fileparts.FilesRun).
 	Protect []string `json:"protect,omitempty" yaml:"protect,omitempty"`
 	// Pins lists protect patterns (Protect's syntax) of the files that pin the
 	// dependencies the tests import: lockfiles, dependency lists, go.mod's require
@@ -229,6 +231,10 @@ var (
 		"vite.config.*", ".mocharc*", "ava.config.*", ".taprc", "karma.conf.*", "playwright.config.*",
 		"cypress.config.*", "babel.config.*", ".babelrc*", ".swcrc", ".c8rc*", ".nycrc*",
 		".eslintrc*", "eslint.config.*",
+		// A package's bin is linked onto the PATH of npm scripts when npm installs a
+		// workspace ("bin": {"jest": "./fake.js"}), so it replaces the runner once the
+		// judge installs the candidate's dependencies.
+		"package.json#.bin", "package.json#.directories",
 		"package.json#scripts", "package.json#.jest", "package.json#.mocha", "package.json#.ava",
 		"package.json#.babel", "package.json#.c8", "package.json#.nyc", "package.json#.tap"}
 	// Lockfiles are pinned whole, not entry by entry (a part for the entries that

@@ -193,3 +193,30 @@ func TestRealGoReplace(t *testing.T) {
 		t.Fatalf("the judged go.mod still passes:\n%s\n%s", judged, out)
 	}
 }
+
+// TestRealWorkspaceBin: when the judge installs the candidate's dependencies itself
+// (dependencies_may_change; npm install --ignore-scripts, the node stack's Install
+// entry), a workspace package's "bin" is linked into node_modules/.bin, ahead of the
+// real runner on the PATH of `npm test`: a fake jest passes. package.json#.bin stays
+// protected whether or not dependencies may change.
+func TestRealWorkspaceBin(t *testing.T) {
+	npm := tool(t, "npm")
+	tool(t, "node")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json":                `{"name":"root","version":"1.0.0","private":true,"workspaces":["packages/*"],"scripts":{"test":"jest"}}`,
+		"packages/tools/package.json": `{"name":"tools","version":"1.0.0","bin":{"jest":"./fake.js"}}`,
+		"packages/tools/fake.js":      "#!/usr/bin/env node\nconsole.log('Tests: 12 passed, 12 total')\n",
+	})
+	if code, out := runIn(t, dir, nil, npm, "install", "--ignore-scripts", "--offline", "--no-audit", "--no-fund"); code != 0 {
+		t.Fatalf("npm install: exit %d\n%s", code, out)
+	}
+	if code, out := runIn(t, dir, nil, npm, "test"); code != 0 || !strings.Contains(out, "12 passed") {
+		t.Fatalf("the workspace's bin did not replace jest (exit %d):\n%s", code, out)
+	}
+	for _, may := range []bool{false, true} {
+		if got := protectedBy([]string{"node"}, may, "packages/tools/package.json"); !strings.Contains(got, "package.json#.bin") {
+			t.Errorf("dependencies_may_change %v: a workspace's package.json protected %q", may, got)
+		}
+	}
+}

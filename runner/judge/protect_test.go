@@ -63,6 +63,7 @@ var hostileFiles = []struct {
 	{"node", "babel.config.js", "", "a transform rewrites the tests"},
 	{"node", "vite.config.ts", "", "vitest reads vite's configuration"},
 	{"node", "package.json", ".mocha", "mocha's configuration in package.json"},
+	{"node", "packages/tools/package.json", ".bin", `a workspace's "bin": {"jest": "./fake.js"} on the scripts' PATH`},
 	// Go: what swaps the code the tests import.
 	{"go", "go.work", "", "a workspace swaps modules"},
 	{"go", "go.work.sum", "", "a workspace's sums"},

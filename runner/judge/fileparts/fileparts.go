@@ -40,7 +40,9 @@
 // defeats the splice), the judged file is the base's whole file and changed says
 // WholeFile. So a judged file either has the base's protected parts or is the base.
 //
-// Known gaps, outside what one file's parts can cover (the caller's to protect):
+// Known gaps, outside what one file's parts can cover (the caller's to protect; the
+// default stacks' rules in models protect .npmrc, .yarnrc*, pytest.ini and the like
+// at any depth, and FilesRun names the files the protected scripts and recipes run):
 //
 //   - package.json: fields scripts read indirectly ("config" through
 //     $npm_package_config_*), test-runner configuration kept in package.json (protect
