@@ -36,6 +36,11 @@ const (
 // `--import f`). A shell script found this way is read in turn, up to maxRunDepth
 // deep and maxRunTexts texts in all.
 //
+// A program run with an interpreter or as ./x that is no shell script is protected
+// only when it is the test's tooling (toolingPath: scripts/, tools/, test/, ... or a
+// name such as run_tests.py), never the code under test: `python3 main.py < in.txt |
+// diff - want.txt` runs what the worker is there to write.
+//
 // read returns a file of the base revision by its workspace path, ok false when
 // there is none or it is no regular file. A path a command runs is protected whether
 // or not it exists at base (a worker must not add a script the recipe would run);

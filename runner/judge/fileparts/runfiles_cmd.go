@@ -172,7 +172,7 @@ func (r *runFinder) maybeFiles(args []string, known []bool, st runState) {
 			continue
 		}
 		if rel, _ := resolve(st.dir, a); rel != "" {
-			if data, ok := r.read(rel); ok && looksRunnable(rel, data) {
+			if data, ok := r.read(rel); ok && looksRunnable(rel, data) && (looksShell(rel, data) || toolingPath(rel)) {
 				r.files[rel] = true
 			}
 		}
@@ -187,11 +187,12 @@ func (r *runFinder) run(p string, st runState, depth int, asShell, sourced bool)
 		return
 	}
 	data, ok := r.read(rel)
-	if !certain && !ok {
+	shell := asShell || looksShell(rel, data)
+	if !certain && !ok || !shell && !toolingPath(rel) {
 		return
 	}
 	r.files[rel] = true
-	if !ok || (!asShell && !looksShell(rel, data)) || len(data) > MaxFileBytes || bytes.IndexByte(data, 0) >= 0 {
+	if !ok || !shell || len(data) > MaxFileBytes || bytes.IndexByte(data, 0) >= 0 {
 		return
 	}
 	next := runState{dir: st.dir, vars: map[string]string{"0": p, "BASH_SOURCE": p}}
@@ -200,6 +201,25 @@ func (r *runFinder) run(p string, st runState, depth int, asShell, sourced bool)
 		next.vars["BASH_SOURCE"] = p
 	}
 	r.shell(string(data), next, depth+1)
+}
+
+// toolingDirs are the top-level directories that hold a project's scripts and
+// tests rather than its code.
+var toolingDirs = setOf("scripts", "script", "tools", "tool", "ci", ".ci", "test", "tests", "spec", "specs",
+	"hack", "e2e", ".github", ".circleci", ".gitlab", "build-aux", "dev")
+
+var toolingName = regexp.MustCompile(`(?i)test|check|verify|spec|lint|runner|harness|conftest`)
+
+// toolingPath reports whether a program that a protected recipe or script runs with
+// an interpreter (node x.js, python3 x.py, ./x) is the test's tooling, to protect,
+// rather than the code under test, which the worker is there to change: `test:
+// python3 main.py < in.txt | diff - want.txt` runs the program being written.
+// Tooling is a file in a top-level tooling directory (scripts/, tools/, ci/, test/,
+// ...) or one whose name says so (run_tests.py, check.js); shell scripts are always
+// tooling and do not ask.
+func toolingPath(rel string) bool {
+	first, _, _ := strings.Cut(rel, "/")
+	return strings.Contains(rel, "/") && toolingDirs[first] || toolingName.MatchString(path.Base(rel))
 }
 
 // resolve is p relative to the workspace, run in dir; "" when it is outside it.

@@ -52,6 +52,7 @@ func TestFilesRunRecipesAndScripts(t *testing.T) {
 		"scripts/test.js": "require('./helpers')\n",
 		"t.sh":            "exec ./bin/real-test\n",
 		"bin/real-test":   "#!/usr/bin/env bash\n./bin/deeper\n",
+		"bin/deeper":      "#!/bin/sh\ntrue\n",
 		"src/app.js":      "module.exports = 1\n",
 	}
 	got := FilesRun([]string{"make test", "npm test"}, fsOf(base))
@@ -144,4 +145,20 @@ func TestFilesRunMakeIncludesAndPlugins(t *testing.T) {
 	got := FilesRun([]string{"make test"}, fsOf(base))
 	wantFiles(t, "include", got, []string{"/mk/test.mk", "/mk/run.sh", "/tools/plug.py", "/tools/plug/__init__.py"},
 		[]string{"/no:cacheprovider.py"})
+}
+
+// TestFilesRunLeavesCodeUnderTest: a recipe that runs the program being written
+// (python3 main.py < in.txt | diff, node src/server.js, python3 -m mypkg, a binary
+// the recipe builds) does not protect it: the worker is there to change it. Tooling
+// the same recipe runs is protected.
+func TestFilesRunLeavesCodeUnderTest(t *testing.T) {
+	base := map[string]string{
+		"Makefile": "test: app\n\tpython3 main.py < in.txt | diff - want.txt\n\tnode src/server.js & sleep 1; node tools/probe.js\n" +
+			"\tpython3 -m mypkg --selftest\n\t./app --check\n\tpython3 run_tests.py\napp:\n\tcc -o app app.c\n",
+		"main.py": "print(1)\n", "src/server.js": "x\n", "mypkg/__main__.py": "x\n", "app.c": "int main(){}\n",
+		"tools/probe.js": "x\n", "run_tests.py": "x\n",
+	}
+	got := FilesRun([]string{"make test"}, fsOf(base))
+	wantFiles(t, "code under test", got, []string{"/tools/probe.js", "/run_tests.py"},
+		[]string{"/main.py", "/src/server.js", "/mypkg/__main__.py", "/app", "/app.c", "/in.txt", "/want.txt"})
 }
