@@ -62,6 +62,9 @@ func TestProtectedForPins(t *testing.T) {
 			t.Errorf("%s not protected when dependencies may change", p)
 		}
 	}
+	if pins := r.PinsFor(Verification{Stacks: []string{"go"}, DependenciesMayChange: true}); !slices.Contains(pins, "go.mod#replace") || slices.Contains(pins, "package-lock.json") {
+		t.Errorf("PinsFor go: %v", pins)
+	}
 	if slices.Contains(fixed, "requirements*.txt") {
 		t.Error("the python stack's pins protected in a go and node workspace")
 	}

@@ -46,6 +46,20 @@ func (r ProjectRules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestRes
 	return TestResults{}, false
 }
 
+// PinsFor lists the dependency pins (Stack.Pins) of the stacks v's workspace matched,
+// sorted, without repeats, whether or not v lets them change: the files whose changes
+// the judge reports as dependencies (runner/judge.ChangedDependencies) when they may.
+func (r ProjectRules) PinsFor(v Verification) []string {
+	var out []string
+	for _, st := range r.Stacks {
+		if slices.Contains(v.Stacks, st.Name) {
+			out = append(out, st.Pins...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // InstallFor returns how the judge installs the dependencies of a task with
 // verification v whose candidate workspace has facts: for each stack the workspace
 // matched (v.Stacks), in the rules' order, the first Install entry whose conditions
