@@ -217,15 +217,16 @@ var (
 
 	nodeProtect = []string{
 		// Test files by the runners' default names: node --test (Node 20: every .js,
-		// .cjs, .mjs below a directory named test, and test.*, test-*, *.test.*, *-test.*,
-		// *_test.*; Node 22 adds TypeScript), jest (__tests__, *.test.*, *.spec.*, with
-		// its __mocks__ that replace modules), vitest and mocha (test/).
+		// .cjs, .mjs below a directory named test, and test.*, test-*, *.test.*,
+		// *-test.*, *_test.*; the globs take any extension, for the runners that load
+		// TypeScript), jest (__tests__, *.test.*, *.spec.*, with its __mocks__ that
+		// replace modules), vitest and mocha (test/).
 		"**/test/**", "**/tests/**", "**/__tests__/**", "**/__mocks__/**", "test.*", "test-*",
 		"*.test.*", "*-test.*", "*_test.*", "*.spec.*",
 		// The runners' configuration, and the package manager's: a project .npmrc sets
 		// script-shell and node-options for every script, .yarnrc* and .pnpmfile.cjs
-		// do the same for yarn and pnpm.
-		// Yarn's own release and plugins (yarnPath in .yarnrc.yml) are the package manager.
+		// do the same for yarn and pnpm, and yarn's own release and plugins (yarnPath
+		// in .yarnrc.yml) are the package manager itself.
 		".npmrc", ".yarnrc*", ".yarn/releases/**", ".yarn/plugins/**", ".pnpmfile.*", "pnpm-workspace.yaml", "bunfig.toml",
 		"jest.config.*", "jest.setup.*", "setupTests.*", "vitest.config.*", "vitest.workspace.*", "vitest.setup.*",
 		"vite.config.*", ".mocharc*", "ava.config.*", ".taprc", "karma.conf.*", "playwright.config.*",
