@@ -284,6 +284,7 @@ func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verifica
 	}
 	old := t.Contract.Verification
 	v.Protect, v.TestsMayChange, v.HeldOut = old.Protect, old.TestsMayChange, old.HeldOut
+	v.DependenciesMayChange = old.DependenciesMayChange
 	c := t.Contract
 	c.Verification = v
 	c = ResolveContract(c, t.Title, t.Brief, nil, rules, s.now())

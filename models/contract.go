@@ -101,6 +101,13 @@ type Verification struct {
 	// TestsMayChange skips the restore, for tasks whose job is to write or change
 	// tests; the report of changed protected files and the test floor still hold.
 	TestsMayChange bool `json:"tests_may_change,omitempty" yaml:"tests_may_change,omitempty"`
+	// DependenciesMayChange lets the worker change the dependencies the tests import:
+	// the stacks' dependency pins (lockfiles, dependency lists, go.mod's require and
+	// replace, vendor trees; Stack.Pins) are then not restored from the base, the
+	// judge installs the candidate's dependencies itself (Stack.Install), and the
+	// report lists those that changed. False, the pins are protected like the tests.
+	// Only the roles that may set commands may set it.
+	DependenciesMayChange bool `json:"dependencies_may_change,omitempty" yaml:"dependencies_may_change,omitempty"`
 	// HeldOut are tests the worker never sees, added to the judge's view. Only the
 	// roles that may set commands may set them, and only they read them back (see
 	// Contract.Redacted).

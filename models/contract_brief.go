@@ -185,6 +185,11 @@ func judgeNote(v Verification) string {
 		b.WriteString(strings.Join(append([]string{"the stacks' test files"}, v.Protect...), ", "))
 		b.WriteString(") as they were when the task was delegated, so changing, adding or deleting them changes nothing the checks see, and every such change is reported. Every test that passed before must still run and pass.\n")
 	}
+	if v.DependenciesMayChange {
+		b.WriteString("You may change the project's dependencies: the checks install them from your manifests and lockfiles, and every dependency you changed is reported.\n")
+	} else {
+		b.WriteString("The project's dependencies (lockfiles, dependency lists, vendored code) are fixed: the checks use them as they were when the task was delegated.\n")
+	}
 	if n := len(v.HeldOut) + v.HeldOutCount; n > 0 {
 		fmt.Fprintf(&b, "%d further test file(s) that you cannot see are run too: make the code right in general, not for the visible cases.\n", n)
 	}

@@ -328,7 +328,7 @@ var (
 	}}
 	verificationSchema = &fieldSchema{keys: map[string]*fieldSchema{
 		"type": nil, "criteria": criteriaSchema, "generated_from": nil, "generated_at": nil,
-		"workspace": nil, "stacks": nil, "protect": nil, "tests_may_change": nil,
+		"workspace": nil, "stacks": nil, "protect": nil, "tests_may_change": nil, "dependencies_may_change": nil,
 		"held_out": heldOutSchema, "held_out_count": nil,
 	}}
 	heldOutSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{"path": nil, "content": nil}}

@@ -713,6 +713,7 @@ func ResolveContract(c Contract, title, brief string, files []string, rules Proj
 		v, generated = Generate(title, brief, files, rules, now), true
 		// The judge's settings are the author's, whatever generation decides.
 		v.Protect, v.TestsMayChange, v.HeldOut = judged.Protect, judged.TestsMayChange, judged.HeldOut
+		v.DependenciesMayChange = judged.DependenciesMayChange
 	default:
 		out.Verification = v
 		return out

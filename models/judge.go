@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -88,7 +89,7 @@ func ProtectPatternProblem(p string) string {
 	case hasPart && strings.TrimSpace(part) == "":
 		return `names no part after "#"`
 	case hasPart && !knownPart(strings.TrimSpace(part)):
-		return "names an unknown part " + quote(part) + ": use scripts, targets, .member or [table]"
+		return "names an unknown part " + quote(part) + ": use scripts, targets, a go.mod directive (replace), .member or [table]"
 	case !validProtectGlob(strings.TrimSpace(glob)):
 		return "is not a valid glob: relative, '/'-separated, each segment ** or a pattern"
 	}
@@ -121,6 +122,11 @@ type JudgeReport struct {
 	// Canary is how the judge's canary tests did in each run with structured results,
 	// and says so for a run that carried none.
 	Canary []CanaryStatus `json:"canary,omitempty"`
+	// Dependencies lists the dependencies the candidate changed, one entry each
+	// ("package.json: chai ^4.3.0 -> file:../fake-chai (a local path)"), when the
+	// contract lets them change (Verification.DependenciesMayChange) and the judge
+	// installed them itself; see runner/judge.ChangedDependencies.
+	Dependencies []string `json:"dependencies,omitempty"`
 	// PrepareMS is how long preparing the judge's view took.
 	PrepareMS int64 `json:"prepare_ms"`
 	// Tree is the git tree id of the candidate the checks judged: the worker's result
@@ -292,11 +298,16 @@ func (t Task) ForReader(reader *Agent) Task {
 	return t
 }
 
+// GoModParts are the go.mod directives a protect pattern may name as a part
+// ("go.mod#replace"): the judge restores those lines of the base's go.mod.
+var GoModParts = []string{"go", "toolchain", "godebug", "require", "exclude", "replace", "retract", "tool", "ignore"}
+
 // knownPart reports whether part is one the judge reads: a package.json's scripts, a
-// Makefile's targets, a JSON member (.jest), a TOML table or an INI section ([tool.pytest]).
+// Makefile's targets, a go.mod directive (GoModParts), a JSON member (.jest), a TOML
+// table or an INI section ([tool.pytest]).
 func knownPart(part string) bool {
 	switch {
-	case part == "scripts" || part == "targets":
+	case part == "scripts" || part == "targets" || slices.Contains(GoModParts, part):
 		return true
 	case len(part) > 1 && strings.HasPrefix(part, "."):
 		return true

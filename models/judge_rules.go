@@ -8,13 +8,17 @@ import "slices"
 var AlwaysProtected = []string{".github/workflows/**", ".gitlab-ci.yml", ".pre-commit-config.yaml"}
 
 // ProtectedFor lists the protect patterns of a task with verification v: those of the
-// stacks its workspace matched (v.Stacks, as the rules define them now), the
-// contract's own (v.Protect) and AlwaysProtected, without repeats.
+// stacks its workspace matched (v.Stacks, as the rules define them now) with their
+// dependency pins unless v.DependenciesMayChange, the contract's own (v.Protect) and
+// AlwaysProtected, sorted, without repeats.
 func (r ProjectRules) ProtectedFor(v Verification) []string {
 	out := slices.Clone(AlwaysProtected)
 	for _, st := range r.Stacks {
 		if slices.Contains(v.Stacks, st.Name) {
 			out = append(out, st.Protect...)
+			if !v.DependenciesMayChange {
+				out = append(out, st.Pins...)
+			}
 		}
 	}
 	out = append(out, v.Protect...)
@@ -40,4 +44,42 @@ func (r ProjectRules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestRes
 		}
 	}
 	return TestResults{}, false
+}
+
+// PinsFor lists the dependency pins (Stack.Pins) of the stacks v's workspace matched,
+// sorted, without repeats, whether or not v lets them change: the files whose changes
+// the judge reports as dependencies (runner/judge.ChangedDependencies) when they may.
+func (r ProjectRules) PinsFor(v Verification) []string {
+	var out []string
+	for _, st := range r.Stacks {
+		if slices.Contains(v.Stacks, st.Name) {
+			out = append(out, st.Pins...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// InstallFor returns how the judge installs the dependencies of a task with
+// verification v whose candidate workspace has facts: for each stack the workspace
+// matched (v.Stacks), in the rules' order, the first Install entry whose conditions
+// hold. It is empty unless v.DependenciesMayChange: with the pins protected the
+// judge's dependency trees are the base's and nothing needs installing.
+func (r ProjectRules) InstallFor(v Verification, facts WorkspaceFacts) []InstallCommand {
+	if !v.DependenciesMayChange {
+		return nil
+	}
+	var out []InstallCommand
+	for _, st := range r.Stacks {
+		if !slices.Contains(v.Stacks, st.Name) {
+			continue
+		}
+		for _, in := range st.Install {
+			if ok, _ := facts.all(in.When); ok {
+				out = append(out, in)
+				break
+			}
+		}
+	}
+	return out
 }

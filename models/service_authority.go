@@ -37,12 +37,16 @@ func (c Contract) CommandFields() []string {
 		}
 	}
 	// Held-out tests are code the judge runs, and what a task is judged by: the same
-	// authority as a command. Protect and tests_may_change loosen or tighten the judge.
+	// authority as a command. Protect, tests_may_change and dependencies_may_change
+	// loosen or tighten the judge.
 	if len(c.Verification.HeldOut) > 0 {
 		out = append(out, "verification.held_out")
 	}
 	if c.Verification.TestsMayChange {
 		out = append(out, "verification.tests_may_change")
+	}
+	if c.Verification.DependenciesMayChange {
+		out = append(out, "verification.dependencies_may_change")
 	}
 	return out
 }

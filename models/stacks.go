@@ -1,6 +1,9 @@
 package models
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Stacks: the kinds of workspace contract generation knows. A stack is detected from
 // the workspace's top-level files (go.mod, a package.json test script, a Makefile
@@ -25,8 +28,24 @@ type Stack struct {
 	// anywhere (*_test.go); "**" matches any number of directories (tests/**).
 	// "file#part" protects a part of the file: package.json#scripts (the scripts the
 	// contract runs), Makefile#targets (the targets it runs), pyproject.toml#[tool.pytest]
-	// (a TOML table and those below it), setup.cfg#[tool:pytest] (an INI section).
+	// (a TOML table and those below it), setup.cfg#[tool:pytest] (an INI section),
+	// go.mod#replace (a go.mod directive's lines). The files that the contract's
+	// scripts and recipes run are protected besides (fileparts.FilesRun).
 	Protect []string `json:"protect,omitempty" yaml:"protect,omitempty"`
+	// Pins lists protect patterns (Protect's syntax) of the files that pin the
+	// dependencies the tests import: lockfiles, dependency lists, go.mod's require
+	// and replace directives, vendored trees. A worker who edits them swaps code the
+	// tests run ("file:../fake-chai" in a lockfile, a replace => ./fake), so they are
+	// protected like Protect unless the contract lets dependencies change
+	// (Verification.DependenciesMayChange); then the judge installs the candidate's
+	// dependencies itself (Install) and the report lists the ones that changed.
+	Pins []string `json:"pins,omitempty" yaml:"pins,omitempty"`
+	// Install says how the judge installs the stack's dependencies from the
+	// candidate's manifests when the contract lets them change: the first entry whose
+	// conditions hold applies. Commands run no package's own scripts
+	// (--ignore-scripts, binary wheels only), and install where InstallDirPlaceholder
+	// says when the stack has no project-local dependency tree.
+	Install []InstallCommand `json:"install,omitempty" yaml:"install,omitempty"`
 	// Results says how to read the test runner's structured results: the first entry
 	// whose conditions hold applies.
 	Results []TestResults `json:"results,omitempty" yaml:"results,omitempty"`
@@ -92,6 +111,20 @@ const (
 // CanaryKinds are the kinds TestResults.Canary may name.
 var CanaryKinds = []string{CanaryGo, CanaryPytest, CanaryNodeTest, CanaryJest, CanaryVitest, CanaryMocha}
 
+// InstallCommand is one way of installing a stack's dependencies.
+type InstallCommand struct {
+	// Command runs with /bin/sh in the judge's view of the candidate and must exit 0.
+	Command string `json:"command" yaml:"command"`
+	// When lists conditions that must all hold for this entry to apply (a lockfile).
+	When []Condition `json:"when,omitempty" yaml:"when,omitempty"`
+	// Tools are the programs the command runs.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+}
+
+// InstallDirPlaceholder in an Install command is replaced by a judge-owned directory
+// that the judged run then imports from (Python's --target, put on PYTHONPATH).
+const InstallDirPlaceholder = "{install_dir}"
+
 // ResultsFilePlaceholder in a TestResults command is replaced by the path of the file
 // the results are to be written to.
 const ResultsFilePlaceholder = "{results_file}"
@@ -156,17 +189,22 @@ func DefaultStacks() []Stack {
 				{Activity: "format", Command: `files=$(gofmt -l .) || exit 2; test -z "$files" || { echo "not gofmt-formatted:"; echo "$files"; exit 1; }`,
 					Description: "Go files are gofmt-formatted", Tools: []string{"gofmt"}},
 			},
-			Protect: []string{"*_test.go", "testdata/**", ".golangci.*"},
+			Protect: slices.Clone(goProtect),
+			Pins:    slices.Clone(goPins),
+			Install: []InstallCommand{
+				{Command: "go mod vendor", When: []Condition{{File: "vendor/"}}, Tools: []string{"go"}},
+				{Command: "go mod download", Tools: []string{"go"}},
+			},
 			Results: []TestResults{{Format: ResultsGoTestJSON, Command: "go test -json ./...", Canary: CanaryGo}},
 		},
 		{
 			Name:     "node",
 			Detect:   []Condition{{Script: "test"}},
 			Commands: nodeCommands(),
-			Protect: []string{"test/**", "tests/**", "__tests__/**", "**/*.test.*", "**/*.spec.*",
-				"jest.config.*", "vitest.config.*", ".mocharc*", ".eslintrc*", "eslint.config.*",
-				"package.json#scripts"},
-			Results: nodeResults(),
+			Protect:  slices.Clone(nodeProtect),
+			Pins:     slices.Clone(nodePins),
+			Install:  nodeInstall(),
+			Results:  nodeResults(),
 		},
 		{
 			Name:   "python",
@@ -176,17 +214,23 @@ func DefaultStacks() []Stack {
 				{Activity: "lint", Command: "ruff check .", Description: "ruff reports no problems", When: []Condition{{Config: "ruff"}}, Tools: []string{"ruff"}},
 				{Activity: "typecheck", Command: "mypy .", Description: "mypy reports no type errors", When: []Condition{{Config: "mypy"}}, Tools: []string{"mypy"}},
 			},
-			Protect: []string{"tests/**", "test_*.py", "*_test.py", "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini",
-				"pyproject.toml#[tool.pytest]", "pyproject.toml#[project.entry-points.pytest11]", "setup.cfg#[tool:pytest]", "ruff.toml", ".ruff.toml", "mypy.ini",
-				"pyproject.toml#[tool.ruff]", "pyproject.toml#[tool.mypy]"},
+			Protect: slices.Clone(pythonProtect),
+			Pins:    slices.Clone(pythonPins),
+			Install: []InstallCommand{{Command: "python3 -m pip install --no-input --disable-pip-version-check --only-binary=:all: --target " +
+				InstallDirPlaceholder + " -r requirements.txt", When: []Condition{{File: "requirements.txt"}}, Tools: []string{"python3"}}},
 			Results: []TestResults{{Format: ResultsJUnitXML, Command: "python3 -m pytest -q --junitxml=" + ResultsFilePlaceholder, Canary: CanaryPytest}},
 		},
 		{
 			Name:     "rust",
 			Detect:   []Condition{{File: "Cargo.toml"}},
 			Commands: []StackCommand{{Activity: "unit-test", Command: "cargo test", Description: "Unit tests pass", Tools: []string{"cargo"}}},
-			Protect:  []string{"tests/**", "benches/**"},
-			Results:  []TestResults{{Format: ResultsCargoTest, Command: "cargo test"}},
+			Protect:  slices.Clone(rustProtect),
+			Pins:     slices.Clone(rustPins),
+			Install: []InstallCommand{
+				{Command: "cargo fetch --locked", When: []Condition{{File: "Cargo.lock"}}, Tools: []string{"cargo"}},
+				{Command: "cargo fetch", Tools: []string{"cargo"}},
+			},
+			Results: []TestResults{{Format: ResultsCargoTest, Command: "cargo test"}},
 		},
 		{
 			Name:     "make",
@@ -195,6 +239,95 @@ func DefaultStacks() []Stack {
 			Protect:  []string{"Makefile#targets", "GNUmakefile#targets", "makefile#targets"},
 		},
 	})
+}
+
+// The default stacks' protected paths and dependency pins. Each list covers, for its
+// stack: the test files by the test runners' default names, the files that configure
+// or replace the test runner at any depth (a project .npmrc's script-shell, a conftest.py
+// in a subdirectory, a pytest.py at the root that `python3 -m pytest` imports instead
+// of pytest), and, in the Pins lists, what swaps the code the tests import.
+// DefaultStacks clones them: callers edit the rules they are given.
+var (
+	goProtect = []string{"*_test.go", "**/testdata/**", ".golangci.*",
+		// toolchain settings of go.mod: runtime behaviour the tests see (godebug); the
+		// go and toolchain lines choose the compiler and are pins.
+		"go.mod#godebug"}
+	goPins = []string{"go.mod#require", "go.mod#replace", "go.mod#exclude", "go.mod#go", "go.mod#toolchain",
+		"go.sum", "go.work", "go.work.sum", "**/vendor/**"}
+
+	nodeProtect = []string{
+		// Test files by the runners' default names: node --test (Node 20: every .js,
+		// .cjs, .mjs below a directory named test, and test.*, test-*, *.test.*,
+		// *-test.*, *_test.*; the globs take any extension, for the runners that load
+		// TypeScript), jest (__tests__, *.test.*, *.spec.*, with its __mocks__ that
+		// replace modules), vitest and mocha (test/).
+		"**/test/**", "**/tests/**", "**/__tests__/**", "**/__mocks__/**", "test.*", "test-*",
+		"*.test.*", "*-test.*", "*_test.*", "*.spec.*",
+		// The runners' configuration, and the package manager's: a project .npmrc sets
+		// script-shell and node-options for every script, .yarnrc* and .pnpmfile.cjs
+		// do the same for yarn and pnpm, and yarn's own release and plugins (yarnPath
+		// in .yarnrc.yml) are the package manager itself.
+		".npmrc", ".yarnrc*", ".yarn/releases/**", ".yarn/plugins/**", ".pnpmfile.*", "pnpm-workspace.yaml", "bunfig.toml",
+		"jest.config.*", "jest.setup.*", "setupTests.*", "vitest.config.*", "vitest.workspace.*", "vitest.setup.*",
+		"vite.config.*", ".mocharc*", "ava.config.*", ".taprc", "karma.conf.*", "playwright.config.*",
+		"cypress.config.*", "babel.config.*", ".babelrc*", ".swcrc", ".c8rc*", ".nycrc*",
+		".eslintrc*", "eslint.config.*",
+		// A package's bin is linked onto the PATH of npm scripts when npm installs a
+		// workspace ("bin": {"jest": "./fake.js"}), so it replaces the runner once the
+		// judge installs the candidate's dependencies.
+		"package.json#.bin", "package.json#.directories",
+		"package.json#scripts", "package.json#.jest", "package.json#.mocha", "package.json#.ava",
+		"package.json#.babel", "package.json#.c8", "package.json#.nyc", "package.json#.tap"}
+	// Lockfiles are pinned whole, not entry by entry (a part for the entries that
+	// resolve to a path): with dependencies fixed any lockfile edit is a dependency
+	// change (a re-pointed "resolved", a git URL, an integrity), and yarn.lock and
+	// pnpm-lock.yaml have no parser here that reads them as their managers do. When
+	// dependencies may change, the report marks entries that resolve to a path.
+	nodePins = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+		"bun.lock", "bun.lockb", ".yarn/cache/**", ".yarn/patches/**", ".pnp.*",
+		"package.json#.dependencies", "package.json#.devDependencies", "package.json#.optionalDependencies",
+		"package.json#.peerDependencies", "package.json#.bundleDependencies", "package.json#.bundledDependencies",
+		"package.json#.overrides", "package.json#.resolutions", "package.json#.pnpm",
+		"package.json#.workspaces", "package.json#.packageManager"}
+
+	pythonProtect = []string{"**/tests/**", "**/test/**", "test_*.py", "*_test.py",
+		// pytest's configuration, wherever pytest may find it, and its plugins.
+		"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+		"pyproject.toml#[tool.pytest]", "pyproject.toml#[project.entry-points.pytest11]", "setup.cfg#[tool:pytest]",
+		// Python's start-up hooks, and the modules that `python3 -m pytest` imports
+		// before any test, which a file of the same name at the root (first on
+		// sys.path) replaces.
+		"sitecustomize.py", "usercustomize.py", "*.pth", "pytest.py", "_pytest.py", "py.py", "pluggy.py",
+		"iniconfig.py", "attr.py", "packaging.py", "exceptiongroup.py", "tomli.py",
+		"pytest/**", "_pytest/**", "py/**", "pluggy/**", "iniconfig/**", "attr/**", "attrs/**",
+		"packaging/**", "exceptiongroup/**", "tomli/**", "_distutils_hack/**",
+		"ruff.toml", ".ruff.toml", "mypy.ini", ".mypy.ini", "pyproject.toml#[tool.ruff]", "pyproject.toml#[tool.mypy]"}
+	pythonPins = []string{"requirements*.txt", "constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
+		"uv.lock", "pdm.lock", "pylock.toml", "pylock.*.toml",
+		"pyproject.toml#[project.dependencies]", "pyproject.toml#[project.optional-dependencies]",
+		"pyproject.toml#[dependency-groups]", "pyproject.toml#[tool.poetry.dependencies]",
+		"pyproject.toml#[tool.poetry.group]", "pyproject.toml#[tool.uv]", "pyproject.toml#[tool.pdm]"}
+
+	rustProtect = []string{"**/tests/**", "**/benches/**",
+		// cargo's configuration: [target.*] runner and [alias] test replace what
+		// `cargo test` runs; the toolchain file picks the compiler.
+		"**/.cargo/config", "**/.cargo/config.toml", "rust-toolchain", "rust-toolchain.toml"}
+	rustPins = []string{"Cargo.lock", "Cargo.toml#[dependencies]", "Cargo.toml#[dev-dependencies]",
+		"Cargo.toml#[build-dependencies]", "Cargo.toml#[target]", "Cargo.toml#[patch]", "Cargo.toml#[replace]",
+		"Cargo.toml#[workspace.dependencies]"}
+)
+
+// nodeInstall installs a Node project's dependencies with the package manager its
+// lockfile names, from the lockfile when there is one, running no package's scripts.
+func nodeInstall() []InstallCommand {
+	return []InstallCommand{
+		{Command: "pnpm install --frozen-lockfile --ignore-scripts", When: []Condition{{File: "pnpm-lock.yaml"}}, Tools: []string{"pnpm"}},
+		{Command: "yarn install --immutable --mode=skip-build", When: []Condition{{File: "yarn.lock"}, {File: ".yarnrc.yml"}}, Tools: []string{"yarn"}},
+		{Command: "yarn install --frozen-lockfile --ignore-scripts", When: []Condition{{File: "yarn.lock"}}, Tools: []string{"yarn"}},
+		{Command: "npm ci --ignore-scripts --no-audit --no-fund", When: []Condition{{File: "package-lock.json"}}, Tools: []string{"npm"}},
+		{Command: "npm ci --ignore-scripts --no-audit --no-fund", When: []Condition{{File: "npm-shrinkwrap.json"}}, Tools: []string{"npm"}},
+		{Command: "npm install --ignore-scripts --no-audit --no-fund", Tools: []string{"npm"}},
+	}
 }
 
 // nodeCommands are the node stack's commands: for each activity the package manager

@@ -70,6 +70,8 @@ func validateStacks(stacks []Stack, fe *FieldErrors) {
 				fe.Add(key+".protect["+strconv.Itoa(j)+"]", "must be a relative glob with forward slashes and no '..' (*_test.go, tests/**)")
 			}
 		}
+		validateProtectList(key+".pins", st.Pins, fe)
+		validateInstall(key+".install", st.Install, fe)
 		if len(st.Results) > maxStackEntries {
 			fe.Add(key+".results", fmt.Sprintf("at most %d entries", maxStackEntries))
 		}
@@ -84,6 +86,31 @@ func validateStacks(stacks []Stack, fe *FieldErrors) {
 				fe.Add(rk+".canary", "must be one of "+strings.Join(CanaryKinds, ", ")+", or empty for none")
 			}
 		}
+	}
+}
+
+// validateProtectList checks a stack's list of protect patterns (its pins).
+func validateProtectList(key string, pats []string, fe *FieldErrors) {
+	if len(pats) > maxStackEntries {
+		fe.Add(key, fmt.Sprintf("at most %d paths", maxStackEntries))
+	}
+	for j, p := range pats {
+		if len(p) > maxPathLen || !validProtectGlob(p) {
+			fe.Add(key+"["+strconv.Itoa(j)+"]", "must be a relative glob with forward slashes and no '..' (go.sum, vendor/**, go.mod#replace)")
+		}
+	}
+}
+
+// validateInstall checks a stack's install commands.
+func validateInstall(key string, ins []InstallCommand, fe *FieldErrors) {
+	if len(ins) > maxStackEntries {
+		fe.Add(key, fmt.Sprintf("at most %d entries", maxStackEntries))
+	}
+	for j, in := range ins {
+		ik := key + "[" + strconv.Itoa(j) + "]"
+		validateCommand(ik+".command", in.Command, fe)
+		validateConditions(ik+".when", in.When, fe)
+		validateTools(ik+".tools", in.Tools, fe)
 	}
 }
 

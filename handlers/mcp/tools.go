@@ -163,7 +163,7 @@ type CreateTaskArgs struct {
 	SpawnedBy int64 `json:"spawned_by,omitempty" jsonschema:"optional: the id of the task whose agent (the pilot) spawns this one as a minion task; the pilot may submit it for review but never verify it (pilot_not_verifier). Created with an attempt token it is set to the token's task"`
 	// Contract is an object rather than models.Contract: its durations and commands
 	// have their own JSON forms, which a schema inferred from the Go type would refuse.
-	Contract map[string]any `json:"contract,omitempty" jsonschema:"optional: the contract as the JSON API takes it ({completion, verification, review}); left out, it is generated from the title and brief. Shell commands, held-out tests (verification.held_out: [{path, content}], test files the worker never sees, added before the checks run) and verification.tests_may_change need an admin, editor or lead (rule commands_need_editor)"`
+	Contract map[string]any `json:"contract,omitempty" jsonschema:"optional: the contract as the JSON API takes it ({completion, verification, review}); left out, it is generated from the title and brief. Shell commands, held-out tests (verification.held_out: [{path, content}], test files the worker never sees, added before the checks run), verification.tests_may_change and verification.dependencies_may_change (the worker may change the dependencies; the judge installs them) need an admin, editor or lead (rule commands_need_editor)"`
 }
 
 // contract decodes the contract argument as the JSON API decodes a task's contract:

@@ -73,7 +73,14 @@ func stackViews(stacks []models.Stack) []rules.StackView {
 	}
 	var out []rules.StackView
 	for _, st := range stacks {
-		sv := rules.StackView{Name: st.Name, Detect: conds(st.Detect, " or "), Protect: st.Protect}
+		sv := rules.StackView{Name: st.Name, Detect: conds(st.Detect, " or "), Protect: st.Protect, Pins: st.Pins}
+		for _, in := range st.Install {
+			line := in.Command
+			if len(in.When) > 0 {
+				line += " (when " + conds(in.When, " and ") + ")"
+			}
+			sv.Install = append(sv.Install, line)
+		}
 		for _, sc := range st.Commands {
 			sv.Commands = append(sv.Commands, rules.StackCommandView{Activity: sc.Activity, Command: sc.Command,
 				Description: sc.Description, When: conds(sc.When, " and "), Tools: strings.Join(sc.Tools, ", ")})

@@ -29,7 +29,7 @@ func TestRulesPageStacks(t *testing.T) {
 		page := c.get("/rules")
 		page.want(t, http.StatusOK, `data-testid="stack-go"`, `data-testid="stack-node"`, `data-testid="stack-python"`,
 			`data-testid="stack-rust"`, `data-testid="stack-make"`, "when file go.mod", "when script test", "when config pytest",
-			"<code>pnpm test</code>", "script test and file pnpm-lock.yaml", "<code>*_test.go</code>", "<code>__tests__/**</code>",
+			"<code>pnpm test</code>", "script test and file pnpm-lock.yaml", "<code>*_test.go</code>", "<code>**/__tests__/**</code>", "<code>go.mod#replace</code>", `data-testid="stack-pins-node"`, "Install, when dependencies may change: <code>npm ci --ignore-scripts --no-audit --no-fund (when file package-lock.json)</code>",
 			"go-test-json: go test -json ./...", "junit-xml: python3 -m pytest -q --junitxml={results_file}", `data-testid="check-form"`)
 
 		// Add a stack in the YAML; it is saved and shown.

@@ -411,6 +411,7 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 			}
 		}
 		s.Protect, s.TestsMayChange = g("verification.protect"), g("verification.tests_may_change") != ""
+		s.DependenciesMayChange = g("verification.dependencies_may_change") != ""
 		for j := 0; j < maxFormHeldOut; j++ {
 			if _, ok := form[tplpage.HeldOutField(i, j, "path")]; !ok {
 				break
@@ -491,6 +492,7 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 			}
 		}
 		st.Verification.TestsMayChange = s.TestsMayChange
+		st.Verification.DependenciesMayChange = s.DependenciesMayChange
 		for _, h := range s.HeldOut {
 			st.Verification.HeldOut = append(st.Verification.HeldOut, models.HeldOutTest{Path: h.Path, Content: h.Content})
 		}
@@ -569,6 +571,7 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 		}
 		s.Protect = strings.Join(st.Verification.Protect, "\n")
 		s.TestsMayChange = st.Verification.TestsMayChange
+		s.DependenciesMayChange = st.Verification.DependenciesMayChange
 		for _, h := range st.Verification.HeldOut {
 			s.HeldOut = append(s.HeldOut, tplpage.HeldOutForm{Path: h.Path, Content: h.Content})
 		}

@@ -203,6 +203,9 @@ func contractFacts(ct models.Contract, id int64) []components.DefItem {
 	if vf.TestsMayChange {
 		items = append(items, components.DefItem{Term: "Tests may change", Value: "yes: the checks run on the worker's tests, not the base revision's"})
 	}
+	if vf.DependenciesMayChange {
+		items = append(items, components.DefItem{Term: "Dependencies may change", Value: "yes: the checks install the worker's dependencies and report those that changed"})
+	}
 	switch {
 	case len(vf.HeldOut) > 0:
 		paths := make([]string, len(vf.HeldOut))

@@ -38,10 +38,15 @@ func ParseRules(patterns []string) []Rule {
 // rule's glob. A glob without a slash matches a base name at any depth
 // ("*_test.go", "conftest.py"); otherwise it matches the whole path, "**" standing
 // for any number of directories ("tests/**" is everything below tests,
-// "**/*.test.*" any such file at any depth).
+// "**/*.test.*" any such file at any depth). A glob starting with "/" is anchored at
+// the workspace root and matches the whole path: "/run.sh" is run.sh at the root and
+// no other (the exact paths fileparts.FilesRun returns).
 func (r Rule) Match(rel string) bool { return matchGlob(r.Glob, rel) }
 
 func matchGlob(glob, rel string) bool {
+	if anchored, ok := strings.CutPrefix(glob, "/"); ok {
+		return anchored != "" && matchSegments(strings.Split(anchored, "/"), strings.Split(rel, "/"))
+	}
 	if !strings.Contains(glob, "/") {
 		ok, _ := path.Match(glob, path.Base(rel))
 		return ok

@@ -18,6 +18,9 @@
 //	               array of tables below it ([a.b.c], [[a.b.d]]), plus dotted keys and
 //	               inline tables elsewhere that define something in or above it.
 //	[name]         any other file: the INI section [name] (setup.cfg, tox.ini, pytest.ini).
+//	replace        a go.mod: the lines of that directive (replace, require, exclude,
+//	               go, toolchain, godebug, retract, tool, ignore), read with
+//	               golang.org/x/mod/modfile; see gomod.go.
 //
 // Whether "[...]" is TOML or INI is decided by the file name alone, so
 // "pyproject.toml#[tool.pytest]" and "setup.cfg#[tool:pytest]" both work and
@@ -37,7 +40,9 @@
 // defeats the splice), the judged file is the base's whole file and changed says
 // WholeFile. So a judged file either has the base's protected parts or is the base.
 //
-// Known gaps, outside what one file's parts can cover (the caller's to protect):
+// Known gaps, outside what one file's parts can cover (the caller's to protect; the
+// default stacks' rules in models protect .npmrc, .yarnrc*, pytest.ini and the like
+// at any depth, and FilesRun names the files the protected scripts and recipes run):
 //
 //   - package.json: fields scripts read indirectly ("config" through
 //     $npm_package_config_*), test-runner configuration kept in package.json (protect
@@ -93,6 +98,7 @@ const (
 	partTargets
 	partTOML
 	partINI
+	partGoMod
 )
 
 type part struct {
@@ -107,6 +113,11 @@ func parsePart(file, p string) (part, error) {
 		return part{kind: partScripts}, nil
 	case p == "targets":
 		return part{kind: partTargets}, nil
+	case goModDirectives[p]:
+		if !isGoMod(file) {
+			return part{}, fmt.Errorf("fileparts: part %q is a go.mod directive, and %s is no go.mod", p, file)
+		}
+		return part{kind: partGoMod, name: p}, nil
 	case strings.HasPrefix(p, ".") && len(p) > 1:
 		return part{kind: partMember, name: p[1:]}, nil
 	case len(p) > 2 && p[0] == '[' && p[len(p)-1] == ']':
@@ -126,7 +137,7 @@ func parsePart(file, p string) (part, error) {
 		}
 		return part{kind: partINI, name: inner}, nil
 	}
-	return part{}, fmt.Errorf("fileparts: unknown part %q (want scripts, targets, .member or [table])", p)
+	return part{}, fmt.Errorf("fileparts: unknown part %q (want scripts, targets, a go.mod directive, .member or [table])", p)
 }
 
 // CheckPart reports whether Restore understands part for a file named file (only
@@ -192,6 +203,8 @@ func restore(file, p string, base, worker []byte, names []string) ([]byte, []str
 		return restoreUnits(spec, base, worker)
 	case partTOML:
 		return restoreUnits(tomlSpec{path: pt.path}, base, worker)
+	case partGoMod:
+		return restoreGoMod(pt.name, base, worker)
 	default:
 		return restoreUnits(iniSpec{section: pt.name}, base, worker)
 	}

@@ -16,6 +16,7 @@ var fuzzParts = []struct {
 	{"Makefile", "targets", []string{"test", DefaultGoal}},
 	{"pyproject.toml", "[tool.pytest]", nil},
 	{"setup.cfg", "[tool:pytest]", nil},
+	{"go.mod", "replace", nil},
 }
 
 func FuzzRestore(f *testing.F) {
@@ -26,6 +27,7 @@ func FuzzRestore(f *testing.F) {
 		{"all: test\ntest:\n\tgo test\n", "define X\nendef\n.RECIPEPREFIX = >\nx:\n> y\n\\\n"},
 		{basePyproject, "[tool]\npytest.ini_options.a = 1\ntool = {pytest = 1}\n[[tool.pytest.x]]\ns = '''\n[x]\n'''\n"},
 		{baseSetupCfg, "[tool:pytest]\r[x]\f  [y]\n[tool:pytest] ; c\n"},
+		{baseGoMod + "replace a.b/c => ./c\n", baseGoMod + "replace (\n\ta.b/c v1.0.0 => ../d // x\n)\n"},
 	}
 	for i, s := range seeds {
 		f.Add(uint8(i), []byte(s[0]), []byte(s[1]))

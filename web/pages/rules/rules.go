@@ -46,7 +46,12 @@ type StackView struct {
 	Detect   string // "file go.mod", or several joined by "or"
 	Commands []StackCommandView
 	Protect  []string
-	Results  []string // "go-test-json: go test -json ./..."
+	// Pins are the dependency pins, protected unless a contract lets dependencies
+	// change; Install how the judge then installs them ("npm ci ... (when file
+	// package-lock.json)").
+	Pins    []string
+	Install []string
+	Results []string // "go-test-json: go test -json ./..."
 }
 
 // StackCommandView is one command of a stack.

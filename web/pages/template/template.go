@@ -108,7 +108,10 @@ type StepForm struct {
 	Criteria         []CriterionForm
 	Protect          string // protected-path globs, one per line
 	TestsMayChange   bool
-	HeldOut          []HeldOutForm
+	// DependenciesMayChange lets the worker change dependencies (the judge installs
+	// them and reports which changed).
+	DependenciesMayChange bool
+	HeldOut               []HeldOutForm
 	// HeldOutHidden is how many held-out tests the step has that the reader may not
 	// see (they are not in HeldOut); the form is then read-only.
 	HeldOutHidden int
