@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/judge/fileparts"
+	"github.com/countersign/countersign/runner/workspace"
 )
 
 // judgeRun is the judge's part of one attempt: the task's base, the attempt's
@@ -76,7 +78,13 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 	if err != nil {
 		return err
 	}
-	jr.rules, jr.activities = judge.ParseRules(rules.ProtectedFor(t.Contract.Verification)), rules.Activities
+	jr.activities = rules.Activities
+	// What the contract's protected recipes and scripts run is protected too, read
+	// from the base (the judge's Env of it), never from the candidate.
+	protect := append(rules.ProtectedFor(t.Contract.Verification),
+		fileparts.FilesRun(contractCommands(&t.Contract, jr.activities), envReader(base.Env))...)
+	jr.rules = judge.ParseRules(protect)
+
 	paths, err := p.judgeStore.Paths(ctx, base.Commit)
 	if err != nil {
 		return err
@@ -453,4 +461,21 @@ func definesTest(names []string, full string) bool {
 		}
 	}
 	return false
+}
+
+// envReader reads a workspace-relative file of the judge's Env of the base (a regular
+// file beneath it, no link followed), for the files protected scripts run.
+func envReader(env string) func(rel string) ([]byte, bool) {
+	return func(rel string) ([]byte, bool) {
+		if env == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
+			return nil, false
+		}
+		f, err := workspace.OpenRegularBeneath(env, filepath.FromSlash(rel))
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+		return b, err == nil
+	}
 }
