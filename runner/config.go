@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/countersign/countersign/models"
@@ -143,6 +144,12 @@ func (c *Config) defaults() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("runner: config is missing %v", missing)
 	}
+	for _, w := range c.JudgeWrite {
+		root := c.Workspaces.Root()
+		if !filepath.IsAbs(w) || filepath.Clean(w) == "/" || within(w, root) || within(root, w) {
+			return fmt.Errorf("runner: judge write path %q must be an absolute directory apart from the data dir %s", w, root)
+		}
+	}
 	if _, ok := c.Service.Store().(models.Claimer); !ok {
 		return errors.New("runner: the store cannot claim tasks (it does not implement models.Claimer)")
 	}
@@ -188,4 +195,10 @@ var Presets = map[string]string{
 	// it is judged by; unconfined it may only edit. A budget's room for the attempt is
 	// its --max-budget-usd, a second fence behind the runner's own.
 	"claude": `claude -p --output-format stream-json --verbose --permission-mode "${COUNTERSIGN_PERMISSION_MODE:-acceptEdits}" ${COUNTERSIGN_BUDGET_USD:+--max-budget-usd "$COUNTERSIGN_BUDGET_USD"}`,
+}
+
+// within reports whether p is dir or below it (both cleaned, absolute).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(p))
+	return err == nil && filepath.IsLocal(rel) || rel == "."
 }

@@ -136,6 +136,8 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		Sandbox:      sb,
 		APIURL:       c.URL,
 		ConnectPorts: ports,
+		JudgePath:    filepath.SplitList(c.JudgePath),
+		JudgeWrite:   filepath.SplitList(c.JudgeWrite),
 		Procs:        procs,
 		Service:      svc,
 		Workspaces:   ws,

@@ -45,6 +45,8 @@ type config struct {
 	Sandbox       string // on or off
 	URL           string // how confined workers reach Countersign (COUNTERSIGN_URL)
 	SandboxPorts  string // TCP ports every confined run may connect to, besides URL's
+	JudgePath     string // --judge-path: directories a judged run's PATH may name first
+	JudgeWrite    string // --judge-write: directories every judged run may write
 	Landing       runner.LandingConfig
 	MergeMode     string // --merge: fast-forward or merge-commit
 }
@@ -123,6 +125,8 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.Sandbox, "sandbox", envOr("on", "COUNTERSIGN_SANDBOX"), "confine workers, verify commands, git and reviewers (Landlock, seccomp): on, or off to run them with the runner's own rights (env COUNTERSIGN_SANDBOX)")
 	fs.StringVar(&c.URL, "url", envOr("", "COUNTERSIGN_URL"), "URL workers reach Countersign's API and MCP at, given to them as COUNTERSIGN_URL; serve defaults to its own address (env COUNTERSIGN_URL)")
 	fs.StringVar(&c.SandboxPorts, "sandbox-ports", envOr("80,443", "COUNTERSIGN_SANDBOX_PORTS"), "comma-separated TCP ports every confined worker may connect to, besides Countersign's own (env COUNTERSIGN_SANDBOX_PORTS)")
+	fs.StringVar(&c.JudgePath, "judge-path", envOr("", "COUNTERSIGN_JUDGE_PATH"), "colon-separated directories the checks' PATH names before the system's, for verify tools installed elsewhere; any a worker could write is dropped (env COUNTERSIGN_JUDGE_PATH)")
+	fs.StringVar(&c.JudgeWrite, "judge-write", envOr("", "COUNTERSIGN_JUDGE_WRITE"), "colon-separated directories every check may write besides the judge's view, for reports to keep (env COUNTERSIGN_JUDGE_WRITE)")
 	return landingFlags(fs, c)
 }
 
