@@ -31,7 +31,7 @@ func TestTheJudgedTreeLands(t *testing.T) {
 	wt := func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" }
 	h.worker("hider", "hide", `echo right > calc.txt; echo ok > helper.txt; echo helper.txt >> .gitignore; echo TASK_COMPLETE`, wt)
 	h.worker("builder", "build", `echo right > calc.txt; mkdir -p build; echo ok > build/helper.txt; echo TASK_COMPLETE`, wt)
-	h.worker("rewriter", "rewrite", `echo right > calc.txt; printf 'echo late > late.txt; echo poisoned > calc.txt\n' > run.sh; echo TASK_COMPLETE`, wt)
+	h.worker("rewriter", "rewrite", `echo right > calc.txt; printf 'open("late.txt", "w").write("late")\nopen("calc.txt", "w").write("poisoned")\n' > app.py; echo TASK_COMPLETE`, wt)
 	contract := func(check string) models.Contract {
 		return models.Contract{
 			Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
@@ -41,7 +41,7 @@ func TestTheJudgedTreeLands(t *testing.T) {
 	}
 	hidden := h.task("Hide the helper", "hide", contract(`grep -q right calc.txt && grep -q ok helper.txt`))
 	ignored := h.task("Build the helper", "build", contract(`grep -q right calc.txt && grep -q ok build/helper.txt`))
-	rewritten := h.task("Rewrite mid-run", "rewrite", contract(`grep -q right calc.txt && sh run.sh`))
+	rewritten := h.task("Rewrite mid-run", "rewrite", contract(`grep -q right calc.txt && python3 app.py`))
 	h.start()
 
 	got := h.settled(hidden.ID, 2*time.Minute)

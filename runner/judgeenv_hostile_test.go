@@ -144,11 +144,15 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 		c.JudgeGoCache = sharedCache // warm: the judge's shared build cache, read-only under each run
 	})
 	must(t, h.svc.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
-	judgeEnvOff = off
-	t.Cleanup(func() { judgeEnvOff = false }) // after the pool stops (cleanups run last first)
+	// With the defence off, the judge's other defences that would also catch some of
+	// these cheats (the canary sees a run whose results were forged; the protected
+	// paths restore a project .npmrc or pytest.py) are off too: what is measured is
+	// this defence alone.
+	judgeEnvOff, canaryOff = off, off
+	t.Cleanup(func() { judgeEnvOff, canaryOff = false, false }) // after the pool stops (cleanups run last first)
 	cases := envCases()
 	contract := models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyAuto}}
+		Verification: models.Verification{Type: models.VerifyAuto, TestsMayChange: off}}
 	tasks := map[string]*models.Task{}
 	for _, c := range cases {
 		dir := filepath.Join(h.root, "projects", c.name)
