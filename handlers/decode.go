@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/models"
 )
 
 // numberRange says the range of the Go number type t in words ("a whole number
@@ -136,4 +140,28 @@ func firstInvalid(b []byte) int {
 		i += n
 	}
 	return len(b)
+}
+
+// JSONTextError is DecodeJSON's text check for a JSON body read elsewhere (the MCP
+// endpoint's calls): nil when every string in body is storable text (see
+// TextProblem), else an EINVALID error naming the first field that is not.
+func JSONTextError(body []byte) error {
+	if field, msg, bad := badTextField(body); bad {
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{field: msg}}
+	}
+	return nil
+}
+
+// ReadBody reads the whole request body and puts it back for the next reader: a
+// body longer than MaxBodyBytes is 413 ETOOLARGE, one that breaks off EBADREQUEST.
+func ReadBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, readError(err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
 }
