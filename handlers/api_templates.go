@@ -2,8 +2,8 @@ package handlers
 
 import (
 	"io"
-	"net/http"
 	"math"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 

@@ -122,7 +122,9 @@ func verifier(svc *models.Service, log *slog.Logger) auth.TokenVerifier {
 			return nil, authError{msg: models.ErrorMessage(err) + ": create one with `countersign token create AGENT`"}
 		}
 		if err != nil {
-			log.Error("mcp: authenticating a bearer token", "err", err)
+			if ctx.Err() == nil { // a client that went away is not a failure of ours
+				log.Error("mcp: authenticating a bearer token", "err", err)
+			}
 			return nil, errors.New("internal error")
 		}
 		return &auth.TokenInfo{UserID: "agent:" + strconv.FormatInt(a.ID, 10), Extra: map[string]any{agentKey: a}}, nil
