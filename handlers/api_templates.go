@@ -66,6 +66,9 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := models.CheckText(t); err != nil {
+		return err // YAML's "\0" escape decodes to a NUL the raw body does not show
+	}
 	if t.Name == "" {
 		t.Name = c.QueryParam("name")
 	}

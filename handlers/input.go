@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,18 +19,9 @@ import (
 // (MaxBodyBytes) is lower, so no part ever reaches a temporary file.
 const maxFormMemory = MaxBodyBytes + 1<<10
 
-// TextProblem says why s cannot be stored as text, or "" when it can: every database
-// the product runs on (PostgreSQL refuses NUL in text, SQLite would keep what
-// PostgreSQL refuses) must hold the same thing, so text is valid UTF-8 without NUL.
-func TextProblem(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8 text"
-	case strings.IndexByte(s, 0) >= 0:
-		return "must not contain a NUL byte"
-	}
-	return ""
-}
+// TextProblem says why s cannot be stored as text, or "" when it can: valid UTF-8
+// without NUL (see models.TextProblem, the rule's one home).
+func TextProblem(s string) string { return models.TextProblem(s) }
 
 // inputBoundary is the one place a request's text is checked before any handler,
 // session or CSRF check reads it: a body of unknown length (chunked) is read

@@ -241,6 +241,9 @@ func (p *Pages) templateImport(c echo.Context) error {
 		return fail()
 	}
 	t, err := models.ParseTemplate([]byte(v.YAML))
+	if err == nil {
+		err = models.CheckText(t) // a YAML "\0" escape: text no database may hold
+	}
 	if err != nil {
 		var de *models.Error
 		if !errors.As(err, &de) {
