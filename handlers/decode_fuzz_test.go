@@ -114,7 +114,7 @@ func FuzzDecodeAgent(f *testing.F) {
 // FuzzDecodeTemplate fuzzes the body of POST /api/v1/templates (JSON or YAML) as the
 // handler reads it: parsed, then its text checked, then validated.
 func FuzzDecodeTemplate(f *testing.F) {
-	for _, s := range append(seeds, "name: t\nsteps:\n  - title: \"a\\0b\"\n", "name: t\nsteps: []\n",
+	for _, s := range append(seeds, "name: t\nsteps:\n  - role: dev\n    brief: \"a\\0b\"\n", "name: t\nsteps: []\n",
 		`{"name":"t","steps":[{"title":"x","contract":{"completion":{"path":"../../x"}}}]}`) {
 		f.Add([]byte(s))
 	}

@@ -24,7 +24,7 @@ func TestUnstorableTextNamesTheField(t *testing.T) {
 			{"GET", "/tasks?assignee=%ff", "", "", "assignee", "UTF-8"},
 			{"GET", "/goals/%ff", "", "", "id", "UTF-8"},
 			{"GET", "/templates/a%00b", "", "", "name", "NUL"},
-			{"POST", "/templates", "application/yaml", "name: t\ndescription: \"a\\0b\"\nsteps:\n  - title: s\n", "description", "NUL"},
+			{"POST", "/templates", "application/yaml", "name: t\ndescription: \"a\\0b\"\nsteps:\n  - role: dev\n    brief: b\n", "description", "NUL"},
 		} {
 			before := e.eventCount()
 			r := e.raw("lena", tc.method, tc.path, tc.ctype, tc.body)
