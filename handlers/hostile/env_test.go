@@ -132,6 +132,13 @@ func (e *env) identities() {
 		e.t.Fatal(err)
 	}
 	e.goalID, e.taskID = g.ID, task.ID
+	tpl, err := models.ParseTemplate([]byte("name: seed\nsteps:\n  - role: developer\n    brief: b\n"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.svc.SaveTemplate(ctx, admin, tpl); err != nil {
+		e.t.Fatal(err)
+	}
 	attempt, _, err := e.svc.IssueAttemptToken(ctx, worker.ID, task.ID, 1, time.Hour)
 	if err != nil {
 		e.t.Fatal(err)

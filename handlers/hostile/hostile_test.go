@@ -229,6 +229,9 @@ func (r *run) generated(method, pattern string, id identity) req {
 	q := req{method: method, id: id}
 	q.path = paramRE.ReplaceAllStringFunc(pattern, func(p string) string {
 		ok := ""
+		if p == ":name" && strings.Contains(pattern, "/templates/") {
+			ok = "seed"
+		}
 		if p == ":id" && !strings.Contains(pattern, "/agents/") && !strings.Contains(pattern, "/tokens/") {
 			ok = itoa(r.e.taskID)
 			if strings.HasPrefix(pattern, "/goals") || strings.HasPrefix(pattern, "/api/v1/goals") {
