@@ -80,38 +80,75 @@ var fieldNames = []string{"title", "description", "brief", "name", "command", "w
 // numberFields are fields whose value is a JSON number.
 var numberFields = map[string]bool{"goal_id": true, "concurrency": true, "limit": true}
 
-// jsonBody is a JSON object of a few fields with hostile values, sometimes a contract
-// with hostile paths; invalid UTF-8 is written raw (encoding/json would replace it).
-func (g *gen) jsonBody() (string, bool) {
+// bodyFields are the fields the JSON routes, the forms and the MCP tools read, by
+// route pattern (or tool), so that generated bodies get past "unknown field" to the
+// checks and the store behind; other routes get fields from fieldNames.
+var bodyFields = map[string][]string{
+	"/api/v1/goals":               {"title", "description", "project"},
+	"/api/v1/tasks":               {"title", "brief", "role", "assignee"},
+	"/api/v1/agents":              {"name", "command", "workdir", "password"},
+	"/api/v1/agents/:name":        {"command", "workdir"},
+	"/api/v1/tasks/:id/:action":   {"summary", "notes", "reason", "assignee"},
+	"/api/v1/tasks/:id/questions": {"question"},
+	"/api/v1/goals/:id/reject":    {"reason"},
+	"/api/v1/goals/:id/verify":    {"notes"},
+	"/goals":                      {"title", "description", "project"},
+	"/agents":                     {"name", "command", "workdir", "password", "roles", "kind"},
+	"create_goal":                 {"title", "description", "project"},
+	"create_task":                 {"title", "brief", "role"},
+	"ask_question":                {"question"},
+	"reject_task":                 {"reason"},
+	"submit_for_review":           {"summary"},
+}
+
+// fixed are valid values of the fields that must hold one for a body to be taken.
+var fixed = map[string]string{"kind": "worker", "roles": "developer", "command": "true"}
+
+// jsonBody is a JSON object of the fields the route (or tool) key reads, one of them
+// hostile and the others plain, sometimes with a contract of hostile paths; invalid
+// UTF-8 is written raw (encoding/json would replace it). bad says it carries
+// unstorable text.
+func (g *gen) jsonBody(key string) (string, bool) {
+	fields, known := bodyFields[key]
+	if !known {
+		fields = []string{fieldNames[g.r.IntN(len(fieldNames))], fieldNames[g.r.IntN(len(fieldNames))]}
+	}
+	hostile := g.r.IntN(len(fields))
 	var b strings.Builder
 	bad := false
 	b.WriteByte('{')
-	n := 1 + g.r.IntN(4)
-	for i := range n {
+	for i, f := range fields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		f := fieldNames[g.r.IntN(len(fieldNames))]
-		c := g.class()
-		bad = bad || c.unstorable()
+		c := classPlain
+		if i == hostile {
+			c = g.class()
+			bad = bad || c.unstorable()
+		}
 		b.WriteString(jsonString(f) + ":")
 		switch {
-		case numberFields[f] && g.r.IntN(2) == 0:
+		case numberFields[f] && c == classNumber:
 			b.WriteString(hugeNumbers[g.r.IntN(len(hugeNumbers))]) // some are not JSON at all: 400
 		case f == "roles" || f == "events":
 			b.WriteString("[" + jsonString(g.text(c)) + "]")
+		case c == classPlain && f == "name":
+			b.WriteString(jsonString(strings.ToLower(g.marker)))
 		default:
 			b.WriteString(jsonString(g.text(c)))
 		}
 	}
-	if g.r.IntN(3) == 0 {
+	if key == "/api/v1/agents" {
+		b.WriteString(`,"kind":"worker","roles":["developer"]`)
+	}
+	if (key == "/api/v1/tasks" || key == "create_task") && g.r.IntN(2) == 0 {
 		c := g.class()
 		bad = bad || c.unstorable()
 		fmt.Fprintf(&b, `,"contract":{"completion":{"path":%s,"verify":[%s]},"verification":{"protect":[%s],"held_out":[{"path":%s,"content":"x"}]}}`,
 			jsonString(g.text(c)), jsonString(g.text(c)), jsonString(g.text(c)), jsonString(g.text(c)))
 	}
 	b.WriteByte('}')
-	return b.String(), bad
+	return b.String(), bad && known
 }
 
 // jsonString quotes s as JSON does, except that bytes that are not UTF-8 stay raw.
@@ -137,17 +174,32 @@ func jsonString(s string) string {
 	return b.String()
 }
 
-// form is a form of a few fields with hostile values and the CSRF token csrf (none
-// when ""), urlencoded or multipart; bad says it carries unstorable text.
-func (g *gen) form(csrf string) (body, contentType string, bad bool) {
+// form is a form of the fields route reads (or a few from fieldNames), one hostile,
+// with the CSRF token csrf (none when ""), urlencoded or multipart; bad says it
+// carries unstorable text.
+func (g *gen) form(route, csrf string) (body, contentType string, bad bool) {
 	vals := url.Values{}
 	if csrf != "" {
 		vals.Set("csrf", csrf)
 	}
-	for range 1 + g.r.IntN(4) {
-		c := g.class()
-		bad = bad || c.unstorable()
-		vals.Add(fieldNames[g.r.IntN(len(fieldNames))], g.text(c))
+	fields, known := bodyFields[route]
+	if !known {
+		fields = []string{fieldNames[g.r.IntN(len(fieldNames))], fieldNames[g.r.IntN(len(fieldNames))]}
+	}
+	hostile := g.r.IntN(len(fields))
+	for i, f := range fields {
+		switch {
+		case i == hostile:
+			c := g.class()
+			bad = bad || c.unstorable()
+			vals.Add(f, g.text(c))
+		case fixed[f] != "":
+			vals.Add(f, fixed[f])
+		case f == "name":
+			vals.Add(f, strings.ToLower(g.marker))
+		default:
+			vals.Add(f, g.marker)
+		}
 	}
 	if g.r.IntN(4) > 0 {
 		return vals.Encode(), "application/x-www-form-urlencoded", bad

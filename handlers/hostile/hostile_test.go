@@ -253,18 +253,24 @@ func (r *run) generated(method, pattern string, id identity) req {
 		return q
 	}
 	api := strings.HasPrefix(pattern, "/api/") || pattern == "/mcp"
+	var bad bool
 	if api && r.g.r.IntN(8) > 0 {
-		q.body, _ = r.g.jsonBody() // a body a handler may not read: only the marker check holds
+		key := pattern
+		if pattern == "/mcp" {
+			key = mcpTools[r.g.r.IntN(len(mcpTools))]
+		}
+		// bad only for the bodies whose fields the route reads: another body may be
+		// refused for its unknown field or not read at all.
+		q.body, bad = r.g.jsonBody(key)
+		q.unstorable = q.unstorable || bad
 		q.contentType = "application/json"
 		if pattern == "/mcp" {
-			q.body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`,
-				mcpTools[r.g.r.IntN(len(mcpTools))], q.body)
+			q.body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, key, q.body)
 			q.header = http.Header{"Accept": {"application/json, text/event-stream"}}
 		}
 		return q
 	}
-	var bad bool
-	q.body, q.contentType, bad = r.g.form(id.csrf)
+	q.body, q.contentType, bad = r.g.form(pattern, id.csrf)
 	q.unstorable = q.unstorable || bad
 	return q
 }
