@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -63,14 +61,13 @@ func inputBoundary(next echo.HandlerFunc) echo.HandlerFunc {
 // memory under the body limit, which answers 413 when it is longer. Bodies with a
 // length were already refused by the body limit if too long.
 func bufferUnknownLength(req *http.Request) error {
-	if req.ContentLength >= 0 || req.Body == nil || req.Body == http.NoBody {
+	if req.ContentLength >= 0 {
 		return nil
 	}
-	b, err := io.ReadAll(req.Body)
+	b, err := ReadBody(req)
 	if err != nil {
-		return readError(err)
+		return err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(b))
 	req.ContentLength = int64(len(b))
 	return nil
 }
