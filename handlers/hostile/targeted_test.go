@@ -46,7 +46,9 @@ func (r *run) passwords() {
 		form := url.Values{"csrf": {r.admin().csrf}, "name": {fmt.Sprintf("pwf%d%s", i, r.e.dialect[:2])}, "kind": {"human"},
 			"roles": {"developer"}, "password": {pw}}
 		r.expect(req{method: "POST", path: "/agents", body: form.Encode(), contentType: "application/x-www-form-urlencoded", id: r.admin()}, 422, "72 bytes")
-		r.loginAs("root", pw, 401)
+		if i == 0 { // bcrypt is slow on purpose: one sign-in shows it
+			r.loginAs("root", pw, 401)
+		}
 	}
 }
 
