@@ -8,10 +8,16 @@ run:
 # Run every test (SQLite and PostgreSQL, real processes, headless Chromium); the
 # browser tests leave a screenshot of every page they visit in ./artifacts. The
 # benchmark module (bench/river) is vetted, so it keeps building as the product moves.
+# Then each fuzz target of the request decoders runs for 8 s from its committed corpus
+# (handlers/fuzz/testdata/fuzz); a failing input it finds is written there.
 test:
 	go vet ./...
 	cd bench/river && go vet ./...
 	COUNTERSIGN_ARTIFACTS=$(CURDIR)/artifacts go test -race -count=1 -timeout 20m ./...
+	go test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime 8s ./handlers/fuzz/
+	go test -run '^$$' -fuzz '^FuzzDecodeGoal$$' -fuzztime 8s ./handlers/fuzz/
+	go test -run '^$$' -fuzz '^FuzzDecodeAgent$$' -fuzztime 8s ./handlers/fuzz/
+	go test -run '^$$' -fuzz '^FuzzDecodeTemplate$$' -fuzztime 8s ./handlers/fuzz/
 
 # Print every benchmark figure the README names (about 5 minutes).
 bench:

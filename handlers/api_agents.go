@@ -68,9 +68,7 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	a := &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
-		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox,
-		PassEnv: in.PassEnv, DailyBudget: in.DailyBudget}
+	a := in.agent()
 	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}
@@ -93,36 +91,7 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 	if a.Kind == models.KindSystem {
 		return models.NotFound("agent", c.Param("name"))
 	}
-	if in.Roles != nil {
-		a.Roles = *in.Roles
-	}
-	if in.Command != nil {
-		a.Command = *in.Command
-	}
-	if in.Workdir != nil {
-		a.Workdir = *in.Workdir
-	}
-	if in.Worktree != nil {
-		a.Worktree = *in.Worktree
-	}
-	if in.Concurrency != nil {
-		a.Concurrency = *in.Concurrency
-	}
-	if in.Disabled != nil {
-		a.Disabled = *in.Disabled
-	}
-	if in.Sandbox != nil {
-		a.Sandbox = *in.Sandbox
-	}
-	if in.PassEnv != nil {
-		a.PassEnv = *in.PassEnv
-	}
-	if in.DailyBudget != nil {
-		a.DailyBudget = in.DailyBudget
-		if a.DailyBudget.IsZero() {
-			a.DailyBudget = nil
-		}
-	}
+	in.apply(a)
 	if err := h.svc.UpdateAgent(ctx, actor, a); err != nil {
 		return err
 	}
@@ -209,4 +178,45 @@ func QueryStatsDays(c echo.Context) (int, error) {
 		return 0, models.CheckStatsDays(0)
 	}
 	return n, models.CheckStatsDays(n)
+}
+
+// agent is the agent the body describes, as CreateAgent takes it.
+func (in agentInput) agent() *models.Agent {
+	return &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
+		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox,
+		PassEnv: in.PassEnv, DailyBudget: in.DailyBudget}
+}
+
+// apply changes the fields of a the patch gives.
+func (in agentPatch) apply(a *models.Agent) {
+	if in.Roles != nil {
+		a.Roles = *in.Roles
+	}
+	if in.Command != nil {
+		a.Command = *in.Command
+	}
+	if in.Workdir != nil {
+		a.Workdir = *in.Workdir
+	}
+	if in.Worktree != nil {
+		a.Worktree = *in.Worktree
+	}
+	if in.Concurrency != nil {
+		a.Concurrency = *in.Concurrency
+	}
+	if in.Disabled != nil {
+		a.Disabled = *in.Disabled
+	}
+	if in.Sandbox != nil {
+		a.Sandbox = *in.Sandbox
+	}
+	if in.PassEnv != nil {
+		a.PassEnv = *in.PassEnv
+	}
+	if in.DailyBudget != nil {
+		a.DailyBudget = in.DailyBudget
+		if a.DailyBudget.IsZero() {
+			a.DailyBudget = nil
+		}
+	}
 }

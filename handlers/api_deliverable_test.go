@@ -180,8 +180,8 @@ func TestDeliverableServesOnlyListedFiles(t *testing.T) {
 			"..%2F..%2F..%2F" + itoa(env.other) + "%2Fdeliverable%2F1%2Funlisted.txt",
 		} {
 			res, body := env.get(t, env.lead, base+p)
-			if res.StatusCode != 404 && res.StatusCode != 400 {
-				t.Errorf("%s: %d %q, want 404 or 400", p, res.StatusCode, body)
+			if res.StatusCode != 404 && res.StatusCode != 400 && res.StatusCode != 422 { // 422: a NUL, refused at the input boundary
+				t.Errorf("%s: %d %q, want 404, 400 or 422", p, res.StatusCode, body)
 			}
 			if strings.Contains(string(body), "the runner's secret") || strings.Contains(string(body), env.root) ||
 				strings.Contains(string(body), "not in the manifest") {

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/models"
 )
 
 // numberRange says the range of the Go number type t in words ("a whole number
@@ -27,16 +32,30 @@ func numberRange(t reflect.Type) string {
 	return ""
 }
 
-// invalidUTF8Field finds the first string of the JSON body that is not valid UTF-8
-// and names its field as the errors name fields ("contract.completion.path",
-// "depends_on[2]", "body" for the whole); bad is false when body is valid UTF-8.
-// encoding/json would replace such bytes with U+FFFD silently: what was stored would
-// not be what was sent.
-func invalidUTF8Field(body []byte) (field string, bad bool) {
-	if utf8.Valid(body) {
-		return "", false
+// badTextField finds the first string of the JSON body that cannot be stored as text
+// (see TextProblem): bytes that are not valid UTF-8, which encoding/json would
+// replace with U+FFFD silently (what was stored would not be what was sent), or a
+// NUL (\u0000), which PostgreSQL refuses in text. It names the field as the errors
+// name fields ("contract.completion.path", "depends_on[2]", "body" for the whole; a
+// bad key names its object) and says what is wrong; bad is false when every string
+// is storable.
+func badTextField(body []byte) (field, msg string, bad bool) {
+	if !utf8.Valid(body) {
+		first := int64(firstInvalid(body))
+		field, _ = findString(body, func(start, end int64, _ string) bool { return first >= start && first < end })
+		return field, "must be valid UTF-8 text", true
 	}
-	first := firstInvalid(body)
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return "", "", false
+	}
+	field, bad = findString(body, func(_, _ int64, s string) bool { return strings.IndexByte(s, 0) >= 0 })
+	return field, "must not contain a NUL byte", bad // unreadable JSON is the decoder's to report
+}
+
+// findString walks the JSON body token by token and names the field of the first
+// string (key or value) that hit reports, given its byte span and decoded text. A body
+// unreadable before such a string names the field it stopped in, with found false.
+func findString(body []byte, hit func(start, end int64, s string) bool) (field string, found bool) {
 	type frame struct {
 		object    bool
 		key       string
@@ -78,10 +97,9 @@ func invalidUTF8Field(body []byte) (field string, bad bool) {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return path(stack), true // unreadable there: the enclosing field
+			return path(stack), false // unreadable there: the enclosing field
 		}
 		end := dec.InputOffset()
-		hit := int64(first) >= start && int64(first) < end
 		top := len(stack) - 1
 		switch tok := tok.(type) {
 		case json.Delim:
@@ -96,13 +114,13 @@ func invalidUTF8Field(body []byte) (field string, bad bool) {
 			}
 		case string:
 			if top >= 0 && stack[top].object && stack[top].expectKey {
-				if hit {
+				if hit(start, end, tok) {
 					return path(stack[:top]), true // a key that is not text: its object
 				}
 				stack[top].key, stack[top].expectKey = tok, false
 				continue
 			}
-			if hit {
+			if hit(start, end, tok) {
 				return path(stack), true
 			}
 			valueDone()
@@ -122,4 +140,28 @@ func firstInvalid(b []byte) int {
 		i += n
 	}
 	return len(b)
+}
+
+// JSONTextError is DecodeJSON's text check for a JSON body read elsewhere (the MCP
+// endpoint's calls): nil when every string in body is storable text (see
+// TextProblem), else an EINVALID error naming the first field that is not.
+func JSONTextError(body []byte) error {
+	if field, msg, bad := badTextField(body); bad {
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{field: msg}}
+	}
+	return nil
+}
+
+// ReadBody reads the whole request body and puts it back for the next reader: a
+// body longer than MaxBodyBytes is 413 ETOOLARGE, one that breaks off EBADREQUEST.
+func ReadBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, readError(err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
 }

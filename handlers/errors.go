@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,13 +59,29 @@ func NewErrorHandler(log *slog.Logger, html HTMLErrorRenderer) *ErrorHandler {
 	return &ErrorHandler{log: log, html: html}
 }
 
-// Handle implements echo.HTTPErrorHandler.
+// StatusClientClosed is the status recorded (and written, should anyone still read)
+// for a request whose client went away before it was answered: nginx's 499, so that a
+// closed connection is never counted or logged as a server error.
+const StatusClientClosed = 499
+
+// Handle implements echo.HTTPErrorHandler. The answer has the product's error shape
+// for every status: an HTML page for a browser, JSON {"error": {code, message,
+// fields…}} for the API, a JSON-RPC error (the same object as its data) for /mcp.
 func (h *ErrorHandler) Handle(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if clientGone(err, c) {
+		h.log.Debug("client went away", "method", c.Request().Method, "path", c.Path(), "err", err)
+		c.Response().WriteHeader(StatusClientClosed)
+		return
+	}
 	e := h.domainError(err, c)
 	status := statusOf(e.Code)
+	var pe *passedError
+	if errors.As(err, &pe) && pe.status >= 400 && pe.status < 500 {
+		status = pe.status // the protocol's own status (405 for MCP's GET, 416 for a range)
+	}
 	if e.Code == models.EUNAUTHORIZED && wantsJSON(c) {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
 	}
@@ -72,6 +89,8 @@ func (h *ErrorHandler) Handle(err error, c echo.Context) {
 	switch {
 	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(status)
+	case isMCP(c):
+		werr = c.JSON(status, jsonRPCError(e))
 	case h.html != nil && !wantsJSON(c):
 		werr = h.html(c, status, e)
 	default:
@@ -91,6 +110,10 @@ func (h *ErrorHandler) domainError(err error, c echo.Context) *models.Error {
 		}
 		return de
 	}
+	var pe *passedError
+	if errors.As(err, &pe) {
+		err = echo.NewHTTPError(pe.status, pe.message)
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		msg := http.StatusText(he.Code)
@@ -108,6 +131,8 @@ func (h *ErrorHandler) domainError(err error, c echo.Context) *models.Error {
 			return &models.Error{Code: models.EUNAUTHORIZED, Message: msg}
 		case http.StatusForbidden:
 			return &models.Error{Code: models.EFORBIDDEN, Message: msg}
+		case http.StatusUnsupportedMediaType:
+			return &models.Error{Code: models.EUNSUPPORTED, Message: msg}
 		}
 		if he.Code < 500 {
 			return &models.Error{Code: models.EBADREQUEST, Message: msg}
@@ -115,6 +140,42 @@ func (h *ErrorHandler) domainError(err error, c echo.Context) *models.Error {
 	}
 	h.log.Error("internal error", "method", c.Request().Method, "path", c.Path(), "err", err)
 	return &models.Error{Code: models.EINTERNAL, Message: "internal error"}
+}
+
+// clientGone reports whether err is the end of a request whose client went away
+// (its context cancelled) rather than a refusal or a failure of ours: a refusal
+// already decided keeps its answer.
+func clientGone(err error, c echo.Context) bool {
+	var de *models.Error
+	if errors.As(err, &de) && de.Code != models.EINTERNAL {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || c.Request().Context().Err() != nil
+}
+
+// isMCP reports whether the request is for the MCP endpoint, whose errors are
+// JSON-RPC errors.
+func isMCP(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return p == "/mcp" || strings.HasPrefix(p, "/mcp/")
+}
+
+// jsonRPCError is e as a JSON-RPC 2.0 error response without a request id (the
+// request could not be read as a call): the code says the class (-32700 unreadable,
+// -32602 invalid params, -32603 ours, -32600 any other refusal) and data carries the
+// product's error object.
+func jsonRPCError(e *models.Error) map[string]any {
+	code := -32600
+	switch e.Code {
+	case models.EBADREQUEST:
+		code = -32700
+	case models.EINVALID:
+		code = -32602
+	case models.EINTERNAL:
+		code = -32603
+	}
+	return map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": code, "message": e.Message, "data": e}}
 }
 
 // wantsJSON reports whether the response should be JSON: API and MCP paths, and
@@ -130,7 +191,8 @@ func wantsJSON(c echo.Context) bool {
 
 // DecodeJSON reads the request body into v strictly: a body in another media type
 // than JSON (a Content-Type that is not application/json or +json) is 415
-// EUNSUPPORTED; a string that is not valid UTF-8 is EINVALID naming its field;
+// EUNSUPPORTED; a string that is not valid UTF-8 or holds a NUL is EINVALID naming
+// its field (see TextProblem);
 // unknown fields and wrongly typed values (a number out of its field's range among
 // them) are field-level EINVALID errors; unreadable JSON is EBADREQUEST.
 func DecodeJSON(c echo.Context, v any) error {
@@ -141,9 +203,8 @@ func DecodeJSON(c echo.Context, v any) error {
 	if err != nil {
 		return jsonError(err)
 	}
-	if field, bad := invalidUTF8Field(body); bad {
-		return &models.Error{Code: models.EINVALID, Message: "validation failed",
-			Fields: map[string]string{field: "must be valid UTF-8 text"}}
+	if field, msg, bad := badTextField(body); bad {
+		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{field: msg}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -30,6 +30,9 @@ func (h *OpsHandler) Health(c echo.Context) error {
 // workers can start; "sandbox" says what confines them.
 func (h *OpsHandler) Ready(c echo.Context) error {
 	if err := h.store.Ping(c.Request().Context()); err != nil {
+		if c.Request().Context().Err() != nil {
+			return err // the prober went away: not a database that is down (see ErrorHandler)
+		}
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": models.ErrorMessage(err)})
 	}
 	body := map[string]string{"status": "ready", "dialect": h.store.Dialect()}

@@ -57,3 +57,20 @@ func QueryLimit(c echo.Context, fe *models.FieldErrors) int {
 	}
 	return n
 }
+
+// QueryIntIn parses the optional integer query parameter name: 0 when absent, a field
+// error in fe naming the range when it is not a whole number from lo to hi (lo >= 1,
+// so 0 stays "absent"). Bounds that match the column a value is looked up in keep an
+// overflowing number a 422 instead of a database error.
+func QueryIntIn(c echo.Context, name string, lo, hi int64, fe *models.FieldErrors) int {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		fe.Add(name, fmt.Sprintf("must be a whole number between %d and %d", lo, hi))
+		return 0
+	}
+	return int(n)
+}

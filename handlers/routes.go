@@ -45,13 +45,15 @@ type Deps struct {
 const MaxBodyBytes = 2 << 20
 
 // NewServer returns the Echo server with every route, the central error handler and
-// the common middleware (recover, body limit, security headers, request log).
+// the common middleware (recover, body limit, the input boundary that refuses text
+// the store cannot hold, security headers, request log).
 func NewServer(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = NewErrorHandler(d.Log, d.HTML).Handle
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: strconv.Itoa(MaxBodyBytes>>20) + "M"}))
+	e.Use(inputBoundary)
 	e.Use(securityHeaders)
 	e.Use(requestLog(d.Log))
 	Routes(e, d)
@@ -74,9 +76,9 @@ func Routes(e *echo.Echo, d Deps) {
 	e.GET("/readyz", ops.Ready)
 	if d.Metrics != nil {
 		if d.MetricsPublic {
-			e.GET("/metrics", echo.WrapHandler(d.Metrics))
+			e.GET("/metrics", ShapeErrors(d.Metrics))
 		} else {
-			e.GET("/metrics", echo.WrapHandler(d.Metrics), BearerAuth(d.Service))
+			e.GET("/metrics", ShapeErrors(d.Metrics), BearerAuth(d.Service))
 		}
 	}
 

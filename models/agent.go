@@ -1,6 +1,7 @@
 package models
 
 import (
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -89,6 +90,10 @@ func (a *Agent) Normalize() {
 	}
 	a.Roles = roles
 	a.Command = strings.TrimSpace(a.Command)
+	a.Workdir = strings.TrimSpace(a.Workdir)
+	if a.Workdir != "" && WorkdirProblem(a.Workdir) == "" {
+		a.Workdir = filepath.Clean(a.Workdir) // drops a trailing or doubled slash only
+	}
 	a.Sandbox.Normalize()
 	if a.Kind == "" {
 		a.Kind = KindHuman
@@ -132,6 +137,9 @@ func (a *Agent) Validate() error {
 	}
 	if a.Concurrency < 1 || a.Concurrency > 64 {
 		fe.Add("concurrency", "must be between 1 and 64")
+	}
+	if msg := WorkdirProblem(a.Workdir); msg != "" {
+		fe.Add("workdir", msg)
 	}
 	if a.Worktree && a.Workdir == "" {
 		fe.Add("worktree", "needs a workdir to take worktrees of")

@@ -97,11 +97,11 @@ func agentEventData(a *Agent) map[string]any {
 		"sandbox": a.Sandbox}
 }
 
-// SetPassword stores a bcrypt hash of password after checking its length.
+// SetPassword stores a bcrypt hash of password after checking it (see
+// PasswordProblem): a password it refuses is an EINVALID error naming "password".
 func (a *Agent) SetPassword(password string) error {
-	if len(password) < MinPasswordLength {
-		return &Error{Code: EINVALID, Message: "validation failed",
-			Fields: map[string]string{"password": "must be at least 10 characters"}}
+	if msg := PasswordProblem(password); msg != "" {
+		return &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string{"password": msg}}
 	}
 	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {

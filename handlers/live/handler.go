@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -131,4 +132,19 @@ func (h *Hub) checkOrigin(r *http.Request) bool {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host)
+}
+
+// handshakeError is the upgrader's answer to a handshake it refuses (a WebSocket
+// version other than 13, a missing key): the product's JSON error object with the
+// status the upgrader chose, instead of its bare text. The version it speaks is
+// named in Sec-WebSocket-Version, as RFC 6455 asks.
+func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+	code := models.EBADREQUEST
+	if status == http.StatusForbidden {
+		code = models.EFORBIDDEN
+	}
+	w.Header().Set("Sec-WebSocket-Version", "13")
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": &models.Error{Code: code, Message: reason.Error()}})
 }

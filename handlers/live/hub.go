@@ -153,6 +153,7 @@ func New(store models.Store, log *slog.Logger, opts Options) *Hub {
 		WriteBufferPool:  &sync.Pool{},
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      h.checkOrigin,
+		Error:            handshakeError,
 	}
 	return h
 }

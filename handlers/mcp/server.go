@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 )
 
@@ -83,9 +84,22 @@ func New(svc *models.Service, log *slog.Logger, version string) http.Handler {
 
 // Register mounts h (from New) at /mcp for every method. Calls are POSTs; the
 // transport itself answers the other methods (405 for GET and DELETE, which only a
-// server keeping sessions would serve), so clients get MCP's answers, not the API's.
+// server keeping sessions would serve), so clients get MCP's statuses — as JSON-RPC
+// errors through the central error handler (handlers.ShapeErrors), never bare text.
+// A call whose JSON holds text the store cannot hold (invalid UTF-8, NUL) is refused
+// before it reaches a tool, naming the field, like the API's bodies.
 func Register(e *echo.Echo, h http.Handler) {
-	e.Any(Path, echo.WrapHandler(h))
+	shaped := handlers.ShapeErrors(h)
+	e.Any(Path, func(c echo.Context) error {
+		body, err := handlers.ReadBody(c.Request())
+		if err != nil {
+			return err
+		}
+		if err := handlers.JSONTextError(body); err != nil {
+			return err
+		}
+		return shaped(c)
+	})
 }
 
 // authError is a refused credential; it unwraps to auth.ErrInvalidToken so that the
@@ -108,7 +122,9 @@ func verifier(svc *models.Service, log *slog.Logger) auth.TokenVerifier {
 			return nil, authError{msg: models.ErrorMessage(err) + ": create one with `countersign token create AGENT`"}
 		}
 		if err != nil {
-			log.Error("mcp: authenticating a bearer token", "err", err)
+			if ctx.Err() == nil { // a client that went away is not a failure of ours
+				log.Error("mcp: authenticating a bearer token", "err", err)
+			}
 			return nil, errors.New("internal error")
 		}
 		return &auth.TokenInfo{UserID: "agent:" + strconv.FormatInt(a.ID, 10), Extra: map[string]any{agentKey: a}}, nil

@@ -3,6 +3,7 @@ package pages
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -80,7 +81,7 @@ func (p *Pages) templateShow(c echo.Context) error {
 	t := latest
 	if q := c.QueryParam("version"); q != "" {
 		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
+		if err != nil || n < 1 || n > math.MaxInt32 { // versions are 32-bit: a larger one names none
 			return models.NotFound("template version", q)
 		}
 		if t, err = p.d.Service.Store().GetTemplate(ctx, name, n); err != nil {
@@ -104,7 +105,7 @@ func (p *Pages) templateYAML(c echo.Context) error {
 	version := 0
 	if q := c.QueryParam("version"); q != "" {
 		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 {
+		if err != nil || n < 1 || n > math.MaxInt32 { // versions are 32-bit: a larger one names none
 			return models.NotFound("template version", q)
 		}
 		version = n
@@ -241,6 +242,9 @@ func (p *Pages) templateImport(c echo.Context) error {
 		return fail()
 	}
 	t, err := models.ParseTemplate([]byte(v.YAML))
+	if err == nil {
+		err = models.CheckText(t) // a YAML "\0" escape: text no database may hold
+	}
 	if err != nil {
 		var de *models.Error
 		if !errors.As(err, &de) {

@@ -5,12 +5,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/static"
 )
 
 // publicRoutes registers what needs no session: static files, login.
 func (p *Pages) publicRoutes(e *echo.Echo) {
-	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
+	e.GET(static.Prefix+"*", handlers.ShapeErrors(static.Handler())) // a missing file is the 404 page
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	e.GET("/login", p.loginForm)
 	e.POST("/login", p.login)
