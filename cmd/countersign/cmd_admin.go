@@ -143,7 +143,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	a := &models.Agent{Name: name, Kind: models.AgentKind(kind), Roles: splitList(roles), Command: command,
-		Workdir: workdir, Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
+		Workdir: absWorkdir(workdir), Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
 		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix},
 		PassEnv: sb.passEnv, DailyBudget: sb.dailyBudget()}
 	if err := newService(db).CreateAgent(ctx, models.System, a, password); err != nil {
@@ -193,7 +193,7 @@ func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 				a.Command = preset
 			}
 		case "workdir":
-			a.Workdir = workdir
+			a.Workdir = absWorkdir(workdir)
 		case "worktree":
 			a.Worktree = worktree
 		case "concurrency":
@@ -507,4 +507,16 @@ func describe(err error) error {
 		return fmt.Errorf("%s", e.Error())
 	}
 	return err
+}
+
+// absWorkdir makes a --workdir given on the command line absolute against the current
+// directory, as a shell user means it; the service refuses relative ones.
+func absWorkdir(dir string) string {
+	if dir == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
