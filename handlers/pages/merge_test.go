@@ -45,7 +45,9 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	w, err := ws.Prepare(ctx, workspace.Request{TaskID: tk.ID, Attempt: 1, AgentWorkdir: repo, Worktree: true, Branch: branch, Base: "main"})
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(w.Dir, "calc.go"), []byte("package calc\n\nfunc Add(a, b int) int { return a + b }\n"), 0o644))
-	commit, err := ws.CommitVerified(ctx, w, workspace.CommitInfo{Author: workspace.Identity{Name: "dev", Email: "dev@x"}, Subject: "Fix Add"})
+	tree, err := ws.WorktreeTree(ctx, w) // the tree a judge would have judged
+	must(t, err)
+	commit, err := ws.CommitVerified(ctx, w, workspace.CommitInfo{Tree: tree, Author: workspace.Identity{Name: "dev", Email: "dev@x"}, Subject: "Fix Add"})
 	must(t, err)
 	setBranch(t, e, tk.ID, branch, w.BaseCommit(), commit)
 	mainAt := gitIn(t, repo, "rev-parse", "main")
@@ -108,7 +110,9 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	dw, err := ws.Prepare(ctx, workspace.Request{TaskID: doc.ID, Attempt: 1, AgentWorkdir: repo, Worktree: true, Branch: docBranch, Base: commit})
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dw.Dir, "calc.go"), []byte("package calc\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n"), 0o644))
-	docCommit, err := ws.CommitVerified(ctx, dw, workspace.CommitInfo{Author: workspace.Identity{Name: "dev", Email: "dev@x"}, Subject: "Document Add"})
+	docTree, err := ws.WorktreeTree(ctx, dw)
+	must(t, err)
+	docCommit, err := ws.CommitVerified(ctx, dw, workspace.CommitInfo{Tree: docTree, Author: workspace.Identity{Name: "dev", Email: "dev@x"}, Subject: "Document Add"})
 	must(t, err)
 	setBranch(t, e, doc.ID, docBranch, commit, docCommit)
 	if gp := lead.get("/goals/" + itoa64(g.ID)); strings.Contains(gp.Body, `data-testid="goal-merge"`) {
