@@ -211,7 +211,8 @@ func Inherit(keys ...string) []string {
 // the output pipe get KillGrace to finish writing. Processes that leave the group
 // (setsid) cannot be killed this way; Run stops reading from them rather than hang.
 //
-// A confined run whose sandbox KillsEscapees (the runner holds CAP_SYS_ADMIN) is PID 1
+// A confined run whose sandbox KillsEscapees (a PID namespace by unshare where the runner
+// holds CAP_SYS_ADMIN, else inside a user namespace of its own) is PID 1
 // of a PID namespace of its own, and then, unlike an unconfined run:
 //   - no process of the run survives it, in its group or not: when the shell (or
 //     Argv[0]) exits or is killed, the kernel SIGKILLs everything left in the
