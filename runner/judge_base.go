@@ -174,7 +174,7 @@ func (jr *judgeRun) judged() *models.JudgeReport {
 func (p *Pool) viewGit(ctx context.Context, ar *attemptRun, root string) error {
 	jr := ar.judge
 	parent, repo := jr.base.Commit, ""
-	if head, _, err := p.cfg.Workspaces.Revision(ctx, ar.ws); err == nil && head != "" {
+	if head := p.cfg.Workspaces.Head(ctx, ar.ws); head != "" {
 		repo = ar.ws.Repo()
 		if repo == "" {
 			repo = ar.ws.Dir
