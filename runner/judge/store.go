@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,7 +90,8 @@ var storeConfig = [][2]string{
 
 // OpenStore opens the judge's store under the data dir root, creating <root>/judge/git
 // with `git init --bare` and the judge's configuration on first use. The
-// configuration is written again on every open, so a store made by an older version
+// configuration is written again on every open whose settings differ from the recorded
+// ones (writeConfig), so a store made by an older version
 // gets the current settings.
 func OpenStore(ctx context.Context, root string) (*Store, error) {
 	if root == "" {
@@ -110,10 +114,8 @@ func OpenStore(ctx context.Context, root string) (*Store, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	for _, kv := range storeConfig {
-		if _, err := s.git(ctx, gitCmd{args: []string{"config", "--file", filepath.Join(s.gitDir, "config"), kv[0], kv[1]}, noGitDir: true}); err != nil {
-			return nil, err
-		}
+	if err := s.writeConfig(ctx); err != nil {
+		return nil, err
 	}
 	// git init writes sample hooks and an info/exclude; neither is ever read (hooks
 	// are off, and no command of the judge's asks for the standard excludes), but an
@@ -468,4 +470,25 @@ func (s *Store) removeStaleLocks(age time.Duration) {
 		}
 		return nil
 	})
+}
+
+// writeConfig writes storeConfig into the store's config, one git config call per
+// setting, unless the config already records (countersign.config) a digest of this
+// very storeConfig: a runner's start then costs one git call, not one per setting.
+func (s *Store) writeConfig(ctx context.Context) error {
+	file := filepath.Join(s.gitDir, "config")
+	h := sha256.New()
+	for _, kv := range storeConfig {
+		fmt.Fprintf(h, "%s=%s\n", kv[0], kv[1])
+	}
+	want := hex.EncodeToString(h.Sum(nil))
+	if out, err := s.git(ctx, gitCmd{noGitDir: true, args: []string{"config", "--file", file, "countersign.config"}}); err == nil && strings.TrimSpace(string(out)) == want {
+		return nil
+	}
+	for _, kv := range append(slices.Clone(storeConfig), [2]string{"countersign.config", want}) {
+		if _, err := s.git(ctx, gitCmd{args: []string{"config", "--file", file, kv[0], kv[1]}, noGitDir: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
