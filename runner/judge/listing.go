@@ -1,5 +1,8 @@
 package judge
 
+// Listings the runner asks of the store: a base's ignored entries, a snapshot's paths and
+// those of them the rules protect.
+
 import (
 	"bytes"
 	"context"
