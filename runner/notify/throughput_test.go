@@ -44,9 +44,10 @@ func blockingContract() models.Contract {
 }
 
 // poolRun runs n blocking tasks through a fresh pool (4 workers of concurrency 4) on a
-// fresh database and returns tasks per second; hole, when set, is a webhook endpoint
-// for every notification.
-func poolRun(tb testing.TB, dialect string, n int, hole string) (float64, int) {
+// fresh database and returns tasks per second and the deliveries made; hole, when set,
+// is a webhook endpoint for every notification, and timeout bounds each delivery
+// attempt.
+func poolRun(tb testing.TB, dialect string, n int, hole string, timeout time.Duration) (float64, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db := storetest.Open(tb, dialect)
@@ -61,10 +62,16 @@ func poolRun(tb testing.TB, dialect string, n int, hole string) (float64, int) {
 		_, err = hooks.Create(ctx, boss, &models.Webhook{Name: "hole", URL: hole, Events: slices.Clone(models.HookNames)})
 		must(tb, err)
 	}
-	d, err := notify.New(notify.Config{Store: db, BaseURL: "http://countersign.test", Timeout: 2 * time.Second})
+	d, err := notify.New(notify.Config{Store: db, BaseURL: "http://countersign.test", Timeout: timeout})
 	must(tb, err)
 	must(tb, d.Start(ctx))
-	defer d.Stop(context.Background())
+	defer func() {
+		// Deliveries still in flight are cancelled after a second: a black hole would
+		// hold them for the whole timeout.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = d.Stop(sctx)
+	}()
 	for i := range 4 {
 		a := &models.Agent{Name: "w" + strconv.Itoa(i), Kind: models.KindWorker, Roles: []string{"developer"}, Command: "cat >/dev/null", Concurrency: 4}
 		must(tb, svc.CreateAgent(ctx, boss, a, ""))
@@ -120,42 +127,21 @@ func okEndpoint(tb testing.TB) string {
 	return srv.URL + "/hook"
 }
 
-// TestRunnerThroughputWithBlackHole: the runner's throughput with a webhook whose
-// endpoint never answers is that with one that answers at once, measured
-// alternately in one run (the median of three each, with no webhook beside them for
-// reference: every task here makes a notification, whose outbox row is written in the
-// task's transaction whatever the endpoint does). It fails below 80 %: a dispatcher
-// that made the runner wait out a 2 s timeout per blocked task would be near 1 %.
-func TestRunnerThroughputWithBlackHole(t *testing.T) {
+// TestRunnerDoesNotWaitOnABlackHole: every task finishes while every webhook delivery
+// hangs. The endpoint accepts connections and never answers, and an attempt's timeout
+// is an hour, far beyond the test's three minutes: a runner that waited on any
+// delivery would not finish its tasks, so this fails if notifying ever joins the
+// task's path. Each blocked task still leaves its delivery in the outbox, written in
+// the task's own transaction. The throughput figures are the benchmark's below.
+func TestRunnerDoesNotWaitOnABlackHole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	t.Parallel()
-	hole, ok := blackHole(t), okEndpoint(t)
 	const n = 48
-	var none, live, dead []float64
-	for range 3 {
-		r, _ := poolRun(t, store.DialectSQLite, n, "")
-		none = append(none, r)
-		r, made := poolRun(t, store.DialectSQLite, n, ok)
-		live = append(live, r)
-		if made != n {
-			t.Errorf("%d deliveries made for %d blocked tasks", made, n)
-		}
-		r, made = poolRun(t, store.DialectSQLite, n, hole)
-		dead = append(dead, r)
-		if made != n {
-			t.Errorf("%d deliveries made for %d blocked tasks", made, n)
-		}
-	}
-	for _, s := range [][]float64{none, live, dead} {
-		slices.Sort(s)
-	}
-	ratio := dead[1] / live[1]
-	t.Logf("tasks/s: no webhook %.1f %.1f, answering endpoint %.1f %.1f, black hole %.1f %.1f: black hole / answering %.2f, black hole / none %.2f",
-		none[1], none, live[1], live, dead[1], dead, ratio, dead[1]/none[1])
-	if ratio < 0.8 {
-		t.Fatalf("throughput with a black-hole webhook is %.0f%% of that with an answering one", 100*ratio)
+	_, made := poolRun(t, store.DialectSQLite, n, blackHole(t), time.Hour)
+	if made != n {
+		t.Errorf("%d deliveries made for %d blocked tasks", made, n)
 	}
 }
 
@@ -174,11 +160,11 @@ func BenchmarkRunnerThroughput(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			var nones, lives, deads []float64
 			for i := 0; i < 3; i++ {
-				r, _ := poolRun(b, d, b.N, "")
+				r, _ := poolRun(b, d, b.N, "", 2*time.Second)
 				nones = append(nones, r)
-				r, _ = poolRun(b, d, b.N, ok)
+				r, _ = poolRun(b, d, b.N, ok, 2*time.Second)
 				lives = append(lives, r)
-				r, _ = poolRun(b, d, b.N, hole)
+				r, _ = poolRun(b, d, b.N, hole, 2*time.Second)
 				deads = append(deads, r)
 			}
 			b.Logf("tasks/s per run: no webhook %.1f, answering %.1f, black hole %.1f", nones, lives, deads)
