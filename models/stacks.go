@@ -288,7 +288,10 @@ var (
 		"package.json#.dependencies", "package.json#.devDependencies", "package.json#.optionalDependencies",
 		"package.json#.peerDependencies", "package.json#.bundleDependencies", "package.json#.bundledDependencies",
 		"package.json#.overrides", "package.json#.resolutions", "package.json#.pnpm",
-		"package.json#.workspaces", "package.json#.packageManager"}
+		"package.json#.workspaces", "package.json#.packageManager",
+		// A dependency tree in the repository (one the base does not ignore) is the
+		// code the tests import, as Go's vendor/ is.
+		"**/node_modules/**"}
 
 	pythonProtect = []string{"**/tests/**", "**/test/**", "test_*.py", "*_test.py",
 		// pytest's configuration, wherever pytest may find it, and its plugins.

@@ -107,6 +107,10 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !p.openView(ctx, tr, ar) {
 		return
 	}
+	if !p.installDependencies(ctx, tr, ar) {
+		p.closeView(ar)
+		return
+	}
 	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
 	p.closeView(ar)
 	if !verified || p.interrupted(ctx, ar) || ar.outcome == models.OutcomeInfra {
@@ -360,7 +364,7 @@ func (p *Pool) forgetRules() {
 // environment beyond the judge's short list: a verify command runs the worker's code,
 // and a home the worker wrote would configure the tools that judge it.
 func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
-	return append(je.Vars(), p.taskEnv(tr, ar)...)
+	return append(ar.judge.withInstallDir(je.Vars()), p.taskEnv(tr, ar)...)
 }
 
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has

@@ -45,6 +45,9 @@ type judgeRun struct {
 	canaries *judgeCanaries // the run's canary pairs, set when the view opens
 	// testFiles are the base's files the rules protect whole: where canaries go.
 	testFiles []string
+	// installDir is where the judge installed a candidate's changed Python
+	// dependencies (judge_deps.go): on the judged runs' PYTHONPATH.
+	installDir string
 }
 
 // judgeDir is where the judge keeps a task's base, its views and its results: under

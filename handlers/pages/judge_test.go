@@ -76,7 +76,8 @@ func tamperAttempt() models.Attempt {
 				{Path: "calc_test.go", Change: models.ChangeChanged, Diff: judgeDiff},
 				{Path: "package.json", Change: models.ChangeChanged, Parts: []string{"scripts.test"}},
 			},
-			Floor: &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
+			Floor:        &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
+			Dependencies: []string{"package.json: is-number added ^7.0.0"},
 			HeldOut: &models.HeldOutReport{Files: 1, FailedCount: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"},
 				Detail: "criterion unit-test: command \"go test\" exited with status 1;\n--- FAIL: TestBig\n    calc_heldout_test.go:7: Add(10, 4) = 6, want 14"}}}
 }
@@ -108,6 +109,7 @@ func TestTaskPageJudge(t *testing.T) {
 		`data-testid="tests-changed-warning"`, "tests changed by the worker",
 		`data-testid="judge-tests-changed"`, "Tests changed by the worker",
 		`<code>calc_test.go</code>`, `data-testid="judge-change-kind">changed</span>`, `<code>scripts.test</code>`,
+		`data-testid="judge-dependency">package.json: is-number added ^7.0.0</code>`,
 		`data-testid="judge-diff"`, `// &lt;script&gt;alert(1)&lt;/script&gt;`,
 		`data-testid="judge-floor"`, "<dt>Passing at the base</dt><dd>3</dd>", "<dt>Missing</dt><dd>1</dd>", "<code>TestSub</code>",
 		`data-testid="judge-held-out"`, "<dt>Files</dt><dd>1</dd>", "<dt>Failed</dt><dd>1</dd>",

@@ -270,7 +270,7 @@ func judgeView(r *models.JudgeReport) *task.Judge {
 	if r == nil {
 		return nil
 	}
-	j := &task.Judge{Base: r.Base, Restored: r.Restored}
+	j := &task.Judge{Base: r.Base, Restored: r.Restored, Dependencies: r.Dependencies}
 	if r.PrepareMS > 0 {
 		j.Prepare = ms(r.PrepareMS)
 	}

@@ -136,6 +136,9 @@ type Judge struct {
 	Protected []ProtectedChange
 	Floor     *Floor
 	HeldOut   *HeldOutResult
+	// Dependencies are the dependencies the candidate changed, which the judge
+	// installed itself (the contract let them change).
+	Dependencies []string
 }
 
 // ProtectedChange is one protected file the worker added, changed or deleted.
