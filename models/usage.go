@@ -28,6 +28,15 @@ type Usage struct {
 	// Note says why part of the usage is unknown (a usage file that was not JSON, a
 	// model without a price).
 	Note string `json:"note,omitempty"`
+	// Source is UsageMetered when Countersign's model gateway counted these figures,
+	// "" when the worker reported them.
+	Source string `json:"source,omitempty"`
+	// Reported is what the worker reported, kept beside metered usage (nil when it
+	// reported nothing, or when the usage is its report).
+	Reported *Usage `json:"reported,omitempty"`
+	// Mismatch says how Reported differs from the metered figures beyond the
+	// tolerances (ReconcileUsage): the attempt is flagged.
+	Mismatch string `json:"mismatch,omitempty"`
 }
 
 // Cost sources.
