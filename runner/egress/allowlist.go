@@ -152,12 +152,26 @@ func normaliseName(host string) (string, error) {
 	if len(ascii) > 253 {
 		return "", fmt.Errorf("host name longer than 253 bytes")
 	}
-	for _, label := range strings.Split(ascii, ".") {
+	labels := strings.Split(ascii, ".")
+	for _, label := range labels {
 		if label == "" || len(label) > 63 {
 			return "", fmt.Errorf("host %q has an empty or over-long label", host)
 		}
 	}
+	if numericLabel(labels[len(labels)-1]) {
+		// "0x7f.1" or "2130706433": inet_aton would read these as IPv4.
+		return "", fmt.Errorf("host %q is not a valid name: its last label is numeric (an IP address in another notation?)", host)
+	}
 	return ascii, nil
+}
+
+// numericLabel reports a label of only decimal digits, or 0x and hex digits.
+func numericLabel(l string) bool {
+	if rest, ok := strings.CutPrefix(l, "0x"); ok {
+		l = rest
+		return strings.Trim(l, "0123456789abcdef") == ""
+	}
+	return strings.Trim(l, "0123456789") == ""
 }
 
 // target is a normalised destination: a name or an IP literal, and a port.
