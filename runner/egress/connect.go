@@ -65,14 +65,15 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, e *Entry) {
 // splice copies client->up and up->client concurrently, half-closing each
 // destination when its source ends, and returns the bytes each way.
 func splice(client, up net.Conn) (upN, downN int64) {
+	rc := raw(client)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		upN, _ = io.Copy(up, client)
+		upN, _ = io.Copy(up, rc)
 		closeWrite(up)
 	}()
-	downN, _ = io.Copy(client, up)
+	downN, _ = io.Copy(rc, up)
 	closeWrite(client)
 	wg.Wait()
 	return upN, downN

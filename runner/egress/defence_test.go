@@ -373,3 +373,30 @@ func TestSummaryCapped(t *testing.T) {
 		t.Fatalf("summary = %+v", s)
 	}
 }
+
+// TestMaxConns: with MaxConns 1, a second client is not served while a
+// tunnel is open, and is served once it closes.
+func TestMaxConns(t *testing.T) {
+	target, _ := bannerServer(t)
+	_, proxy := startProxy(t, Config{Allow: []string{target}, MaxConns: 1})
+	resp, first, _ := rawConnect(t, proxy, target, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("first: %d", resp.StatusCode)
+	}
+	second, err := net.Dial("tcp", proxy) // accepted by the kernel, not yet by the proxy
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_, _ = io.WriteString(second, "CONNECT "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = second.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := second.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("second client answered while the first held the only slot: n=%d err=%v", n, err)
+	}
+	first.Close()
+	_ = second.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 12)
+	if _, err := io.ReadFull(second, b); err != nil || string(b) != "HTTP/1.1 200" {
+		t.Fatalf("second client after the first closed: %q %v", b, err)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	DefaultDialTimeout    = 10 * time.Second
 	DefaultIdleTimeout    = 60 * time.Second
 	DefaultMaxHeaderBytes = 16 << 10
+	DefaultMaxConns       = 256
 )
 
 // Dialer opens upstream connections. *net.Dialer satisfies it; the runner
@@ -59,6 +60,9 @@ type Config struct {
 	MaxHeaderBytes int
 	// MaxEntries caps the entries kept for Summary; the rest are counted.
 	MaxEntries int
+	// MaxConns caps simultaneous client connections (open tunnels
+	// included); further ones wait in the listen backlog until one ends.
+	MaxConns int
 
 	// allowInternal switches off the internal-address (DNS rebinding)
 	// check. Tests only: it exists to show the attack works without it.
@@ -116,6 +120,9 @@ func setDefaults(c *Config) {
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = DefaultMaxEntries
 	}
@@ -152,7 +159,7 @@ func (p *Proxy) Start(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          log.New(io.Discard, "", 0), // every attempt is an Entry instead
 	}
 	srv := p.srv
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(newLimitListener(ln, p.cfg.MaxConns)) }()
 	go func() {
 		select {
 		case <-ctx.Done():
