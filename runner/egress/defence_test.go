@@ -375,28 +375,41 @@ func TestSummaryCapped(t *testing.T) {
 }
 
 // TestMaxConns: with MaxConns 1, a second client is not served while a
-// tunnel is open, and is served once it closes.
+// tunnel is open, and is served once it closes; with room for two (the
+// bound lifted) it is served at once.
 func TestMaxConns(t *testing.T) {
 	target, _ := bannerServer(t)
-	_, proxy := startProxy(t, Config{Allow: []string{target}, MaxConns: 1})
-	resp, first, _ := rawConnect(t, proxy, target, nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("first: %d", resp.StatusCode)
+	try := func(t *testing.T, max int) (served bool, second net.Conn, first net.Conn) {
+		_, proxy := startProxy(t, Config{Allow: []string{target}, MaxConns: max})
+		resp, first, _ := rawConnect(t, proxy, target, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("first: %d", resp.StatusCode)
+		}
+		second, err := net.Dial("tcp", proxy) // accepted by the kernel, maybe not by the proxy
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { second.Close() })
+		_, _ = io.WriteString(second, "CONNECT "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = second.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, _ := second.Read(make([]byte, 1))
+		return n > 0, second, first
 	}
-	second, err := net.Dial("tcp", proxy) // accepted by the kernel, not yet by the proxy
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-	_, _ = io.WriteString(second, "CONNECT "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
-	_ = second.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if n, err := second.Read(make([]byte, 1)); n != 0 || err == nil {
-		t.Fatalf("second client answered while the first held the only slot: n=%d err=%v", n, err)
-	}
-	first.Close()
-	_ = second.SetReadDeadline(time.Now().Add(5 * time.Second))
-	b := make([]byte, 12)
-	if _, err := io.ReadFull(second, b); err != nil || string(b) != "HTTP/1.1 200" {
-		t.Fatalf("second client after the first closed: %q %v", b, err)
-	}
+	t.Run("bounded", func(t *testing.T) {
+		served, second, first := try(t, 1)
+		if served {
+			t.Fatal("second client answered while the first held the only slot")
+		}
+		first.Close()
+		_ = second.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 12)
+		if _, err := io.ReadFull(second, b); err != nil || string(b) != "HTTP/1.1 200" {
+			t.Fatalf("second client after the first closed: %q %v", b, err)
+		}
+	})
+	t.Run("room for two serves both", func(t *testing.T) {
+		if served, _, _ := try(t, 2); !served {
+			t.Fatal("with a free slot the second client should be answered at once")
+		}
+	})
 }

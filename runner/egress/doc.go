@@ -29,7 +29,8 @@
 // Denials are answered 403 with a body saying what was refused and why;
 // failures to reach an allowed host 502. Request headers are bounded in
 // size (Config.MaxHeaderBytes) and in time from accept
-// (Config.HeaderTimeout), so a slow or oversized client is dropped.
+// (Config.HeaderTimeout), so a slow or oversized client is dropped; at
+// most Config.MaxConns clients are served at once.
 //
 // Every attempt yields one Entry (time, client, host, port, the address
 // dialed, allowed, reason, status, bytes up and down, duration), handed
