@@ -149,7 +149,7 @@ func (p *Proxy) Start(ctx context.Context, ln net.Listener) error {
 	base, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.srv = &http.Server{
-		Handler:           p,
+		Handler:           http.HandlerFunc(p.serveHTTP),
 		ReadHeaderTimeout: p.cfg.HeaderTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,
 		MaxHeaderBytes:    p.cfg.MaxHeaderBytes,
@@ -242,9 +242,11 @@ func (p *Proxy) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// ServeHTTP dispatches a proxy request: CONNECT opens a tunnel, an
+// serveHTTP dispatches a proxy request: CONNECT opens a tunnel, an
 // absolute-form http:// request is forwarded, anything else is refused.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// It is not exported: served by another server it would lose the header,
+// connection and per-connection logging bounds Start sets up.
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
