@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"math"
 	"sync"
 )
@@ -33,8 +34,9 @@ func (p *pool) room() float64 { return p.limit - p.spent - p.held }
 // ledger holds the pools. One mutex guards all of them so that a call reserves
 // against all its caps at once or against none.
 type ledger struct {
-	mu    sync.Mutex
-	pools map[string]*pool
+	mu      sync.Mutex
+	pools   map[string]*pool
+	changed chan struct{} // closed at a settle, for calls waiting for room
 }
 
 // join adds a credential's caps to the ledger and returns their pools. A cap whose
@@ -74,20 +76,54 @@ func (l *ledger) leave(ps []*pool, spentUSD float64) {
 	}
 }
 
-// reserve holds usd in every pool, or in none: it returns the key of the first pool
-// without room.
-func (l *ledger) reserve(ps []*pool, usd float64) (refusedBy string, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, p := range ps {
-		if p.room() < usd || p.room() <= 0 {
-			return p.key, false
+// reserve holds usd in every pool, or in none. When a pool lacks room only because
+// calls in flight hold it, reserve waits for them to settle (their actual cost is
+// usually well under their worst case) rather than refuse a call that fits: a
+// refusal ends the attempt. It refuses, with the pool's key, when even with every
+// reservation released the pool could not hold usd, or when ctx ends first.
+func (l *ledger) reserve(ctx context.Context, ps []*pool, usd float64) (refusedBy string, ok bool) {
+	for {
+		l.mu.Lock()
+		key, fits, never := l.fit(ps, usd)
+		if fits {
+			for _, p := range ps {
+				p.held += usd
+			}
+		}
+		changed := l.changedLocked()
+		l.mu.Unlock()
+		switch {
+		case fits:
+			return "", true
+		case never:
+			return key, false
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return key, false
 		}
 	}
+}
+
+// fit reports whether usd fits every pool now; if not, the first pool short of
+// room and whether it could never hold usd (its room with nothing held).
+func (l *ledger) fit(ps []*pool, usd float64) (key string, fits, never bool) {
 	for _, p := range ps {
-		p.held += usd
+		if p.room() < usd || p.room() <= 0 {
+			free := p.limit - p.spent
+			return p.key, false, free < usd || free <= 0
+		}
 	}
-	return "", true
+	return "", true, false
+}
+
+// changedLocked is a channel closed at the next settle.
+func (l *ledger) changedLocked() chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
 }
 
 // settle releases a call's reservation and counts its cost.
@@ -97,6 +133,10 @@ func (l *ledger) settle(ps []*pool, reserved, costUSD float64) {
 	for _, p := range ps {
 		p.held -= reserved
 		p.spent += costUSD
+	}
+	if l.changed != nil {
+		close(l.changed) // wake the calls waiting for room
+		l.changed = nil
 	}
 }
 

@@ -82,22 +82,22 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.end()
-	c, body, err := gw.prepare(l, rt, r)
+	// The call, its wait for room included, dies with the lease: Revoke ends it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(l.ctx, cancel)()
+	c, body, err := gw.prepare(ctx, l, rt, r)
 	if err != nil {
 		gw.refuse(w, l, rt.provider, err)
 		return
 	}
-	gw.forward(w, r, l, c, body)
+	gw.forward(w, r.WithContext(context.WithValue(ctx, callKey{}, c)), l, c, body)
 }
 
 // forward sends r (with body) upstream under the call c; c is settled when it
-// returns. The upstream request dies with the lease, so Revoke ends it.
+// returns.
 func (gw *Gateway) forward(w http.ResponseWriter, r *http.Request, l *Lease, c *call, body []byte) {
-	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), callKey{}, c))
-	defer cancel()
-	stop := context.AfterFunc(l.ctx, cancel)
-	defer stop()
-	out := r.Clone(ctx)
+	out := r.Clone(r.Context())
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	out.ContentLength = int64(len(body))
@@ -134,7 +134,7 @@ func (gw *Gateway) refuse(w http.ResponseWriter, l *Lease, p Provider, err error
 
 // prepare reads r's body and, for a metered call, parses it and reserves its worst
 // case against the lease's caps. The body returned is the one to forward.
-func (gw *Gateway) prepare(l *Lease, rt route, r *http.Request) (*call, []byte, error) {
+func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, r *http.Request) (*call, []byte, error) {
 	body, err := readBody(r, gw.cfg.MaxRequestBytes)
 	if err != nil {
 		return nil, nil, err
@@ -158,7 +158,7 @@ func (gw *Gateway) prepare(l *Lease, rt route, r *http.Request) (*call, []byte, 
 	if !c.priced && len(l.pools) > 0 {
 		return nil, nil, fmt.Errorf("model %q has no price in Countersign, so its calls cannot be held to the budget", req.Model)
 	}
-	if err := gw.reserve(c, len(body), req.maxOutput(gw.cfg.DefaultMaxOutputTokens)); err != nil {
+	if err := gw.reserve(ctx, c, len(body), req.maxOutput(gw.cfg.DefaultMaxOutputTokens)); err != nil {
 		return nil, nil, err
 	}
 	return c, body, nil
@@ -167,7 +167,7 @@ func (gw *Gateway) prepare(l *Lease, rt route, r *http.Request) (*call, []byte, 
 // reserve holds a call's worst case against its lease's caps: its input estimated
 // from the body's size at the dearer of the input and cache-write prices, and its
 // output limit at the output price.
-func (gw *Gateway) reserve(c *call, bodyBytes int, maxOutput int64) error {
+func (gw *Gateway) reserve(ctx context.Context, c *call, bodyBytes int, maxOutput int64) error {
 	if !c.priced {
 		return nil
 	}
@@ -177,7 +177,7 @@ func (gw *Gateway) reserve(c *call, bodyBytes int, maxOutput int64) error {
 	if gw.noReserve {
 		hold = 0 // the naive check: refuse only once a cap is already spent
 	}
-	if key, ok := gw.ledger.reserve(c.lease.pools, hold); !ok {
+	if key, ok := gw.ledger.reserve(ctx, c.lease.pools, hold); !ok {
 		return &budgetError{key: key, needUSD: worst, model: c.model, maxOutput: maxOutput}
 	}
 	c.worst, c.held = worst, hold

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -98,4 +99,11 @@ func wantTokens(t *testing.T, m Metered, model string, s script, calls int) {
 	if cost := want.cost(p); math.Abs(u.CostUSD-cost) > 1e-9 || math.Abs(m.CostUSD-cost) > 1e-9 {
 		t.Fatalf("cost %v (total %v), want %v", u.CostUSD, m.CostUSD, cost)
 	}
+}
+
+// newPlain serves h on a real socket and returns its URL.
+func newPlain(t testing.TB, h http.HandlerFunc) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // realKey is the provider key the gateway holds; no client may ever see it.
@@ -33,7 +34,8 @@ type scripted struct {
 	calls   int
 	keys    []string // the key headers each call arrived with
 	bodies  [][]byte
-	holdAt1 func() // when set, a stream waits in it after its first event
+	holdAt1 func()        // when set, a stream waits in it after its first event
+	delay   time.Duration // each call waits this long before it answers
 }
 
 func newScripted(t testing.TB, s script) *scripted {
@@ -62,8 +64,9 @@ func (u *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	u.calls++
 	u.keys = append(u.keys, key)
 	u.bodies = append(u.bodies, body)
-	s, hold := u.script, u.holdAt1
+	s, hold, delay := u.script, u.holdAt1, u.delay
 	u.mu.Unlock()
+	time.Sleep(delay)
 	if key != realKey {
 		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`, 401)
 		return
