@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+
+	"github.com/countersign/countersign/models"
+)
+
+// call is one forwarded request: what it reserved and how it is settled.
+type call struct {
+	gw     *Gateway
+	lease  *Lease
+	route  route
+	model  string
+	price  models.ModelPrice
+	priced bool
+	worst  float64 // the reservation's worth: charged when the usage never arrives
+	held   float64 // what is held in the caps' pools (worst, or 0 uncapped)
+
+	mu      sync.Mutex
+	settled bool
+}
+
+type callKey struct{}
+
+// callOf is the call a proxied request belongs to.
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// settle ends the call once: charged is false for a call the provider did not bill
+// (an error status, no response); otherwise the call costs its tokens when final,
+// its reservation when not (a cut stream: the worst case, since the provider bills
+// what it generated whether or not the client read it).
+func (c *call) settle(t Tokens, final, charged bool) {
+	c.mu.Lock()
+	done := c.settled
+	c.settled = true
+	c.mu.Unlock()
+	if done {
+		return
+	}
+	cost := 0.0
+	switch {
+	case !charged:
+	case final && c.priced:
+		cost = t.cost(c.price)
+	case !final:
+		cost = c.worst
+	}
+	c.gw.ledger.settle(c.lease.pools, c.held, cost)
+	if charged {
+		c.lease.mu.Lock()
+		c.lease.m.record(c.model, t, cost, c.priced, !final)
+		c.lease.mu.Unlock()
+	}
+}
+
+// newProxy builds the reverse proxy. SSE responses are flushed per write (the
+// ReverseProxy does so for text/event-stream and bodies of unknown length), and a
+// pooled copy buffer keeps the memory of many open streams down.
+func (gw *Gateway) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        gw.rewrite,
+		Transport:      gw.cfg.Transport,
+		ModifyResponse: gw.meterResponse,
+		ErrorHandler:   gw.proxyError,
+		BufferPool:     &bufferPool{},
+	}
+}
+
+// rewrite points the request at its provider and swaps the worker's credential for
+// the real key. Accept-Encoding identity keeps the body readable by the meter (a
+// gzip stream would also hold bytes back). X-Forwarded headers are not set, so the
+// provider learns nothing of the sandbox.
+func (gw *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	c := callOf(pr.In.Context())
+	up := gw.upstreamOf(c.route.provider)
+	path := pr.In.URL.Path
+	if c.route.provider == OpenAI {
+		path = strings.TrimPrefix(path, "/v1")
+	}
+	pr.Out.URL.Scheme, pr.Out.URL.Host = up.base.Scheme, up.base.Host
+	pr.Out.URL.Path, pr.Out.URL.RawPath = up.base.Path+path, ""
+	pr.Out.Host = up.base.Host
+	h := pr.Out.Header
+	h.Del("x-api-key")
+	h.Del("Authorization")
+	h.Set("Accept-Encoding", "identity")
+	if c.route.provider == OpenAI {
+		h.Set("Authorization", "Bearer "+up.key)
+	} else {
+		h.Set("x-api-key", up.key)
+	}
+}
+
+// accountHeaders name the provider account; the worker has no need of them.
+var accountHeaders = []string{"anthropic-organization-id", "openai-organization", "openai-project"}
+
+// meterResponse wraps a metered call's response body in its meter. An error
+// status is settled at once as unbilled.
+func (gw *Gateway) meterResponse(res *http.Response) error {
+	for _, h := range accountHeaders {
+		res.Header.Del(h)
+	}
+	c := callOf(res.Request.Context())
+	if c == nil || !c.route.kind.metered() {
+		return nil
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		c.settle(Tokens{}, false, false)
+		return nil
+	}
+	ct := res.Header.Get("Content-Type")
+	res.Body = &meterBody{
+		rc:     res.Body,
+		meter:  usageMeter{kind: c.route.kind},
+		stream: strings.HasPrefix(ct, "text/event-stream"),
+		done:   func(t Tokens, final bool) { c.settle(t, final, true) },
+	}
+	return nil
+}
+
+// proxyError answers a call that got no response. One that never reached the
+// provider (no connection) costs nothing; any other (the client left while the
+// provider worked, the credential was revoked, the connection broke) is charged its
+// reservation, since the provider may bill what it began: otherwise a worker could
+// hang up on every dear call before its answer and spend unmetered.
+func (gw *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	c := callOf(r.Context())
+	if c != nil {
+		var op *net.OpError
+		neverSent := errors.As(err, &op) && op.Op == "dial"
+		c.settle(Tokens{}, false, !neverSent)
+	}
+	if errors.Is(err, context.Canceled) {
+		return // the client left, or the credential was revoked: no one to answer
+	}
+	gw.cfg.Log.Warn("gateway: upstream unreachable", "err", err)
+	p := Anthropic
+	if c != nil {
+		p = c.route.provider
+	}
+	writeRefusal(w, p, refuseUpstream, "the Countersign gateway could not reach the model provider")
+}
+
+// bufferPool lends the proxy its copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+// copyBufferSize is each copy buffer's size: an SSE event is far smaller, and a
+// stream holds one buffer while it is open.
+const copyBufferSize = 16 << 10
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
