@@ -93,6 +93,12 @@ type Policy struct {
 	// AllowUnix lets the run create AF_UNIX sockets; without it socket(AF_UNIX) fails
 	// (socketpair, which makes unnamed pairs, still works).
 	AllowUnix bool
+	// Network, when set, gives the run a network namespace of its own in which it
+	// reaches only the loopback ports Network names, served by the caller (see
+	// NetworkPolicy). Nil: the run shares the runner's network, limited only by
+	// ConnectTCP. Ignored with the sandbox off; Start refuses it where
+	// NetworkIsolation is false.
+	Network *NetworkPolicy
 }
 
 // Normalize cleans the paths, drops duplicates and sorts ports, so equal policies
@@ -112,6 +118,7 @@ func (p Policy) Normalize() Policy {
 	p.ConnectTCP = slices.Clone(p.ConnectTCP)
 	slices.Sort(p.ConnectTCP)
 	p.ConnectTCP = slices.Compact(p.ConnectTCP)
+	p.Network = p.Network.normalize()
 	return p
 }
 
@@ -130,7 +137,7 @@ func (p Policy) Validate() error {
 			return errors.New("sandbox: the root directory cannot be writable")
 		}
 	}
-	return nil
+	return p.Network.validate()
 }
 
 // Describe lists the policy in plain words, one line per grant, for the agent page and
@@ -144,7 +151,9 @@ func (p Policy) Describe() []string {
 	for _, s := range p.ReadExec {
 		lines = append(lines, "read and execute "+s)
 	}
-	if len(p.ConnectTCP) == 0 {
+	if p.Network != nil {
+		lines = append(lines, p.Network.describe())
+	} else if len(p.ConnectTCP) == 0 {
 		lines = append(lines, "connect to no TCP port")
 	} else {
 		ports := make([]string, len(p.ConnectTCP))
@@ -181,6 +190,9 @@ type Sandbox struct {
 	nopidns  string   // why not, when root and the kernel refused one
 	userns   bool     // without pidns: each run is cloned into a user and a PID namespace
 	nouserns string   // why not, when the kernel refused one
+	netns    bool     // a run with a Network policy gets a network namespace (root, and the kernel allows it)
+	nonetns  string   // why not, when root and the kernel refused one
+	netOnly  bool     // tests only: confine with the network namespace alone, to show what it stops by itself
 	caps     bool     // holds any capability: confined processes must drop them
 	private  []string // hierarchies no grant may reach (the data dir), resolved
 	grants   resolver // resolved grants, for narrowing them around private
@@ -238,6 +250,11 @@ func (s *Sandbox) Status() string {
 	default: // not ready: Probe gives a reason
 		parts = append(parts, "processes that leave a run's process group (setsid) outlive it")
 	}
+	if s.netns {
+		parts = append(parts, "a private network namespace for runs that ask for one")
+	} else {
+		parts = append(parts, "no private network namespace (runs reach their granted ports on any host)")
+	}
 	return "sandbox on: " + strings.Join(parts, ", ")
 }
 
@@ -281,6 +298,9 @@ func (s *Sandbox) Start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 	if s.mode == ModeOn {
 		if err := p.Validate(); err != nil {
 			return err
+		}
+		if ok, why := s.NetworkIsolation(); p.Network != nil && !ok {
+			return fmt.Errorf("%w: %s", ErrNoNetworkIsolation, why)
 		}
 		for _, d := range s.private {
 			p = p.excluding(d, s.grants.resolve)

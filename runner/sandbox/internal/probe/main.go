@@ -36,6 +36,8 @@ func main() {
 	connect := flag.Int("connect", 0, "a TCP port on 127.0.0.1 to try, as a model API on 443 would be (nothing need listen: refused means the sandbox let it through)")
 	escape := flag.String("escape", "", "instead of the other attempts: leave an escapee behind (see escapeAndExit), which writes its pid to this file")
 	linger := flag.String("linger", "", "be the escapee: write this process's pid as the host numbers it to this file, then sleep")
+	interfaces := flag.Bool("interfaces", false, "list the network interfaces the probe sees")
+	netOnly := flag.Bool("net-only", false, "try only the -reach targets and -interfaces")
 	flag.Parse()
 
 	if *linger != "" {
@@ -55,6 +57,16 @@ func main() {
 		} else {
 			fmt.Fprintf(w, "%s: ok\n", name)
 		}
+	}
+	tryReach(func(name string, f func() (string, error)) {
+		if got, err := f(); err != nil {
+			fmt.Fprintf(w, "%s: denied: %v\n", name, err)
+		} else {
+			fmt.Fprintf(w, "%s: ok: %s\n", name, got)
+		}
+	}, *interfaces)
+	if *netOnly {
+		return
 	}
 	if *db != "" {
 		try("read-db", func() error { _, err := os.ReadFile(*db); return err })
