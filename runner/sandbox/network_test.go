@@ -241,16 +241,6 @@ func TestPrivateNetwork(t *testing.T) {
 	}
 }
 
-// openFDs counts the runner's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // isMPTCP reports whether an accepted connection uses Multipath TCP.
 func isMPTCP(c net.Conn) bool {
 	tc, ok := c.(*net.TCPConn)
