@@ -99,4 +99,4 @@ func (s *Sandbox) NetworkIsolation() (ok bool, why string) {
 const noNetnsWithoutCapSysAdmin = "no private network per run: the runner holds no CAP_SYS_ADMIN, so it cannot make a network namespace " +
 	"with loopback listeners in it (unshare(CLONE_NEWNET) and setns are refused, and a run cloned into a user and network namespace " +
 	"of its own has loopback down and no capability to raise it); Landlock's port rules still allow the granted ports on any host. " +
-	"Give the runner CAP_SYS_ADMIN, or start it as root of a user namespace of its own (unshare --user --map-root-user --keep-caps)"
+	"Give the runner CAP_SYS_ADMIN, or start it as root of a user namespace of its own (unshare --user --map-root-user)"
