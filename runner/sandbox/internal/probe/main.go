@@ -4,7 +4,10 @@
 // nothing itself; the tests compare its lines with what the policy allows.
 //
 // Targets come from flags so that one binary serves the sandbox package's tests and
-// the runner's end-to-end tests. With -escape it does one thing only: it leaves behind
+// the runner's end-to-end tests. -reach name=kind:addr (repeatable) tries one place on
+// the network (tcp, udp, mptcp, unix with @ for abstract, icmp over a raw socket) and
+// prints "name: ok: <the first line it answered>"; -interfaces lists the interfaces
+// the probe sees; -net-only skips everything else. With -escape it does one thing only: it leaves behind
 // a process that has left its session and process group, as a worker that wants to
 // outlive its attempt would, and exits.
 package main
