@@ -221,10 +221,10 @@ func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 	if r.err == nil && len(r.lns) > 0 {
 		// Here, not on the confined thread: the caller's code must not run inside
 		// the run's namespace and confinement.
+		defer close(handed)
 		for _, l := range r.lns {
 			p.Network.OnListen(l.port, l.ln)
 		}
-		close(handed)
 	}
 	return r.err
 }

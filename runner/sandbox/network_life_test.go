@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -25,10 +26,12 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// The listeners a run's namespace gets are the runner's file descriptors while the run
-// lasts and are closed once it ends: every Accept fails with net.ErrClosed and the
-// runner holds as many descriptors as before the run. The count is shown able to see
-// them: while the run lasts it is higher by at least one per listener.
+// A run reaches the ports served in its namespace (a line server on 80, an HTTP API
+// on 8080 that checks the run's token). The listeners are the runner's file
+// descriptors while the run lasts and are closed once it ends: every Accept fails with
+// net.ErrClosed and the runner is back to as many descriptors as before the run. The
+// count is shown able to see them: while the run lasts it is higher by at least one
+// per listener.
 func TestNetworkListenersClosed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the network namespace needs the runner to hold CAP_SYS_ADMIN")
@@ -36,10 +39,19 @@ func TestNetworkListenersClosed(t *testing.T) {
 	sb := probeOn(t)
 	l := newLayout(t)
 	probe := buildProbe(t)
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer cs_attempt" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	})
 	run := func() (during int) {
 		ended := make(chan error, 2)
 		p := l.policy(probe)
-		p.Network = &sandbox.NetworkPolicy{Ports: []uint16{80, 8080}, OnListen: func(_ uint16, ln net.Listener) {
+		p.Network = &sandbox.NetworkPolicy{Ports: []uint16{80, 8080}, OnListen: func(port uint16, ln net.Listener) {
+			if port == 8080 { // an API, as the runner forwards it
+				go func() { ended <- http.Serve(ln, api) }()
+				return
+			}
 			go func() {
 				for {
 					c, err := ln.Accept()
@@ -52,14 +64,15 @@ func TestNetworkListenersClosed(t *testing.T) {
 				}
 			}()
 		}}
-		cmd := exec.Command(probe, "-net-only", "-reach", "web=tcp:127.0.0.1:80", "-reach", "alt=tcp:127.0.0.1:8080")
+		cmd := exec.Command(probe, "-net-only", "-reach", "web=tcp:127.0.0.1:80", "-api", "http://127.0.0.1:8080/")
+		cmd.Env = []string{"COUNTERSIGN_TOKEN=cs_attempt"}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		done, release := make(chan error, 1), make(chan struct{})
 		if err := sb.Start(cmd, p, func() { done <- cmd.Wait(); <-release }); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil || strings.Count(out.String(), ": ok: inside") != 2 {
+		if err := <-done; err != nil || !strings.Contains(out.String(), "web: ok: inside") || !strings.Contains(out.String(), "api: ok") {
 			t.Fatalf("probe: %v\n%s", err, out.String())
 		}
 		during = openFDs(t)
@@ -80,7 +93,11 @@ func TestNetworkListenersClosed(t *testing.T) {
 	before := openFDs(t)
 	for i := range 3 {
 		during := run()
+		// The HTTP server closes its side of the probe's connection on its own time.
 		after := openFDs(t)
+		for deadline := time.Now().Add(5 * time.Second); after != before && time.Now().Before(deadline); after = openFDs(t) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		t.Logf("run %d: %d descriptors before, %d during, %d after", i, before, during, after)
 		if during < before+2 {
 			t.Errorf("run %d: %d descriptors during the run, want at least %d: the count does not see the listeners", i, during, before+2)

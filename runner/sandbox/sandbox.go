@@ -303,7 +303,12 @@ func (s *Sandbox) Protect(dirs ...string) *Sandbox {
 //
 // cmd.SysProcAttr is set by Start (a process group of its own, the parent-death
 // signal); set nothing in it beforehand. With the sandbox off the command starts
-// unconfined the same way.
+// unconfined the same way, and p.Network is ignored.
+//
+// With p.Network the command runs in a network namespace of its own; Start hands each
+// of its listeners to p.Network.OnListen, on the calling goroutine, after the command
+// has started and before returning, and closes them once whileRunning has returned.
+// It fails with ErrNoNetworkIsolation where NetworkIsolation is false.
 //
 // When KillsEscapees, the command is PID 1 of its own PID namespace (and, without
 // CAP_SYS_ADMIN, runs as nobody in a user namespace of its own), which changes what

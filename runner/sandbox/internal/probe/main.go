@@ -7,9 +7,9 @@
 // the runner's end-to-end tests. -reach name=kind:addr (repeatable) tries one place on
 // the network (tcp, udp, mptcp, unix with @ for abstract, icmp over a raw socket) and
 // prints "name: ok: <the first line it answered>"; -interfaces lists the interfaces
-// the probe sees; -net-only skips everything else. With -escape it does one thing only: it leaves behind
-// a process that has left its session and process group, as a worker that wants to
-// outlive its attempt would, and exits.
+// the probe sees; -net-only skips all but these and -api. With -escape it does one
+// thing only: it leaves behind a process that has left its session and process
+// group, as a worker that wants to outlive its attempt would, and exits.
 package main
 
 import (
@@ -40,7 +40,7 @@ func main() {
 	escape := flag.String("escape", "", "instead of the other attempts: leave an escapee behind (see escapeAndExit), which writes its pid to this file")
 	linger := flag.String("linger", "", "be the escapee: write this process's pid as the host numbers it to this file, then sleep")
 	interfaces := flag.Bool("interfaces", false, "list the network interfaces the probe sees")
-	netOnly := flag.Bool("net-only", false, "try only the -reach targets and -interfaces")
+	netOnly := flag.Bool("net-only", false, "try only the -reach targets, -interfaces and -api")
 	flag.Parse()
 
 	if *linger != "" {
@@ -68,6 +68,12 @@ func main() {
 			fmt.Fprintf(w, "%s: ok: %s\n", name, got)
 		}
 	}, *interfaces)
+	if *api != "" {
+		try("api", func() error { return get(*api) })
+	}
+	if *apiOther != "" {
+		try("api-other-task", func() error { return get(*apiOther) })
+	}
 	if *netOnly {
 		return
 	}
@@ -118,12 +124,6 @@ func main() {
 			}
 			return os.WriteFile(filepath.Join(dir, "settings.json"), []byte("{}"), 0o600)
 		})
-	}
-	if *api != "" {
-		try("api", func() error { return get(*api) })
-	}
-	if *apiOther != "" {
-		try("api-other-task", func() error { return get(*apiOther) })
 	}
 }
 
