@@ -39,8 +39,6 @@ func main() {
 	connect := flag.Int("connect", 0, "a TCP port on 127.0.0.1 to try, as a model API on 443 would be (nothing need listen: refused means the sandbox let it through)")
 	escape := flag.String("escape", "", "instead of the other attempts: leave an escapee behind (see escapeAndExit), which writes its pid to this file")
 	linger := flag.String("linger", "", "be the escapee: write this process's pid as the host numbers it to this file, then sleep")
-	interfaces := flag.Bool("interfaces", false, "list the network interfaces the probe sees")
-	netOnly := flag.Bool("net-only", false, "try only the -reach targets, -interfaces and -api")
 	flag.Parse()
 
 	if *linger != "" {
@@ -52,28 +50,9 @@ func main() {
 		return
 	}
 
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	try := func(name string, f func() error) {
-		if err := f(); err != nil {
-			fmt.Fprintf(w, "%s: denied: %v\n", name, err)
-		} else {
-			fmt.Fprintf(w, "%s: ok\n", name)
-		}
-	}
-	tryReach(func(name string, f func() (string, error)) {
-		if got, err := f(); err != nil {
-			fmt.Fprintf(w, "%s: denied: %v\n", name, err)
-		} else {
-			fmt.Fprintf(w, "%s: ok: %s\n", name, got)
-		}
-	}, *interfaces)
-	if *api != "" {
-		try("api", func() error { return get(*api) })
-	}
-	if *apiOther != "" {
-		try("api-other-task", func() error { return get(*apiOther) })
-	}
+	defer out.Flush()
+	tryReach()
+	tryAPI(*api, *apiOther)
 	if *netOnly {
 		return
 	}
@@ -124,6 +103,28 @@ func main() {
 			}
 			return os.WriteFile(filepath.Join(dir, "settings.json"), []byte("{}"), 0o600)
 		})
+	}
+}
+
+// out collects the verdicts, one line per attempt.
+var out = bufio.NewWriter(os.Stdout)
+
+// try makes one attempt and prints its verdict.
+func try(name string, f func() error) {
+	if err := f(); err != nil {
+		fmt.Fprintf(out, "%s: denied: %v\n", name, err)
+	} else {
+		fmt.Fprintf(out, "%s: ok\n", name)
+	}
+}
+
+// tryAPI GETs Countersign's API for the run's task and for another task's, where given.
+func tryAPI(api, apiOther string) {
+	if api != "" {
+		try("api", func() error { return get(api) })
+	}
+	if apiOther != "" {
+		try("api-other-task", func() error { return get(apiOther) })
 	}
 }
 

@@ -14,7 +14,11 @@ import (
 // target is one place on the network the probe tries to reach: -reach name=kind:addr.
 type target struct{ name, kind, addr string }
 
-var targets []target
+var (
+	targets        []target
+	listInterfaces = flag.Bool("interfaces", false, "list the network interfaces the probe sees")
+	netOnly        = flag.Bool("net-only", false, "try only the -reach targets, -interfaces and -api")
+)
 
 func init() {
 	flag.Func("reach", "name=kind:addr — try to reach addr and read a line from it; kind is tcp, udp, mptcp, unix (@name is abstract) or icmp (an echo request over a raw socket); repeatable", func(v string) error {
@@ -28,14 +32,14 @@ func init() {
 	})
 }
 
-// tryReach tries every -reach target and, with interfaces, lists the network
-// interfaces the probe sees ("interfaces: ok lo eth0").
-func tryReach(try func(string, func() (string, error)), interfaces bool) {
+// tryReach tries every -reach target and, with -interfaces, lists the network
+// interfaces the probe sees ("interfaces: ok: lo eth0").
+func tryReach() {
 	for _, t := range targets {
-		try(t.name, func() (string, error) { return reach(t) })
+		tryDetail(t.name, func() (string, error) { return reach(t) })
 	}
-	if interfaces {
-		try("interfaces", func() (string, error) {
+	if *listInterfaces {
+		tryDetail("interfaces", func() (string, error) {
 			ifs, err := net.Interfaces()
 			if err != nil {
 				return "", err
@@ -46,6 +50,15 @@ func tryReach(try func(string, func() (string, error)), interfaces bool) {
 			}
 			return strings.Join(names, " "), nil
 		})
+	}
+}
+
+// tryDetail makes one attempt and prints its verdict with what it got.
+func tryDetail(name string, f func() (string, error)) {
+	if got, err := f(); err != nil {
+		fmt.Fprintf(out, "%s: denied: %v\n", name, err)
+	} else {
+		fmt.Fprintf(out, "%s: ok: %s\n", name, got)
 	}
 }
 
