@@ -3,6 +3,7 @@
 package sandbox_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,15 +81,40 @@ func BenchmarkUserNamespaceCost(b *testing.B) {
 	pairCost(b, with, sandbox.ProcessGroupOnly(with), "userns")
 }
 
+// BenchmarkNetworkNamespaceCost is what a private network costs a confined start:
+// /bin/true confined with a Network of three served ports (a namespace, lo raised,
+// three listeners handed over and closed when the run ends) against the same run
+// without a Network (ConnectTCP of the same three ports), in alternating pairs as
+// BenchmarkPIDNamespaceCost does ("netns-µs" is the median paired difference). The
+// kernel frees a network namespace later, in a work queue (cleanup_net), so part of
+// its cost falls outside the pair: ns/op over many pairs still includes it.
+//
+//	go test -run '^$' -bench BenchmarkNetworkNamespaceCost -benchtime 300x -count 3 ./runner/sandbox/
+func BenchmarkNetworkNamespaceCost(b *testing.B) {
+	sb := sandbox.Probe(sandbox.ModeOn)
+	if ok, why := sb.NetworkIsolation(); !ok {
+		b.Skip(why)
+	}
+	served := &sandbox.NetworkPolicy{Ports: []uint16{80, 443, 8080}, OnListen: func(uint16, net.Listener) {}}
+	pairCostOf(b, sb, sb, "netns", served)
+}
+
 // pairCost times starting and reaping /bin/true confined by with and by without, in
 // alternating pairs, and reports the medians of each and of the differences (name-µs).
 func pairCost(b *testing.B, with, without *sandbox.Sandbox, name string) {
+	pairCostOf(b, with, without, name, nil)
+}
+
+// pairCostOf is pairCost with network added to the policy of the runs under with.
+func pairCostOf(b *testing.B, with, without *sandbox.Sandbox, name string, network *sandbox.NetworkPolicy) {
 	ws := filepath.Join(b.TempDir(), "ws")
 	if err := os.MkdirAll(ws, 0o750); err != nil {
 		b.Fatal(err)
 	}
 	p := sandbox.Policy{ReadExec: sandbox.SystemReadPaths(os.Getenv("PATH")), ReadWrite: []string{ws}, ConnectTCP: []uint16{80, 443, 8080}}
-	once := func(sb *sandbox.Sandbox) time.Duration {
+	withP := p
+	withP.Network = network
+	once := func(sb *sandbox.Sandbox, p sandbox.Policy) time.Duration {
 		start := time.Now()
 		cmd := exec.Command("/bin/true")
 		cmd.Dir = ws
@@ -105,9 +131,9 @@ func pairCost(b *testing.B, with, without *sandbox.Sandbox, name string) {
 	for i := 0; i < b.N; i++ {
 		var a, c time.Duration
 		if i%2 == 0 {
-			a, c = once(with), once(without)
+			a, c = once(with, withP), once(without, p)
 		} else {
-			c, a = once(without), once(with)
+			c, a = once(without, p), once(with, withP)
 		}
 		ns, plain, diff = append(ns, us(a)), append(plain, us(c)), append(diff, us(a)-us(c))
 	}

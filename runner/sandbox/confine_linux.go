@@ -66,6 +66,7 @@ func Probe(mode Mode) *Sandbox {
 // the judge checks it, so the runner refuses to judge rather than judge that way.
 func (s *Sandbox) settle(tryUserNS bool) {
 	s.pidns, s.userns, s.reason = s.root, false, ""
+	s.netns, s.nonetns = false, ""
 	err := s.prove()
 	if refused := (*pidNamespaceError)(nil); errors.As(err, &refused) {
 		// CAP_SYS_ADMIN, but a seccomp profile or user.max_pid_namespaces refuses one:
@@ -86,6 +87,15 @@ func (s *Sandbox) settle(tryUserNS bool) {
 	}
 	if err != nil {
 		s.reason = err.Error()
+		return
+	}
+	if s.root {
+		// A network namespace needs CAP_SYS_ADMIN in the runner's own user namespace;
+		// a container's seccomp profile may still refuse it.
+		s.netns = true
+		if err := s.proveNetwork(); err != nil {
+			s.netns, s.nonetns = false, err.Error()
+		}
 	}
 }
 
@@ -173,38 +183,74 @@ func (s *Sandbox) start(cmd *exec.Cmd, p Policy, whileRunning func()) error {
 		// root its exec gains no capability in the namespace either.
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
 	}
-	started := make(chan error, 1)
+	type result struct {
+		err error
+		lns []portListener
+	}
+	started := make(chan result, 1)
+	handed := make(chan struct{}) // closed once the listeners are the caller's
 	go func() {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the thread's confinement must never run other goroutines.
 		if s.mode == ModeOn && unix.Gettid() == unix.Getpid() {
-			started <- errors.New("sandbox: refusing to confine the main thread")
+			started <- result{err: errors.New("sandbox: refusing to confine the main thread")}
 			return
 		}
+		var lns []portListener
 		if s.mode == ModeOn {
-			if err := s.confineThread(p); err != nil {
-				started <- fmt.Errorf("%w: %w", errConfine, err)
+			var err error
+			if lns, err = s.confineThread(p); err != nil {
+				started <- result{err: fmt.Errorf("%w: %w", errConfine, err)}
 				return
 			}
 		}
 		if err := cmd.Start(); err != nil {
-			started <- err
+			closeListeners(lns)
+			started <- result{err: err}
 			return
 		}
-		started <- nil
+		started <- result{lns: lns}
 		whileRunning()
+		if len(lns) > 0 {
+			// The run is over: its namespace goes with its last socket.
+			<-handed
+			closeListeners(lns)
+		}
 	}()
-	return <-started
+	r := <-started
+	if r.err == nil && len(r.lns) > 0 {
+		// Here, not on the confined thread: the caller's code must not run inside
+		// the run's namespace and confinement.
+		defer close(handed)
+		for _, l := range r.lns {
+			p.Network.OnListen(l.port, l.ln)
+		}
+	}
+	return r.err
 }
 
 // confineThread confines the calling (locked) thread, in the order each step needs:
 // namespaces and mounts need CAP_SYS_ADMIN, the capability drops need CAP_SETPCAP,
-// Landlock and seccomp need no_new_privs.
-func (s *Sandbox) confineThread(p Policy) error {
+// Landlock and seccomp need no_new_privs. With a Network policy it returns the
+// listeners made in the run's network namespace (closed if a later step fails).
+func (s *Sandbox) confineThread(p Policy) (lns []portListener, err error) {
 	p = p.Normalize()
 	if p.AllowUnix && !s.root {
 		// Without a mount namespace PostgreSQL's socket under /run would be in reach.
-		return errors.New("sandbox: unix sockets are allowed only where the runner can make a mount namespace (CAP_SYS_ADMIN) to hide /run, /var/run and /tmp")
+		return nil, errors.New("sandbox: unix sockets are allowed only where the runner can make a mount namespace (CAP_SYS_ADMIN) to hide /run, /var/run and /tmp")
+	}
+	defer func() {
+		if err != nil {
+			closeListeners(lns)
+			lns = nil
+		}
+	}()
+	if p.Network != nil {
+		// Defence in depth: Landlock grants connect to the served ports only.
+		p.ConnectTCP = p.Network.Ports
+		if lns, err = enterPrivateNetwork(p.Network.Ports); err != nil || s.netOnly {
+			return lns, err
+		}
 	}
 	if s.pidns {
 		// Only this thread's children are affected, and the first one it forks, the
@@ -217,30 +263,30 @@ func (s *Sandbox) confineThread(p Policy) error {
 		// a runner that dies in the microseconds between the fork and the child's
 		// prctl, before the command runs: then the command outlives the runner.
 		if err := unix.Unshare(unix.CLONE_NEWPID); err != nil {
-			return &pidNamespaceError{err}
+			return lns, &pidNamespaceError{err}
 		}
 	}
 	if p.AllowUnix {
 		// Without AllowUnix the seccomp filter refuses every unix socket already.
 		if err := maskSocketDirs(p); err != nil {
-			return fmt.Errorf("sandbox: mount namespace: %w", err)
+			return lns, fmt.Errorf("sandbox: mount namespace: %w", err)
 		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+		return lns, fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
 	if s.caps {
 		if err := dropCapabilities(s.lastCap); err != nil {
-			return fmt.Errorf("sandbox: dropping capabilities: %w", err)
+			return lns, fmt.Errorf("sandbox: dropping capabilities: %w", err)
 		}
 	}
 	if err := restrictLandlock(s.abi, p); err != nil {
-		return fmt.Errorf("sandbox: landlock: %w", err)
+		return lns, fmt.Errorf("sandbox: landlock: %w", err)
 	}
 	if err := installSeccomp(p.AllowUnix); err != nil {
-		return fmt.Errorf("sandbox: seccomp: %w", err)
+		return lns, fmt.Errorf("sandbox: seccomp: %w", err)
 	}
-	return nil
+	return lns, nil
 }
 
 // maskSocketDirs gives the thread a private mount namespace in which /run, /var/run and

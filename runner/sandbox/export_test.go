@@ -27,3 +27,10 @@ func WithoutUserNamespaces(s *Sandbox) *Sandbox {
 func ProcessGroupOnly(s *Sandbox) *Sandbox {
 	return &Sandbox{mode: s.mode, abi: s.abi, caps: s.caps, lastCap: s.lastCap, private: s.private}
 }
+
+// NetworkNamespaceOnly returns a copy of s whose runs with a Network are confined by
+// their network namespace alone — no PID or mount namespace, no_new_privs, capability
+// drop, Landlock or seccomp — so that a test shows what the namespace stops by itself.
+func NetworkNamespaceOnly(s *Sandbox) *Sandbox {
+	return &Sandbox{mode: s.mode, abi: s.abi, root: s.root, caps: s.caps, lastCap: s.lastCap, private: s.private, netns: s.netns, netOnly: true}
+}

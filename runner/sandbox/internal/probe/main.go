@@ -4,9 +4,12 @@
 // nothing itself; the tests compare its lines with what the policy allows.
 //
 // Targets come from flags so that one binary serves the sandbox package's tests and
-// the runner's end-to-end tests. With -escape it does one thing only: it leaves behind
-// a process that has left its session and process group, as a worker that wants to
-// outlive its attempt would, and exits.
+// the runner's end-to-end tests. -reach name=kind:addr (repeatable) tries one place on
+// the network (tcp, udp, mptcp, unix with @ for abstract, icmp over a raw socket) and
+// prints "name: ok: <the first line it answered>"; -interfaces lists the interfaces
+// the probe sees; -net-only skips all but these and -api. With -escape it does one
+// thing only: it leaves behind a process that has left its session and process
+// group, as a worker that wants to outlive its attempt would, and exits.
 package main
 
 import (
@@ -47,14 +50,11 @@ func main() {
 		return
 	}
 
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
-	try := func(name string, f func() error) {
-		if err := f(); err != nil {
-			fmt.Fprintf(w, "%s: denied: %v\n", name, err)
-		} else {
-			fmt.Fprintf(w, "%s: ok\n", name)
-		}
+	defer out.Flush()
+	tryReach()
+	tryAPI(*api, *apiOther)
+	if *netOnly {
+		return
 	}
 	if *db != "" {
 		try("read-db", func() error { _, err := os.ReadFile(*db); return err })
@@ -104,11 +104,27 @@ func main() {
 			return os.WriteFile(filepath.Join(dir, "settings.json"), []byte("{}"), 0o600)
 		})
 	}
-	if *api != "" {
-		try("api", func() error { return get(*api) })
+}
+
+// out collects the verdicts, one line per attempt.
+var out = bufio.NewWriter(os.Stdout)
+
+// try makes one attempt and prints its verdict.
+func try(name string, f func() error) {
+	if err := f(); err != nil {
+		fmt.Fprintf(out, "%s: denied: %v\n", name, err)
+	} else {
+		fmt.Fprintf(out, "%s: ok\n", name)
 	}
-	if *apiOther != "" {
-		try("api-other-task", func() error { return get(*apiOther) })
+}
+
+// tryAPI GETs Countersign's API for the run's task and for another task's, where given.
+func tryAPI(api, apiOther string) {
+	if api != "" {
+		try("api", func() error { return get(api) })
+	}
+	if apiOther != "" {
+		try("api-other-task", func() error { return get(apiOther) })
 	}
 }
 
