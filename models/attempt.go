@@ -52,6 +52,9 @@ type Attempt struct {
 	// Usage is what the attempt used (worker and evaluator): tokens, cost, turns,
 	// model, session. Nil when nothing is known.
 	Usage *Usage `json:"usage"`
+	// Network is what the attempt's processes connected to through the egress proxy;
+	// nil when its runs had no private network.
+	Network *NetworkLog `json:"network,omitempty"`
 	// ReservedUSD and ReservedTokens are what the attempt held of its budgets while it
 	// ran; finished, its usage counts instead.
 	ReservedUSD    *float64 `json:"reserved_usd,omitempty"`
