@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/worker"
+	"github.com/countersign/countersign/runner/gateway"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -87,8 +88,13 @@ type attemptRun struct {
 	stepConflict *models.StepConflict
 	// reserve is what the attempt holds of its budgets while it runs.
 	reserve models.BudgetDecision
-	// usage is what the attempt used, as its worker reported it (nil: nothing).
+	// usage is what the attempt used: what the gateway metered, with the worker's
+	// report beside it, or the report alone (nil: nothing).
 	usage *models.Usage
+	// lease is the attempt's model gateway credential while its worker runs.
+	lease *gateway.Lease
+	// net is the attempt's egress through its runs' private networks.
+	net attemptNet
 	// result is a stream-json run's final result text: its output for type none.
 	result string
 }
@@ -463,6 +469,10 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	spec.Env = append(spec.Env, p.openGateway(tr, ar, cancel)...)
+	if p.privateNetwork() {
+		spec.Env = append(spec.Env, networkEnv()...)
+	}
 	var stream *jsonStream
 	if streamsJSON(tr.agent.Command) {
 		var err error
@@ -477,6 +487,7 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if stream != nil {
 		stream.finish(ar)
 	}
+	p.closeGateway(ar)
 	if cause := context.Cause(rctx); errors.Is(cause, errBudgetOverrun) {
 		ar.fail(models.StageBudget, "the worker was stopped: "+cause.Error())
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/egress"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/gateway"
 	"github.com/countersign/countersign/runner/sandbox"
 	"github.com/countersign/countersign/runner/triage"
 	"github.com/countersign/countersign/runner/workspace"
@@ -95,8 +97,23 @@ type Config struct {
 	// them as COUNTERSIGN_URL); its port is one they may connect to.
 	APIURL string
 	// ConnectPorts are the TCP ports every confined run may connect to besides
-	// APIURL's; DefaultConnectPorts when nil.
+	// APIURL's; DefaultConnectPorts when nil. Runs in a private network reach no
+	// other host at all: these apply to runs without one.
 	ConnectPorts []uint16
+	// Gateway is the model gateway (runner/gateway): each attempt's worker gets a
+	// credential of its own and the gateway's address instead of a provider's key,
+	// and the attempt is charged what the gateway metered. Nil: workers call
+	// providers themselves and their reports are their usage.
+	Gateway *gateway.Gateway
+	// GatewayService serves Gateway on the runner's loopback; runs in a private
+	// network reach it at the same port in their own.
+	GatewayService *gateway.Service
+	// PrivateNetwork gives each confined worker and reviewer run a network namespace
+	// of its own (see network.go), where the sandbox can make one.
+	PrivateNetwork bool
+	// EgressAllow are the host patterns (runner/egress.ParseAllowlist) runs in a
+	// private network may reach through the egress proxy; none by default.
+	EgressAllow []string
 	// Procs records the process groups of attempts, so that a runner started after a
 	// crash reaps what the dead one left (ReapAll at Start) and a task's new attempt
 	// never runs beside an old one (ReapTask); nil tracks nothing.
@@ -140,6 +157,12 @@ func (c *Config) defaults() error {
 	}
 	if c.RunnerID == "" {
 		missing = append(missing, "RunnerID")
+	}
+	if (c.Gateway == nil) != (c.GatewayService == nil) {
+		return errors.New("runner: Gateway and GatewayService come together")
+	}
+	if _, err := egress.ParseAllowlist(c.EgressAllow); err != nil {
+		return fmt.Errorf("runner: the egress allowlist: %w", err)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("runner: config is missing %v", missing)

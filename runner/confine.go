@@ -51,6 +51,7 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 	gitRead, gitWrite := ar.ws.GitPaths()
 	pol := p.policy(a, ar.ws.Dir, ar.ws.MetaDir, ar.tmp)
 	pol.ReadExec, pol.ReadWrite = append(pol.ReadExec, gitRead...), append(pol.ReadWrite, gitWrite...)
+	pol.Network = p.runNetwork(ar, a)
 	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
@@ -83,6 +84,7 @@ func (p *Pool) viewConfinement(tr *taskRun, ar *attemptRun, a *models.Agent, dir
 	} else if fi, err := os.Lstat(filepath.Join(ar.ws.Dir, ".git")); err == nil && fi.IsDir() {
 		pol.ReadExec = append(pol.ReadExec, filepath.Join(ar.ws.Dir, ".git"))
 	}
+	pol.Network = p.runNetwork(ar, a)
 	c := &worker.Confinement{Sandbox: p.cfg.Sandbox, Policy: pol}
 	if p.cfg.Procs != nil {
 		c.OnStart = p.cfg.Procs.Track(tr.task.ID, ar.num)

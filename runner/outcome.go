@@ -238,6 +238,7 @@ func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		return err
 	}
 	row.Usage = ar.usage
+	row.Network = ar.net.close()
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
 	sanitizeAttempt(row)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/countersign/countersign/models"
@@ -43,6 +44,9 @@ func (p *Pool) usageEnv(tr *taskRun, ar *attemptRun) []string {
 		env = append(env, EnvPermissionMode+"=bypassPermissions", "IS_SANDBOX=1")
 	}
 	for _, name := range tr.agent.PassEnv {
+		if p.gatewayPort() != 0 && slices.Contains(providerVars, name) {
+			continue // the gateway holds the key
+		}
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
