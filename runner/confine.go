@@ -130,10 +130,14 @@ func (p *Pool) confinedEnv(ar *attemptRun, a *models.Agent) []string {
 	return env
 }
 
-// connectPorts are the ports every run may reach: Countersign's own and the defaults.
+// connectPorts are the ports every run may reach: Countersign's own (its API, its
+// model gateway) and the defaults.
 func (p *Pool) connectPorts() []uint16 {
 	ports := append([]uint16{}, p.cfg.ConnectPorts...)
 	if port := urlPort(p.cfg.APIURL); port != 0 {
+		ports = append(ports, port)
+	}
+	if port := p.gatewayPort(); port != 0 {
 		ports = append(ports, port)
 	}
 	return ports
