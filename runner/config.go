@@ -105,8 +105,9 @@ type Config struct {
 	// and the attempt is charged what the gateway metered. Nil: workers call
 	// providers themselves and their reports are their usage.
 	Gateway *gateway.Gateway
-	// GatewayService serves Gateway on the runner's loopback; runs in a private
-	// network reach it at the same port in their own.
+	// GatewayService serves Gateway on the runner's loopback, started by the caller;
+	// runs in a private network reach it at the same port in their own. The pool's
+	// Stop stops it once every worker is done.
 	GatewayService *gateway.Service
 	// PrivateNetwork gives each confined worker and reviewer run a network namespace
 	// of its own (see network.go), where the sandbox can make one.

@@ -241,6 +241,12 @@ func (p *Pool) stop(ctx context.Context) error {
 		// Only once every task is done: a task still running reads the store.
 		_ = p.judgeStore.Close()
 	}
+	if gs := p.cfg.GatewayService; gs != nil {
+		// Its last calls are the workers' that just ended.
+		if gerr := gs.Stop(ctx); gerr != nil && err == nil {
+			err = gerr
+		}
+	}
 	p.log.Info("runner pool stopped")
 	return err
 }

@@ -132,25 +132,40 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 		return nil, err
 	}
 	procs.Log = log
+	private, err := c.Gateway.private()
+	if err != nil {
+		return nil, err
+	}
+	gw, gwService, err := startGateway(ctx, c.Gateway, svc, log)
+	if err != nil {
+		return nil, err
+	}
+	if ok, why := sb.NetworkIsolation(); private && sb.Enabled() && !ok {
+		log.Warn("runs cannot get a private network: Landlock's port rules alone confine their connections (any host)", "why", why)
+	}
 	pool, err = runner.New(runner.Config{
-		Sandbox:      sb,
-		APIURL:       c.URL,
-		ConnectPorts: ports,
-		JudgePath:    filepath.SplitList(c.JudgePath),
-		JudgeWrite:   filepath.SplitList(c.JudgeWrite),
-		Procs:        procs,
-		Service:      svc,
-		Workspaces:   ws,
-		Evaluator:    ev,
-		Triage:       tri,
-		RunnerID:     c.RunnerID,
-		Lease:        c.Lease,
-		Poll:         c.Poll,
-		Grace:        c.Grace,
-		OnLog:        opts.OnLog,
-		Observer:     opts.Observer,
-		Log:          log,
-		Landing:      landing,
+		Gateway:        gw,
+		GatewayService: gwService,
+		PrivateNetwork: private,
+		EgressAllow:    c.Gateway.egressAllow(),
+		Sandbox:        sb,
+		APIURL:         c.URL,
+		ConnectPorts:   ports,
+		JudgePath:      filepath.SplitList(c.JudgePath),
+		JudgeWrite:     filepath.SplitList(c.JudgeWrite),
+		Procs:          procs,
+		Service:        svc,
+		Workspaces:     ws,
+		Evaluator:      ev,
+		Triage:         tri,
+		RunnerID:       c.RunnerID,
+		Lease:          c.Lease,
+		Poll:           c.Poll,
+		Grace:          c.Grace,
+		OnLog:          opts.OnLog,
+		Observer:       opts.Observer,
+		Log:            log,
+		Landing:        landing,
 	})
 	if err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ type config struct {
 	JudgeWrite    string // --judge-write: directories every judged run may write
 	Landing       runner.LandingConfig
 	MergeMode     string // --merge: fast-forward or merge-commit
+	Gateway       gatewayConfig
 }
 
 // envOr returns the first non-empty environment variable of names, else def.
@@ -127,6 +128,7 @@ func runnerFlags(fs *flag.FlagSet, c *config) error {
 	fs.StringVar(&c.SandboxPorts, "sandbox-ports", envOr("80,443", "COUNTERSIGN_SANDBOX_PORTS"), "comma-separated TCP ports every confined worker may connect to, besides Countersign's own (env COUNTERSIGN_SANDBOX_PORTS)")
 	fs.StringVar(&c.JudgePath, "judge-path", envOr("", "COUNTERSIGN_JUDGE_PATH"), "colon-separated directories the checks' PATH names before the system's, for verify tools installed elsewhere; any a worker could write is dropped (env COUNTERSIGN_JUDGE_PATH)")
 	fs.StringVar(&c.JudgeWrite, "judge-write", envOr("", "COUNTERSIGN_JUDGE_WRITE"), "colon-separated directories every check may write besides the judge's view, for reports to keep (env COUNTERSIGN_JUDGE_WRITE)")
+	gatewayFlags(fs, &c.Gateway)
 	return landingFlags(fs, c)
 }
 
