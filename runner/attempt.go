@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/runner/worker"
 	"github.com/countersign/countersign/runner/gateway"
+	"github.com/countersign/countersign/runner/worker"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
