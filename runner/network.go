@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -114,19 +115,17 @@ func forwardConns(ln net.Listener, addr string) {
 	}
 }
 
-// quietListener reports its closing as http.Server expects of a listener that ends
-// normally: a run's listener is closed by the sandbox when the run ends.
+// quietListener reports its closing as a server that was shut down: a run's
+// listener is closed by the sandbox when the run ends, which is no serving error.
 type quietListener struct{ net.Listener }
 
 func (l quietListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if errors.Is(err, net.ErrClosed) {
-		return nil, errListenerDone
+		return nil, http.ErrServerClosed
 	}
 	return c, err
 }
-
-var errListenerDone = errors.New("the run ended")
 
 // attemptNet is an attempt's egress: one proxy per run that asked for one, all
 // logging into the attempt's network log.
