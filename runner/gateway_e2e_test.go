@@ -180,3 +180,47 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 		}
 	})
 }
+
+// TestEightMeteredAttemptsUnderOneCap: eight tasks of a goal with a $0.10 budget start
+// together (one agent of concurrency 8), each worker calling the model until the
+// gateway refuses and reporting $0. The goal's metered spend passes the cap by at
+// most the calls in flight when it was reached (each attempt reserves what is left
+// before it starts, and the gateway holds it to that mid-call): measured, and logged.
+func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
+	turns := make([]fakeTurn, 64)
+	for i := range turns {
+		turns[i] = fakeTurn{Blocks: []fakeBlock{{Text: "ok"}}, Usage: fakeUsage{Input: 6000, Output: 100}}
+	}
+	api := newFakeAnthropic(t, claudeModel, turns...)
+	h := newHarness(t, "sqlite", withGateway(t, api, false))
+	h.worker("spender", "dev", callModel(12000)+`for i in 1 2 3 4 5 6 7 8; do [ "$(call)" = 200 ] || break; done; printf '{"total_cost_usd":0}' > "$COUNTERSIGN_USAGE_FILE"; echo TASK_COMPLETE`,
+		func(a *models.Agent) { a.Concurrency = 8 })
+	capUSD := 0.10
+	g := &models.Goal{Title: "Capped", Budget: &models.Budget{MaxCostUSD: &capUSD}}
+	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	var ids []int64
+	for i := 0; i < 8; i++ {
+		tk := h.task("Spend "+itoa(int64(i)), "dev", models.Contract{
+			Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: models.Verification{Type: models.VerifySkip}}, func(s *models.TaskSpec) { s.GoalID = &g.ID })
+		ids = append(ids, tk.ID)
+	}
+	h.start()
+	for _, id := range ids {
+		if tk := h.settled(id, 3*time.Minute); tk.State == models.TaskVerified {
+			t.Errorf("task %d was verified: its worker never stops calling until refused, so it ends at the budget", id)
+		}
+	}
+	spend, err := h.db.SpendOf(h.ctx, models.SpendScope{GoalID: g.ID})
+	must(t, err)
+	const perCall = (6000*3 + 100*15) / 1e6
+	over := spend.CostUSD - capUSD
+	t.Logf("goal cap %s: metered spend %s over %d upstream calls; above the cap by %s (one call is %s)",
+		models.USD(capUSD), models.USD(spend.CostUSD), len(api.loopCalls()), models.USD(max(over, 0)), models.USD(perCall))
+	if spend.CostUSD <= 0 || float64(len(api.loopCalls()))*perCall-spend.CostUSD > 1e-9 {
+		t.Errorf("the goal was charged %s for %d calls of %s each", models.USD(spend.CostUSD), len(api.loopCalls()), models.USD(perCall))
+	}
+	if over > 0 {
+		t.Errorf("the goal's spend passed its cap by %s: attempts under one cap must reserve before they call", models.USD(over))
+	}
+}
