@@ -67,11 +67,16 @@ func (p *Pool) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker
 // worker left there must not configure the judge. onStart tracks the process group
 // (nil: untracked).
 func (p *Pool) judgeConfinement(je *judge.Env, dir string, read []string, onStart func(pid int) (done func())) *worker.Confinement {
-	return &worker.Confinement{Sandbox: p.cfg.Sandbox, OnStart: onStart, Policy: sandbox.Policy{
+	pol := sandbox.Policy{
 		ReadExec:   slices.Concat(p.systemPaths, je.Readable(), read),
 		ReadWrite:  slices.Concat([]string{dir}, je.Writable(), p.cfg.JudgeWrite),
 		ConnectTCP: slices.Clone(je.Ports),
-	}}
+	}
+	if len(je.Ports) == 0 && p.privateNetwork() {
+		// No network at all: not even UDP, which Landlock's port rules do not cover.
+		pol.Network = &sandbox.NetworkPolicy{}
+	}
+	return &worker.Confinement{Sandbox: p.cfg.Sandbox, OnStart: onStart, Policy: pol}
 }
 
 // viewConfinement is how a process of agent a runs in a judge's view dir: a's

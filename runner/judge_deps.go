@@ -155,7 +155,7 @@ func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in mode
 	if jr.installDir != "" {
 		conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, jr.installDir)
 	}
-	conf.Policy.ConnectTCP = p.connectPorts()
+	conf.Policy.ConnectTCP, conf.Policy.Network = p.connectPorts(), nil // the registries
 	res, err := worker.Run(ctx, worker.Spec{Argv: []string{"/bin/sh", "-c", command}, Dir: dir, Env: env, ExactEnv: true,
 		Timeout: installTimeout, KillGrace: p.cfg.KillGrace, TailBytes: 4096, Confine: conf})
 	switch {

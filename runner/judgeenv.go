@@ -118,7 +118,7 @@ func (p *Pool) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []
 		worker.Inherit("GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GONOSUMDB")...)
 	conf := p.judgeConfinement(je, dir, nil, nil)
 	conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, je.GoModCache, shared)
-	conf.Policy.ConnectTCP = p.connectPorts()
+	conf.Policy.ConnectTCP, conf.Policy.Network = p.connectPorts(), nil // the module proxy
 	goBin := je.LookPath("go")
 	if goBin == "" {
 		return // no go on the judge's PATH: the judged runs say so themselves
