@@ -56,9 +56,10 @@ type ModelSpend struct {
 }
 
 // ModelSpend is what the model gateway metered per agent per UTC day over the last
-// days (7 or 30) days. Whoever may read scorecards (which show spend) may read it: any
-// signed-in agent, but not a request made with an attempt token.
-func (s *Service) ModelSpend(ctx context.Context, viewer *Agent, days int) (*ModelSpend, error) {
+// days (7 or 30) days, of agent agentID when it is not 0. Whoever may read scorecards
+// (which show spend) may read it: any signed-in agent, but not a request made with an
+// attempt token.
+func (s *Service) ModelSpend(ctx context.Context, viewer *Agent, days int, agentID int64) (*ModelSpend, error) {
 	if err := viewer.Unscoped("read model spend"); err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (s *Service) ModelSpend(ctx context.Context, viewer *Agent, days int) (*Mod
 		return nil, Errorf(EINTERNAL, "this store keeps no model spend")
 	}
 	since, until := StatsWindow(s.now(), days)
-	rows, err := st.MeteredSpend(ctx, ModelSpendQuery{Since: since, Until: until.Add(time.Microsecond)})
+	rows, err := st.MeteredSpend(ctx, ModelSpendQuery{Since: since, Until: until.Add(time.Microsecond), AgentID: agentID})
 	if err != nil {
 		return nil, err
 	}

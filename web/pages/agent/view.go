@@ -29,6 +29,11 @@ type View struct {
 	BlockedWork, BlockedInfra, BlockedOther int
 	Attempts                                int
 	Daily, Durations                        components.BarChart
+	// UsageMismatches counts the attempts flagged because the worker's usage report
+	// differed from what the model gateway metered.
+	UsageMismatches int
+	// Spend is what the model gateway metered for the agent per day.
+	Spend components.ModelSpendProps
 }
 
 func href(id int64) string { return "/agents/" + strconv.FormatInt(id, 10) }

@@ -47,6 +47,9 @@ type Board struct {
 	Days        int
 	Ranking     []components.ScoreRow
 	RoleRanking []components.ScoreRow
+	// Spend is what the model gateway metered per agent per day in the window; nil
+	// on a live re-fetch, which counts nothing again.
+	Spend *components.ModelSpendProps
 }
 
 // Row is one agent in the table.

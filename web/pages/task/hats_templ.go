@@ -40,7 +40,7 @@ func hatsWorn(hats []HatWearer) templ.Component {
 					var templ_7745c5c3_Var2 string
 					templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs("; ")
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `hats.templ`, Line: 10, Col: 11}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/task/hats.templ`, Line: 10, Col: 11}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 					if templ_7745c5c3_Err != nil {
@@ -54,7 +54,7 @@ func hatsWorn(hats []HatWearer) templ.Component {
 				var templ_7745c5c3_Var3 string
 				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs("hat-" + h.Agent)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `hats.templ`, Line: 12, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/task/hats.templ`, Line: 12, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 				if templ_7745c5c3_Err != nil {
@@ -67,7 +67,7 @@ func hatsWorn(hats []HatWearer) templ.Component {
 				var templ_7745c5c3_Var4 string
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(h.Label())
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `hats.templ`, Line: 12, Col: 54}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages/task/hats.templ`, Line: 12, Col: 54}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
