@@ -85,6 +85,9 @@ type AttemptFact struct {
 	FinishedAt *time.Time
 	CostUSD    *float64
 	Tokens     *int64
+	// UsageMismatch: the worker's usage report differed from what the model gateway
+	// metered beyond tolerance (Usage.Mismatch was set).
+	UsageMismatch bool
 	// The task's role, state, verifier rejections, whether it was accepted without
 	// its checks passing, and when it was verified.
 	Role       string
@@ -147,6 +150,9 @@ type Scorecard struct {
 	P90MS    *int64 `json:"p90_ms"`
 	// Spend is what the finished attempts used.
 	Spend Spend `json:"spend"`
+	// UsageMismatches counts the attempts flagged because the worker's usage report
+	// differed from what the model gateway metered (Usage.Mismatch).
+	UsageMismatches int `json:"usage_mismatches"`
 }
 
 // DayBar is one day of a scorecard's chart: takes verified and blocks that day.
@@ -263,6 +269,9 @@ func ComputeScorecard(days int, since, until time.Time, attempts []AttemptFact, 
 	durs := Durations(attempts)
 	sc.MedianMS, sc.P90MS = Percentile(durs, 50), Percentile(durs, 90)
 	for _, a := range attempts {
+		if a.UsageMismatch {
+			sc.UsageMismatches++
+		}
 		if a.Outcome == OutcomeRunning {
 			continue
 		}

@@ -126,3 +126,22 @@ func TestGoalProgressBurnDownCapped(t *testing.T) {
 		t.Fatalf("top stage %q without failures", p.TopStage)
 	}
 }
+
+// TestScorecardCountsUsageMismatches: every attempt flagged for a usage report that
+// differs from the gateway's meter counts, a running one too (the flag is about what
+// the worker said, not how it ended); unflagged ones do not.
+func TestScorecardCountsUsageMismatches(t *testing.T) {
+	v := time.Now()
+	sc := ComputeScorecard(7, v, v, []AttemptFact{
+		{TaskID: 1, Outcome: OutcomeFailed, UsageMismatch: true},
+		{TaskID: 1, Outcome: OutcomePassed, State: TaskVerified, VerifiedAt: &v},
+		{TaskID: 2, Outcome: OutcomeRunning, UsageMismatch: true},
+		{TaskID: 3, Outcome: OutcomePassed},
+	}, nil)
+	if sc.UsageMismatches != 2 {
+		t.Fatalf("usage mismatches = %d, want 2", sc.UsageMismatches)
+	}
+	if none := ComputeScorecard(7, v, v, []AttemptFact{{TaskID: 1, Outcome: OutcomePassed}}, nil); none.UsageMismatches != 0 {
+		t.Fatalf("usage mismatches without a flag = %d", none.UsageMismatches)
+	}
+}

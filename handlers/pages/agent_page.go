@@ -40,6 +40,10 @@ func (p *Pages) agentScorecard(c echo.Context) error {
 	for _, r := range st.Roles {
 		v.ByRole = append(v.ByRole, scoreRow(r.Role, "", "role-"+r.Role, r.Scorecard))
 	}
+	v.UsageMismatches = sc.UsageMismatches
+	if v.Spend, err = p.modelSpend(c, days, id, "scorecard-model-spend"); err != nil {
+		return err
+	}
 	return ok(c, agentpage.Page(v))
 }
 
@@ -63,6 +67,11 @@ func (p *Pages) scoreBoard(c echo.Context) (agentspage.Board, error) {
 	for _, r := range b.Roles {
 		out.RoleRanking = append(out.RoleRanking, scoreRow(r.Role, "", "rank-role-"+r.Role, r.Scorecard))
 	}
+	spend, err := p.modelSpend(c, days, 0, "model-spend")
+	if err != nil {
+		return agentspage.Board{}, err
+	}
+	out.Spend = &spend
 	return out, nil
 }
 

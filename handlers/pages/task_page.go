@@ -262,6 +262,7 @@ func attemptView(a models.Attempt, dir *directory) task.Attempt {
 	if a.Usage != nil {
 		out.Usage, out.UsageNote = a.Usage.Summary(), a.Usage.Note
 	}
+	out.UsageCompare, out.Network = usageCompareView(a.Usage), networkView(a.Network)
 	return out
 }
 

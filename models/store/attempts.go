@@ -22,6 +22,12 @@ type attemptRecord struct {
 	Judge       string
 	Deliverable string
 	Usage       string
+	// UsageSource and UsageMismatch are the usage's Source and whether its Mismatch is
+	// set, for sums of metered spend and counts of flagged attempts.
+	UsageSource   string
+	UsageMismatch bool
+	// Network is the egress proxy's log (JSON), "" for none.
+	Network string
 	// CostUSD and Tokens are the usage's totals, for sums over attempts.
 	CostUSD        *float64
 	Tokens         *int64
@@ -67,8 +73,15 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 	if a.Usage.Empty() {
 		usage = ""
 	}
-	return &attemptRecord{
+	network := ""
+	if a.Network != nil {
+		if network, err = toJSON(a.Network, ""); err != nil {
+			return nil, err
+		}
+	}
+	rec := &attemptRecord{
 		Usage:          usage,
+		Network:        network,
 		CostUSD:        costOf(a.Usage),
 		Tokens:         a.Usage.Tokens(),
 		ReservedUSD:    a.ReservedUSD,
@@ -93,7 +106,11 @@ func toAttemptRecord(a *models.Attempt) (*attemptRecord, error) {
 		Triage:         a.Triage,
 		StartedAt:      normTime(a.StartedAt),
 		FinishedAt:     normTimePtr(a.FinishedAt),
-	}, nil
+	}
+	if a.Usage != nil {
+		rec.UsageSource, rec.UsageMismatch = a.Usage.Source, a.Usage.Mismatch != ""
+	}
+	return rec, nil
 }
 
 func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
@@ -142,6 +159,12 @@ func fromAttemptRecord(r *attemptRecord) (*models.Attempt, error) {
 	if r.Deliverable != "" {
 		a.Deliverable = &models.Deliverable{}
 		if err := fromJSON(r.Deliverable, a.Deliverable, "attempts.deliverable"); err != nil {
+			return nil, err
+		}
+	}
+	if r.Network != "" {
+		a.Network = &models.NetworkLog{}
+		if err := fromJSON(r.Network, a.Network, "attempts.network"); err != nil {
 			return nil, err
 		}
 	}

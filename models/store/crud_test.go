@@ -488,7 +488,13 @@ func TestAttemptsRoundTrip(t *testing.T) {
 			Usage: &models.Usage{InputTokens: ptr(int64(1200)), OutputTokens: ptr(int64(340)), CacheReadTokens: ptr(int64(5)),
 				CacheWriteTokens: ptr(int64(7)), CostUSD: ptr(0.0123), CostSource: models.CostPriced,
 				Price: &models.ModelPrice{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15}, Turns: ptr(4),
-				Model: "claude-x-1", SessionID: "s-1", Note: "n"},
+				Model: "claude-x-1", SessionID: "s-1", Note: "n", Source: models.UsageMetered,
+				Reported: &models.Usage{InputTokens: ptr(int64(90)), CostUSD: ptr(0.001), Turns: ptr(4)},
+				Mismatch: "the worker reported a cost of $0.0010; the gateway metered $0.0123"},
+			Network: &models.NetworkLog{Allow: []string{"proxy.golang.org"}, Dropped: 2, Allowed: 2, Denied: 1, BytesUp: 300, BytesDown: 9000,
+				Entries: []models.NetworkEntry{
+					{At: ts(1), Method: "CONNECT", Host: "proxy.golang.org", Port: 443, Allowed: true, Up: 300, Down: 9000, MS: 120},
+					{At: ts(2), Method: "GET", Host: "evil.example", Port: 80, Reason: "not in the allowlist", MS: 1}}},
 			ReservedUSD: ptr(1.5), ReservedTokens: ptr(int64(1000)),
 		}
 		allSet(t, a, "ID")

@@ -20,11 +20,13 @@ type attemptFactRow struct {
 	FinishedAt *time.Time
 	CostUSD    *float64
 	Tokens     *int64
-	Role       string
-	State      string
-	Rejections int
-	Override   bool
-	VerifiedAt *time.Time
+	// UsageMismatch is attempts.usage_mismatch.
+	UsageMismatch bool
+	Role          string
+	State         string
+	Rejections    int
+	Override      bool
+	VerifiedAt    *time.Time
 }
 
 // blockFactRow is a row of the scorecard's blocks query.
@@ -42,7 +44,7 @@ func (o *ops) StatsFacts(ctx context.Context, q models.StatsQuery) (models.Stats
 	var out models.StatsFacts
 	aq := o.q(ctx).Table("attempts AS a").Joins("JOIN tasks AS t ON t.id = a.task_id").
 		Select(`a.task_id, a.agent_id, a.outcome, a.stage, a.started_at, a.finished_at, a.cost_usd, a.tokens,
-			t.role, t.state, t.rejections, t.override, t.verified_at`).
+			a.usage_mismatch, t.role, t.state, t.rejections, t.override, t.verified_at`).
 		Where("a.started_at >= ? AND a.started_at < ?", normTime(q.Since), normTime(q.Until))
 	if q.AgentID != 0 {
 		aq = aq.Where("a.agent_id = ?", q.AgentID)
@@ -57,7 +59,7 @@ func (o *ops) StatsFacts(ctx context.Context, q models.StatsQuery) (models.Stats
 	for _, r := range rows {
 		out.Attempts = append(out.Attempts, models.AttemptFact{TaskID: r.TaskID, AgentID: r.AgentID, Outcome: r.Outcome,
 			Stage: r.Stage, StartedAt: normTime(r.StartedAt), FinishedAt: normTimePtr(r.FinishedAt), CostUSD: r.CostUSD,
-			Tokens: r.Tokens, Role: r.Role, State: models.TaskState(r.State), Rejections: r.Rejections, Override: r.Override,
+			Tokens: r.Tokens, UsageMismatch: r.UsageMismatch, Role: r.Role, State: models.TaskState(r.State), Rejections: r.Rejections, Override: r.Override,
 			VerifiedAt: normTimePtr(r.VerifiedAt)})
 	}
 	bq := o.q(ctx).Table("inbox_items AS i").Joins("JOIN tasks AS t ON t.id = i.task_id").

@@ -1,8 +1,9 @@
 // Package agent is an agent's scorecard page: its figures over the last 7 or 30 days
 // (tasks taken, first-pass, revision and block rates, median and p90 attempt
-// duration, spend), split by task role, with daily bars of verified and blocked work
-// and a histogram of its attempts' durations — server-rendered SVG, readable without
-// JavaScript.
+// duration, spend, attempts flagged for a usage mismatch), split by task role, with
+// daily bars of verified and blocked work, a histogram of its attempts' durations —
+// server-rendered SVG, readable without JavaScript — and what the model gateway
+// metered for it per day.
 package agent
 
 import (
@@ -29,6 +30,11 @@ type View struct {
 	BlockedWork, BlockedInfra, BlockedOther int
 	Attempts                                int
 	Daily, Durations                        components.BarChart
+	// UsageMismatches counts the attempts flagged because the worker's usage report
+	// differed from what the model gateway metered.
+	UsageMismatches int
+	// Spend is what the model gateway metered for the agent per day.
+	Spend components.ModelSpendProps
 }
 
 func href(id int64) string { return "/agents/" + strconv.FormatInt(id, 10) }

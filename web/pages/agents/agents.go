@@ -1,5 +1,6 @@
 // Package agents is the agents page (every agent with its roles, status and current
-// task; an add form for admins) and the agent page (details, its sandbox, an edit form
+// task; the scorecard ranking and the model gateway's spend per agent per day; an add
+// form for admins) and the agent page (details, its sandbox, an edit form
 // and token creation for admins; its tokens with a revoke button for admins and the
 // agent itself; the history of its changes). Commands, workdirs and sandboxes are
 // shown to admins only; secrets never: a new token is shown once, on the page that
@@ -47,6 +48,9 @@ type Board struct {
 	Days        int
 	Ranking     []components.ScoreRow
 	RoleRanking []components.ScoreRow
+	// Spend is what the model gateway metered per agent per day in the window; nil
+	// on a live re-fetch, which counts nothing again.
+	Spend *components.ModelSpendProps
 }
 
 // Row is one agent in the table.

@@ -120,6 +120,11 @@ type Attempt struct {
 	OutputTail string
 	Usage      string // what it used, in words; "" when nothing is known
 	UsageNote  string // why part of it is unknown
+	// UsageCompare sets metered beside reported usage; nil when the usage was
+	// neither metered nor has a report beside it.
+	UsageCompare *UsageCompare
+	// Network is the egress log; nil when the attempt has none.
+	Network *Network
 }
 
 // HeldOutFile is one held-out test of the contract.
