@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 // envCodexBin names the pinned Codex CLI .ci/run installs.
@@ -28,12 +29,51 @@ const fakeOpenAIKey = "sk-countersign-e2e-0123456789abcdef-not-a-real-key"
 // pins), confined, against a scripted Responses API: the script has it write the
 // output file with a shell command (exec_command), the task is verified, the
 // attempt's tokens are the sums the API reported, the API saw the key, and no file
-// the runner keeps holds it.
+// the runner keeps holds it. The preset hands Codex the key by environment (its
+// provider's env_key): "logged in" shows that the other way, codex login, leaves the
+// key in the agent's home, where the check finds it.
 func TestRealCodexWorker(t *testing.T) {
-	bin := realCLI(t, envCodexBin, "the Codex CLI")
+	bin := realCLI(t, envCodexBin, "Codex CLI")
 	sb := readySandbox(t)
 	command := presetCommand(t, "codex", "{ codex exec", "codex", bin)
 
+	t.Run("writes its output", func(t *testing.T) {
+		h, api, atts := runCodexTask(t, sb, bin, command)
+		if len(atts) != 1 || atts[0].Outcome != models.OutcomePassed {
+			t.Fatalf("attempts %+v; the API saw %s", atts, api.Report())
+		}
+		if res := api.ToolResults(); len(res) != 1 || !strings.Contains(res[0], "exited with code 0") {
+			t.Errorf("the command's result as Codex sent it back: %q", res)
+		}
+		wantTokens(t, atts[0].Usage, api.Sum(), codexModel)
+		if keys := api.Keys(); len(keys) != 1 || keys[0] != fakeOpenAIKey {
+			t.Errorf("the API saw the keys %q; want the agent's", keys)
+		}
+		if leaks := filesHolding(t, h.root, fakeOpenAIKey); len(leaks) > 0 {
+			t.Errorf("the key was written to %q", leaks)
+		}
+		if !strings.Contains(atts[0].OutputTail, `"type":"command_execution"`) || !strings.Contains(atts[0].OutputTail, "TASK_COMPLETE") {
+			t.Errorf("the attempt's tail is not Codex's event log:\n%s", atts[0].OutputTail)
+		}
+		t.Logf("the API saw %s; the attempt's usage %s", api.Report(), usageText(atts[0].Usage))
+	})
+
+	t.Run("logged in", func(t *testing.T) {
+		login := "printenv OPENAI_API_KEY | " + shq(bin) + " login --with-api-key >/dev/null 2>&1; " + command
+		h, api, _ := runCodexTask(t, sb, bin, login)
+		if leaks := filesHolding(t, h.root, fakeOpenAIKey); len(leaks) == 0 {
+			t.Errorf("codex login left the key nowhere the check looks; the API saw %s", api.Report())
+		} else {
+			t.Logf("codex login wrote the key to %q", leaks)
+		}
+	})
+}
+
+// runCodexTask runs a task whose output file the scripted model has Codex write, with
+// command as the worker, to verified; it returns the harness, the API and the
+// attempts.
+func runCodexTask(t *testing.T, sb *sandbox.Sandbox, bin, command string) (*harness, *scriptedapi.Server, []models.Attempt) {
+	t.Helper()
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
 	tk := h.task("Write the report", "developer", models.Contract{
 		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
@@ -54,31 +94,16 @@ func TestRealCodexWorker(t *testing.T) {
 	h.start()
 
 	got := h.settled(tk.ID, 3*time.Minute)
-	atts := h.attempts(tk.ID)
-	if got.State != models.TaskVerified || len(atts) != 1 {
-		t.Fatalf("the task is %s with attempts %+v; the API saw %s", got.State, atts, api.Report())
+	if got.State != models.TaskVerified {
+		t.Fatalf("the task is %s with attempts %+v; the API saw %s", got.State, h.attempts(tk.ID), api.Report())
 	}
 	if b, err := os.ReadFile(out); err != nil || string(b) != report {
 		t.Fatalf("the output file: %q, %v; want the scripted content", b, err)
 	}
-	calls := api.LoopCalls()
-	if len(calls) != 2 {
+	if calls := api.LoopCalls(); len(calls) != 2 {
 		t.Fatalf("the API saw %s; want two loop calls", api.Report())
 	}
-	if res := api.ToolResults(); len(res) != 1 || !strings.Contains(res[0], "exited with code 0") {
-		t.Errorf("the command's result as Codex sent it back: %q", res)
-	}
-	wantTokens(t, atts[0].Usage, api.Sum(), codexModel)
-	if keys := api.Keys(); len(keys) != 1 || keys[0] != fakeOpenAIKey {
-		t.Errorf("the API saw the keys %q; want the agent's", keys)
-	}
-	if leaks := filesHolding(t, h.root, fakeOpenAIKey); len(leaks) > 0 {
-		t.Errorf("the key was written to %q", leaks)
-	}
-	if !strings.Contains(atts[0].OutputTail, `"type":"command_execution"`) || !strings.Contains(atts[0].OutputTail, "TASK_COMPLETE") {
-		t.Errorf("the attempt's tail is not Codex's event log:\n%s", atts[0].OutputTail)
-	}
-	t.Logf("the API saw %s; the attempt's usage %s", api.Report(), usageText(atts[0].Usage))
+	return h, api, h.attempts(tk.ID)
 }
 
 // wantTokens fails t unless u holds the tokens an OpenAI-counted sum reports: input

@@ -22,7 +22,7 @@ func realCLI(t *testing.T, env, what string) string {
 	bin := os.Getenv(env)
 	if bin == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s must name %s in CI (.ci/run installs it)", env, what)
+			t.Fatalf("%s must name the %s in CI (.ci/run installs it)", env, what)
 		}
 		t.Skipf("%s is not set: no %s to run", env, what)
 	}
