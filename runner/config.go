@@ -197,6 +197,9 @@ var Presets = map[string]string{
 	"claude": `claude -p --output-format stream-json --verbose --permission-mode "${COUNTERSIGN_PERMISSION_MODE:-acceptEdits}" ${COUNTERSIGN_BUDGET_USD:+--max-budget-usd "$COUNTERSIGN_BUDGET_USD"}`,
 	// codex runs OpenAI's Codex CLI against OPENAI_BASE_URL: see CodexPreset.
 	"codex": CodexPreset,
+	// qwen runs Qwen Code against any OpenAI-compatible Chat Completions API at
+	// OPENAI_BASE_URL: the generic preset. See QwenPreset.
+	"qwen": QwenPreset,
 }
 
 // within reports whether p is dir or below it (both cleaned, absolute).
