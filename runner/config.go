@@ -200,6 +200,9 @@ var Presets = map[string]string{
 	// qwen runs Qwen Code against any OpenAI-compatible Chat Completions API at
 	// OPENAI_BASE_URL: the generic preset. See QwenPreset.
 	"qwen": QwenPreset,
+	// gemini runs Google's Gemini CLI against the Gemini API at GOOGLE_GEMINI_BASE_URL:
+	// see GeminiPreset.
+	"gemini": GeminiPreset,
 }
 
 // within reports whether p is dir or below it (both cleaned, absolute).
