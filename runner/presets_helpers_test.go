@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/models"
@@ -61,17 +60,6 @@ func npmInstall(t *testing.T, bin string) string {
 	}
 	t.Fatalf("%s (%s) is not in a node_modules directory", bin, real)
 	return ""
-}
-
-// presetCommand is the named preset with its program replaced by bin, the pinned
-// install; it fails when the preset does not run program as the words at says.
-func presetCommand(t *testing.T, name, at, program, bin string) string {
-	t.Helper()
-	preset := Presets[name]
-	if strings.Count(preset, at) != 1 || !strings.Contains(at, program) {
-		t.Fatalf("the %s preset does not run %q once: %q", name, at, preset)
-	}
-	return strings.Replace(preset, at, strings.Replace(at, program, shq(bin), 1), 1)
 }
 
 // passEnv sets the variables for the test and returns their names, for an agent's
