@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,10 @@ const fakeOpenAIKey = "sk-countersign-e2e-0123456789abcdef-not-a-real-key"
 // pins), confined, against a scripted Responses API: the script has it write the
 // output file with a shell command (exec_command), the task is verified, the
 // attempt's tokens are the sums the API reported, the API saw the key, and no file
-// the runner keeps holds it. The preset hands Codex the key by environment (its
+// the runner keeps holds it. "its default model": with no OPENAI_MODEL, Codex asks
+// for a model it knows and offers its tools in code mode (one free-form tool, exec,
+// whose JavaScript calls exec_command), which works confined as well. The preset
+// hands Codex the key by environment (its
 // provider's env_key): "logged in" shows that the other way, codex login, leaves the
 // key in the agent's home, where the check finds it.
 func TestRealCodexWorker(t *testing.T) {
@@ -38,7 +42,7 @@ func TestRealCodexWorker(t *testing.T) {
 	command := presetCommand(t, "codex", "{ codex exec", "codex", bin)
 
 	t.Run("writes its output", func(t *testing.T) {
-		h, api, atts := runCodexTask(t, sb, bin, command)
+		h, api, atts := runCodexTask(t, sb, bin, command, codexModel)
 		if len(atts) != 1 || atts[0].Outcome != models.OutcomePassed {
 			t.Fatalf("attempts %+v; the API saw %s", atts, api.Report())
 		}
@@ -58,9 +62,18 @@ func TestRealCodexWorker(t *testing.T) {
 		t.Logf("the API saw %s; the attempt's usage %s", api.Report(), usageText(atts[0].Usage))
 	})
 
+	t.Run("its default model", func(t *testing.T) {
+		_, api, atts := runCodexTask(t, sb, bin, command, "")
+		if res := api.ToolResults(); len(res) != 1 {
+			t.Errorf("the exec cell's result as Codex sent it back: %q", res)
+		}
+		wantTokens(t, atts[0].Usage, api.Sum(), "")
+		t.Logf("the API saw %s; the attempt's usage %s", api.Report(), usageText(atts[0].Usage))
+	})
+
 	t.Run("logged in", func(t *testing.T) {
 		login := "printenv OPENAI_API_KEY | " + shq(bin) + " login --with-api-key >/dev/null 2>&1; " + command
-		h, api, _ := runCodexTask(t, sb, bin, login)
+		h, api, _ := runCodexTask(t, sb, bin, login, codexModel)
 		if leaks := filesHolding(t, h.root, fakeOpenAIKey); len(leaks) == 0 {
 			t.Errorf("codex login left the key nowhere the check looks; the API saw %s", api.Report())
 		} else {
@@ -72,7 +85,7 @@ func TestRealCodexWorker(t *testing.T) {
 // runCodexTask runs a task whose output file the scripted model has Codex write, with
 // command as the worker, to verified; it returns the harness, the API and the
 // attempts.
-func runCodexTask(t *testing.T, sb *sandbox.Sandbox, bin, command string) (*harness, *scriptedapi.Server, []models.Attempt) {
+func runCodexTask(t *testing.T, sb *sandbox.Sandbox, bin, command, model string) (*harness, *scriptedapi.Server, []models.Attempt) {
 	t.Helper()
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
 	tk := h.task("Write the report", "developer", models.Contract{
@@ -83,13 +96,25 @@ func runCodexTask(t *testing.T, sb *sandbox.Sandbox, bin, command string) (*harn
 	report := "# Report\n\nThe scripted model wrote this file with a shell command Codex ran, " +
 		"confined by Countersign's sandbox.\n\nTASK_COMPLETE\n"
 	write := "mkdir -p " + shq(filepath.Dir(out)) + " && cat > " + shq(out) + " <<'EOF'\n" + report + "EOF"
-	api := scriptedapi.NewResponses(t, codexModel,
-		scriptedapi.Turn{Text: "I'll write the report.", Calls: []scriptedapi.Call{{Name: "exec_command", Args: map[string]string{"cmd": write}}},
+	call := scriptedapi.Call{Name: "exec_command", Args: map[string]string{"cmd": write}}
+	env := map[string]string{"OPENAI_BASE_URL": "", "OPENAI_API_KEY": fakeOpenAIKey}
+	if model != "" {
+		env["OPENAI_MODEL"] = model
+	} else {
+		// Codex's default model, which it knows: it offers its tools in code mode, one
+		// free-form tool, exec, running JavaScript that calls the others.
+		js, err := json.Marshal(write)
+		must(t, err)
+		call = scriptedapi.Call{Name: "exec", Custom: true, Args: "await tools.exec_command({cmd: " + string(js) + "});"}
+	}
+	api := scriptedapi.NewResponses(t, model,
+		scriptedapi.Turn{Text: "I'll write the report.", Calls: []scriptedapi.Call{call},
 			Usage: scriptedapi.Usage{Input: 1200, Cached: 200, Output: 60, Reasoning: 10}},
 		scriptedapi.Turn{Text: "The report is written. TASK_COMPLETE",
 			Usage: scriptedapi.Usage{Input: 1500, Cached: 900, Output: 25}},
 	)
-	names := passEnv(t, map[string]string{"OPENAI_BASE_URL": api.URL, "OPENAI_API_KEY": fakeOpenAIKey, "OPENAI_MODEL": codexModel})
+	env["OPENAI_BASE_URL"] = api.URL
+	names := passEnv(t, env)
 	h.worker("codex", "developer", command, confinedAgent(names, api.Port, npmInstall(t, bin)))
 	h.start()
 

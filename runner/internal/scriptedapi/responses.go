@@ -77,8 +77,14 @@ func responseItems(turn Turn, n int) []map[string]any {
 			"content": []map[string]any{{"type": "output_text", "text": turn.Text, "annotations": []any{}}}})
 	}
 	for i, c := range turn.Calls {
-		items = append(items, map[string]any{"id": fmt.Sprintf("fc_%d_%d", n+1, i), "type": "function_call", "status": "completed",
-			"call_id": fmt.Sprintf("call_%d_%d", n+1, i), "name": c.Name, "arguments": argsJSON(c)})
+		id, callID := fmt.Sprintf("fc_%d_%d", n+1, i), fmt.Sprintf("call_%d_%d", n+1, i)
+		if input, ok := c.Args.(string); ok && c.Custom {
+			items = append(items, map[string]any{"id": id, "type": "custom_tool_call", "status": "completed",
+				"call_id": callID, "name": c.Name, "input": input})
+			continue
+		}
+		items = append(items, map[string]any{"id": id, "type": "function_call", "status": "completed",
+			"call_id": callID, "name": c.Name, "arguments": argsJSON(c)})
 	}
 	return items
 }
@@ -109,6 +115,12 @@ func streamItem(send func(string, map[string]any), i int, item map[string]any) {
 		send("response.output_item.added", map[string]any{"output_index": i, "item": empty})
 		send("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": args})
 		send("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args})
+	case "custom_tool_call":
+		input := item["input"].(string)
+		empty["input"] = ""
+		send("response.output_item.added", map[string]any{"output_index": i, "item": empty})
+		send("response.custom_tool_call_input.delta", map[string]any{"item_id": id, "output_index": i, "delta": input})
+		send("response.custom_tool_call_input.done", map[string]any{"item_id": id, "output_index": i, "input": input})
 	}
 	send("response.output_item.done", map[string]any{"output_index": i, "item": item})
 }

@@ -32,10 +32,12 @@ func Sum(us []Usage) Usage {
 }
 
 // Call is a tool call the scripted model makes: the tool's name and its arguments,
-// sent as JSON.
+// sent as JSON. A Custom call (the Responses API's free-form tools, as Codex's exec
+// of JavaScript) sends Args, a string, as its input as is.
 type Call struct {
-	Name string
-	Args any
+	Name   string
+	Args   any
+	Custom bool
 }
 
 // Turn is one scripted reply of the agent's loop: its text (none when empty), then
