@@ -158,3 +158,25 @@ func TestGemini(t *testing.T) {
 		t.Errorf("an unknown path: %s; recorded %q", resp.Status, s.Unscripted())
 	}
 }
+
+// TestResponsesCustomCall checks a free-form call is streamed as a custom_tool_call
+// whose input is the script's text as is, not JSON.
+func TestResponsesCustomCall(t *testing.T) {
+	s := NewResponses(t, "m", Turn{Calls: []Call{{Name: "exec", Custom: true, Args: "await tools.x();"}}})
+	data := post(t, s.URL+"/responses", `{"model":"m","stream":true,"input":[{"type":"additional_tools","tools":[{}]}]}`)
+	var types []string
+	for _, d := range data {
+		types = append(types, field(t, d, "type").(string))
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added",
+		"response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "response.output_item.done", "response.completed"}
+	if !reflect.DeepEqual(types, want) {
+		t.Fatalf("events %q; want %q", types, want)
+	}
+	if typ, input := field(t, data[5], "item.type"), field(t, data[5], "item.input"); typ != "custom_tool_call" || input != "await tools.x();" {
+		t.Errorf("the item: %q", data[5])
+	}
+	if len(s.LoopCalls()) != 1 {
+		t.Errorf("tools offered in an input item are not a loop call: %s", s.Report())
+	}
+}
