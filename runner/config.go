@@ -219,6 +219,14 @@ var Presets = map[string]string{
 	// it is judged by; unconfined it may only edit. A budget's room for the attempt is
 	// its --max-budget-usd, a second fence behind the runner's own.
 	"claude": `claude -p --output-format stream-json --verbose --permission-mode "${COUNTERSIGN_PERMISSION_MODE:-acceptEdits}" ${COUNTERSIGN_BUDGET_USD:+--max-budget-usd "$COUNTERSIGN_BUDGET_USD"}`,
+	// codex runs OpenAI's Codex CLI against OPENAI_BASE_URL: see CodexPreset.
+	"codex": CodexPreset,
+	// qwen runs Qwen Code against any OpenAI-compatible Chat Completions API at
+	// OPENAI_BASE_URL: the generic preset. See QwenPreset.
+	"qwen": QwenPreset,
+	// gemini runs Google's Gemini CLI against the Gemini API at GOOGLE_GEMINI_BASE_URL:
+	// see GeminiPreset.
+	"gemini": GeminiPreset,
 }
 
 // within reports whether p is dir or below it (both cleaned, absolute).
