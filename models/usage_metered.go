@@ -55,10 +55,17 @@ func usageMismatch(metered, reported *Usage) string {
 		return fmt.Sprintf("the worker reported a cost of %s; the gateway metered %s", USD(*reported.CostUSD), USD(*metered.CostUSD))
 	}
 	rt, mt := reported.Tokens(), metered.Tokens()
-	if rt != nil && mt != nil && beyond(float64(*rt), float64(*mt), UsageToleranceTokens) {
-		return fmt.Sprintf("the worker reported %d tokens; the gateway metered %d", *rt, *mt)
+	if rt == nil || mt == nil || !beyond(float64(*rt), float64(*mt), UsageToleranceTokens) {
+		return ""
 	}
-	return ""
+	// OpenAI's usage counts cached input inside input_tokens, Anthropic's beside it: a
+	// report in the OpenAI convention counts cache reads twice in this sum, and is as
+	// honest as one in Anthropic's (where the cached part is within the input).
+	if c, in := reported.CacheReadTokens, reported.InputTokens; c != nil && in != nil && *c <= *in &&
+		!beyond(float64(*rt-*c), float64(*mt), UsageToleranceTokens) {
+		return ""
+	}
+	return fmt.Sprintf("the worker reported %d tokens; the gateway metered %d", *rt, *mt)
 }
 
 // beyond reports whether got differs from want by more than both abs and

@@ -19,6 +19,9 @@ func TestReconcileUsage(t *testing.T) {
 		{"honest", &Usage{InputTokens: i(1000), OutputTokens: i(200), CostUSD: f(0.0061)}, 0.0060, ""},
 		{"reports zero", &Usage{CostUSD: f(0)}, 0.0060, "reported a cost of $0.00"},
 		{"fewer tokens", &Usage{InputTokens: i(10), OutputTokens: i(2)}, 0.0060, "reported 12 tokens; the gateway metered 1200"},
+		// OpenAI's convention: the cached input counted inside input_tokens too.
+		{"cached counted twice", &Usage{InputTokens: i(1000), OutputTokens: i(200), CacheReadTokens: i(400)}, 0.0060, ""},
+		{"cache reads invented", &Usage{InputTokens: i(1000), OutputTokens: i(200), CacheReadTokens: i(5000)}, 0.0060, "reported 6200 tokens"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -67,7 +67,7 @@ func (p *Pool) runNetwork(ar *attemptRun, a *models.Agent) *sandbox.NetworkPolic
 				_ = ln.Close()
 			}
 		case port == EgressPort:
-			ar.net.serve(p, ln)
+			ar.net.serve(p, ln, p.ownServices())
 		default:
 			go forwardConns(ln, forward[port])
 		}
@@ -135,14 +135,32 @@ type attemptNet struct {
 	log     *models.NetworkLog
 }
 
-// serve starts an egress proxy on ln for one run of the attempt.
-func (n *attemptNet) serve(p *Pool, ln net.Listener) {
+// ownServices are Countersign's own services on the runner's loopback (the gateway,
+// the API), as egress patterns: a client that sends every connection to its proxy,
+// NO_PROXY or not (Qwen Code does), still reaches them through the egress proxy.
+func (p *Pool) ownServices() []string {
+	var out []string
+	if port := p.gatewayPort(); port != 0 {
+		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	}
+	if u, err := url.Parse(p.cfg.APIURL); err == nil && u.Hostname() == "127.0.0.1" {
+		if port := urlPort(p.cfg.APIURL); port != 0 {
+			out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+		}
+	}
+	return out
+}
+
+// serve starts an egress proxy on ln for one run of the attempt: the hosts
+// Config.EgressAllow names, and own (Countersign's services).
+func (n *attemptNet) serve(p *Pool, ln net.Listener, own []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	allow := slices.Concat(p.cfg.EgressAllow, own)
 	if n.log == nil {
-		n.log = &models.NetworkLog{Allow: slices.Clone(p.cfg.EgressAllow)}
+		n.log = &models.NetworkLog{Allow: allow}
 	}
-	px, err := egress.New(egress.Config{Allow: p.cfg.EgressAllow, Sink: n.record})
+	px, err := egress.New(egress.Config{Allow: allow, Sink: n.record})
 	if err == nil {
 		err = px.Start(context.Background(), ln)
 	}

@@ -1,0 +1,114 @@
+//go:build linux && (amd64 || arm64)
+
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/gateway"
+	"github.com/countersign/countersign/runner/internal/scriptedapi"
+)
+
+// openAISecret is the provider's key in these tests: only the gateway holds it.
+const openAISecret = "sk-countersign-provider-openai-secret-e2e"
+
+// TestPresetsBehindTheGateway runs the real Codex and Qwen Code CLIs (the codex and
+// qwen presets) confined in a private network, reaching the scripted OpenAI-shaped
+// API only through the model gateway: the task is verified, the attempt's usage is
+// what the gateway metered and equals the script's sums, the CLI's own report agrees
+// (no mismatch), the API saw only the provider's key, and that key is nowhere the
+// runner keeps (the worker had only its attempt's credential). The Gemini CLI speaks
+// Google's Gemini API, which the gateway does not serve: its preset is not here.
+func TestPresetsBehindTheGateway(t *testing.T) {
+	cases := []struct {
+		name, env, what, at string
+		model               string
+		chat                bool
+		call                func(out, report string) scriptedapi.Call
+	}{
+		{name: "codex", env: envCodexBin, what: "Codex CLI", at: "{ codex exec", model: codexModel,
+			call: func(out, report string) scriptedapi.Call {
+				write := "mkdir -p " + shq(filepath.Dir(out)) + " && cat > " + shq(out) + " <<'EOF'\n" + report + "EOF"
+				return scriptedapi.Call{Name: "exec_command", Args: map[string]string{"cmd": write}}
+			}},
+		{name: "qwen", env: envQwenBin, what: "Qwen Code CLI", at: "qwen --auth-type", model: qwenModel, chat: true,
+			call: func(out, report string) scriptedapi.Call {
+				return scriptedapi.Call{Name: "write_file", Args: map[string]string{"file_path": out, "content": report}}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bin := realCLI(t, c.env, c.what)
+			sb := readySandbox(t)
+			if ok, why := sb.NetworkIsolation(); !ok {
+				t.Fatalf("the private network must work on this machine: %s", why)
+			}
+			command := presetCommand(t, c.name, c.at, c.name, bin)
+			var api *scriptedapi.Server
+			newAPI := scriptedapi.NewResponses
+			if c.chat {
+				newAPI = scriptedapi.NewChat
+			}
+			// The output path is known once the task is: a placeholder turn is replaced below.
+			h := newHarness(t, "sqlite", nil)
+			tk := h.task("Write the report", "developer", models.Contract{
+				Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+				Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+			})
+			out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
+			report := "# Report\n\nThe scripted model wrote this through Countersign's model gateway, " +
+				"from a private network.\n\nTASK_COMPLETE\n"
+			api = newAPI(t, c.model,
+				scriptedapi.Turn{Text: "I'll write the report.", Calls: []scriptedapi.Call{c.call(out, report)},
+					Usage: scriptedapi.Usage{Input: 1200, Cached: 200, Output: 60, Reasoning: 10}},
+				scriptedapi.Turn{Text: "The report is written. TASK_COMPLETE", Usage: scriptedapi.Usage{Input: 1500, Cached: 900, Output: 25}})
+			gw, err := gateway.New(gateway.Config{OpenAI: gateway.Upstream{BaseURL: api.URL, Key: openAISecret}, Prices: models.DefaultPrices()})
+			must(t, err)
+			svc := gateway.NewService(gw, "127.0.0.1:0")
+			must(t, svc.Start(context.Background()))
+			t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+			h.cfg.Sandbox, h.cfg.ConnectPorts, h.cfg.Gateway, h.cfg.GatewayService, h.cfg.PrivateNetwork = sb, []uint16{}, gw, svc, true
+			names := passEnv(t, map[string]string{"OPENAI_MODEL": c.model, "OPENAI_API_KEY": openAISecret})
+			h.worker(c.name, "developer", command, func(a *models.Agent) {
+				a.PassEnv = names // the key among them: the gateway keeps it out
+				a.Sandbox = models.AgentSandbox{Read: []string{npmInstall(t, bin)}}
+			})
+			h.start()
+			got := h.settled(tk.ID, 3*time.Minute)
+			atts := h.attempts(tk.ID)
+			if len(atts) > 0 && atts[0].Network != nil {
+				t.Logf("the attempt's network log: %+v", *atts[0].Network)
+			}
+			if got.State != models.TaskVerified || len(atts) != 1 {
+				t.Fatalf("the task is %s with attempts %+v; the API saw %s", got.State, atts, api.Report())
+			}
+			if b, err := os.ReadFile(out); err != nil || string(b) != report {
+				t.Fatalf("the output file: %q, %v", b, err)
+			}
+			u := atts[0].Usage
+			if u == nil || u.Source != models.UsageMetered {
+				t.Fatalf("the attempt's usage is not metered: %s", usageText(u))
+			}
+			sum := api.Sum()
+			if *u.InputTokens != sum.Input-sum.Cached || *u.CacheReadTokens != sum.Cached || *u.OutputTokens != sum.Output {
+				t.Errorf("metered input %d cache read %d output %d; the API billed %+v", *u.InputTokens, *u.CacheReadTokens, *u.OutputTokens, sum)
+			}
+			if u.Mismatch != "" {
+				t.Errorf("the CLI's honest report was flagged: %s (reported %s)", u.Mismatch, usageText(u.Reported))
+			}
+			if keys := api.Keys(); len(keys) == 0 || strings.Join(keys, ",") != strings.Repeat(openAISecret+",", len(keys)-1)+openAISecret {
+				t.Errorf("the API saw the keys %q; want only the provider's", keys)
+			}
+			if leaks := filesHolding(t, h.root, openAISecret); len(leaks) > 0 {
+				t.Errorf("the provider's key reached %q", leaks)
+			}
+			t.Logf("the API saw %s; the attempt's usage %s, reported %s", api.Report(), usageText(u), usageText(u.Reported))
+		})
+	}
+}
