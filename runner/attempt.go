@@ -470,6 +470,7 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	spec.Env = append(spec.Env, p.openGateway(tr, ar, cancel)...)
+	defer p.closeGateway(ar) // after the report is read: the meter's usage goes beside it
 	if p.privateNetwork() {
 		spec.Env = append(spec.Env, networkEnv()...)
 	}
@@ -487,7 +488,6 @@ func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if stream != nil {
 		stream.finish(ar)
 	}
-	p.closeGateway(ar)
 	if cause := context.Cause(rctx); errors.Is(cause, errBudgetOverrun) {
 		ar.fail(models.StageBudget, "the worker was stopped: "+cause.Error())
 	}
