@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/countersign/countersign/models"
@@ -67,4 +68,25 @@ func (p *Pool) closeGateway(ar *attemptRun) {
 		return // no call through the gateway: the report stands alone
 	}
 	ar.usage = models.ReconcileUsage(m.Usage(), ar.usage)
+}
+
+// GatewayStatus says what the pool's model gateway serves and how its confined runs
+// reach the network, for the dashboard.
+func (p *Pool) GatewayStatus() models.GatewayStatus {
+	st := models.GatewayStatus{Network: "ports", Egress: slices.Clone(p.cfg.EgressAllow)}
+	if p.privateNetwork() {
+		st.Network = "private"
+	}
+	if p.gatewayPort() == 0 {
+		return st
+	}
+	s := p.cfg.Gateway.Status()
+	st.Serving, st.Addr, st.Live = true, p.cfg.GatewayService.Addr(), s.Live
+	if s.Anthropic {
+		st.Providers = append(st.Providers, "Anthropic")
+	}
+	if s.OpenAI {
+		st.Providers = append(st.Providers, "OpenAI")
+	}
+	return st
 }

@@ -140,6 +140,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	var policy func(*models.Agent) []string
 	var lander models.Lander
 	var usage func() (int64, error)
+	var gatewayStatus func() models.GatewayStatus
 	var recheck *drift.Rechecker
 	if !c.NoRunner && sb.Ready() {
 		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
@@ -147,7 +148,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		stops = append(stops, pool.Stop)
-		policy, lander, usage = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage
+		policy, lander, usage, gatewayStatus = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage, pool.GatewayStatus
 		// Rechecks read the workspaces, which live where the runner runs.
 		if recheck, err = startRechecker(ctx, &c, svc, log); err != nil {
 			return err
@@ -157,7 +158,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	// Kept files are read from the data dir, with or without a runner here.
 	deliverables := runner.NewDeliverableFiles(filepath.Join(c.DataDir, "work"))
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage,
+		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage, Gateway: gatewayStatus,
 		Deliverables: deliverables, Recheck: recheck, Deadlines: deadlines})
 	mcpHandler := mcpserver.New(svc, log, version)
 	srv := handlers.NewServer(handlers.Deps{

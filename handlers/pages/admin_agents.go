@@ -89,6 +89,9 @@ func (p *Pages) agentsView(c echo.Context) (agentspage.View, error) {
 		v.WorkspaceBytes = n
 		v.WorkspaceUsage = components.Bytes(n)
 	}
+	if p.d.Gateway != nil {
+		v.Gateway = gatewayView(p.d.Gateway())
+	}
 	if err != nil {
 		return v, err
 	}
@@ -276,4 +279,17 @@ func (p *Pages) agentToken(c echo.Context) error {
 	}
 	v.NewToken, v.TokenName = secret, name
 	return render(c, http.StatusOK, agentspage.Agent(v))
+}
+
+// gatewayView writes the gateway's status for people.
+func gatewayView(st models.GatewayStatus) *agentspage.Gateway {
+	g := &agentspage.Gateway{Serving: st.Serving, Addr: st.Addr, Live: st.Live, Network: st.Network,
+		Providers: strings.Join(st.Providers, ", "), Egress: strings.Join(st.Egress, ", ")}
+	if g.Providers == "" {
+		g.Providers = "no provider (set ANTHROPIC_API_KEY or OPENAI_API_KEY for the runner)"
+	}
+	if g.Egress == "" {
+		g.Egress = "no other host"
+	}
+	return g
 }

@@ -36,6 +36,9 @@ type Deps struct {
 	// WorkspaceUsage, when set, measures the disk the task workspaces use, for the
 	// agents page; nil shows nothing.
 	WorkspaceUsage func() (int64, error)
+	// Gateway, when set, reports the runner's model gateway and its runs' network,
+	// for the agents page; nil shows nothing (no runner in this server).
+	Gateway func() models.GatewayStatus
 	// Deliverables reads the kept files of tasks' deliverables; nil lists them on the
 	// task page without download links that work.
 	Deliverables models.DeliverableStore

@@ -38,9 +38,22 @@ type View struct {
 	// WorkspaceBytes the same in bytes; empty when the server runs no runner.
 	WorkspaceUsage string
 	WorkspaceBytes int64
+	// Gateway is the runner's model gateway and its runs' network; nil when the
+	// server runs no runner.
+	Gateway *Gateway
 	// Board ranks the agents (Ranking) and the task roles (RoleRanking) by their
 	// scorecards over the last Days days (7 or 30), best first.
 	Board Board
+}
+
+// Gateway is what the agents page says of the model gateway.
+type Gateway struct {
+	Serving   bool
+	Addr      string
+	Providers string // "Anthropic, OpenAI", or "none" when no key is set
+	Live      int
+	Network   string // private or ports
+	Egress    string // the hosts allowed, "none" when none
 }
 
 // Board is the agents page's ranking.
