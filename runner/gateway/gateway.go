@@ -144,13 +144,13 @@ func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, r *http.Requ
 		c.settled = true
 		return c, body, nil
 	}
-	req, err := parseRequest(rt.kind, body)
+	req, fields, err := parseRequest(rt.kind, body)
 	if err != nil {
 		return nil, nil, err
 	}
 	if rt.kind == kindChat && req.Stream && (req.StreamOptions == nil || !req.StreamOptions.IncludeUsage) {
-		if body, err = withStreamUsage(body); err != nil {
-			return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+		if body, err = withStreamUsage(body, fields); err != nil {
+			return nil, nil, err
 		}
 	}
 	c.model = req.Model

@@ -1,0 +1,214 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The gateway's cost, each figure against the real alternative in the same run:
+// calling the same scripted upstream directly. Run with
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./runner/gateway/
+//
+// (BenchmarkOpenStreams ignores -benchtime: it opens 1,000 streams once per
+// iteration; -benchtime 1x is enough for it.)
+
+// benchClient keeps connections alive, as a worker's SDK does.
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+}
+
+// post sends body to url with cred and drains the answer.
+func post(b *testing.B, c *http.Client, url, cred string, body []byte) {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("x-api-key", cred)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	res, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		b.Fatalf("status %d", res.StatusCode)
+	}
+}
+
+// messageBody is a Messages request of about size bytes.
+func messageBody(size int, stream bool) []byte {
+	raw, _ := json.Marshal(map[string]any{"model": sonnet, "max_tokens": 1024, "stream": stream,
+		"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("a", size)}}})
+	return raw
+}
+
+// BenchmarkAddedLatency: one non-streamed Messages call at a time, alternating
+// direct and through the gateway (metered, capped); reports each side's p50 and p99
+// and the gateway's added p50 and p99 in microseconds, for a small request and for
+// a 100 KB one (the size of a coding agent's turn).
+func BenchmarkAddedLatency(b *testing.B) {
+	for _, size := range []int{200, 100 << 10} {
+		b.Run(map[int]string{200: "200B", 100 << 10: "100KB"}[size], func(b *testing.B) {
+			up := newScripted(b, script{In: 100, Out: 20})
+			gw, base := serve(b, up.config())
+			l := gw.Issue(Grant{Caps: []Cap{{Key: "goal:1", RemainingUSD: 1e9}}})
+			body := messageBody(size, false)
+			c := benchClient()
+			direct, through := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+			post(b, c, up.srv.URL+"/v1/messages", realKey, body) // warm both connections
+			post(b, c, base+"/v1/messages", l.Credential(), body)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				post(b, c, up.srv.URL+"/v1/messages", realKey, body)
+				t1 := time.Now()
+				post(b, c, base+"/v1/messages", l.Credential(), body)
+				direct, through = append(direct, t1.Sub(t0)), append(through, time.Since(t1))
+			}
+			b.StopTimer()
+			d50, d99 := percentiles(direct)
+			g50, g99 := percentiles(through)
+			b.ReportMetric(us(d50), "direct-p50-µs")
+			b.ReportMetric(us(d99), "direct-p99-µs")
+			b.ReportMetric(us(g50), "gateway-p50-µs")
+			b.ReportMetric(us(g99), "gateway-p99-µs")
+			b.ReportMetric(us(g50-d50), "added-p50-µs")
+			b.ReportMetric(us(g99-d99), "added-p99-µs")
+			if m := l.Revoke(); m.Calls != b.N+1 {
+				b.Fatalf("metered %d calls", m.Calls)
+			}
+		})
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// percentiles is the p50 and p99 of ds.
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], ds[len(ds)*99/100]
+}
+
+// BenchmarkStreamThroughput: a streamed Messages call of 2,000 text deltas (each
+// event flushed on its own, as providers send them), direct and through the
+// gateway in turn; reports each side's MB/s and the ratio gateway/direct.
+func BenchmarkStreamThroughput(b *testing.B) {
+	up := newScripted(b, script{In: 100, Out: 2000, Chunks: 2000})
+	gw, base := serve(b, up.config())
+	l := gw.Issue(Grant{})
+	body := messageBody(200, true)
+	c := benchClient()
+	var direct, through time.Duration
+	var size int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		size = streamOnce(b, c, up.srv.URL, realKey, body)
+		t1 := time.Now()
+		streamOnce(b, c, base, l.Credential(), body)
+		direct, through = direct+t1.Sub(t0), through+time.Since(t1)
+	}
+	b.StopTimer()
+	mb := float64(size) * float64(b.N) / 1e6
+	b.ReportMetric(mb/direct.Seconds(), "direct-MB/s")
+	b.ReportMetric(mb/through.Seconds(), "gateway-MB/s")
+	b.ReportMetric(direct.Seconds()/through.Seconds(), "gateway/direct")
+	if u := l.Revoke().Models[sonnet]; u.Calls != b.N || u.Estimated != 0 {
+		b.Fatalf("metered %+v", u)
+	}
+}
+
+// streamOnce reads one stream whole and returns its size.
+func streamOnce(b *testing.B, c *http.Client, base, cred string, body []byte) int64 {
+	req, _ := http.NewRequest("POST", base+"/v1/messages", bytes.NewReader(body))
+	req.Header.Set("x-api-key", cred)
+	res, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	n, _ := io.Copy(io.Discard, res.Body)
+	return n
+}
+
+// BenchmarkOpenStreams: 1,000 streams held open at once (each has sent its first
+// event and waits), direct and through the gateway; reports the heap and RSS each
+// stream adds in KB, both sides, and the gateway's share (through minus direct:
+// the client and the upstream are in this process too).
+func BenchmarkOpenStreams(b *testing.B) {
+	const n = 1000
+	for i := 0; i < b.N; i++ {
+		dHeap, dRSS := openStreams(b, n, false)
+		gHeap, gRSS := openStreams(b, n, true)
+		b.ReportMetric(dHeap/n/1024, "direct-heap-KB/stream")
+		b.ReportMetric(gHeap/n/1024, "gateway-heap-KB/stream")
+		b.ReportMetric((gHeap-dHeap)/n/1024, "added-heap-KB/stream")
+		b.ReportMetric(dRSS/n/1024, "direct-RSS-KB/stream")
+		b.ReportMetric(gRSS/n/1024, "gateway-RSS-KB/stream")
+		b.ReportMetric((gRSS-dRSS)/n/1024, "added-RSS-KB/stream")
+	}
+}
+
+// openStreams opens n streams (through the gateway or not), waits until each has
+// its first event, and returns the heap and RSS growth in bytes while they are open.
+func openStreams(b *testing.B, n int, through bool) (heap, rss float64) {
+	up := newScripted(b, script{In: 100, Out: 20, Chunks: 2})
+	release := make(chan struct{})
+	up.holdAt1 = func() { <-release }
+	gw, base := serve(b, up.config())
+	cred := realKey
+	if through {
+		cred = gw.Issue(Grant{}).Credential()
+	} else {
+		base = up.srv.URL
+	}
+	body := messageBody(200, true)
+	h0, r0 := memNow()
+	var ready, done sync.WaitGroup
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	for i := 0; i < n; i++ {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, _ := http.NewRequest("POST", base+"/v1/messages", bytes.NewReader(body))
+			req.Header.Set("x-api-key", cred)
+			res, err := c.Do(req)
+			if err != nil {
+				b.Error(err)
+				ready.Done()
+				return
+			}
+			defer res.Body.Close()
+			firstEvent(res)
+			ready.Done()
+			_, _ = io.Copy(io.Discard, res.Body)
+		}()
+	}
+	ready.Wait()
+	h1, r1 := memNow()
+	close(release)
+	done.Wait()
+	c.CloseIdleConnections()
+	return h1 - h0, r1 - r0
+}
+
+// memNow is the heap in use after a GC and the process's resident set, in bytes.
+func memNow() (heap, rss float64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	raw, _ := os.ReadFile("/proc/self/statm")
+	var size, resident int64
+	_, _ = fmt.Sscan(string(raw), &size, &resident)
+	return float64(ms.HeapInuse), float64(resident * int64(os.Getpagesize()))
+}
