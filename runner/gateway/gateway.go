@@ -178,6 +178,9 @@ func (gw *Gateway) reserve(ctx context.Context, c *call, bodyBytes int, maxOutpu
 		hold = 0 // the naive check: refuse only once a cap is already spent
 	}
 	if key, ok := gw.ledger.reserve(ctx, c.lease.pools, hold); !ok {
+		if ctx.Err() != nil { // the client left or the credential was revoked while it waited
+			return fmt.Errorf("the call ended while it waited for room under budget %s: %w", key, ctx.Err())
+		}
 		return &budgetError{key: key, needUSD: worst, model: c.model, maxOutput: maxOutput}
 	}
 	c.worst, c.held = worst, hold
