@@ -148,7 +148,7 @@ func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, r *http.Requ
 	if err != nil {
 		return nil, nil, err
 	}
-	if rt.kind == kindChat && req.Stream && (req.StreamOptions == nil || !req.StreamOptions.IncludeUsage) {
+	if rt.kind == kindChat && req.Stream && !req.includesUsage() {
 		if body, err = withStreamUsage(body, fields); err != nil {
 			return nil, nil, err
 		}

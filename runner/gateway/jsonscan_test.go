@@ -46,8 +46,7 @@ func FuzzTopFields(f *testing.F) {
 // a body that names a wanted member twice must be refused.
 func agree(t *testing.T, body []byte) {
 	t.Helper()
-	var want wireRequest
-	stdErr := json.Unmarshal(body, &want)
+	want, stdErr := reference(body)
 	fields, err := topFields(body, requestFields)
 	if dupWanted(body) {
 		if err == nil {
@@ -72,6 +71,24 @@ func agree(t *testing.T, body []byte) {
 	if string(g) != string(w) {
 		t.Fatalf("%s:\nscanner  %s\nstdlib   %s", body, g, w)
 	}
+}
+
+// reference reads body's wanted members with encoding/json, keys matched exactly
+// (as the providers match them; encoding/json alone would match any case).
+func reference(body []byte) (wireRequest, error) {
+	var w wireRequest
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return w, err
+	}
+	for key, raw := range members {
+		if requestFields[key] {
+			if err := json.Unmarshal(raw, w.field(key)); err != nil {
+				return w, err
+			}
+		}
+	}
+	return w, nil
 }
 
 // dupWanted reports whether body names a wanted top-level member twice.
@@ -112,10 +129,11 @@ func TestWithStreamUsage(t *testing.T) {
 		`{"model":"gpt-5","stream":true,"messages":[{"content":"{\"stream_options\":1}"}]}`,
 		` {"model":"gpt-5","stream":true,"stream_options":null}`,
 		`{"model":"gpt-5","stream_options":{"include_usage":false,"keep":"me"},"stream":true}`,
+		`{"model":"gpt-5","stream":true,"stream_options":{"Include_Usage":true}}`, // the provider matches keys exactly
 	} {
-		_, fields, err := parseRequest(kindChat, []byte(body))
-		if err != nil {
-			t.Fatal(err)
+		req, fields, err := parseRequest(kindChat, []byte(body))
+		if err != nil || req.includesUsage() {
+			t.Fatalf("%s: %v, includes usage %v", body, err, req.includesUsage())
 		}
 		out, err := withStreamUsage([]byte(body), fields)
 		if err != nil {

@@ -22,11 +22,14 @@ type wireRequest struct {
 	MaxCompletionTokens *int64         `json:"max_completion_tokens"` // Chat
 	N                   *int64         `json:"n"`                     // Chat: choices, each up to the limit
 	Background          bool           `json:"background"`            // Responses: usage would arrive later, unseen
-	StreamOptions       *streamOptions `json:"stream_options"`        // Chat
+	// StreamOptions (Chat) is kept as members so that include_usage is matched
+	// exactly, as the provider matches it (encoding/json would take "Include_Usage").
+	StreamOptions map[string]json.RawMessage `json:"stream_options"`
 }
 
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+// includesUsage reports whether a Chat request asks for its stream's usage.
+func (w wireRequest) includesUsage() bool {
+	return string(w.StreamOptions["include_usage"]) == "true"
 }
 
 // errTooLarge refuses a body over the gateway's limit.
