@@ -18,10 +18,10 @@ import (
 // The gateway's cost, each figure against the real alternative in the same run:
 // calling the same scripted upstream directly. Run with
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./runner/gateway/
-//
-// (BenchmarkOpenStreams ignores -benchtime: it opens 1,000 streams once per
-// iteration; -benchtime 1x is enough for it.)
+//	go test -run '^$' -bench AddedLatency -benchtime 2000x ./runner/gateway/
+//	go test -run '^$' -bench StreamThroughput -benchtime 200x ./runner/gateway/
+//	go test -run '^$' -bench 'OpenStreams/direct' -benchtime 1x ./runner/gateway/
+//	go test -run '^$' -bench 'OpenStreams/gateway' -benchtime 1x ./runner/gateway/
 
 // benchClient keeps connections alive, as a worker's SDK does.
 func benchClient() *http.Client {
@@ -141,26 +141,33 @@ func streamOnce(b *testing.B, c *http.Client, base, cred string, body []byte) in
 }
 
 // BenchmarkOpenStreams: 1,000 streams held open at once (each has sent its first
-// event and waits), direct and through the gateway; reports the heap and RSS each
-// stream adds in KB, both sides, and the gateway's share (through minus direct:
-// the client and the upstream are in this process too).
+// event and waits), direct and through the gateway; reports what each stream adds
+// to the heap, to goroutine stacks and to the resident set, in KB. The client and
+// the upstream are in this process too, so the gateway's share is gateway minus
+// direct. The resident set only grows, so compare RSS across separate runs:
+//
+//	go test -run '^$' -bench 'OpenStreams/direct' -benchtime 1x ./runner/gateway/
+//	go test -run '^$' -bench 'OpenStreams/gateway' -benchtime 1x ./runner/gateway/
 func BenchmarkOpenStreams(b *testing.B) {
 	const n = 1000
-	for i := 0; i < b.N; i++ {
-		dHeap, dRSS := openStreams(b, n, false)
-		gHeap, gRSS := openStreams(b, n, true)
-		b.ReportMetric(dHeap/n/1024, "direct-heap-KB/stream")
-		b.ReportMetric(gHeap/n/1024, "gateway-heap-KB/stream")
-		b.ReportMetric((gHeap-dHeap)/n/1024, "added-heap-KB/stream")
-		b.ReportMetric(dRSS/n/1024, "direct-RSS-KB/stream")
-		b.ReportMetric(gRSS/n/1024, "gateway-RSS-KB/stream")
-		b.ReportMetric((gRSS-dRSS)/n/1024, "added-RSS-KB/stream")
+	for _, through := range []bool{false, true} {
+		b.Run(map[bool]string{false: "direct", true: "gateway"}[through], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				d := openStreams(b, n, through)
+				b.ReportMetric(d.heap/n/1024, "heap-KB/stream")
+				b.ReportMetric(d.stack/n/1024, "stack-KB/stream")
+				b.ReportMetric(d.rss/n/1024, "RSS-KB/stream")
+			}
+		})
 	}
 }
 
+// mem is a process's memory in bytes: heap in use, goroutine stacks, resident set.
+type mem struct{ heap, stack, rss float64 }
+
 // openStreams opens n streams (through the gateway or not), waits until each has
 // its first event, and returns the heap and RSS growth in bytes while they are open.
-func openStreams(b *testing.B, n int, through bool) (heap, rss float64) {
+func openStreams(b *testing.B, n int, through bool) mem {
 	up := newScripted(b, script{In: 100, Out: 20, Chunks: 2})
 	release := make(chan struct{})
 	up.holdAt1 = func() { <-release }
@@ -172,7 +179,7 @@ func openStreams(b *testing.B, n int, through bool) (heap, rss float64) {
 		base = up.srv.URL
 	}
 	body := messageBody(200, true)
-	h0, r0 := memNow()
+	m0 := memNow()
 	var ready, done sync.WaitGroup
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	for i := 0; i < n; i++ {
@@ -195,20 +202,20 @@ func openStreams(b *testing.B, n int, through bool) (heap, rss float64) {
 		}()
 	}
 	ready.Wait()
-	h1, r1 := memNow()
+	m1 := memNow()
 	close(release)
 	done.Wait()
 	c.CloseIdleConnections()
-	return h1 - h0, r1 - r0
+	return mem{m1.heap - m0.heap, m1.stack - m0.stack, m1.rss - m0.rss}
 }
 
-// memNow is the heap in use after a GC and the process's resident set, in bytes.
-func memNow() (heap, rss float64) {
+// memNow is the heap in use after a GC, the stacks and the resident set.
+func memNow() mem {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	raw, _ := os.ReadFile("/proc/self/statm")
 	var size, resident int64
 	_, _ = fmt.Sscan(string(raw), &size, &resident)
-	return float64(ms.HeapInuse), float64(resident * int64(os.Getpagesize()))
+	return mem{float64(ms.HeapInuse), float64(ms.StackInuse), float64(resident * int64(os.Getpagesize()))}
 }
