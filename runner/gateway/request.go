@@ -15,13 +15,13 @@ import (
 // builds every message and tool, for nothing the gateway uses (and topFields skips
 // those without decoding them at all).
 type wireRequest struct {
-	Model               string         `json:"model"`
-	Stream              bool           `json:"stream"`
-	MaxTokens           *int64         `json:"max_tokens"`            // Anthropic; Chat (legacy)
-	MaxOutputTokens     *int64         `json:"max_output_tokens"`     // Responses
-	MaxCompletionTokens *int64         `json:"max_completion_tokens"` // Chat
-	N                   *int64         `json:"n"`                     // Chat: choices, each up to the limit
-	Background          bool           `json:"background"`            // Responses: usage would arrive later, unseen
+	Model               string `json:"model"`
+	Stream              bool   `json:"stream"`
+	MaxTokens           *int64 `json:"max_tokens"`            // Anthropic; Chat (legacy)
+	MaxOutputTokens     *int64 `json:"max_output_tokens"`     // Responses
+	MaxCompletionTokens *int64 `json:"max_completion_tokens"` // Chat
+	N                   *int64 `json:"n"`                     // Chat: choices, each up to the limit
+	Background          bool   `json:"background"`            // Responses: usage would arrive later, unseen
 	// StreamOptions (Chat) is kept as members so that include_usage is matched
 	// exactly, as the provider matches it (encoding/json would take "Include_Usage").
 	StreamOptions map[string]json.RawMessage `json:"stream_options"`
