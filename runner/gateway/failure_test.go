@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/models"
 )
@@ -73,5 +76,35 @@ func TestConfigProblems(t *testing.T) {
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%+v: %v, want %q", cfg, err, want)
 		}
+	}
+}
+
+// TestRevokeDoesNotWaitOnUploads: a client that sends half a body and stalls does
+// not hold Revoke up (the body is read before the call begins), and the call,
+// completed later, is refused as unauthenticated.
+func TestRevokeDoesNotWaitOnUploads(t *testing.T) {
+	up := newScripted(t, script{In: 1, Out: 1})
+	gw, base := serve(t, up.config())
+	l := gw.Issue(Grant{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"` + gpt + `","input":"hi"}`
+	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		l.Credential(), len(body), body[:10])
+	time.Sleep(50 * time.Millisecond) // the gateway is now reading the body
+	done := make(chan struct{})
+	go func() { l.Revoke(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Revoke waited on a stalled upload")
+	}
+	fmt.Fprint(conn, body[10:])
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != 401 || up.count() != 0 {
+		t.Fatalf("the completed call: %v %v, upstream %d", res, err, up.count())
 	}
 }
