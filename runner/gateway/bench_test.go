@@ -19,7 +19,8 @@ import (
 // calling the same scripted upstream directly. Run with
 //
 //	go test -run '^$' -bench AddedLatency -benchtime 2000x ./runner/gateway/
-//	go test -run '^$' -bench StreamThroughput -benchtime 200x ./runner/gateway/
+//	go test -run '^$' -bench 'StreamThroughput/flat-out' -benchtime 200x ./runner/gateway/
+//	go test -run '^$' -bench 'StreamThroughput/paced-1ms' -benchtime 20x ./runner/gateway/
 //	go test -run '^$' -bench 'OpenStreams/direct' -benchtime 1x ./runner/gateway/
 //	go test -run '^$' -bench 'OpenStreams/gateway' -benchtime 1x ./runner/gateway/
 
@@ -98,11 +99,25 @@ func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 	return ds[len(ds)/2], ds[len(ds)*99/100]
 }
 
-// BenchmarkStreamThroughput: a streamed Messages call of 2,000 text deltas (each
-// event flushed on its own, as providers send them), direct and through the
+// BenchmarkStreamThroughput: a streamed Messages call, direct and through the
 // gateway in turn; reports each side's MB/s and the ratio gateway/direct.
+// "flat-out": 2,000 text deltas written as fast as the upstream can (each flushed
+// on its own), a stress test in which the gateway's CPU competes with the
+// in-process upstream's. "paced-1ms": 200 deltas a millisecond apart, still faster
+// than any model writes tokens, the case a worker meets.
 func BenchmarkStreamThroughput(b *testing.B) {
-	up := newScripted(b, script{In: 100, Out: 2000, Chunks: 2000})
+	for _, c := range []struct {
+		name   string
+		chunks int
+		pace   time.Duration
+	}{{"flat-out", 2000, 0}, {"paced-1ms", 200, time.Millisecond}} {
+		b.Run(c.name, func(b *testing.B) { streamThroughput(b, c.chunks, c.pace) })
+	}
+}
+
+func streamThroughput(b *testing.B, chunks int, pace time.Duration) {
+	up := newScripted(b, script{In: 100, Out: int64(chunks), Chunks: chunks})
+	up.pace = pace
 	gw, base := serve(b, up.config())
 	l := gw.Issue(Grant{})
 	body := messageBody(200, true)
