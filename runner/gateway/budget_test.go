@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,7 +59,15 @@ func TestOnBudgetMayRevoke(t *testing.T) {
 	var l *Lease
 	l = gw.Issue(Grant{Caps: []Cap{{Key: "goal:3", RemainingUSD: 0.001}},
 		OnBudget: func(string) { revoked <- l.Revoke() }})
-	oaCall(t, http.DefaultTransport, base, "/v1/messages", l.Credential(), map[string]any{"model": sonnet, "max_tokens": 1000})
+	go func() { // a deadlock would hang the call itself
+		body := map[string]any{"model": sonnet, "max_tokens": 1000}
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+"/v1/messages", bytes.NewReader(raw))
+		req.Header.Set("x-api-key", l.Credential())
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
 	select {
 	case m := <-revoked:
 		if m.BudgetRefused != 1 {
