@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -73,6 +74,8 @@ func (gw *Gateway) newProxy() *httputil.ReverseProxy {
 		ModifyResponse: gw.meterResponse,
 		ErrorHandler:   gw.proxyError,
 		BufferPool:     &bufferPool{},
+		// A client hanging up mid-stream is routine here, not an error to print.
+		ErrorLog: slog.NewLogLogger(gw.cfg.Log.Handler(), slog.LevelDebug),
 	}
 }
 
