@@ -55,6 +55,10 @@ func TestAnthropicSDKMetered(t *testing.T) {
 	}
 	m := l.Revoke()
 	wantTokens(t, m, sonnet, s, 4)
+	if u := m.Usage(); *u.InputTokens != 4*s.In || *u.CacheWriteTokens != 4*s.CacheWrite || *u.CostUSD <= 0 ||
+		u.CostSource != "priced" || u.Model != sonnet || u.Note != "" {
+		t.Fatalf("as models.Usage: %s (%s)", u.Summary(), u.Note)
+	}
 	if m.Calls != 4 || m.Refused != 0 {
 		t.Fatalf("calls %d refused %d, want 4 and 0", m.Calls, m.Refused)
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,9 +25,9 @@ import (
 func TestBudgetRefusalStopsClients(t *testing.T) {
 	up := newScripted(t, script{In: 10, Out: 10})
 	gw, base := serve(t, up.config())
-	var told []string
+	told := make(chan string, 4)
 	l := gw.Issue(Grant{Caps: []Cap{{Key: "task:1", RemainingUSD: 5}, {Key: "goal:3", RemainingUSD: 0.001}},
-		OnBudget: func(key string) { told = append(told, key) }})
+		OnBudget: func(key string) { told <- key }})
 	c := sdkClient(base, &seen{rt: http.DefaultTransport}, option.WithAPIKey(l.Credential()))
 	_, err := c.Messages.New(context.Background(), hello())
 	var apiErr *anthropic.Error
@@ -44,8 +45,36 @@ func TestBudgetRefusalStopsClients(t *testing.T) {
 	if m.Refused != 2 || m.BudgetRefused != 2 || m.BudgetKey != "goal:3" || m.Calls != 0 || up.count() != 0 {
 		t.Fatalf("metered %+v, upstream calls %d: want 2 budget refusals by goal:3 and no call", m, up.count())
 	}
-	if len(told) != 1 || told[0] != "goal:3" {
-		t.Fatalf("OnBudget told %v", told)
+	if key := <-told; key != "goal:3" || len(told) != 0 {
+		t.Fatalf("OnBudget told %q and %d more", key, len(told))
+	}
+}
+
+// TestOnBudgetMayRevoke: the natural reaction to a budget refusal, revoking the
+// credential from OnBudget, does not deadlock on the refused call.
+func TestOnBudgetMayRevoke(t *testing.T) {
+	up := newScripted(t, script{In: 10, Out: 10})
+	gw, base := serve(t, up.config())
+	revoked := make(chan Metered, 1)
+	var l *Lease
+	l = gw.Issue(Grant{Caps: []Cap{{Key: "goal:3", RemainingUSD: 0.001}},
+		OnBudget: func(string) { revoked <- l.Revoke() }})
+	go func() { // a deadlock would hang the call itself
+		body := map[string]any{"model": sonnet, "max_tokens": 1000}
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+"/v1/messages", bytes.NewReader(raw))
+		req.Header.Set("x-api-key", l.Credential())
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	select {
+	case m := <-revoked:
+		if m.BudgetRefused != 1 {
+			t.Fatalf("metered %+v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Revoke from OnBudget deadlocked")
 	}
 }
 

@@ -90,7 +90,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if c.Transport == nil {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64 // many workers call one provider host at once
+		c.Transport = t
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

@@ -77,7 +77,18 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := gw.lookup(r)
-	if l == nil || !l.begin() {
+	if l == nil {
+		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
+		return
+	}
+	// The body is read before the call begins, so that Revoke never waits on a
+	// client still sending one.
+	body, err := readBody(r, gw.cfg.MaxRequestBytes)
+	if err != nil {
+		gw.refuse(w, l, rt.provider, err)
+		return
+	}
+	if !l.begin() {
 		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
 		return
 	}
@@ -86,7 +97,7 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(l.ctx, cancel)()
-	c, body, err := gw.prepare(ctx, l, rt, r)
+	c, body, err := gw.prepare(ctx, l, rt, body)
 	if err != nil {
 		gw.refuse(w, l, rt.provider, err)
 		return
@@ -104,7 +115,9 @@ func (gw *Gateway) forward(w http.ResponseWriter, r *http.Request, l *Lease, c *
 	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	l.forwarded()
 	gw.proxy.ServeHTTP(w, out)
-	c.settle(Tokens{}, false, false) // no-op unless nothing else settled it
+	// A no-op unless the proxy left the call unsettled (it settles every response
+	// and error it sees): then the call is charged its reservation, to be safe.
+	c.settle(Tokens{}, false, true)
 }
 
 // budgetError refuses a call for a cap without room.
@@ -132,25 +145,21 @@ func (gw *Gateway) refuse(w http.ResponseWriter, l *Lease, p Provider, err error
 	writeRefusal(w, p, why, err.Error())
 }
 
-// prepare reads r's body and, for a metered call, parses it and reserves its worst
-// case against the lease's caps. The body returned is the one to forward.
-func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, r *http.Request) (*call, []byte, error) {
-	body, err := readBody(r, gw.cfg.MaxRequestBytes)
-	if err != nil {
-		return nil, nil, err
-	}
+// prepare parses a metered call's body and reserves its worst case against the
+// lease's caps. The body returned is the one to forward.
+func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, body []byte) (*call, []byte, error) {
 	c := &call{lease: l, gw: gw, route: rt}
 	if !rt.kind.metered() {
 		c.settled = true
 		return c, body, nil
 	}
-	req, err := parseRequest(rt.kind, body)
+	req, fields, err := parseRequest(rt.kind, body)
 	if err != nil {
 		return nil, nil, err
 	}
-	if rt.kind == kindChat && req.Stream && (req.StreamOptions == nil || !req.StreamOptions.IncludeUsage) {
-		if body, err = withStreamUsage(body); err != nil {
-			return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+	if rt.kind == kindChat && req.Stream && !req.includesUsage() {
+		if body, err = withStreamUsage(body, fields); err != nil {
+			return nil, nil, err
 		}
 	}
 	c.model = req.Model
@@ -178,6 +187,9 @@ func (gw *Gateway) reserve(ctx context.Context, c *call, bodyBytes int, maxOutpu
 		hold = 0 // the naive check: refuse only once a cap is already spent
 	}
 	if key, ok := gw.ledger.reserve(ctx, c.lease.pools, hold); !ok {
+		if ctx.Err() != nil { // the client left or the credential was revoked while it waited
+			return fmt.Errorf("the call ended while it waited for room under budget %s: %w", key, ctx.Err())
+		}
 		return &budgetError{key: key, needUSD: worst, model: c.model, maxOutput: maxOutput}
 	}
 	c.worst, c.held = worst, hold

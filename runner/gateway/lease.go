@@ -20,8 +20,8 @@ type Grant struct {
 	Caps []Cap
 	// OnBudget, when set, is called once, with the refusing cap's key, the first time
 	// a call is refused for a budget, so the caller can end the attempt at stage
-	// budget without waiting for the worker to notice. It runs on the refused
-	// request's goroutine and must not block.
+	// budget without waiting for the worker to notice. It runs on a goroutine of its
+	// own, so it may block and may Revoke the lease.
 	OnBudget func(key string)
 }
 
@@ -120,7 +120,8 @@ func (l *Lease) refused(budgetKey string) {
 	}
 	l.mu.Unlock()
 	if budgetKey != "" && l.grant.OnBudget != nil {
-		l.budget.Do(func() { l.grant.OnBudget(budgetKey) })
+		// Not on the refused call's goroutine: Revoke waits for that call to end.
+		l.budget.Do(func() { go l.grant.OnBudget(budgetKey) })
 	}
 }
 

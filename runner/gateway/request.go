@@ -12,20 +12,24 @@ import (
 // wireRequest is the part of a request body the gateway reads: the model, whether
 // it streams, and its output limit under each API's name. A private struct of these
 // few fields, not the SDKs' request types: decoding a request through the SDK types
-// builds every message and tool, several times the work, for nothing the gateway uses.
+// builds every message and tool, for nothing the gateway uses (and topFields skips
+// those without decoding them at all).
 type wireRequest struct {
-	Model               string         `json:"model"`
-	Stream              bool           `json:"stream"`
-	MaxTokens           *int64         `json:"max_tokens"`            // Anthropic; Chat (legacy)
-	MaxOutputTokens     *int64         `json:"max_output_tokens"`     // Responses
-	MaxCompletionTokens *int64         `json:"max_completion_tokens"` // Chat
-	N                   *int64         `json:"n"`                     // Chat: choices, each up to the limit
-	Background          bool           `json:"background"`            // Responses: usage would arrive later, unseen
-	StreamOptions       *streamOptions `json:"stream_options"`        // Chat
+	Model               string `json:"model"`
+	Stream              bool   `json:"stream"`
+	MaxTokens           *int64 `json:"max_tokens"`            // Anthropic; Chat (legacy)
+	MaxOutputTokens     *int64 `json:"max_output_tokens"`     // Responses
+	MaxCompletionTokens *int64 `json:"max_completion_tokens"` // Chat
+	N                   *int64 `json:"n"`                     // Chat: choices, each up to the limit
+	Background          bool   `json:"background"`            // Responses: usage would arrive later, unseen
+	// StreamOptions (Chat) is kept as members so that include_usage is matched
+	// exactly, as the provider matches it (encoding/json would take "Include_Usage").
+	StreamOptions map[string]json.RawMessage `json:"stream_options"`
 }
 
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+// includesUsage reports whether a Chat request asks for its stream's usage.
+func (w wireRequest) includesUsage() bool {
+	return string(w.StreamOptions["include_usage"]) == "true"
 }
 
 // errTooLarge refuses a body over the gateway's limit.
@@ -35,6 +39,16 @@ var errTooLarge = errors.New("request body too large")
 func readBody(r *http.Request, max int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
+	}
+	if r.ContentLength > max {
+		return nil, errTooLarge
+	}
+	if r.ContentLength > 0 { // one allocation, not ReadAll's doubling
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, fmt.Errorf("reading the request: %w", err)
+		}
+		return body, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -46,20 +60,51 @@ func readBody(r *http.Request, max int64) ([]byte, error) {
 	return body, nil
 }
 
-// parseRequest reads what the gateway needs from a metered call's body; an error
-// says what is wrong in words the worker's client shows.
-func parseRequest(k kind, body []byte) (wireRequest, error) {
+// requestFields are the top-level members parseRequest reads.
+var requestFields = map[string]bool{"model": true, "stream": true, "max_tokens": true, "max_output_tokens": true,
+	"max_completion_tokens": true, "n": true, "background": true, "stream_options": true}
+
+// parseRequest reads what the gateway needs from a metered call's body, and where
+// those members sit; an error says what is wrong in words the worker's client shows.
+func parseRequest(k kind, body []byte) (wireRequest, map[string]span, error) {
 	var w wireRequest
-	if err := json.Unmarshal(body, &w); err != nil {
-		return w, fmt.Errorf("the request body is not JSON: %v", err)
+	fields, err := topFields(body, requestFields)
+	if err != nil {
+		return w, nil, err
+	}
+	for key, sp := range fields {
+		if err := json.Unmarshal(sp.raw, w.field(key)); err != nil {
+			return w, nil, fmt.Errorf("%s: %v", key, err)
+		}
 	}
 	if w.Model == "" {
-		return w, errors.New("model: field required")
+		return w, nil, errors.New("model: field required")
 	}
 	if k == kindResponses && w.Background {
-		return w, errors.New("background responses are not available through the Countersign gateway: their usage could not be metered")
+		return w, nil, errors.New("background responses are not available through the Countersign gateway: their usage could not be metered")
 	}
-	return w, nil
+	return w, fields, nil
+}
+
+// field is where the member key decodes to.
+func (w *wireRequest) field(key string) any {
+	switch key {
+	case "model":
+		return &w.Model
+	case "stream":
+		return &w.Stream
+	case "max_tokens":
+		return &w.MaxTokens
+	case "max_output_tokens":
+		return &w.MaxOutputTokens
+	case "max_completion_tokens":
+		return &w.MaxCompletionTokens
+	case "n":
+		return &w.N
+	case "background":
+		return &w.Background
+	}
+	return &w.StreamOptions
 }
 
 // maxOutput is the request's output limit, the default when it sets none, times the
@@ -82,16 +127,18 @@ func (w wireRequest) maxOutput(def int64) int64 {
 
 // withStreamUsage returns a streaming Chat request's body with stream_options
 // .include_usage set, so the upstream ends the stream with a usage chunk the gateway
-// can meter. The other fields are kept byte for byte (json.RawMessage).
-func withStreamUsage(body []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, err
+// can meter. The rest of the body is kept byte for byte: the member is spliced in
+// (the body holds "stream", so the object is not empty) or its value replaced.
+func withStreamUsage(body []byte, fields map[string]span) ([]byte, error) {
+	sp, ok := fields["stream_options"]
+	if !ok {
+		open := bytes.IndexByte(body, '{') + 1
+		return concat(body[:open], []byte(`"stream_options":{"include_usage":true},`), body[open:]), nil
 	}
 	opts := map[string]json.RawMessage{}
-	if raw, ok := fields["stream_options"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		if err := json.Unmarshal(raw, &opts); err != nil {
-			return nil, err
+	if !bytes.Equal(sp.raw, []byte("null")) {
+		if err := json.Unmarshal(sp.raw, &opts); err != nil {
+			return nil, fmt.Errorf("stream_options: %v", err)
 		}
 	}
 	opts["include_usage"] = json.RawMessage("true")
@@ -99,6 +146,10 @@ func withStreamUsage(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	fields["stream_options"] = raw
-	return json.Marshal(fields)
+	return concat(body[:sp.start], raw, body[sp.end:]), nil
+}
+
+// concat joins parts into a new slice.
+func concat(parts ...[]byte) []byte {
+	return bytes.Join(parts, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -30,6 +31,7 @@ func NewService(gw *Gateway, addr string) *Service {
 		// No write timeout: a stream lasts as long as the model writes.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(gw.cfg.Log.Handler(), slog.LevelDebug),
 	}}
 }
 

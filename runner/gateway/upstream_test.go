@@ -36,6 +36,7 @@ type scripted struct {
 	bodies  [][]byte
 	holdAt1 func()        // when set, a stream waits in it after its first event
 	delay   time.Duration // each call waits this long before it answers
+	pace    time.Duration // a stream waits this long before each text delta
 }
 
 func newScripted(t testing.TB, s script) *scripted {
@@ -64,7 +65,7 @@ func (u *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	u.calls++
 	u.keys = append(u.keys, key)
 	u.bodies = append(u.bodies, body)
-	s, hold, delay := u.script, u.holdAt1, u.delay
+	s, hold, delay, pace := u.script, u.holdAt1, u.delay, u.pace
 	u.mu.Unlock()
 	time.Sleep(delay)
 	if key != realKey {
@@ -82,7 +83,7 @@ func (u *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	if s.Chunks < 1 {
 		s.Chunks = 1
 	}
-	ev := &sse{w: w, hold: hold}
+	ev := &sse{w: w, hold: hold, pace: pace}
 	switch r.URL.Path {
 	case "/v1/messages":
 		u.messages(w, ev, req.Model, req.Stream, s)
@@ -107,6 +108,7 @@ type sse struct {
 	w    http.ResponseWriter
 	n    int
 	hold func()
+	pace time.Duration
 }
 
 func (e *sse) start() {
@@ -145,6 +147,7 @@ func (u *scripted) messages(w http.ResponseWriter, ev *sse, model string, stream
 	ev.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
 	for i := 0; i < s.Chunks; i++ {
+		time.Sleep(ev.pace)
 		ev.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "text_delta", "text": "word "}})
 	}
