@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/judge"
@@ -123,7 +124,15 @@ func (p *Pool) EffectivePolicy(a *models.Agent) []string {
 		ws = filepath.Join(root, "worktrees", "<task>")
 	}
 	pol := p.policy(a, ws, filepath.Join(root, "meta", "<task>"), filepath.Join(root, "tmp", "task-<task>-attempt-<n>"))
-	return pol.Describe()
+	out := pol.Describe()
+	if p.privateNetwork() {
+		egress := strings.Join(p.cfg.EgressAllow, ", ")
+		if egress == "" {
+			egress = "no other host"
+		}
+		out = append(out, "network: a private one per run, reaching Countersign's API, the model gateway and, through the egress proxy, "+egress)
+	}
+	return out
 }
 
 // confinedEnv is what a confined process's environment says about where it lives.
