@@ -52,7 +52,7 @@ func (p *Pool) openGateway(tr *taskRun, ar *attemptRun, cancel context.CancelCau
 	base := "http://127.0.0.1:" + strconv.Itoa(int(port))
 	cred := ar.lease.Credential()
 	return []string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=" + cred,
-		"OPENAI_BASE_URL=" + base + "/v1", "OPENAI_API_KEY=" + cred}
+		"OPENAI_BASE_URL=" + base + "/v1", "OPENAI_API_KEY=" + cred, "GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + cred}
 }
 
 // closeGateway revokes the attempt's credential and makes what the gateway metered

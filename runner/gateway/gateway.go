@@ -23,6 +23,7 @@ type Gateway struct {
 	cfg       Config
 	anthropic *upstream
 	openai    *upstream
+	gemini    *upstream
 	proxy     *httputil.ReverseProxy
 	ledger    ledger
 
@@ -52,6 +53,9 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	if gw.openai, err = parseUpstream("openai", cfg.OpenAI); err != nil {
+		return nil, err
+	}
+	if gw.gemini, err = parseUpstream("gemini", cfg.Gemini); err != nil {
 		return nil, err
 	}
 	gw.proxy = gw.newProxy()
@@ -153,7 +157,7 @@ func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, body []byte)
 		c.settled = true
 		return c, body, nil
 	}
-	req, fields, err := parseRequest(rt.kind, body)
+	req, fields, err := gw.parse(rt, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,10 +211,23 @@ func (gw *Gateway) priceOf(model string) (models.ModelPrice, bool) {
 	return p, ok
 }
 
+// parse reads a metered call's body: Gemini's by its generationConfig (the model is
+// the path's), the others' by their top-level members.
+func (gw *Gateway) parse(rt route, body []byte) (wireRequest, map[string]span, error) {
+	if rt.kind == kindGenerate {
+		req, err := parseGemini(rt.model, body)
+		return req, nil, err
+	}
+	return parseRequest(rt.kind, body)
+}
+
 // upstreamOf is p's upstream, nil when not configured.
 func (gw *Gateway) upstreamOf(p Provider) *upstream {
-	if p == OpenAI {
+	switch p {
+	case OpenAI:
 		return gw.openai
+	case Gemini:
+		return gw.gemini
 	}
 	return gw.anthropic
 }
