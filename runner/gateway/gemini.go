@@ -117,14 +117,15 @@ func (r *geminiResponse) ended() bool {
 	return r.PromptFeedback != nil && r.PromptFeedback.BlockReason != ""
 }
 
-var geminiUsageKey = []byte(`"usageMetadata"`)
+// geminiKeys are the members a chunk the meter decodes holds; the others pass undecoded.
+var geminiKeys = [][]byte{[]byte(`"usageMetadata"`), []byte(`"finishReason"`), []byte(`"blockReason"`)}
 
 // gemini takes one response, or a stream's chunk, or a stream without alt=sse (one
 // JSON array of chunks). Each chunk may carry the usage so far: the last seen wins,
 // and it is final once a chunk says the reply ended, so that a stream cut before its
 // end is charged its reservation rather than the part counted so far.
 func (m *usageMeter) gemini(data []byte) {
-	if !bytes.Contains(data, geminiUsageKey) {
+	if !bytes.Contains(data, geminiKeys[0]) && !bytes.Contains(data, geminiKeys[1]) && !bytes.Contains(data, geminiKeys[2]) {
 		return
 	}
 	var chunks []geminiResponse
@@ -144,7 +145,9 @@ func (m *usageMeter) gemini(data []byte) {
 		if c.Usage != nil {
 			m.tokens = c.Usage.tokens()
 		}
-		if c.ended() && c.Usage != nil {
+		// A last chunk without usage (the API sends it on every chunk) still closes
+		// what the earlier ones counted.
+		if c.ended() && (c.Usage != nil || m.tokens != (Tokens{})) {
 			m.final = true
 		}
 	}
