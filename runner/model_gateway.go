@@ -15,7 +15,7 @@ import (
 // gateway serves (an agent's pass_env naming one is ignored): the provider's key
 // stays with the gateway, and the addresses are the gateway's.
 var providerVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-	"OPENAI_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "CODEX_API_KEY"}
+	"OPENAI_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "CODEX_API_KEY"}
 
 // gatewayPort is the model gateway's port on the runner's loopback (and in each run's
 // private network); 0 without a gateway.
