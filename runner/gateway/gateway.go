@@ -82,7 +82,7 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	l := gw.lookup(r)
 	if l == nil {
-		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
+		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
 	// The body is read before the call begins, so that Revoke never waits on a
@@ -93,7 +93,7 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !l.begin() {
-		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
+		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
 	defer l.end()
@@ -107,6 +107,19 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gw.forward(w, r.WithContext(context.WithValue(ctx, callKey{}, c)), l, c, body)
+}
+
+// deadCredential is the refusal's message for a dead or unknown credential, naming
+// the header p's clients send it in.
+func deadCredential(p Provider) string {
+	h := "x-api-key"
+	switch p {
+	case OpenAI:
+		h = "API key"
+	case Gemini:
+		h = "API key (x-goog-api-key or key=)"
+	}
+	return "invalid " + h + ": the credential is unknown or no longer live"
 }
 
 // forward sends r (with body) upstream under the call c; c is settled when it
