@@ -15,7 +15,7 @@ import (
 // gateway serves (an agent's pass_env naming one is ignored): the provider's key
 // stays with the gateway, and the addresses are the gateway's.
 var providerVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-	"OPENAI_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "CODEX_API_KEY"}
+	"OPENAI_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "CODEX_API_KEY"}
 
 // gatewayPort is the model gateway's port on the runner's loopback (and in each run's
 // private network); 0 without a gateway.
@@ -52,7 +52,7 @@ func (p *Pool) openGateway(tr *taskRun, ar *attemptRun, cancel context.CancelCau
 	base := "http://127.0.0.1:" + strconv.Itoa(int(port))
 	cred := ar.lease.Credential()
 	return []string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=" + cred,
-		"OPENAI_BASE_URL=" + base + "/v1", "OPENAI_API_KEY=" + cred}
+		"OPENAI_BASE_URL=" + base + "/v1", "OPENAI_API_KEY=" + cred, "GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + cred}
 }
 
 // closeGateway revokes the attempt's credential and makes what the gateway metered

@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,21 +14,27 @@ import (
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
 )
 
-// openAISecret is the provider's key in these tests: only the gateway holds it.
-const openAISecret = "sk-countersign-provider-openai-secret-e2e"
+// The providers' keys in these tests: only the gateway holds them.
+const (
+	openAISecret = "sk-countersign-provider-openai-secret-e2e"
+	geminiSecret = "AIza-countersign-provider-gemini-secret-e2e"
+)
 
-// TestPresetsBehindTheGateway runs the real Codex and Qwen Code CLIs (the codex and
-// qwen presets) confined in a private network, reaching the scripted OpenAI-shaped
-// API only through the model gateway: the task is verified, the attempt's usage is
-// what the gateway metered and equals the script's sums, the CLI's own report agrees
-// (no mismatch), the API saw only the provider's key, and that key is nowhere the
-// runner keeps (the worker had only its attempt's credential). The Gemini CLI speaks
-// Google's Gemini API, which the gateway does not serve: its preset is not here.
+// TestPresetsBehindTheGateway runs the real Codex, Qwen Code and Gemini CLIs (the
+// codex, qwen and gemini presets) confined in a private network, reaching the
+// scripted API (OpenAI's Responses, Chat, Google's Gemini) only through the model
+// gateway: the task is verified, the attempt's usage is what the gateway metered and
+// equals the script's sums, the CLI's own report agrees (no mismatch), the API saw
+// only the provider's key, and that key is nowhere the runner keeps (the worker had
+// only its attempt's credential, though its agent passes the key variable by name).
 func TestPresetsBehindTheGateway(t *testing.T) {
+	wf := func(out, report string) scriptedapi.Call {
+		return scriptedapi.Call{Name: "write_file", Args: map[string]string{"file_path": out, "content": report}}
+	}
 	cases := []struct {
 		name, env, what, at string
 		model               string
-		chat                bool
+		chat, gemini        bool
 		call                func(out, report string) scriptedapi.Call
 	}{
 		{name: "codex", env: envCodexBin, what: "Codex CLI", at: "{ codex exec", model: codexModel,
@@ -37,10 +42,8 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 				write := "mkdir -p " + shq(filepath.Dir(out)) + " && cat > " + shq(out) + " <<'EOF'\n" + report + "EOF"
 				return scriptedapi.Call{Name: "exec_command", Args: map[string]string{"cmd": write}}
 			}},
-		{name: "qwen", env: envQwenBin, what: "Qwen Code CLI", at: "qwen --auth-type", model: qwenModel, chat: true,
-			call: func(out, report string) scriptedapi.Call {
-				return scriptedapi.Call{Name: "write_file", Args: map[string]string{"file_path": out, "content": report}}
-			}},
+		{name: "qwen", env: envQwenBin, what: "Qwen Code CLI", at: "qwen --auth-type", model: qwenModel, chat: true, call: wf},
+		{name: "gemini", env: envGeminiBin, what: "Gemini CLI", at: "{ gemini --approval-mode", model: geminiModel, gemini: true, call: wf},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,9 +54,12 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 			}
 			command := presetCommand(t, c.name, c.at, c.name, bin)
 			var api *scriptedapi.Server
-			newAPI := scriptedapi.NewResponses
-			if c.chat {
+			newAPI, secret := scriptedapi.NewResponses, openAISecret
+			switch {
+			case c.chat:
 				newAPI = scriptedapi.NewChat
+			case c.gemini:
+				newAPI, secret = scriptedapi.NewGemini, geminiSecret
 			}
 			// The output path is known once the task is: a placeholder turn is replaced below.
 			h := newHarness(t, "sqlite", nil)
@@ -68,13 +74,19 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 				scriptedapi.Turn{Text: "I'll write the report.", Calls: []scriptedapi.Call{c.call(out, report)},
 					Usage: scriptedapi.Usage{Input: 1200, Cached: 200, Output: 60, Reasoning: 10}},
 				scriptedapi.Turn{Text: "The report is written. TASK_COMPLETE", Usage: scriptedapi.Usage{Input: 1500, Cached: 900, Output: 25}})
-			gw, err := gateway.New(gateway.Config{OpenAI: gateway.Upstream{BaseURL: api.URL, Key: openAISecret}, Prices: models.DefaultPrices()})
+			cfg := gateway.Config{OpenAI: gateway.Upstream{BaseURL: api.URL, Key: secret}, Prices: models.DefaultPrices()}
+			env := map[string]string{"OPENAI_MODEL": c.model, "OPENAI_API_KEY": secret}
+			if c.gemini {
+				cfg.OpenAI, cfg.Gemini = gateway.Upstream{}, gateway.Upstream{BaseURL: api.URL, Key: secret}
+				env = map[string]string{"GEMINI_MODEL": c.model, "GEMINI_API_KEY": secret, "GOOGLE_GEMINI_BASE_URL": api.URL}
+			}
+			gw, err := gateway.New(cfg)
 			must(t, err)
 			svc := gateway.NewService(gw, "127.0.0.1:0")
 			must(t, svc.Start(context.Background()))
 			t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 			h.cfg.Sandbox, h.cfg.ConnectPorts, h.cfg.Gateway, h.cfg.GatewayService, h.cfg.PrivateNetwork = sb, []uint16{}, gw, svc, true
-			names := passEnv(t, map[string]string{"OPENAI_MODEL": c.model, "OPENAI_API_KEY": openAISecret})
+			names := passEnv(t, env)
 			h.worker(c.name, "developer", command, func(a *models.Agent) {
 				a.PassEnv = names // the key among them: the gateway keeps it out
 				a.Sandbox = models.AgentSandbox{Read: []string{npmInstall(t, bin)}}
@@ -102,10 +114,10 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 			if u.Mismatch != "" {
 				t.Errorf("the CLI's honest report was flagged: %s (reported %s)", u.Mismatch, usageText(u.Reported))
 			}
-			if keys := api.Keys(); len(keys) == 0 || strings.Join(keys, ",") != strings.Repeat(openAISecret+",", len(keys)-1)+openAISecret {
+			if keys := api.Keys(); len(keys) != 1 || keys[0] != secret {
 				t.Errorf("the API saw the keys %q; want only the provider's", keys)
 			}
-			if leaks := filesHolding(t, h.root, openAISecret); len(leaks) > 0 {
+			if leaks := filesHolding(t, h.root, secret); len(leaks) > 0 {
 				t.Errorf("the provider's key reached %q", leaks)
 			}
 			t.Logf("the API saw %s; the attempt's usage %s, reported %s", api.Report(), usageText(u), usageText(u.Reported))

@@ -16,8 +16,9 @@ import (
 type Upstream struct {
 	// BaseURL is the API's root as the provider's SDK writes its base URL:
 	// "https://api.anthropic.com" (requests go to BaseURL + "/v1/messages"),
-	// "https://api.openai.com/v1" (requests go to BaseURL + "/responses"). Empty: the
-	// provider is not served.
+	// "https://api.openai.com/v1" (requests go to BaseURL + "/responses"),
+	// "https://generativelanguage.googleapis.com" (requests go to BaseURL +
+	// "/v1beta/models/…"). Empty: the provider is not served.
 	BaseURL string
 	Key     string
 }
@@ -42,6 +43,7 @@ const (
 type Config struct {
 	Anthropic Upstream
 	OpenAI    Upstream
+	Gemini    Upstream
 	// Prices price the calls (models.PriceOf picks the first matching pattern).
 	// A call to a model without a price is metered in tokens; under a cap it is
 	// refused, since its cost could not be held to the cap.

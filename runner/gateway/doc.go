@@ -1,7 +1,9 @@
 // Package gateway is Countersign's model gateway: the only way a worker reaches a
 // model. It is a reverse proxy for Anthropic's Messages API (POST /v1/messages, and
-// /v1/messages/count_tokens unmetered) and OpenAI's Responses (POST /v1/responses)
-// and Chat Completions (POST /v1/chat/completions) APIs, streamed or not.
+// /v1/messages/count_tokens unmetered), OpenAI's Responses (POST /v1/responses)
+// and Chat Completions (POST /v1/chat/completions) APIs, and Google's Gemini API
+// (POST /v1beta/models/{model}:generateContent and :streamGenerateContent;
+// :countTokens and the model list unmetered), streamed or not.
 //
 // Each attempt gets a credential from [Gateway.Issue]; its client sends it as its API
 // key. The gateway swaps it for the provider's real key upstream-side, so the key

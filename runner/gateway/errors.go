@@ -13,12 +13,16 @@ type Provider int
 const (
 	Anthropic Provider = iota
 	OpenAI
+	Gemini // Google's Generative Language API (generateContent)
 )
 
 // String names the provider.
 func (p Provider) String() string {
-	if p == OpenAI {
+	switch p {
+	case OpenAI:
 		return "openai"
+	case Gemini:
+		return "gemini"
 	}
 	return "anthropic"
 }
@@ -49,14 +53,23 @@ const creditTooLow = "Your credit balance is too low to access the Anthropic API
 //   - OpenAI, budget: 429 insufficient_quota (type and code), what the real API
 //     answers a spent quota; Codex treats insufficient_quota as final, and the header
 //     stops the SDKs' retry of 429s.
+//   - Gemini, budget: 400 FAILED_PRECONDITION (Google's status for a project whose
+//     billing is not enabled). Gemini CLI 0.61.0 never retries a 400 (isRetryableError
+//     returns false for it before any other test) and falls back to another model
+//     only on a 429 it classes as a quota error or a 404; a 429 RESOURCE_EXHAUSTED
+//     would be retried with backoff and then switch the run to a Flash model.
 //   - credentials: 401 authentication_error (Anthropic) or invalid_request_error with
-//     code invalid_api_key (OpenAI), as each provider answers a bad key.
+//     code invalid_api_key (OpenAI), as each provider answers a bad key; Gemini's
+//     shape is {"error":{"code":401,"message":…,"status":"UNAUTHENTICATED"}}.
 func writeRefusal(w http.ResponseWriter, p Provider, why refusal, msg string) {
 	status, kind, code := refusalShape(p, why)
 	var body any
-	if p == OpenAI {
+	switch p {
+	case Gemini:
+		body = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": kind}}
+	case OpenAI:
 		body = map[string]any{"error": map[string]any{"message": msg, "type": kind, "param": nil, "code": code}}
-	} else {
+	default:
 		if why == refuseBudget {
 			msg = creditTooLow + msg
 		}
@@ -71,8 +84,12 @@ func writeRefusal(w http.ResponseWriter, p Provider, why refusal, msg string) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// refusalShape is the status, error type and (OpenAI) code for why in p's shape.
+// refusalShape is the status, error type (Gemini: its status name) and (OpenAI) code
+// for why in p's shape.
 func refusalShape(p Provider, why refusal) (status int, kind string, code any) {
+	if p == Gemini {
+		return geminiShape(why)
+	}
 	switch why {
 	case refuseAuth:
 		if p == OpenAI {
@@ -97,4 +114,19 @@ func refusalShape(p Provider, why refusal) (status int, kind string, code any) {
 	default:
 		return http.StatusBadRequest, "invalid_request_error", nil
 	}
+}
+
+// geminiShape is the HTTP status and Google RPC status name for why.
+func geminiShape(why refusal) (int, string, any) {
+	switch why {
+	case refuseAuth:
+		return http.StatusUnauthorized, "UNAUTHENTICATED", nil
+	case refuseBudget:
+		return http.StatusBadRequest, "FAILED_PRECONDITION", nil
+	case refuseNotFound:
+		return http.StatusNotFound, "NOT_FOUND", nil
+	case refuseUpstream:
+		return http.StatusBadGateway, "UNAVAILABLE", nil
+	}
+	return http.StatusBadRequest, "INVALID_ARGUMENT", nil
 }

@@ -23,6 +23,7 @@ type Gateway struct {
 	cfg       Config
 	anthropic *upstream
 	openai    *upstream
+	gemini    *upstream
 	proxy     *httputil.ReverseProxy
 	ledger    ledger
 
@@ -54,6 +55,9 @@ func New(cfg Config) (*Gateway, error) {
 	if gw.openai, err = parseUpstream("openai", cfg.OpenAI); err != nil {
 		return nil, err
 	}
+	if gw.gemini, err = parseUpstream("gemini", cfg.Gemini); err != nil {
+		return nil, err
+	}
 	gw.proxy = gw.newProxy()
 	return gw, nil
 }
@@ -78,7 +82,7 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	l := gw.lookup(r)
 	if l == nil {
-		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
+		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
 	// The body is read before the call begins, so that Revoke never waits on a
@@ -89,7 +93,7 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !l.begin() {
-		writeRefusal(w, rt.provider, refuseAuth, "invalid x-api-key: the credential is unknown or no longer live")
+		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
 	defer l.end()
@@ -103,6 +107,19 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gw.forward(w, r.WithContext(context.WithValue(ctx, callKey{}, c)), l, c, body)
+}
+
+// deadCredential is the refusal's message for a dead or unknown credential, naming
+// the header p's clients send it in.
+func deadCredential(p Provider) string {
+	h := "x-api-key"
+	switch p {
+	case OpenAI:
+		h = "API key"
+	case Gemini:
+		h = "API key (x-goog-api-key or key=)"
+	}
+	return "invalid " + h + ": the credential is unknown or no longer live"
 }
 
 // forward sends r (with body) upstream under the call c; c is settled when it
@@ -153,7 +170,7 @@ func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, body []byte)
 		c.settled = true
 		return c, body, nil
 	}
-	req, fields, err := parseRequest(rt.kind, body)
+	req, fields, err := gw.parse(rt, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,10 +224,23 @@ func (gw *Gateway) priceOf(model string) (models.ModelPrice, bool) {
 	return p, ok
 }
 
+// parse reads a metered call's body: Gemini's by its generationConfig (the model is
+// the path's), the others' by their top-level members.
+func (gw *Gateway) parse(rt route, body []byte) (wireRequest, map[string]span, error) {
+	if rt.kind == kindGenerate {
+		req, err := parseGemini(rt.model, body)
+		return req, nil, err
+	}
+	return parseRequest(rt.kind, body)
+}
+
 // upstreamOf is p's upstream, nil when not configured.
 func (gw *Gateway) upstreamOf(p Provider) *upstream {
-	if p == OpenAI {
+	switch p {
+	case OpenAI:
 		return gw.openai
+	case Gemini:
+		return gw.gemini
 	}
 	return gw.anthropic
 }

@@ -14,10 +14,12 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// testPrices are the default Anthropic prices plus one OpenAI model.
+// testPrices are the default Anthropic prices plus one OpenAI model and one Gemini
+// model.
 func testPrices() []models.ModelPrice {
 	return append(models.DefaultPrices(), models.ModelPrice{Pattern: `gpt-5.*`, InputPerMTok: 1.25,
-		OutputPerMTok: 10, CacheReadPerMTok: 0.125})
+		OutputPerMTok: 10, CacheReadPerMTok: 0.125},
+		models.ModelPrice{Pattern: `gemini-2\.5-pro.*`, InputPerMTok: 1.25, OutputPerMTok: 10, CacheReadPerMTok: 0.31})
 }
 
 // serve starts a gateway Service for cfg on a real socket and returns it and its

@@ -63,7 +63,7 @@ func (gw *Gateway) Issue(g Grant) *Lease {
 
 // Credential is the secret the worker uses as its API key (x-api-key, or
 // Authorization: Bearer, as ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
-// OPENAI_API_KEY send it).
+// OPENAI_API_KEY send it; x-goog-api-key or ?key=, as GEMINI_API_KEY is sent).
 func (l *Lease) Credential() string { return l.cred }
 
 // Metered is what the credential's calls have used so far.
@@ -144,8 +144,9 @@ func (gw *Gateway) lookup(r *http.Request) *Lease {
 	return gw.leases[h]
 }
 
-// credentialOf is the credential r carries: x-api-key (Anthropic's SDKs) or
-// Authorization: Bearer (Anthropic's auth token, OpenAI's API key).
+// credentialOf is the credential r carries: x-api-key (Anthropic's SDKs),
+// Authorization: Bearer (Anthropic's auth token, OpenAI's API key), or Gemini's
+// x-goog-api-key or ?key=.
 func credentialOf(r *http.Request) string {
 	if k := r.Header.Get("x-api-key"); k != "" {
 		return strings.TrimSpace(k)
@@ -154,5 +155,5 @@ func credentialOf(r *http.Request) string {
 	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		return strings.TrimSpace(a[7:])
 	}
-	return ""
+	return geminiCredential(r)
 }

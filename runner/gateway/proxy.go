@@ -92,14 +92,21 @@ func (gw *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.Out.URL.Scheme, pr.Out.URL.Host = up.base.Scheme, up.base.Host
 	pr.Out.URL.Path, pr.Out.URL.RawPath = up.base.Path+path, ""
+	// The worker's credential may ride in the query (Gemini's ?key=): it goes, the
+	// rest (alt=sse) stays.
+	pr.Out.URL.RawQuery = withoutKey(pr.In.URL)
 	pr.Out.Host = up.base.Host
 	h := pr.Out.Header
 	h.Del("x-api-key")
 	h.Del("Authorization")
+	h.Del("x-goog-api-key")
 	h.Set("Accept-Encoding", "identity")
-	if c.route.provider == OpenAI {
+	switch c.route.provider {
+	case OpenAI:
 		h.Set("Authorization", "Bearer "+up.key)
-	} else {
+	case Gemini:
+		h.Set("x-goog-api-key", up.key)
+	default:
 		h.Set("x-api-key", up.key)
 	}
 }

@@ -85,6 +85,10 @@ var usageKey = []byte(`"usage"`)
 
 // event takes one JSON document: a streamed event's data or a whole response.
 func (m *usageMeter) event(data []byte) {
+	if m.kind == kindGenerate {
+		m.gemini(data)
+		return
+	}
 	if !bytes.Contains(data, usageKey) {
 		return
 	}
