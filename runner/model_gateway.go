@@ -88,5 +88,8 @@ func (p *Pool) GatewayStatus() models.GatewayStatus {
 	if s.OpenAI {
 		st.Providers = append(st.Providers, "OpenAI")
 	}
+	if s.Gemini {
+		st.Providers = append(st.Providers, "Gemini")
+	}
 	return st
 }

@@ -286,7 +286,7 @@ func gatewayView(st models.GatewayStatus) *agentspage.Gateway {
 	g := &agentspage.Gateway{Serving: st.Serving, Addr: st.Addr, Live: st.Live, Network: st.Network,
 		Providers: strings.Join(st.Providers, ", "), Egress: strings.Join(st.Egress, ", ")}
 	if g.Providers == "" {
-		g.Providers = "no provider (set ANTHROPIC_API_KEY or OPENAI_API_KEY for the runner)"
+		g.Providers = "no provider (set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY for the runner)"
 	}
 	if g.Egress == "" {
 		g.Egress = "no other host"
