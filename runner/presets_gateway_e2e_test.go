@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +124,63 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 			t.Logf("the API saw %s; the attempt's usage %s, reported %s", api.Report(), usageText(u), usageText(u.Reported))
 		})
 	}
+}
+
+// TestClaudeBehindTheGateway runs the real Claude Code CLI (the claude preset)
+// confined in a private network, reaching the scripted Messages API only through the
+// model gateway: it writes its output with its Write tool, the task is verified, the
+// attempt's usage is what the gateway metered (the API's sums), the CLI's own report
+// agrees, and the provider's key is nowhere the runner keeps.
+func TestClaudeBehindTheGateway(t *testing.T) {
+	bin := realClaude(t)
+	sb := readySandbox(t)
+	if ok, why := sb.NetworkIsolation(); !ok {
+		t.Fatalf("the private network must work on this machine: %s", why)
+	}
+	command := shq(bin) + strings.TrimPrefix(Presets["claude"], "claude")
+	h := newHarness(t, "sqlite", nil)
+	tk := h.task("Write the report", "developer", models.Contract{
+		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	})
+	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
+	report := "# Report\n\nThe scripted model wrote this file with Claude Code's Write tool, through " +
+		"Countersign's model gateway.\n\nTASK_COMPLETE\n"
+	api := newFakeAnthropic(t, claudeModel,
+		fakeTurn{Blocks: []fakeBlock{{Text: "I'll write the report."}, {Tool: "Write", Input: map[string]string{"file_path": out, "content": report}}},
+			Usage: fakeUsage{Input: 1000, Output: 50, CacheRead: 200, CacheWrite: 300}},
+		fakeTurn{Blocks: []fakeBlock{{Text: "The report is written. TASK_COMPLETE"}}, Usage: fakeUsage{Input: 1400, Output: 20, CacheRead: 500}},
+	)
+	names := claudeEnv(t, api)
+	t.Setenv("ANTHROPIC_API_KEY", providerSecret) // passed by name: the gateway keeps it out
+	gw, err := gateway.New(gateway.Config{Anthropic: gateway.Upstream{BaseURL: api.URL, Key: providerSecret}, Prices: models.DefaultPrices()})
+	must(t, err)
+	svc := gateway.NewService(gw, "127.0.0.1:0")
+	must(t, svc.Start(context.Background()))
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	h.cfg.Sandbox, h.cfg.ConnectPorts, h.cfg.Gateway, h.cfg.GatewayService, h.cfg.PrivateNetwork = sb, []uint16{}, gw, svc, true
+	install := []string{filepath.Dir(bin), filepath.Dir(mustEval(t, bin))}
+	h.worker("claude", "developer", command, func(a *models.Agent) {
+		a.PassEnv = names
+		a.Sandbox = models.AgentSandbox{Read: install}
+	})
+	h.start()
+	got := h.settled(tk.ID, 3*time.Minute)
+	atts := h.attempts(tk.ID)
+	if got.State != models.TaskVerified || len(atts) != 1 {
+		t.Fatalf("the task is %s with attempts %+v; the API saw %s", got.State, atts, api.report())
+	}
+	u := atts[0].Usage
+	want := sumUsage(api.loopCalls())
+	if u == nil || u.Source != models.UsageMetered || *u.InputTokens != want.Input || *u.OutputTokens != want.Output ||
+		*u.CacheReadTokens != want.CacheRead || *u.CacheWriteTokens != want.CacheWrite {
+		t.Fatalf("the attempt's usage %s; the API billed %+v", usageText(u), want)
+	}
+	if u.Mismatch != "" {
+		t.Errorf("the CLI's honest report was flagged: %s", u.Mismatch)
+	}
+	if leaks := filesHolding(t, h.root, providerSecret); len(leaks) > 0 {
+		t.Errorf("the provider's key reached %q", leaks)
+	}
+	t.Logf("the API saw %s; the attempt's usage %s, reported %s", api.report(), usageText(u), usageText(u.Reported))
 }
