@@ -5,6 +5,8 @@ package runner
 import (
 	"context"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +117,7 @@ func TestMeteredUsageIsTheUsage(t *testing.T) {
 
 // TestTheKeyAndTheNetworkStayWithCountersign: a worker in a private network with the
 // gateway never sees the provider's key (environment, files, /proc), cannot reach the
-// upstream model API directly nor any other host, and its denied attempt through the
+// upstream model API directly nor another host on 443, and its denied attempt through the
 // egress proxy is logged on the attempt; with the gateway and the private network off
 // (the key passed to the worker, the upstream's port open, as before) each succeeds,
 // so the test can fail.
@@ -124,12 +126,14 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 		`(env; cat /proc/*/environ 2>/dev/null; grep -rs "` + providerSecret + `" "$HOME" /tmp 2>/dev/null) | tr '\0' '\n' | grep -q "` + providerSecret + `" && echo key-seen >> $out; ` +
 		`[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '*' -X HEAD "$UPSTREAM/")" = 200 ] && echo upstream-reached >> $out; ` +
 		`curl -s -m 5 -o /dev/null --noproxy '*' https://example.com/ && echo internet-reached >> $out; ` +
+		`[ "$(curl -s -m 5 --noproxy '*' "http://$OTHER_HOST/")" = other ] && echo other-host-reached >> $out; ` +
 		`curl -s -m 5 -o /dev/null -w '%{http_connect}' https://example.com/ | grep -q 403 && echo proxy-denied >> $out; ` +
 		`echo TASK_COMPLETE`
 	run := func(t *testing.T, on bool) (string, *models.Attempt) {
 		api := newFakeAnthropic(t, claudeModel)
 		t.Setenv("ANTHROPIC_API_KEY", providerSecret)
 		t.Setenv("UPSTREAM", api.URL)
+		t.Setenv("OTHER_HOST", otherHost443(t))
 		mut := withGateway(t, api, true)
 		if !on {
 			sb := sandbox.Probe(sandbox.ModeOn)
@@ -144,7 +148,7 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 		outFile := filepath.Join(h.root, "probe.txt")
 		t.Setenv("PROBE_OUT", outFile)
 		h.worker("w", "dev", probe, func(a *models.Agent) {
-			a.PassEnv = []string{"ANTHROPIC_API_KEY", "UPSTREAM", "PROBE_OUT"}
+			a.PassEnv = []string{"ANTHROPIC_API_KEY", "UPSTREAM", "PROBE_OUT", "OTHER_HOST"}
 			a.Sandbox.Write = []string{h.root}
 		})
 		tk := h.task("Probe", "dev", models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
@@ -158,7 +162,7 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 	}
 	t.Run("defended", func(t *testing.T) {
 		got, att := run(t, true)
-		for _, bad := range []string{"key-seen", "upstream-reached", "internet-reached"} {
+		for _, bad := range []string{"key-seen", "upstream-reached", "internet-reached", "other-host-reached"} {
 			if strings.Contains(got, bad) {
 				t.Errorf("the worker got through: %s", bad)
 			}
@@ -173,7 +177,7 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 	})
 	t.Run("defences-off", func(t *testing.T) {
 		got, _ := run(t, false)
-		for _, want := range []string{"key-seen", "upstream-reached"} {
+		for _, want := range []string{"key-seen", "upstream-reached", "other-host-reached"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("without the gateway the worker should have %s: %q", want, got)
 			}
@@ -223,4 +227,30 @@ func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
 	if over > 0 {
 		t.Errorf("the goal's spend passed its cap by %s: attempts under one cap must reserve before they call", models.USD(over))
 	}
+}
+
+// otherHost443 serves "other" on port 443 of one of this machine's own non-loopback
+// addresses, standing for another host on 443: the port every run could reach before
+// the private network. It returns host:443.
+func otherHost443(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	must(t, err)
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if !ok || ip.IP.IsLoopback() || ip.IP.To4() == nil {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.IP.String(), "443"))
+		if err != nil {
+			t.Fatalf("listening on %s:443 as another host: %v", ip.IP, err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("other")) }),
+			ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return ln.Addr().String()
+	}
+	t.Fatal("this machine has no non-loopback IPv4 address to stand for another host")
+	return ""
 }
