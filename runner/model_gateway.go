@@ -18,12 +18,15 @@ var providerVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHRO
 	"OPENAI_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "CODEX_API_KEY"}
 
 // gatewayPort is the model gateway's port on the runner's loopback (and in each run's
-// private network); 0 without a gateway.
-func (p *Pool) gatewayPort() uint16 {
-	if p.cfg.Gateway == nil || p.cfg.GatewayService == nil {
+// private network); 0 without a gateway. Read once, in New.
+func (p *Pool) gatewayPort() uint16 { return p.gwPort }
+
+// gatewayPortOf is the port cfg's gateway service listens on; 0 without one.
+func gatewayPortOf(cfg Config) uint16 {
+	if cfg.Gateway == nil || cfg.GatewayService == nil {
 		return 0
 	}
-	_, port, err := net.SplitHostPort(p.cfg.GatewayService.Addr())
+	_, port, err := net.SplitHostPort(cfg.GatewayService.Addr())
 	if err != nil {
 		return 0
 	}

@@ -23,12 +23,16 @@ import (
 const EgressPort = 3128
 
 // privateNetwork reports whether the attempt's confined runs get a private network:
-// Config.PrivateNetwork, with the sandbox on and able to make one.
-func (p *Pool) privateNetwork() bool {
-	if !p.cfg.PrivateNetwork || p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() || !p.cfg.Sandbox.Ready() {
+// Config.PrivateNetwork, with the sandbox on and able to make one (decided once, in
+// New).
+func (p *Pool) privateNetwork() bool { return p.private }
+
+// canMakePrivateNetwork is privateNetwork's decision, from the config.
+func canMakePrivateNetwork(cfg Config) bool {
+	if !cfg.PrivateNetwork || cfg.Sandbox == nil || !cfg.Sandbox.Enabled() || !cfg.Sandbox.Ready() {
 		return false
 	}
-	ok, _ := p.cfg.Sandbox.NetworkIsolation()
+	ok, _ := cfg.Sandbox.NetworkIsolation()
 	return ok
 }
 

@@ -48,6 +48,8 @@ type Pool struct {
 	runner *models.Agent // the system agent the pool acts as
 
 	systemPaths []string // what every confined run may read: sandbox.SystemReadPaths, once
+	private     bool     // confined runs get a private network (privateNetwork), decided once
+	gwPort      uint16   // the model gateway's port (gatewayPort), 0 without one
 
 	mu        sync.Mutex
 	running   map[int64]*taskRun
@@ -98,6 +100,8 @@ func New(cfg Config) (*Pool, error) {
 		own:     map[int64]bool{},
 
 		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
+		private:     canMakePrivateNetwork(cfg),
+		gwPort:      gatewayPortOf(cfg),
 	}
 	p.revoker.do = p.revokeAttemptTokens
 	// Recycled only where no process of an attempt can outlive it, or where nothing
