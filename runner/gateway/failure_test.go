@@ -12,9 +12,11 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// TestUpstreamFailures: a provider that cannot be dialled costs nothing and is
-// answered 502 in the provider's shape; one that takes the request and hangs up
-// before answering is charged the call's reservation (it may have billed it).
+// TestUpstreamFailures: a provider that cannot be dialled costs nothing, is
+// answered 502 in the provider's shape, and counts no call forwarded (a body
+// streams upstream, so nothing of it left the gateway); one that takes the request
+// and hangs up before answering is charged the call's reservation (it may have
+// billed it).
 func TestUpstreamFailures(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
@@ -38,7 +40,7 @@ func TestUpstreamFailures(t *testing.T) {
 			t.Fatalf("%s: %d %s", c.name, code, body)
 		}
 		m := l.Revoke()
-		if charged := m.CostUSD > 0; charged != c.charged || m.Calls != 2 {
+		if charged := m.CostUSD > 0; charged != c.charged || (m.Calls == 2) != c.charged {
 			t.Fatalf("%s: metered %+v, want charged %v", c.name, m, c.charged)
 		}
 		if c.charged && (m.Models[sonnet].Estimated != 1 || m.Models[gpt].Estimated != 1) {
@@ -80,8 +82,8 @@ func TestConfigProblems(t *testing.T) {
 }
 
 // TestRevokeDoesNotWaitOnUploads: a client that sends half a body and stalls does
-// not hold Revoke up (the body is read before the call begins), and the call,
-// completed later, is refused as unauthenticated.
+// not hold Revoke up (the read of a body still arriving ends with the credential),
+// and the call is refused as unauthenticated, never having reached the upstream.
 func TestRevokeDoesNotWaitOnUploads(t *testing.T) {
 	up := newScripted(t, script{In: 1, Out: 1})
 	gw, base := serve(t, up.config())

@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/countersign/countersign/models"
 )
@@ -35,6 +36,10 @@ type Gateway struct {
 	// noReserve is a test switch that turns the reservation off (calls are only
 	// settled after the fact), to show what the budget test catches without it.
 	noReserve bool
+	// bufferAll and holdNothing are test switches on the streamed request body:
+	// read every body whole before forwarding it, or send a body's last byte
+	// before the call is admitted.
+	bufferAll, holdNothing bool
 }
 
 type priceLookup struct {
@@ -85,28 +90,97 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
-	// The body is read before the call begins, so that Revoke never waits on a
-	// client still sending one.
+	if r.ContentLength > gw.cfg.MaxRequestBytes {
+		gw.refuse(w, l, rt.provider, errTooLarge)
+		return
+	}
+	// A Chat call's body may need rewriting (see withStreamUsage), so it is read
+	// whole first; every other body streams on while the gateway reads it.
+	if rt.kind == kindChat || r.ContentLength == 0 || gw.bufferAll {
+		gw.serveBuffered(w, r, l, rt)
+		return
+	}
+	gw.serveStreamed(w, r, l, rt)
+}
+
+// serveBuffered reads the call's body, admits the call, then forwards it. The body
+// is read before the call begins, so that Revoke never waits on a client still
+// sending one.
+func (gw *Gateway) serveBuffered(w http.ResponseWriter, r *http.Request, l *Lease, rt route) {
 	body, err := readBody(r, gw.cfg.MaxRequestBytes)
 	if err != nil {
 		gw.refuse(w, l, rt.provider, err)
 		return
 	}
+	gw.serveCall(w, r, l, rt, func(ctx context.Context, c *call, out *http.Request) error {
+		if body, err = gw.admit(ctx, c, body); err != nil {
+			return err
+		}
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	})
+}
+
+// serveStreamed forwards the call while its body arrives, admitting it when the
+// body ends (see heldBody). A refusal then reaches the proxy as the body's error,
+// and proxyError answers it.
+func (gw *Gateway) serveStreamed(w http.ResponseWriter, r *http.Request, l *Lease, rt route) {
+	var body *heldBody
+	gw.serveCall(w, r, l, rt, func(ctx context.Context, c *call, out *http.Request) error {
+		body = newHeldBody(r.Body, r.ContentLength, gw.cfg.MaxRequestBytes,
+			func(b []byte) error {
+				_, err := gw.admit(ctx, c, b) // never rewritten: not a Chat call
+				return err
+			},
+			func(err error) {
+				switch {
+				case l.ctx.Err() != nil:
+					err = errRevoked
+				case ctx.Err() != nil:
+					err = ctx.Err() // the worker hung up: no one to answer
+				}
+				c.refuse(err)
+			})
+		body.holdNothing = gw.holdNothing
+		out.Body, out.GetBody = body, nil
+		return nil
+	})
+	if body != nil && !body.done.Load() {
+		// The upstream answered before the body ended: the transport may still be
+		// reading it, so end that read rather than wait on the worker.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+}
+
+// serveCall runs one call of l: it begins it (a dead credential is refused), ties
+// it to the lease (Revoke ends it, a wait for room or a body still arriving
+// included), lets prepare give the outgoing request its body, and proxies it. The
+// call is settled when serveCall returns.
+func (gw *Gateway) serveCall(w http.ResponseWriter, r *http.Request, l *Lease, rt route,
+	prepare func(ctx context.Context, c *call, out *http.Request) error) {
 	if !l.begin() {
 		writeRefusal(w, rt.provider, refuseAuth, deadCredential(rt.provider))
 		return
 	}
 	defer l.end()
-	// The call, its wait for room included, dies with the lease: Revoke ends it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(l.ctx, cancel)()
-	c, body, err := gw.prepare(ctx, l, rt, body)
-	if err != nil {
+	rc := http.NewResponseController(w)
+	defer context.AfterFunc(ctx, func() { _ = rc.SetReadDeadline(time.Now()) })()
+	c := &call{lease: l, gw: gw, route: rt}
+	out := r.Clone(context.WithValue(ctx, callKey{}, c))
+	if err := prepare(ctx, c, out); err != nil {
 		gw.refuse(w, l, rt.provider, err)
 		return
 	}
-	gw.forward(w, r.WithContext(context.WithValue(ctx, callKey{}, c)), l, c, body)
+	gw.proxy.ServeHTTP(w, out)
+	// A no-op unless the proxy left the call unsettled (it settles every response
+	// and error it sees): then the call is charged its reservation, to be safe.
+	c.settle(Tokens{}, false, true)
 }
 
 // deadCredential is the refusal's message for a dead or unknown credential, naming
@@ -120,21 +194,6 @@ func deadCredential(p Provider) string {
 		h = "API key (x-goog-api-key or key=)"
 	}
 	return "invalid " + h + ": the credential is unknown or no longer live"
-}
-
-// forward sends r (with body) upstream under the call c; c is settled when it
-// returns.
-func (gw *Gateway) forward(w http.ResponseWriter, r *http.Request, l *Lease, c *call, body []byte) {
-	out := r.Clone(r.Context())
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
-	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	l.forwarded()
-	gw.proxy.ServeHTTP(w, out)
-	// A no-op unless the proxy left the call unsettled (it settles every response
-	// and error it sees): then the call is charged its reservation, to be safe.
-	c.settle(Tokens{}, false, true)
 }
 
 // budgetError refuses a call for a cap without room.
@@ -162,55 +221,60 @@ func (gw *Gateway) refuse(w http.ResponseWriter, l *Lease, p Provider, err error
 	writeRefusal(w, p, why, err.Error())
 }
 
-// prepare parses a metered call's body and reserves its worst case against the
-// lease's caps. The body returned is the one to forward.
-func (gw *Gateway) prepare(ctx context.Context, l *Lease, rt route, body []byte) (*call, []byte, error) {
-	c := &call{lease: l, gw: gw, route: rt}
-	if !rt.kind.metered() {
-		c.settled = true
-		return c, body, nil
-	}
-	req, fields, err := gw.parse(rt, body)
-	if err != nil {
-		return nil, nil, err
-	}
-	if rt.kind == kindChat && req.Stream && !req.includesUsage() {
-		if body, err = withStreamUsage(body, fields); err != nil {
-			return nil, nil, err
+// admit parses a call's body and reserves its worst case against the lease's
+// caps; the body returned is the one to forward (a streamed Chat call's asks for
+// its usage). An admitted call is counted as forwarded.
+func (gw *Gateway) admit(ctx context.Context, c *call, body []byte) ([]byte, error) {
+	var model string
+	var price models.ModelPrice
+	var priced bool
+	var worst, held float64
+	if c.route.kind.metered() {
+		req, fields, err := gw.parse(c.route, body)
+		if err != nil {
+			return nil, err
+		}
+		if c.route.kind == kindChat && req.Stream && !req.includesUsage() {
+			if body, err = withStreamUsage(body, fields); err != nil {
+				return nil, err
+			}
+		}
+		model = req.Model
+		price, priced = gw.priceOf(model)
+		if !priced && len(c.lease.pools) > 0 {
+			return nil, fmt.Errorf("model %q has no price in Countersign, so its calls cannot be held to the budget", model)
+		}
+		if priced {
+			if worst, held, err = gw.reserve(ctx, c.lease.pools, model, price, len(body), req.maxOutput(gw.cfg.DefaultMaxOutputTokens)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	c.model = req.Model
-	c.price, c.priced = gw.priceOf(req.Model)
-	if !c.priced && len(l.pools) > 0 {
-		return nil, nil, fmt.Errorf("model %q has no price in Countersign, so its calls cannot be held to the budget", req.Model)
+	if err := c.admit(model, price, priced, worst, held); err != nil {
+		gw.ledger.settle(c.lease.pools, held, 0)
+		return nil, err
 	}
-	if err := gw.reserve(ctx, c, len(body), req.maxOutput(gw.cfg.DefaultMaxOutputTokens)); err != nil {
-		return nil, nil, err
-	}
-	return c, body, nil
+	c.lease.forwarded()
+	return body, nil
 }
 
-// reserve holds a call's worst case against its lease's caps: its input estimated
+// reserve holds a call's worst case against the caps' pools: its input estimated
 // from the body's size at the dearer of the input and cache-write prices, and its
-// output limit at the output price.
-func (gw *Gateway) reserve(ctx context.Context, c *call, bodyBytes int, maxOutput int64) error {
-	if !c.priced {
-		return nil
-	}
+// output limit at the output price. It returns the worst case and what it holds.
+func (gw *Gateway) reserve(ctx context.Context, pools []*pool, model string, price models.ModelPrice, bodyBytes int, maxOutput int64) (worst, held float64, err error) {
 	in := math.Ceil(float64(bodyBytes) / gw.cfg.BytesPerToken)
-	worst := (in*math.Max(c.price.InputPerMTok, c.price.CacheWritePerMTok) + float64(maxOutput)*c.price.OutputPerMTok) / 1e6
-	hold := worst
+	worst = (in*math.Max(price.InputPerMTok, price.CacheWritePerMTok) + float64(maxOutput)*price.OutputPerMTok) / 1e6
+	held = worst
 	if gw.noReserve {
-		hold = 0 // the naive check: refuse only once a cap is already spent
+		held = 0 // the naive check: refuse only once a cap is already spent
 	}
-	if key, ok := gw.ledger.reserve(ctx, c.lease.pools, hold); !ok {
+	if key, ok := gw.ledger.reserve(ctx, pools, held); !ok {
 		if ctx.Err() != nil { // the client left or the credential was revoked while it waited
-			return fmt.Errorf("the call ended while it waited for room under budget %s: %w", key, ctx.Err())
+			return 0, 0, fmt.Errorf("the call ended while it waited for room under budget %s: %w", key, ctx.Err())
 		}
-		return &budgetError{key: key, needUSD: worst, model: c.model, maxOutput: maxOutput}
+		return 0, 0, &budgetError{key: key, needUSD: worst, model: model, maxOutput: maxOutput}
 	}
-	c.worst, c.held = worst, hold
-	return nil
+	return worst, held, nil
 }
 
 // priceOf is the price of model, cached.

@@ -82,17 +82,22 @@ func gmCall(t *testing.T, rt http.RoundTripper, base, pathQuery, cred string, in
 type outbound struct {
 	rt   http.RoundTripper
 	mu   sync.Mutex
-	urls []string
-	all  bytes.Buffer
+	urls []string     // the requests sent whole and answered (a refused call's body never ends)
+	all  bytes.Buffer // every request's URL and headers, answered or not
 }
 
 func (o *outbound) RoundTrip(r *http.Request) (*http.Response, error) {
 	o.mu.Lock()
-	o.urls = append(o.urls, r.URL.String())
 	fmt.Fprintln(&o.all, r.URL.String())
 	_ = r.Header.Write(&o.all)
 	o.mu.Unlock()
-	return o.rt.RoundTrip(r)
+	res, err := o.rt.RoundTrip(r)
+	if err == nil {
+		o.mu.Lock()
+		o.urls = append(o.urls, r.URL.String())
+		o.mu.Unlock()
+	}
+	return res, err
 }
 
 // geminiGateway serves a gateway in front of upstream with the Gemini key; its

@@ -9,60 +9,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"sync"
-
-	"github.com/countersign/countersign/models"
 )
-
-// call is one forwarded request: what it reserved and how it is settled.
-type call struct {
-	gw     *Gateway
-	lease  *Lease
-	route  route
-	model  string
-	price  models.ModelPrice
-	priced bool
-	worst  float64 // the reservation's worth: charged when the usage never arrives
-	held   float64 // what is held in the caps' pools (worst, or 0 uncapped)
-
-	mu      sync.Mutex
-	settled bool
-}
-
-type callKey struct{}
-
-// callOf is the call a proxied request belongs to.
-func callOf(ctx context.Context) *call {
-	c, _ := ctx.Value(callKey{}).(*call)
-	return c
-}
-
-// settle ends the call once: charged is false for a call the provider did not bill
-// (an error status, no response); otherwise the call costs its tokens when final,
-// its reservation when not (a cut stream: the worst case, since the provider bills
-// what it generated whether or not the client read it).
-func (c *call) settle(t Tokens, final, charged bool) {
-	c.mu.Lock()
-	done := c.settled
-	c.settled = true
-	c.mu.Unlock()
-	if done {
-		return
-	}
-	cost := 0.0
-	switch {
-	case !charged:
-	case final && c.priced:
-		cost = t.cost(c.price)
-	case !final:
-		cost = c.worst
-	}
-	c.gw.ledger.settle(c.lease.pools, c.held, cost)
-	if charged {
-		c.lease.mu.Lock()
-		c.lease.m.record(c.model, t, cost, c.priced, !final)
-		c.lease.mu.Unlock()
-	}
-}
 
 // newProxy builds the reverse proxy. SSE responses are flushed per write (the
 // ReverseProxy does so for text/event-stream and bodies of unknown length), and a
@@ -145,6 +92,19 @@ func (gw *Gateway) meterResponse(res *http.Response) error {
 // hang up on every dear call before its answer and spend unmetered.
 func (gw *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	c := callOf(r.Context())
+	if refusal := c.refusal(); refusal != nil {
+		// The gateway refused the call while its body still arrived: the upstream
+		// never had the whole request, so it costs nothing.
+		c.settle(Tokens{}, false, false)
+		switch {
+		case errors.Is(refusal, context.Canceled): // the worker hung up
+		case errors.Is(refusal, errRevoked):
+			writeRefusal(w, c.route.provider, refuseAuth, deadCredential(c.route.provider))
+		default:
+			gw.refuse(w, c.lease, c.route.provider, refusal)
+		}
+		return
+	}
 	if c != nil {
 		var op *net.OpError
 		neverSent := errors.As(err, &op) && op.Op == "dial"

@@ -29,14 +29,16 @@ type scripted struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	script  script
-	calls   int
-	keys    []string // the key headers each call arrived with
-	bodies  [][]byte
-	holdAt1 func()        // when set, a stream waits in it after its first event
-	delay   time.Duration // each call waits this long before it answers
-	pace    time.Duration // a stream waits this long before each text delta
+	mu         sync.Mutex
+	script     script
+	calls      int
+	keys       []string      // the key headers each call arrived with
+	unfinished int           // requests whose body never ended
+	onRead     func(n int64) // when set, told how much of a body has arrived, as it arrives
+	last       []byte        // the last call's body (only the last: a benchmark makes thousands)
+	holdAt1    func()        // when set, a stream waits in it after its first event
+	delay      time.Duration // each call waits this long before it answers
+	pace       time.Duration // a stream waits this long before each text delta
 }
 
 func newScripted(t testing.TB, s script) *scripted {
@@ -56,7 +58,20 @@ func (u *scripted) config() Config {
 }
 
 func (u *scripted) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	onRead := u.onRead
+	u.mu.Unlock()
+	in := io.Reader(r.Body)
+	if onRead != nil {
+		in = &countingReader{r: r.Body, n: onRead}
+	}
+	body, err := io.ReadAll(in)
+	if err != nil { // an unfinished request is no call: a provider answers none
+		u.mu.Lock()
+		u.unfinished++
+		u.mu.Unlock()
+		return
+	}
 	key := r.Header.Get("x-api-key")
 	if key == "" {
 		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -64,7 +79,7 @@ func (u *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.calls++
 	u.keys = append(u.keys, key)
-	u.bodies = append(u.bodies, body)
+	u.last = body
 	s, hold, delay, pace := u.script, u.holdAt1, u.delay, u.pace
 	u.mu.Unlock()
 	time.Sleep(delay)
@@ -226,5 +241,19 @@ func (u *scripted) keysSeen() []string {
 func (u *scripted) lastBody() []byte {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.bodies[len(u.bodies)-1]
+	return u.last
+}
+
+// countingReader tells n the bytes read so far after each read.
+type countingReader struct {
+	r   io.Reader
+	got int64
+	n   func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.got += int64(n)
+	c.n(c.got)
+	return n, err
 }
