@@ -110,7 +110,9 @@ func val(p *int64) int64 {
 }
 
 // Add returns the sum of u and o: each field known when either knows it. Model and
-// session are u's unless empty.
+// session are u's unless empty. Source, Reported and Mismatch describe one
+// attempt's usage against its worker's report, so a sum keeps u's: summing
+// attempts (a task's total, a scorecard) reads Mismatch per attempt, not here.
 func (u *Usage) Add(o *Usage) *Usage {
 	if u == nil {
 		return o
