@@ -94,9 +94,27 @@ func TestDocsLinksAndFlags(t *testing.T) {
 		paths = append(paths, f)
 	}
 	problems := checkDocs(paths, docs, flagSets(t))
+	problems = append(problems, unlinkedPages(docs[filepath.Clean(paths[0])], paths[1:])...)
 	for _, p := range problems {
 		t.Error(p)
 	}
+}
+
+// unlinkedPages names the docs/ pages the README does not link to: the README is the
+// front page, and every page is reached from it.
+func unlinkedPages(readme *mdDoc, pages []string) []string {
+	linked := map[string]bool{}
+	for _, l := range readme.links {
+		file, _ := readme.resolve(l.dest)
+		linked[filepath.Clean(file)] = true
+	}
+	var problems []string
+	for _, p := range pages {
+		if !linked[filepath.Clean(p)] {
+			problems = append(problems, fmt.Sprintf("%s links no %s: every docs page is reached from the front page", readme.path, p))
+		}
+	}
+	return problems
 }
 
 // checkDocs returns one message per broken link, missing anchor or unknown flag.
