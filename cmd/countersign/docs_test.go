@@ -159,7 +159,7 @@ func checkLinks(d *mdDoc, docs map[string]*mdDoc) []string {
 
 var (
 	// flagRef is a long flag as the docs write it: --name, --name=value, --prefix-*.
-	flagRef = regexp.MustCompile(`(?:^|[\s\[(|,"'=])--([a-z][a-z0-9-]*)(\*?)`)
+	flagRef = regexp.MustCompile("(?:^|[\\s\\[(|,\"'=`])--([a-z][a-z0-9-]*)(\\*?)")
 	// subcommandRef is "countersign" followed by the words that may name a subcommand.
 	subcommandRef = regexp.MustCompile(`(?:^|[\s/])countersign\s+([a-z][a-z-]*)(?:\s+([a-z][a-z-]*))?`)
 )
@@ -277,11 +277,33 @@ func checkConfigTable(path string, serve map[string]string) ([]string, int) {
 	return problems, rows
 }
 
-// TestDocsConfigurationTable keeps the configuration table's variables true.
+// TestDocsConfigurationTable keeps the configuration table true and whole: each
+// variable it names is one its flag reads, and every flag of serve and runner has a row.
 func TestDocsConfigurationTable(t *testing.T) {
-	problems, rows := checkConfigTable(filepath.Join(repoRoot, "docs", "operations.md"), flagSets(t)["serve"])
+	path := filepath.Join(repoRoot, "docs", "operations.md")
+	sets := flagSets(t)
+	problems, rows := checkConfigTable(path, sets["serve"])
 	if rows < 20 {
-		t.Errorf("found %d rows of the configuration table in docs/operations.md, want the whole table", rows)
+		t.Errorf("found %d rows of the configuration table in %s, want the whole table", rows, path)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTable := map[string]bool{}
+	for _, l := range strings.Split(string(src), "\n") {
+		if cell, _, ok := strings.Cut(strings.TrimPrefix(l, "| "), " |"); ok && strings.HasPrefix(l, "| `--") {
+			for _, m := range flagRef.FindAllStringSubmatch(cell, -1) {
+				inTable[m[1]] = true
+			}
+		}
+	}
+	for _, command := range []string{"serve", "runner"} {
+		for name := range sets[command] {
+			if !inTable[name] {
+				problems = append(problems, fmt.Sprintf("%s: the configuration table has no row for --%s of countersign %s", path, name, command))
+			}
+		}
 	}
 	for _, p := range problems {
 		t.Error(p)
