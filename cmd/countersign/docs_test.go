@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -95,9 +96,33 @@ func TestDocsLinksAndFlags(t *testing.T) {
 	}
 	problems := checkDocs(paths, docs, flagSets(t))
 	problems = append(problems, unlinkedPages(docs[filepath.Clean(paths[0])], paths[1:])...)
+	problems = append(problems, undocumentedFlags(paths, docs, flagSets(t))...)
 	for _, p := range problems {
 		t.Error(p)
 	}
+}
+
+// undocumentedFlags names the flags of each subcommand the docs never name, either
+// given to that subcommand or on their own.
+func undocumentedFlags(paths []string, docs map[string]*mdDoc, sets map[string]map[string]string) []string {
+	named := map[flagUse]bool{}
+	for _, p := range paths {
+		for _, u := range docs[filepath.Clean(p)].units {
+			for _, f := range unitFlags(u, sets) {
+				named[flagUse{name: f.name, command: f.command}] = true
+			}
+		}
+	}
+	var problems []string
+	for _, c := range commands() {
+		for name := range sets[c.name] {
+			if !named[flagUse{name: name, command: c.name}] && !named[flagUse{name: name}] {
+				problems = append(problems, fmt.Sprintf("no docs page names --%s of countersign %s", name, c.name))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
 }
 
 // unlinkedPages names the docs/ pages the README does not link to: the README is the
