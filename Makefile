@@ -19,7 +19,7 @@ test:
 	go test -run '^$$' -fuzz '^FuzzDecodeAgent$$' -fuzztime 8s ./handlers/fuzz/
 	go test -run '^$$' -fuzz '^FuzzDecodeTemplate$$' -fuzztime 8s ./handlers/fuzz/
 
-# Print every benchmark figure the README names (about 5 minutes).
+# Print every benchmark figure docs/benchmarks.md names (about 5 minutes).
 bench:
 	go test -run '^$$' -bench Generate ./models/
 	go test -run '^$$' -bench . -benchtime 200x ./runner/
