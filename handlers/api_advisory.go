@@ -34,7 +34,7 @@ func (h *AdvisoryAPI) Resolve(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := h.svc.ResolveAdvisoryPrompt(c.Request().Context(), Actor(c), id, in)
+	t, err := h.svc.Tasks.ResolveAdvisoryPrompt(c.Request().Context(), Actor(c), id, in)
 	if err != nil {
 		return err
 	}

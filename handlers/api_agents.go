@@ -69,7 +69,7 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 		return err
 	}
 	a := in.agent()
-	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
+	if err := h.svc.Agents.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, a)
@@ -92,7 +92,7 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 		return models.NotFound("agent", c.Param("name"))
 	}
 	in.apply(a)
-	if err := h.svc.UpdateAgent(ctx, actor, a); err != nil {
+	if err := h.svc.Agents.UpdateAgent(ctx, actor, a); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, a)
@@ -101,7 +101,7 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 // Tokens answers GET /agents/{name}/tokens: the agent's tokens (never their secrets)
 // with their status; an admin or the agent itself may list them.
 func (h *AgentsAPI) Tokens(c echo.Context) error {
-	tokens, err := h.svc.ListTokens(c.Request().Context(), Actor(c), c.Param("name"))
+	tokens, err := h.svc.Tokens.ListTokens(c.Request().Context(), Actor(c), c.Param("name"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (h *AgentsAPI) RevokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.svc.RevokeToken(c.Request().Context(), Actor(c), id)
+	t, err := h.svc.Tokens.RevokeToken(c.Request().Context(), Actor(c), id)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (h *AgentsAPI) Stats(c echo.Context) error {
 		}
 		id = a.ID
 	}
-	st, err := h.svc.AgentStats(ctx, Actor(c), id, days)
+	st, err := h.svc.Stats.AgentStats(ctx, Actor(c), id, days)
 	if err != nil {
 		return err
 	}

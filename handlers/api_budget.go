@@ -21,7 +21,7 @@ func (h *BudgetAPI) Task(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.svc.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
+	t, err := h.svc.Tasks.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (h *BudgetAPI) Goal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := h.svc.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
+	g, err := h.svc.Goals.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (h *GoalsAPI) Create(c echo.Context) error {
 		return err
 	}
 	g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project, Budget: in.Budget}
-	if err := h.svc.CreateGoal(c.Request().Context(), Actor(c), g); err != nil {
+	if err := h.svc.Goals.CreateGoal(c.Request().Context(), Actor(c), g); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, g)
@@ -69,7 +69,7 @@ func (h *GoalsAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.svc.GoalStatus(c.Request().Context(), id)
+	st, err := h.svc.Goals.GoalStatus(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (h *GoalsAPI) Verify(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	g, err := h.svc.VerifyGoal(c.Request().Context(), Actor(c), id, in.Notes)
+	g, err := h.svc.Goals.VerifyGoal(c.Request().Context(), Actor(c), id, in.Notes)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (h *GoalsAPI) Reject(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	st, err := h.svc.RejectGoal(c.Request().Context(), Actor(c), id, in.Reason, in.FixTasks)
+	st, err := h.svc.Goals.RejectGoal(c.Request().Context(), Actor(c), id, in.Reason, in.FixTasks)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (h *GoalsAPI) StartRun(c echo.Context) error {
 	if _, err := h.svc.Store().GetGoal(c.Request().Context(), id); err != nil {
 		return err
 	}
-	run, tasks, err := h.svc.StartRun(c.Request().Context(), Actor(c), id, in.Template, in.Version, in.Params)
+	run, tasks, err := h.svc.Templates.StartRun(c.Request().Context(), Actor(c), id, in.Template, in.Version, in.Params)
 	if err != nil {
 		return err
 	}

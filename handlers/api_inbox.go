@@ -28,7 +28,7 @@ func (h *InboxAPI) Resolve(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	it, err := h.svc.ResolveInboxItem(c.Request().Context(), Actor(c), id, in.Note)
+	it, err := h.svc.Inbox.ResolveInboxItem(c.Request().Context(), Actor(c), id, in.Note)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (h *MergeAPI) Task(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	landed, err := h.svc.MergeTask(c.Request().Context(), Actor(c), id, h.lander)
+	landed, err := h.svc.Merges.MergeTask(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (h *MergeAPI) Goal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	landed, err := h.svc.MergeGoal(c.Request().Context(), Actor(c), id, h.lander)
+	landed, err := h.svc.Merges.MergeGoal(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (h *MergeAPI) Branch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.svc.TaskBranch(c.Request().Context(), Actor(c), id, h.lander)
+	r, err := h.svc.Merges.TaskBranch(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (h *TasksAPI) Create(c echo.Context) error {
 	if err := DecodeJSON(c, &spec); err != nil {
 		return err
 	}
-	t, err := h.svc.CreateTask(c.Request().Context(), Actor(c), spec)
+	t, err := h.svc.Tasks.CreateTask(c.Request().Context(), Actor(c), spec)
 	if err != nil {
 		return assigneeField(err)
 	}
@@ -148,9 +148,9 @@ func (h *TasksAPI) Act(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := h.svc.TaskAction(ctx, Actor(c), id, act, in)
+	t, err := h.svc.Tasks.TaskAction(ctx, Actor(c), id, act, in)
 	if err != nil {
-		return assigneeField(h.svc.NarrowConflict(ctx, Actor(c), id, err))
+		return assigneeField(h.svc.Tasks.NarrowConflict(ctx, Actor(c), id, err))
 	}
 	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
 }
@@ -210,7 +210,7 @@ func (h *TasksAPI) Ask(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := h.svc.AskQuestion(c.Request().Context(), Actor(c), id, in.Question)
+	t, err := h.svc.Tasks.AskQuestion(c.Request().Context(), Actor(c), id, in.Question)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (h *TasksAPI) Link(c echo.Context) error {
 	if in.GoalID <= 0 {
 		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"goal_id": "is required"}}
 	}
-	t, err := h.svc.LinkTaskToGoal(c.Request().Context(), Actor(c), id, in.GoalID)
+	t, err := h.svc.Goals.LinkTaskToGoal(c.Request().Context(), Actor(c), id, in.GoalID)
 	if err != nil {
 		return err
 	}

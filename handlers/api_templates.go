@@ -72,7 +72,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 	if t.Name == "" {
 		t.Name = c.QueryParam("name")
 	}
-	if err := h.svc.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
+	if err := h.svc.Templates.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, TemplateFor(Actor(c), t))
@@ -80,7 +80,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 
 // GetRules answers GET /rules.
 func (h *TemplatesAPI) GetRules(c echo.Context) error {
-	r, err := h.svc.Rules(c.Request().Context())
+	r, err := h.svc.Templates.Rules(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (h *TemplatesAPI) PutRules(c echo.Context) error {
 	if err := DecodeJSON(c, &r); err != nil {
 		return err
 	}
-	if err := h.svc.SaveRules(c.Request().Context(), Actor(c), &r); err != nil {
+	if err := h.svc.Templates.SaveRules(c.Request().Context(), Actor(c), &r); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, r)

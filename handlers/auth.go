@@ -22,7 +22,7 @@ func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
 			if !ok {
 				return models.Errorf(models.EUNAUTHORIZED, "missing bearer token: send Authorization: Bearer <token>")
 			}
-			a, err := svc.Authenticate(c.Request().Context(), strings.TrimSpace(secret))
+			a, err := svc.Tokens.Authenticate(c.Request().Context(), strings.TrimSpace(secret))
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ type ModelSpend struct {
 // days (7 or 30) days, of agent agentID when it is not 0. Whoever may read scorecards
 // (which show spend) may read it: any signed-in agent, but not a request made with an
 // attempt token.
-func (s *Service) ModelSpend(ctx context.Context, viewer *Agent, days int, agentID int64) (*ModelSpend, error) {
+func (s *StatsService) ModelSpend(ctx context.Context, viewer *Agent, days int, agentID int64) (*ModelSpend, error) {
 	if err := viewer.Unscoped("read model spend"); err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func CanResolveInbox(a *Agent) bool {
 // not both succeed. The item records who resolved it, when, and the note; the
 // inbox.resolved event is written in the same transaction. It returns the resolved
 // item.
-func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int64, note string) (*InboxItem, error) {
+func (s *InboxService) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int64, note string) (*InboxItem, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.started {
 		return errors.New("runner: pool already started")
 	}
-	runner, err := p.svc.RunnerAgent(ctx)
+	runner, err := p.svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.judgeStore = store
 	p.tmpDirs.removeSpares()
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
-	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {
+	if _, err := p.svc.Tokens.PruneAttemptTokens(ctx); err != nil {
 		p.log.Warn("pruning expired attempt tokens failed", "err", err)
 	}
 	p.started = true

@@ -30,7 +30,7 @@ func runRecheck(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	runner, err := svc.RunnerAgent(ctx)
+	runner, err := svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func startGateway(ctx context.Context, g gatewayConfig, svc *models.Service, log
 		return nil, nil, fmt.Errorf("flag -gateway: %q is neither on nor off", g.Gateway)
 	}
 	prices := models.DefaultPrices()
-	if rules, err := svc.Rules(ctx); err == nil && len(rules.Prices) > 0 {
+	if rules, err := svc.Templates.Rules(ctx); err == nil && len(rules.Prices) > 0 {
 		prices = rules.Prices
 	}
 	cfg := gateway.Config{Prices: prices, Log: log}

@@ -214,7 +214,7 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	}
 	password := models.NewSecret("")[:20]
 	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	if err := svc.CreateAgent(ctx, models.System, admin, password); err != nil {
+	if err := svc.Agents.CreateAgent(ctx, models.System, admin, password); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
@@ -248,7 +248,7 @@ func sandboxBanner(sb *sandbox.Sandbox) func() string {
 // started when c sets an interval.
 func startRechecker(ctx context.Context, c *config, svc *models.Service, log *slog.Logger) (*drift.Rechecker, error) {
 	rc := drift.NewRechecker(svc, c.RecheckEvery, log)
-	runnerAgent, err := svc.RunnerAgent(ctx)
+	runnerAgent, err := svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return nil, err
 	}

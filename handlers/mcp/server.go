@@ -117,7 +117,7 @@ func (e authError) Is(target error) bool { return target == auth.ErrInvalidToken
 // refuse a session opened by one agent when it is used with another agent's token.
 func verifier(svc *models.Service, log *slog.Logger) auth.TokenVerifier {
 	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		a, err := svc.Authenticate(ctx, token)
+		a, err := svc.Tokens.Authenticate(ctx, token)
 		if models.ErrorCode(err) == models.EUNAUTHORIZED {
 			return nil, authError{msg: models.ErrorMessage(err) + ": create one with `countersign token create AGENT`"}
 		}

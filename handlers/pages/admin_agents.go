@@ -113,7 +113,7 @@ func (p *Pages) agentCreate(c echo.Context) error {
 	a.PassEnv, a.DailyBudget = formSpend(&fe, f)
 	var err error
 	if len(fe) == 0 {
-		err = p.d.Service.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
+		err = p.d.Service.Agents.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
 		if err == nil {
 			setFlash(c, components.FlashSuccess, "Added agent "+a.Name+".")
 			return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(a.ID, 10))
@@ -232,7 +232,7 @@ func (p *Pages) agentUpdate(c echo.Context) error {
 	}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
 	if len(fe) == 0 {
-		err = p.d.Service.UpdateAgent(c.Request().Context(), SignedIn(c), &a)
+		err = p.d.Service.Agents.UpdateAgent(c.Request().Context(), SignedIn(c), &a)
 		if err == nil {
 			setFlash(c, components.FlashSuccess, "Saved agent "+a.Name+".")
 			return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(a.ID, 10))
@@ -269,7 +269,7 @@ func (p *Pages) agentToken(c echo.Context) error {
 		v.Errors = map[string]string{"expires": "choose a lifetime"}
 		return render(c, http.StatusUnprocessableEntity, agentspage.Agent(v))
 	}
-	secret, _, err := p.d.Service.IssueToken(c.Request().Context(), SignedIn(c), a.Name, name, ttl)
+	secret, _, err := p.d.Service.Tokens.IssueToken(c.Request().Context(), SignedIn(c), a.Name, name, ttl)
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 		v.BaseVersion = latest.Version
 		return render(c, http.StatusConflict, tplpage.Page(v))
 	}
-	if err := p.d.Service.SaveTemplate(ctx, SignedIn(c), t); err != nil {
+	if err := p.d.Service.Templates.SaveTemplate(ctx, SignedIn(c), t); err != nil {
 		if isInvalid(err) {
 			v.Errors = formErrorKeys(fieldErrors(err))
 			return render(c, http.StatusUnprocessableEntity, tplpage.Page(v))
@@ -262,7 +262,7 @@ func (p *Pages) templateImport(c echo.Context) error {
 		return fail()
 	}
 	t.Version = 0
-	if err := p.d.Service.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
+	if err := p.d.Service.Templates.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
 		if !isInvalid(err) {
 			return err
 		}
@@ -311,7 +311,7 @@ func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error 
 	if err != nil {
 		return err
 	}
-	hist, err := p.d.Service.TemplateHistory(c.Request().Context(), name, historyLimit)
+	hist, err := p.d.Service.Templates.TemplateHistory(c.Request().Context(), name, historyLimit)
 	if err != nil {
 		return err
 	}

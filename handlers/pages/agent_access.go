@@ -78,7 +78,7 @@ func (p *Pages) agentExtras(c echo.Context, v *agentspage.AgentView, a *models.A
 		v.TokenExpires = "90d"
 	}
 	if v.ManageTokens {
-		tokens, err := svc.ListTokens(ctx, viewer, a.Name)
+		tokens, err := svc.Tokens.ListTokens(ctx, viewer, a.Name)
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func (p *Pages) agentTokenRevoke(c echo.Context) error {
 	if t.AgentID != id {
 		return models.NotFound("token", tid)
 	}
-	t, err = p.d.Service.RevokeToken(ctx, SignedIn(c), tid)
+	t, err = p.d.Service.Tokens.RevokeToken(ctx, SignedIn(c), tid)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func (p *Pages) taskBudget(c echo.Context) error {
 	}
 	b, values, err := budgetForm(c)
 	if err == nil {
-		_, err = p.d.Service.RaiseTaskBudget(c.Request().Context(), SignedIn(c), id, b)
+		_, err = p.d.Service.Tasks.RaiseTaskBudget(c.Request().Context(), SignedIn(c), id, b)
 	}
 	back := "/tasks/" + itoa(id)
 	if c.FormValue("back") == "/inbox" {
@@ -104,7 +104,7 @@ func (p *Pages) goalBudget(c echo.Context) error {
 	}
 	b, values, err := budgetForm(c)
 	if err == nil {
-		_, err = p.d.Service.SetGoalBudget(c.Request().Context(), SignedIn(c), id, &b)
+		_, err = p.d.Service.Goals.SetGoalBudget(c.Request().Context(), SignedIn(c), id, &b)
 	}
 	if isInvalid(err) {
 		v, verr := p.goalView(c, id)

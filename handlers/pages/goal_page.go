@@ -137,7 +137,7 @@ func (p *Pages) verifyGoal(c echo.Context) error {
 		return err
 	}
 	notes := c.FormValue("notes")
-	_, err = p.d.Service.VerifyGoal(c.Request().Context(), SignedIn(c), id, notes)
+	_, err = p.d.Service.Goals.VerifyGoal(c.Request().Context(), SignedIn(c), id, notes)
 	if isInvalid(err) {
 		return p.goalForm(c, id, func(v *goal.View) { v.Verify = goal.VerifyForm{Notes: notes, Errors: fieldErrors(err)} })
 	}
@@ -171,7 +171,7 @@ func (p *Pages) rejectGoal(c echo.Context) error {
 		specs = append(specs, models.TaskSpec{Title: r.Title, Brief: r.Brief, Role: r.Role, Assignee: r.Assignee})
 		index = append(index, i)
 	}
-	_, err = p.d.Service.RejectGoal(c.Request().Context(), SignedIn(c), id, reason, specs)
+	_, err = p.d.Service.Goals.RejectGoal(c.Request().Context(), SignedIn(c), id, reason, specs)
 	if isInvalid(err) {
 		top := map[string]string{}
 		for k, msg := range fieldErrors(err) {
@@ -215,7 +215,7 @@ func (p *Pages) startRun(c echo.Context) error {
 	params, perr := parseParams(raw)
 	var tasks []models.Task
 	if perr == nil {
-		_, tasks, err = p.d.Service.StartRun(c.Request().Context(), SignedIn(c), id, name, 0, params)
+		_, tasks, err = p.d.Service.Templates.StartRun(c.Request().Context(), SignedIn(c), id, name, 0, params)
 	} else {
 		err = perr
 	}

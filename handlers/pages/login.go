@@ -70,7 +70,7 @@ func (p *Pages) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	// A locked account is refused before its password is looked at, so the answer
 	// tells nothing about the password (and costs the address no attempt).
-	if until, err := p.d.Service.LoginLockedUntil(ctx, name); err != nil {
+	if until, err := p.d.Service.Tokens.LoginLockedUntil(ctx, name); err != nil {
 		return err
 	} else if !until.IsZero() {
 		return p.renderLocked(c, v, until)
@@ -90,7 +90,7 @@ func (p *Pages) login(c echo.Context) error {
 		_ = bcrypt.CompareHashAndPassword([]byte(dummyHash), []byte(c.FormValue("password")))
 	}
 	if !ok || !a.CanSignIn() {
-		if until, err := p.d.Service.LoginFailed(ctx, name); err != nil {
+		if until, err := p.d.Service.Tokens.LoginFailed(ctx, name); err != nil {
 			return err
 		} else if !until.IsZero() {
 			p.d.Log.Warn("dashboard account locked after failed sign-ins", "name", name, "until", until)
@@ -99,7 +99,7 @@ func (p *Pages) login(c echo.Context) error {
 		v.Error = wrongLogin
 		return p.renderLogin(c, http.StatusUnauthorized, v)
 	}
-	if err := p.d.Service.LoginSucceeded(ctx, name); err != nil {
+	if err := p.d.Service.Tokens.LoginSucceeded(ctx, name); err != nil {
 		return err
 	}
 	p.limiter.forgive(clientIP(c))

@@ -98,7 +98,7 @@ func recheckText(results []drift.Result) string {
 // standing task.complete, its fingerprint and drift; nil for a task that has neither
 // a completion on the ledger nor a fingerprint.
 func (p *Pages) verificationView(ctx context.Context, me *models.Agent, t *models.Task) (*task.Verification, error) {
-	standing, err := p.d.Service.StandingCompletion(ctx, t.ID)
+	standing, err := p.d.Service.Ledger.StandingCompletion(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
 		return nil, err
 	}
-	allowed, err := p.d.Service.ActionsFor(ctx, SignedIn(c), stored, models.AllowedActions(stored.State))
+	allowed, err := p.d.Service.Tasks.ActionsFor(ctx, SignedIn(c), stored, models.AllowedActions(stored.State))
 	if err != nil {
 		return nil, err
 	}

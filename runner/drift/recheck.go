@@ -108,10 +108,10 @@ func (r *Rechecker) check(ctx context.Context, actor *models.Agent, t *models.Ta
 		return res, err
 	case len(changed) > 0:
 		res.Changed = changed
-		_, err = r.svc.RecordDrift(ctx, actor, t.ID, changed)
+		_, err = r.svc.Tasks.RecordDrift(ctx, actor, t.ID, changed)
 	case t.Drift != nil:
 		res.Fresh = true
-		_, err = r.svc.ClearDrift(ctx, actor, t.ID)
+		_, err = r.svc.Tasks.ClearDrift(ctx, actor, t.ID)
 	}
 	if models.ErrorCode(err) == models.ECONFLICT {
 		// Reopened between the read and the write: no longer verified, nothing to mark.

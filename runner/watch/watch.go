@@ -45,7 +45,7 @@ func (w *Watcher) Start(ctx context.Context) error { return w.loop.Start(ctx, w.
 func (w *Watcher) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
 
 func (w *Watcher) sweep(ctx context.Context) {
-	res, err := w.svc.SweepInbox(ctx, time.Now().UTC(), w.deadlines)
+	res, err := w.svc.Inbox.SweepInbox(ctx, time.Now().UTC(), w.deadlines)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("sweeping the inbox failed", "err", err)
