@@ -44,9 +44,9 @@ func newDeliverableEnv(t *testing.T, dialect string) *deliverableEnv {
 	db, svc := handlertest.Open(t, dialect)
 	root := t.TempDir()
 	files := runner.NewDeliverableFiles(root)
-	api := handlers.NewDeliverableAPI(svc, files)
+	api := handlers.NewDeliverableAPI(svc.Store(), files)
 	_, srv := handlertest.Serve(t, handlers.Deps{Service: svc, Extra: []func(*echo.Echo){func(e *echo.Echo) {
-		api.Register(e.Group("/api/v1", handlers.BearerAuth(svc)))
+		api.Register(e.Group("/api/v1", handlers.BearerAuth(svc.Tokens)))
 	}}})
 	handlertest.CreateAgent(t, svc, "lee", models.KindHuman, "", models.RoleLead)
 	bot := handlertest.CreateAgent(t, svc, "bot", models.KindWorker, "", "developer")

@@ -50,7 +50,7 @@ func TestStatsRefusesAttemptTokenFirst(t *testing.T) {
 		c.SetParamNames("name")
 		c.SetParamValues("nobody")
 		handlers.SetActor(c, &scoped)
-		if err := handlers.NewAgentsAPI(e.svc).Stats(c); models.ErrorCode(err) != models.EFORBIDDEN {
+		if err := handlers.NewAgentsAPI(e.svc.Store(), e.svc.Agents, e.svc.Tokens, e.svc.Stats, e.svc.Now).Stats(c); models.ErrorCode(err) != models.EFORBIDDEN {
 			t.Fatalf("the stats handler as a scoped actor asking for an unknown name: %v, want %s attempt_token_scope", err, models.EFORBIDDEN)
 		} else if me, _ := err.(*models.Error); me == nil || me.Rule != models.RuleAttemptTokenScope {
 			t.Fatalf("the stats handler's refusal: %#v", err)

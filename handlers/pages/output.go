@@ -16,7 +16,7 @@ import (
 // (behind the session): GET /tasks/:id/output, the API's handler
 // (handlers.OutputAPI) with the signed-in person as the reader.
 func (p *Pages) outputRoutes(g *echo.Group) {
-	g.GET("/tasks/:id/output", handlers.NewOutputAPI(p.d.Service, p.d.Deliverables).Download, signedInActs)
+	g.GET("/tasks/:id/output", handlers.NewOutputAPI(p.d.Service.Store(), p.d.Deliverables).Download, signedInActs)
 }
 
 // outputView is task t's output as a page shows it: nil when the task has no verified
