@@ -29,7 +29,7 @@ var scopedTools = map[string]bool{"create_task": true, "update_task": true, "sub
 
 // tools holds what the tool handlers need.
 type tools struct {
-	svc *models.Service
+	svc services
 	log *slog.Logger
 }
 
