@@ -36,7 +36,7 @@ func TestRecheckCatchesDrift(t *testing.T) {
 			if fp == nil || fp.Output != out || len(fp.Files) != 1 || fp.Files[0].Path != out || fp.Git {
 				t.Fatalf("fingerprint %+v", fp)
 			}
-			rc := drift.NewRechecker(h.svc, 0, nil)
+			rc := drift.NewRechecker(h.svc.Store(), h.svc.Tasks, 0, nil)
 			recheck := func() drift.Result {
 				t.Helper()
 				res, err := rc.Task(h.ctx, h.boss, task.ID)
@@ -159,7 +159,7 @@ func TestRecheckOfAWorktreeTask(t *testing.T) {
 	if want := git(t, repo, "rev-parse", done.Commit+":calc.go"); fp.Files[0].Hash != want {
 		t.Fatalf("fingerprint blob %s, git says %s", fp.Files[0].Hash, want)
 	}
-	rc := drift.NewRechecker(h.svc, 0, nil)
+	rc := drift.NewRechecker(h.svc.Store(), h.svc.Tasks, 0, nil)
 	if res, err := rc.Task(h.ctx, h.boss, task.ID); err != nil || len(res.Changed) != 0 || res.Gone {
 		t.Fatalf("unchanged worktree: %v %v", res, err)
 	}

@@ -40,7 +40,7 @@ var (
 // Pool claims and runs tasks. Create it with New, then Start and Stop it once.
 type Pool struct {
 	cfg     Config
-	svc     *models.Service
+	svc     services
 	store   models.Store
 	claimer models.Claimer
 	log     *slog.Logger
@@ -91,7 +91,7 @@ func New(cfg Config) (*Pool, error) {
 	st := cfg.Service.Store()
 	p := &Pool{
 		cfg:     cfg,
-		svc:     cfg.Service,
+		svc:     newServices(cfg.Service),
 		store:   st,
 		claimer: st.(models.Claimer),
 		log:     cfg.Log.With("runner_id", cfg.RunnerID),

@@ -101,7 +101,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	stops = append(stops, hub.Stop)
 	metrics := handlers.NewMetrics(db, hub.Clients)
 	// Nothing waits unseen: overdue inbox items are escalated, with or without a runner here.
-	watcher := watch.New(svc, deadlines, 0, log)
+	watcher := watch.New(svc.Inbox, deadlines, 0, log)
 	if err := watcher.Start(ctx); err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func sandboxBanner(sb *sandbox.Sandbox) func() string {
 // startRechecker returns the rechecker the Recheck buttons use, its periodic pass
 // started when c sets an interval.
 func startRechecker(ctx context.Context, c *config, svc *models.Service, log *slog.Logger) (*drift.Rechecker, error) {
-	rc := drift.NewRechecker(svc, c.RecheckEvery, log)
+	rc := drift.NewRechecker(svc.Store(), svc.Tasks, c.RecheckEvery, log)
 	runnerAgent, err := svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return nil, err
