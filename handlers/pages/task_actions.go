@@ -80,7 +80,7 @@ func (p *Pages) taskAction(c echo.Context) error {
 	if back != "/inbox" {
 		back = "/tasks/" + itoa(id)
 	}
-	t, err := p.d.Service.Tasks.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
+	t, err := p.svc.Tasks.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
 	if isInvalid(err) {
 		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary}
 		if back == "/inbox" {

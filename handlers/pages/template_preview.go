@@ -48,7 +48,7 @@ func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Pre
 	var task *models.Task
 	if len(pv.Problems) == 0 {
 		var err error
-		task, err = p.d.Service.Templates.PreviewStepTask(c.Request().Context(), t, i, previewTaskID)
+		task, err = p.svc.Templates.PreviewStepTask(c.Request().Context(), t, i, previewTaskID)
 		switch {
 		case isInvalid(err):
 			problem(fieldErrors(err), "")
