@@ -220,3 +220,41 @@ func (s *GoalService) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, 
 	})
 	return out, err
 }
+
+// syncGoal moves a goal along automatically after one of its tasks changed. reopened,
+// when set, says why a verified task was reopened: that makes a verified goal active
+// again and withdraws its goal.verified.
+func (s *GoalService) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened string) error {
+	g, err := tx.LockGoal(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	counts, err := tx.CountTasks(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	from := g.State
+	next := NextGoalState(g.State, counts)
+	if reopened != "" && g.State == GoalVerified {
+		next = GoalActive
+		g.VerifierID, g.VerifiedAt = nil, nil
+		if err := s.ledger.revokeGoal(ctx, tx, actor, g, RevokedReopened, reopened, s.now()); err != nil {
+			return err
+		}
+	}
+	if next == from {
+		return nil
+	}
+	g.State, g.UpdatedAt = next, s.now()
+	if err := s.moveDeferred(ctx, tx, g, from); err != nil {
+		return err
+	}
+	if err := tx.UpdateGoal(ctx, g); err != nil {
+		return err
+	}
+	typ := "goal.state_changed"
+	if reopened != "" && from == GoalVerified {
+		typ = "goal.reopened"
+	}
+	return s.emit(ctx, tx, typ, actor, nil, &g.ID, map[string]any{"from": from, "to": next})
+}
