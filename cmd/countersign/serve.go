@@ -82,7 +82,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	if err := firstRun(ctx, svc, out); err != nil {
+	if err := firstRun(ctx, svc.Store(), svc.Agents, out); err != nil {
 		return err
 	}
 	led, ledInfo, err := openLedger(&c, db)
@@ -202,8 +202,8 @@ func stopAll(log *slog.Logger, timeout time.Duration, stops []func(context.Conte
 
 // firstRun creates the first administrator on a database without people, and prints
 // its one-time password once: there is no other way in.
-func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
-	agents, err := svc.Store().ListAgents(ctx)
+func firstRun(ctx context.Context, store models.Store, creator agentCreator, out io.Writer) error {
+	agents, err := store.ListAgents(ctx)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	}
 	password := models.NewSecret("")[:20]
 	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	if err := svc.Agents.CreateAgent(ctx, models.System, admin, password); err != nil {
+	if err := creator.CreateAgent(ctx, models.System, admin, password); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
