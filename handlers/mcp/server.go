@@ -4,7 +4,7 @@
 //
 // The server is stateless: it keeps no MCP session, so every HTTP request stands on
 // its own. Identity comes only from the bearer token: each request is authenticated
-// with the API's tokens (models.Service.Authenticate), and the token's agent is the
+// with the API's tokens (models.TokenService.Authenticate), and the token's agent is the
 // actor of the tool call that request carries. Nothing learnt on one request serves
 // another, so a client cannot act as another agent by reusing anything but that
 // agent's token, and a revoked token or disabled agent is refused on its very next

@@ -46,7 +46,7 @@ func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory)
 }
 
 // actionForms lists the forms of the actions in allowed (those legal from the task's
-// state that the signed-in agent may take: models.Service.ActionsFor).
+// state that the signed-in agent may take: models.TaskService.ActionsFor).
 func actionForms(allowed []string) []task.ActionForm {
 	var out []task.ActionForm
 	for _, a := range allowed {
