@@ -42,7 +42,7 @@ type Service struct {
 	Templates *TemplateService
 	// Inbox resolves inbox items and sweeps the overdue ones.
 	Inbox *InboxService
-	// Ledger reads the standing ledger entries.
+	// Ledger writes and withdraws the ledger entries of tasks and goals and reads the standing ones.
 	Ledger *LedgerService
 	// Attempts is the runner's side of the rules: settling and blocking attempts.
 	Attempts *AttemptService
