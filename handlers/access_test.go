@@ -27,7 +27,7 @@ func TestTokensAPI(t *testing.T) {
 		now := time.Now().UTC()
 		e.clock(&now)
 		ctx := context.Background()
-		short, shortTok, err := e.svc.IssueToken(ctx, models.System, "lee", "short", time.Hour)
+		short, shortTok, err := e.svc.Tokens.IssueToken(ctx, models.System, "lee", "short", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,11 +129,11 @@ func TestMetricsNeedToken(t *testing.T) {
 		handlertest.CreateAgent(t, svc, "prom", models.KindHuman, "", "metrics")
 		bot := handlertest.CreateAgent(t, svc, "bot", models.KindWorker, "", "developer")
 		tok := handlertest.CreateToken(t, svc, "prom", "scrape")
-		task, err := svc.CreateTask(context.Background(), models.System, models.TaskSpec{Title: "t"})
+		task, err := svc.Tasks.CreateTask(context.Background(), models.System, models.TaskSpec{Title: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		attempt, _, err := svc.IssueAttemptToken(context.Background(), bot.ID, task.ID, 1, time.Hour)
+		attempt, _, err := svc.Tokens.IssueAttemptToken(context.Background(), bot.ID, task.ID, 1, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,17 +246,17 @@ func TestAttemptTokenAPI(t *testing.T) {
 			r := e.must(201, "lee", "POST", "/tasks", map[string]any{"title": title, "assignee": "bot",
 				"contract": map[string]any{"completion": map[string]any{"type": "none"}, "verification": map[string]any{"type": "skip"}}})
 			id := r.num("id")
-			runner, err := e.svc.RunnerAgent(ctx)
+			runner, err := e.svc.Agents.RunnerAgent(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.svc.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
 				t.Fatal(err)
 			}
 			return id
 		}
 		own, other := mk("own"), mk("other")
-		secret, tokID, err := e.svc.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
+		secret, tokID, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestAttemptTokenAPI(t *testing.T) {
 		}
 		now = now.Add(-30 * time.Minute)
 		e.must(200, "attempt", "GET", "/tasks/"+itoa(own), nil)
-		if err := e.svc.RevokeAttemptToken(ctx, tokID); err != nil {
+		if err := e.svc.Tokens.RevokeAttemptToken(ctx, tokID); err != nil {
 			t.Fatal(err)
 		}
 		if r := e.do("attempt", "GET", "/tasks/"+itoa(own), nil); r.Status != 401 {

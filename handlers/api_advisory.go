@@ -10,10 +10,10 @@ import (
 
 // AdvisoryAPI answers the advisory prompt of a held advisory task (see
 // models.ResolveAdvisoryPrompt).
-type AdvisoryAPI struct{ svc *models.Service }
+type AdvisoryAPI struct{ tasks AdvisoryResolver }
 
 // NewAdvisoryAPI returns the advisory prompt endpoint over svc.
-func NewAdvisoryAPI(svc *models.Service) *AdvisoryAPI { return &AdvisoryAPI{svc: svc} }
+func NewAdvisoryAPI(tasks AdvisoryResolver) *AdvisoryAPI { return &AdvisoryAPI{tasks: tasks} }
 
 // Register adds POST /tasks/:id/advisory to g (the /api/v1 group).
 func (h *AdvisoryAPI) Register(g *echo.Group) {
@@ -34,7 +34,7 @@ func (h *AdvisoryAPI) Resolve(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := h.svc.ResolveAdvisoryPrompt(c.Request().Context(), Actor(c), id, in)
+	t, err := h.tasks.ResolveAdvisoryPrompt(c.Request().Context(), Actor(c), id, in)
 	if err != nil {
 		return err
 	}

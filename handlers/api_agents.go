@@ -11,10 +11,18 @@ import (
 )
 
 // AgentsAPI serves /api/v1/agents and the agents' tokens.
-type AgentsAPI struct{ svc *models.Service }
+type AgentsAPI struct {
+	store  models.Store
+	agents AgentWriter
+	tokens TokenManager
+	stats  AgentStatsReader
+	now    models.Clock
+}
 
 // NewAgentsAPI returns the agents endpoints over svc.
-func NewAgentsAPI(svc *models.Service) *AgentsAPI { return &AgentsAPI{svc: svc} }
+func NewAgentsAPI(store models.Store, agents AgentWriter, tokens TokenManager, stats AgentStatsReader, now models.Clock) *AgentsAPI {
+	return &AgentsAPI{store: store, agents: agents, tokens: tokens, stats: stats, now: now}
+}
 
 // agentInput is the body of POST /agents.
 type agentInput struct {
@@ -50,7 +58,7 @@ type agentPatch struct {
 // List answers GET /agents. Commands, workdirs and sandbox settings are shown to
 // admins only.
 func (h *AgentsAPI) List(c echo.Context) error {
-	agents, err := h.svc.Store().ListAgents(c.Request().Context())
+	agents, err := h.store.ListAgents(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -69,7 +77,7 @@ func (h *AgentsAPI) Create(c echo.Context) error {
 		return err
 	}
 	a := in.agent()
-	if err := h.svc.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
+	if err := h.agents.CreateAgent(c.Request().Context(), Actor(c), a, in.Password); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, a)
@@ -84,7 +92,7 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	a, err := h.svc.Store().GetAgentByName(ctx, c.Param("name"))
+	a, err := h.store.GetAgentByName(ctx, c.Param("name"))
 	if err != nil {
 		return err
 	}
@@ -92,7 +100,7 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 		return models.NotFound("agent", c.Param("name"))
 	}
 	in.apply(a)
-	if err := h.svc.UpdateAgent(ctx, actor, a); err != nil {
+	if err := h.agents.UpdateAgent(ctx, actor, a); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, a)
@@ -101,11 +109,11 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 // Tokens answers GET /agents/{name}/tokens: the agent's tokens (never their secrets)
 // with their status; an admin or the agent itself may list them.
 func (h *AgentsAPI) Tokens(c echo.Context) error {
-	tokens, err := h.svc.ListTokens(c.Request().Context(), Actor(c), c.Param("name"))
+	tokens, err := h.tokens.ListTokens(c.Request().Context(), Actor(c), c.Param("name"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"tokens": tokenViews(tokens, h.svc.Now())})
+	return c.JSON(http.StatusOK, map[string]any{"tokens": tokenViews(tokens, h.now())})
 }
 
 // RevokeToken answers DELETE /tokens/{id}: the token is refused from now on. An admin
@@ -115,11 +123,11 @@ func (h *AgentsAPI) RevokeToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.svc.RevokeToken(c.Request().Context(), Actor(c), id)
+	t, err := h.tokens.RevokeToken(c.Request().Context(), Actor(c), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, tokenViews([]models.Token{*t}, h.svc.Now())[0])
+	return c.JSON(http.StatusOK, tokenViews([]models.Token{*t}, h.now())[0])
 }
 
 // tokenView is a token as the API shows it: with its status.
@@ -153,13 +161,13 @@ func (h *AgentsAPI) Stats(c echo.Context) error {
 	}
 	id, err := strconv.ParseInt(c.Param("name"), 10, 64)
 	if err != nil {
-		a, err := h.svc.Store().GetAgentByName(ctx, c.Param("name"))
+		a, err := h.store.GetAgentByName(ctx, c.Param("name"))
 		if err != nil {
 			return err
 		}
 		id = a.ID
 	}
-	st, err := h.svc.AgentStats(ctx, Actor(c), id, days)
+	st, err := h.stats.AgentStats(ctx, Actor(c), id, days)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,15 @@ import (
 )
 
 // BudgetAPI sets what tasks and goals may spend.
-type BudgetAPI struct{ svc *models.Service }
+type BudgetAPI struct {
+	tasks TaskBudgeter
+	goals GoalBudgeter
+}
 
 // NewBudgetAPI returns the budget handlers over svc.
-func NewBudgetAPI(svc *models.Service) *BudgetAPI { return &BudgetAPI{svc: svc} }
+func NewBudgetAPI(tasks TaskBudgeter, goals GoalBudgeter) *BudgetAPI {
+	return &BudgetAPI{tasks: tasks, goals: goals}
+}
 
 // Task answers POST /tasks/{id}/budget {max_cost_usd, max_tokens}: a lead or exec
 // sets the task's budget; a task a budget stopped resumes.
@@ -21,7 +26,7 @@ func (h *BudgetAPI) Task(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.svc.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
+	t, err := h.tasks.RaiseTaskBudget(c.Request().Context(), Actor(c), id, b)
 	if err != nil {
 		return err
 	}
@@ -35,7 +40,7 @@ func (h *BudgetAPI) Goal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := h.svc.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
+	g, err := h.goals.SetGoalBudget(c.Request().Context(), Actor(c), id, &b)
 	if err != nil {
 		return err
 	}

@@ -19,14 +19,14 @@ import (
 // manifest of the newest verified attempt and the files it kept, to whoever may read
 // the task.
 type DeliverableAPI struct {
-	svc   *models.Service
+	store models.Store
 	files models.DeliverableStore
 }
 
 // NewDeliverableAPI returns the deliverable handlers; a nil files (a server that
 // cannot read the data dir) serves manifests and answers every download with 404.
-func NewDeliverableAPI(svc *models.Service, files models.DeliverableStore) *DeliverableAPI {
-	return &DeliverableAPI{svc: svc, files: files}
+func NewDeliverableAPI(store models.Store, files models.DeliverableStore) *DeliverableAPI {
+	return &DeliverableAPI{store: store, files: files}
 }
 
 // Register adds the deliverable routes to g (the /api/v1 group):
@@ -138,7 +138,7 @@ func (h *DeliverableAPI) addFile(c echo.Context, tw *tar.Writer, a *models.Attem
 // attempt token of another task), and returns its newest verified attempt with a
 // deliverable.
 func (h *DeliverableAPI) latest(c echo.Context) (*models.Attempt, error) {
-	t, attempts, err := readableTask(c, h.svc)
+	t, attempts, err := readableTask(c, h.store)
 	if err != nil {
 		return nil, err
 	}

@@ -44,16 +44,16 @@ func newDeliverableEnv(t *testing.T, dialect string) *deliverableEnv {
 	db, svc := handlertest.Open(t, dialect)
 	root := t.TempDir()
 	files := runner.NewDeliverableFiles(root)
-	api := handlers.NewDeliverableAPI(svc, files)
+	api := handlers.NewDeliverableAPI(svc.Store(), files)
 	_, srv := handlertest.Serve(t, handlers.Deps{Service: svc, Extra: []func(*echo.Echo){func(e *echo.Echo) {
-		api.Register(e.Group("/api/v1", handlers.BearerAuth(svc)))
+		api.Register(e.Group("/api/v1", handlers.BearerAuth(svc.Tokens)))
 	}}})
 	handlertest.CreateAgent(t, svc, "lee", models.KindHuman, "", models.RoleLead)
 	bot := handlertest.CreateAgent(t, svc, "bot", models.KindWorker, "", "developer")
 	env := &deliverableEnv{svc: svc, srv: srv, api: api, root: root, lead: handlertest.CreateToken(t, svc, "lee", "test"),
 		files: map[string]string{"out/a.txt": "hello\n", "b c.md": "# two"}}
 	mk := func(title string) int64 {
-		tk, err := svc.CreateTask(context.Background(), models.System, models.TaskSpec{Title: title})
+		tk, err := svc.Tasks.CreateTask(context.Background(), models.System, models.TaskSpec{Title: title})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestDeliverableRefusesAnotherTasksAttemptToken(t *testing.T) {
 		ctx := context.Background()
 		bot, err := env.svc.Store().GetAgentByName(ctx, "bot")
 		dlMust(t, err)
-		secret, _, err := env.svc.IssueAttemptToken(ctx, bot.ID, env.other, 1, time.Hour)
+		secret, _, err := env.svc.Tokens.IssueAttemptToken(ctx, bot.ID, env.other, 1, time.Hour)
 		dlMust(t, err)
 		for _, p := range []string{"/deliverable", "/deliverable/files/out/a.txt", "/deliverable.tar.gz"} {
 			res, body := env.get(t, secret, "/tasks/"+itoa(env.task)+p)
@@ -210,7 +210,7 @@ func TestDeliverableRefusesAnotherTasksAttemptToken(t *testing.T) {
 		}
 
 		// The handlers' own check, without the middleware's.
-		scoped, err := env.svc.Authenticate(ctx, secret)
+		scoped, err := env.svc.Tokens.Authenticate(ctx, secret)
 		dlMust(t, err)
 		e := echo.New()
 		for _, c := range []struct {

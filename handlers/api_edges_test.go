@@ -250,7 +250,7 @@ func TestOutputDownload(t *testing.T) {
 		}
 		// An attempt token (a worker's) is not a reader of outputs.
 		other := newTask("out/report.md")
-		tok, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, other, 1, time.Hour)
+		tok, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, other, 1, time.Hour)
 		must(t, err)
 		e.tokens["attempt"] = tok
 		if r := e.send("attempt", "GET", fmt.Sprintf("/tasks/%d/output", good), "", nil); r.Status != 403 || strings.Contains(string(r.Raw), "Report") {

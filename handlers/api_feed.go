@@ -11,10 +11,10 @@ import (
 )
 
 // FeedAPI serves the read-only feeds: /inbox, /events and /ledger.
-type FeedAPI struct{ svc *models.Service }
+type FeedAPI struct{ store models.Store }
 
 // NewFeedAPI returns the feed endpoints over svc.
-func NewFeedAPI(svc *models.Service) *FeedAPI { return &FeedAPI{svc: svc} }
+func NewFeedAPI(store models.Store) *FeedAPI { return &FeedAPI{store: store} }
 
 // Inbox answers GET /inbox?kind=&all=1.
 func (h *FeedAPI) Inbox(c echo.Context) error {
@@ -26,7 +26,7 @@ func (h *FeedAPI) Inbox(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	items, err := h.svc.Store().ListInbox(c.Request().Context(), f)
+	items, err := h.store.ListInbox(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -44,12 +44,12 @@ func (h *FeedAPI) Events(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	evs, err := h.svc.Store().ListEvents(c.Request().Context(), after, limit)
+	evs, err := h.store.ListEvents(c.Request().Context(), after, limit)
 	if err != nil {
 		return err
 	}
 	viewer := Actor(c)
-	diffs := NewTemplateChangeDiffs(h.svc.Store(), viewer)
+	diffs := NewTemplateChangeDiffs(h.store, viewer)
 	for i := range evs {
 		// Agents' commands and sandboxes for admins only; held-out tests (in a
 		// template change's diff) for those who may set them.

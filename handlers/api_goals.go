@@ -9,10 +9,16 @@ import (
 )
 
 // GoalsAPI serves /api/v1/goals.
-type GoalsAPI struct{ svc *models.Service }
+type GoalsAPI struct {
+	store models.Store
+	goals GoalDecisions
+	runs  RunStarter
+}
 
 // NewGoalsAPI returns the goal endpoints over svc.
-func NewGoalsAPI(svc *models.Service) *GoalsAPI { return &GoalsAPI{svc: svc} }
+func NewGoalsAPI(store models.Store, goals GoalDecisions, runs RunStarter) *GoalsAPI {
+	return &GoalsAPI{store: store, goals: goals, runs: runs}
+}
 
 type goalInput struct {
 	Title       string `json:"title"`
@@ -29,7 +35,7 @@ func (h *GoalsAPI) Create(c echo.Context) error {
 		return err
 	}
 	g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project, Budget: in.Budget}
-	if err := h.svc.CreateGoal(c.Request().Context(), Actor(c), g); err != nil {
+	if err := h.goals.CreateGoal(c.Request().Context(), Actor(c), g); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, g)
@@ -47,7 +53,7 @@ func (h *GoalsAPI) List(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	goals, err := h.svc.Store().ListGoals(c.Request().Context(), f)
+	goals, err := h.store.ListGoals(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -69,7 +75,7 @@ func (h *GoalsAPI) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.svc.GoalStatus(c.Request().Context(), id)
+	st, err := h.goals.GoalStatus(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -88,7 +94,7 @@ func (h *GoalsAPI) Verify(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	g, err := h.svc.VerifyGoal(c.Request().Context(), Actor(c), id, in.Notes)
+	g, err := h.goals.VerifyGoal(c.Request().Context(), Actor(c), id, in.Notes)
 	if err != nil {
 		return err
 	}
@@ -108,7 +114,7 @@ func (h *GoalsAPI) Reject(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	st, err := h.svc.RejectGoal(c.Request().Context(), Actor(c), id, in.Reason, in.FixTasks)
+	st, err := h.goals.RejectGoal(c.Request().Context(), Actor(c), id, in.Reason, in.FixTasks)
 	if err != nil {
 		return err
 	}
@@ -132,10 +138,10 @@ func (h *GoalsAPI) StartRun(c echo.Context) error {
 	if in.Template == "" {
 		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"template": "is required"}}
 	}
-	if _, err := h.svc.Store().GetGoal(c.Request().Context(), id); err != nil {
+	if _, err := h.store.GetGoal(c.Request().Context(), id); err != nil {
 		return err
 	}
-	run, tasks, err := h.svc.StartRun(c.Request().Context(), Actor(c), id, in.Template, in.Version, in.Params)
+	run, tasks, err := h.runs.StartRun(c.Request().Context(), Actor(c), id, in.Template, in.Version, in.Params)
 	if err != nil {
 		return err
 	}

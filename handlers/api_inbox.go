@@ -4,15 +4,13 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/countersign/countersign/models"
 )
 
 // InboxAPI serves the inbox's state-changing endpoint; listing is FeedAPI.Inbox.
-type InboxAPI struct{ svc *models.Service }
+type InboxAPI struct{ inbox InboxResolver }
 
 // NewInboxAPI returns the inbox endpoints over svc.
-func NewInboxAPI(svc *models.Service) *InboxAPI { return &InboxAPI{svc: svc} }
+func NewInboxAPI(inbox InboxResolver) *InboxAPI { return &InboxAPI{inbox: inbox} }
 
 // Resolve answers POST /inbox/{id}/resolve {note}: it dismisses an open advisory item
 // and returns it resolved. Only a lead or an exec may (403); a blocked item or an
@@ -28,7 +26,7 @@ func (h *InboxAPI) Resolve(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	it, err := h.svc.ResolveInboxItem(c.Request().Context(), Actor(c), id, in.Note)
+	it, err := h.inbox.ResolveInboxItem(c.Request().Context(), Actor(c), id, in.Note)
 	if err != nil {
 		return err
 	}

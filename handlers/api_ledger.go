@@ -13,13 +13,13 @@ import (
 // LedgerAPI serves /api/v1/ledger: the outbox entries with their status and receipt,
 // and the exact bytes posted.
 type LedgerAPI struct {
-	svc  *models.Service
-	info ledger.Info
+	store models.Store
+	info  ledger.Info
 }
 
 // NewLedgerAPI returns the ledger endpoints.
-func NewLedgerAPI(svc *models.Service, info ledger.Info) *LedgerAPI {
-	return &LedgerAPI{svc: svc, info: info}
+func NewLedgerAPI(store models.Store, info ledger.Info) *LedgerAPI {
+	return &LedgerAPI{store: store, info: info}
 }
 
 // ledgerView is one entry as the API shows it.
@@ -57,7 +57,7 @@ func (h *LedgerAPI) List(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	entries, err := h.svc.Store().ListLedger(c.Request().Context(), f)
+	entries, err := h.store.ListLedger(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -103,5 +103,5 @@ func (h *LedgerAPI) entry(c echo.Context) (*models.LedgerEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.svc.Store().GetLedgerEntry(c.Request().Context(), id)
+	return h.store.GetLedgerEntry(c.Request().Context(), id)
 }

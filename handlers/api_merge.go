@@ -10,14 +10,14 @@ import (
 
 // MergeAPI lands verified task commits on their target branches.
 type MergeAPI struct {
-	svc    *models.Service
+	merges Merger
 	lander models.Lander
 }
 
 // NewMergeAPI returns the merge handlers; a nil lander (a server without the runner)
 // refuses every merge with 409.
-func NewMergeAPI(svc *models.Service, lander models.Lander) *MergeAPI {
-	return &MergeAPI{svc: svc, lander: lander}
+func NewMergeAPI(merges Merger, lander models.Lander) *MergeAPI {
+	return &MergeAPI{merges: merges, lander: lander}
 }
 
 // Task answers POST /tasks/{id}/merge: a lead merges the task's verified commit into
@@ -28,7 +28,7 @@ func (h *MergeAPI) Task(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	landed, err := h.svc.MergeTask(c.Request().Context(), Actor(c), id, h.lander)
+	landed, err := h.merges.MergeTask(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (h *MergeAPI) Goal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	landed, err := h.svc.MergeGoal(c.Request().Context(), Actor(c), id, h.lander)
+	landed, err := h.merges.MergeGoal(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (h *MergeAPI) Branch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := h.svc.TaskBranch(c.Request().Context(), Actor(c), id, h.lander)
+	r, err := h.merges.TaskBranch(c.Request().Context(), Actor(c), id, h.lander)
 	if err != nil {
 		return err
 	}

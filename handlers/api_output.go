@@ -18,14 +18,14 @@ import (
 // OutputAPI serves a task's output file (its contract's completion path) as the
 // verified attempt left it, to whoever may read the task.
 type OutputAPI struct {
-	svc   *models.Service
+	store models.Store
 	files models.DeliverableStore
 }
 
 // NewOutputAPI returns the output download over svc; files are the kept
 // deliverables (nil: the workspace's copy only).
-func NewOutputAPI(svc *models.Service, files models.DeliverableStore) *OutputAPI {
-	return &OutputAPI{svc: svc, files: files}
+func NewOutputAPI(store models.Store, files models.DeliverableStore) *OutputAPI {
+	return &OutputAPI{store: store, files: files}
 }
 
 // Register adds GET /tasks/:id/output to g (the /api/v1 group).
@@ -103,7 +103,7 @@ func outputHash(fp *models.Fingerprint) string {
 // Download answers GET /tasks/{id}/output: the output file as an attachment that no
 // browser renders, named by its base name; 404 when the task has none to serve.
 func (h *OutputAPI) Download(c echo.Context) error {
-	t, attempts, err := readableTask(c, h.svc)
+	t, attempts, err := readableTask(c, h.store)
 	if err != nil {
 		return err
 	}

@@ -24,15 +24,15 @@ func TestStatsRefusesAttemptTokenFirst(t *testing.T) {
 		e.agent("lee", models.KindHuman, models.RoleLead)
 		bot := e.agent("bot", models.KindWorker, "developer")
 		ctx := context.Background()
-		runner, err := e.svc.RunnerAgent(ctx)
+		runner, err := e.svc.Agents.RunnerAgent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		own := e.must(201, "lee", "POST", "/tasks", map[string]any{"title": "own", "assignee": "bot"}).num("id")
-		if _, err := e.svc.TaskAction(ctx, runner, own, models.ActStart, models.ActionInput{}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(ctx, runner, own, models.ActStart, models.ActionInput{}); err != nil {
 			t.Fatal(err)
 		}
-		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestStatsRefusesAttemptTokenFirst(t *testing.T) {
 		c.SetParamNames("name")
 		c.SetParamValues("nobody")
 		handlers.SetActor(c, &scoped)
-		if err := handlers.NewAgentsAPI(e.svc).Stats(c); models.ErrorCode(err) != models.EFORBIDDEN {
+		if err := handlers.NewAgentsAPI(e.svc.Store(), e.svc.Agents, e.svc.Tokens, e.svc.Stats, e.svc.Now).Stats(c); models.ErrorCode(err) != models.EFORBIDDEN {
 			t.Fatalf("the stats handler as a scoped actor asking for an unknown name: %v, want %s attempt_token_scope", err, models.EFORBIDDEN)
 		} else if me, _ := err.(*models.Error); me == nil || me.Rule != models.RuleAttemptTokenScope {
 			t.Fatalf("the stats handler's refusal: %#v", err)

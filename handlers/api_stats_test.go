@@ -67,7 +67,7 @@ func TestAgentStatsAPI(t *testing.T) {
 			}
 		}
 		// A worker's attempt token is for its task, not for reading scorecards.
-		secret, _, err := e.svc.IssueAttemptToken(ctx, w.ID, blocked, 2, time.Hour)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, w.ID, blocked, 2, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

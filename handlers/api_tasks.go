@@ -11,10 +11,16 @@ import (
 )
 
 // TasksAPI serves /api/v1/tasks.
-type TasksAPI struct{ svc *models.Service }
+type TasksAPI struct {
+	store models.Store
+	tasks TaskActions
+	goals GoalLinker
+}
 
 // NewTasksAPI returns the task endpoints over svc.
-func NewTasksAPI(svc *models.Service) *TasksAPI { return &TasksAPI{svc: svc} }
+func NewTasksAPI(store models.Store, tasks TaskActions, goals GoalLinker) *TasksAPI {
+	return &TasksAPI{store: store, tasks: tasks, goals: goals}
+}
 
 // Create answers POST /tasks: the contract is fixed (or generated) now.
 func (h *TasksAPI) Create(c echo.Context) error {
@@ -22,7 +28,7 @@ func (h *TasksAPI) Create(c echo.Context) error {
 	if err := DecodeJSON(c, &spec); err != nil {
 		return err
 	}
-	t, err := h.svc.CreateTask(c.Request().Context(), Actor(c), spec)
+	t, err := h.tasks.CreateTask(c.Request().Context(), Actor(c), spec)
 	if err != nil {
 		return assigneeField(err)
 	}
@@ -44,7 +50,7 @@ func (h *TasksAPI) List(c echo.Context) error {
 		fe.Add("state", "must be a task state")
 	}
 	if name := c.QueryParam("assignee"); name != "" {
-		a, err := h.svc.Store().GetAgentByName(ctx, name)
+		a, err := h.store.GetAgentByName(ctx, name)
 		if models.ErrorCode(err) == models.ENOTFOUND {
 			fe.Add("assignee", "no agent named "+name)
 		} else if err != nil {
@@ -56,7 +62,7 @@ func (h *TasksAPI) List(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	tasks, err := h.svc.Store().ListTasks(ctx, f)
+	tasks, err := h.store.ListTasks(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -80,16 +86,16 @@ type TaskDetail struct {
 
 // Get answers GET /tasks/{id}.
 func (h *TasksAPI) Get(c echo.Context) error {
-	t, attempts, err := readableTask(c, h.svc)
+	t, attempts, err := readableTask(c, h.store)
 	if err != nil {
 		return err
 	}
 	ctx, id := c.Request().Context(), t.ID
-	inbox, err := h.svc.Store().ListInbox(ctx, models.InboxFilter{TaskID: id, IncludeResolved: true})
+	inbox, err := h.store.ListInbox(ctx, models.InboxFilter{TaskID: id, IncludeResolved: true})
 	if err != nil {
 		return err
 	}
-	spend, err := h.svc.Store().SpendOf(ctx, models.SpendScope{TaskID: id})
+	spend, err := h.store.SpendOf(ctx, models.SpendScope{TaskID: id})
 	if err != nil {
 		return err
 	}
@@ -98,20 +104,20 @@ func (h *TasksAPI) Get(c echo.Context) error {
 
 // readableTask reads the task the request's :id names and its attempts, refusing a
 // reader who may not read it (an attempt token of another task).
-func readableTask(c echo.Context, svc *models.Service) (*models.Task, []models.Attempt, error) {
+func readableTask(c echo.Context, store models.Store) (*models.Task, []models.Attempt, error) {
 	id, err := PathID(c, "id")
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx := c.Request().Context()
-	t, err := svc.Store().GetTask(ctx, id)
+	t, err := store.GetTask(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := Actor(c).MayReadTask(t); err != nil {
 		return nil, nil, err
 	}
-	attempts, err := svc.Store().ListAttempts(ctx, id)
+	attempts, err := store.ListAttempts(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +133,7 @@ func nonNil[T any](s []T) []T {
 
 // Act answers POST /tasks/{id}/{action} with {assignee, reason, notes, summary,
 // files_changed, answer}. A transition the task's state refuses is 409 with allowed
-// narrowed to the actions this caller may take (models.Service.NarrowConflict).
+// narrowed to the actions this caller may take (models.TaskService.NarrowConflict).
 func (h *TasksAPI) Act(c echo.Context) error {
 	id, err := PathID(c, "id")
 	if err != nil {
@@ -148,9 +154,9 @@ func (h *TasksAPI) Act(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := h.svc.TaskAction(ctx, Actor(c), id, act, in)
+	t, err := h.tasks.TaskAction(ctx, Actor(c), id, act, in)
 	if err != nil {
-		return assigneeField(h.svc.NarrowConflict(ctx, Actor(c), id, err))
+		return assigneeField(h.tasks.NarrowConflict(ctx, Actor(c), id, err))
 	}
 	return c.JSON(http.StatusOK, TaskFor(Actor(c), t))
 }
@@ -210,7 +216,7 @@ func (h *TasksAPI) Ask(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := h.svc.AskQuestion(c.Request().Context(), Actor(c), id, in.Question)
+	t, err := h.tasks.AskQuestion(c.Request().Context(), Actor(c), id, in.Question)
 	if err != nil {
 		return err
 	}
@@ -232,7 +238,7 @@ func (h *TasksAPI) Link(c echo.Context) error {
 	if in.GoalID <= 0 {
 		return &models.Error{Code: models.EINVALID, Message: "validation failed", Fields: map[string]string{"goal_id": "is required"}}
 	}
-	t, err := h.svc.LinkTaskToGoal(c.Request().Context(), Actor(c), id, in.GoalID)
+	t, err := h.goals.LinkTaskToGoal(c.Request().Context(), Actor(c), id, in.GoalID)
 	if err != nil {
 		return err
 	}

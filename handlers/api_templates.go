@@ -11,10 +11,15 @@ import (
 )
 
 // TemplatesAPI serves /api/v1/templates and /api/v1/rules.
-type TemplatesAPI struct{ svc *models.Service }
+type TemplatesAPI struct {
+	store     models.Store
+	templates TemplateWriter
+}
 
 // NewTemplatesAPI returns the template and rules endpoints over svc.
-func NewTemplatesAPI(svc *models.Service) *TemplatesAPI { return &TemplatesAPI{svc: svc} }
+func NewTemplatesAPI(store models.Store, templates TemplateWriter) *TemplatesAPI {
+	return &TemplatesAPI{store: store, templates: templates}
+}
 
 // maxTemplateBytes bounds a template body.
 const maxTemplateBytes = 1 << 20
@@ -22,7 +27,7 @@ const maxTemplateBytes = 1 << 20
 // List answers GET /templates: the latest version of each, its steps' held-out tests
 // only for the readers who may set them (TemplateFor).
 func (h *TemplatesAPI) List(c echo.Context) error {
-	ts, err := h.svc.Store().ListTemplates(c.Request().Context())
+	ts, err := h.store.ListTemplates(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -37,7 +42,7 @@ func (h *TemplatesAPI) Get(c echo.Context) error {
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	t, err := h.svc.Store().GetTemplate(c.Request().Context(), c.Param("name"), version)
+	t, err := h.store.GetTemplate(c.Request().Context(), c.Param("name"), version)
 	if err != nil {
 		return err
 	}
@@ -72,7 +77,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 	if t.Name == "" {
 		t.Name = c.QueryParam("name")
 	}
-	if err := h.svc.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
+	if err := h.templates.SaveTemplate(c.Request().Context(), Actor(c), t); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, TemplateFor(Actor(c), t))
@@ -80,7 +85,7 @@ func (h *TemplatesAPI) Create(c echo.Context) error {
 
 // GetRules answers GET /rules.
 func (h *TemplatesAPI) GetRules(c echo.Context) error {
-	r, err := h.svc.Rules(c.Request().Context())
+	r, err := h.templates.Rules(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -93,7 +98,7 @@ func (h *TemplatesAPI) PutRules(c echo.Context) error {
 	if err := DecodeJSON(c, &r); err != nil {
 		return err
 	}
-	if err := h.svc.SaveRules(c.Request().Context(), Actor(c), &r); err != nil {
+	if err := h.templates.SaveRules(c.Request().Context(), Actor(c), &r); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, r)

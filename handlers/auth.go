@@ -14,7 +14,7 @@ const actorKey = "countersign.actor"
 // BearerAuth is middleware that requires a valid bearer token (not expired, not
 // revoked) and records the token's agent as the request's actor. An attempt token
 // reaches only the routes of its scope; any other is 403 attempt_token_scope.
-func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
+func BearerAuth(tokens Authenticator) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Request().Header.Get("Authorization")
@@ -22,7 +22,7 @@ func BearerAuth(svc *models.Service) echo.MiddlewareFunc {
 			if !ok {
 				return models.Errorf(models.EUNAUTHORIZED, "missing bearer token: send Authorization: Bearer <token>")
 			}
-			a, err := svc.Authenticate(c.Request().Context(), strings.TrimSpace(secret))
+			a, err := tokens.Authenticate(c.Request().Context(), strings.TrimSpace(secret))
 			if err != nil {
 				return err
 			}

@@ -13,11 +13,11 @@ import (
 func (e *apiEnv) blockAsRunner(id int64) {
 	e.t.Helper()
 	ctx := context.Background()
-	runner, err := e.svc.RunnerAgent(ctx)
+	runner, err := e.svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.svc.TaskAction(ctx, runner, id, models.ActBlock, models.ActionInput{}); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActBlock, models.ActionInput{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

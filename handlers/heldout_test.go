@@ -97,7 +97,7 @@ func TestHeldOutTestsAPI(t *testing.T) {
 		hidesHeldOut(t, "xena linking it", e.must(200, "xena", "POST", "/tasks/"+itoa(human)+"/link", map[string]any{"goal_id": goal}).Raw, 1)
 
 		// An attempt token: the bot holds the lead role, but acts for its attempt only.
-		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, id, 1, time.Hour)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, id, 1, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,11 +118,11 @@ func TestHeldOutTestsAPI(t *testing.T) {
 		}
 
 		// The judge's report comes back with the attempt, to every reader.
-		runner, err := e.svc.RunnerAgent(ctx)
+		runner, err := e.svc.Agents.RunnerAgent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()

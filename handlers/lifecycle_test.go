@@ -105,7 +105,7 @@ func TestTaskTransitionTable(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						want, err := e.svc.ActionsFor(context.Background(), e.agents[call.as], task, models.AllowedActions(from))
+						want, err := e.svc.Tasks.ActionsFor(context.Background(), e.agents[call.as], task, models.AllowedActions(from))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -139,13 +139,13 @@ func TestBlockIsNotAnAPIAction(t *testing.T) {
 		e.team()
 		id := e.taskIn(models.TaskInProgress)
 		e.must(404, "lena", "POST", "/tasks/"+itoa(id)+"/block", nil)
-		if _, err := e.svc.TaskAction(context.Background(), e.agents["lena"], id, models.ActBlock, models.ActionInput{}); models.ErrorCode(err) != models.EFORBIDDEN {
+		if _, err := e.svc.Tasks.TaskAction(context.Background(), e.agents["lena"], id, models.ActBlock, models.ActionInput{}); models.ErrorCode(err) != models.EFORBIDDEN {
 			t.Fatalf("a lead blocking through the service: %v, want forbidden", err)
 		}
 		// Parking a task on a question is the runner's too: a worker asks through
 		// POST /tasks/{id}/questions, never by moving the task.
 		e.must(404, "bob", "POST", "/tasks/"+itoa(id)+"/ask", map[string]any{"question": "?"})
-		if _, err := e.svc.TaskAction(context.Background(), e.agents["bob"], id, models.ActAsk, models.ActionInput{Question: "?"}); models.ErrorCode(err) != models.EFORBIDDEN {
+		if _, err := e.svc.Tasks.TaskAction(context.Background(), e.agents["bob"], id, models.ActAsk, models.ActionInput{Question: "?"}); models.ErrorCode(err) != models.EFORBIDDEN {
 			t.Fatalf("a builder parking its task through the service: %v, want forbidden", err)
 		}
 	})

@@ -82,16 +82,16 @@ func TestSpawnedByAttemptToken(t *testing.T) {
 		e.agent("vic", models.KindHuman, "tester")
 		e.agent("rita", models.KindHuman, "reviewer")
 		ctx := context.Background()
-		runner, err := e.svc.RunnerAgent(ctx)
+		runner, err := e.svc.Agents.RunnerAgent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		own := e.must(201, "lee", "POST", "/tasks", map[string]any{"title": "own", "assignee": "bot"}).num("id")
 		other := e.must(201, "lee", "POST", "/tasks", map[string]any{"title": "other"}).num("id")
-		if _, err := e.svc.TaskAction(ctx, runner, own, models.ActStart, models.ActionInput{}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(ctx, runner, own, models.ActStart, models.ActionInput{}); err != nil {
 			t.Fatal(err)
 		}
-		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, own, 1, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

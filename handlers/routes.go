@@ -71,19 +71,20 @@ func NewServer(d Deps) *echo.Echo {
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
 func Routes(e *echo.Echo, d Deps) {
-	ops := NewOpsHandler(d.Service.Store(), d.Version, d.Workers)
+	st := d.Service.Store()
+	ops := NewOpsHandler(st, d.Version, d.Workers)
 	e.GET("/healthz", ops.Health)
 	e.GET("/readyz", ops.Ready)
 	if d.Metrics != nil {
 		if d.MetricsPublic {
 			e.GET("/metrics", ShapeErrors(d.Metrics))
 		} else {
-			e.GET("/metrics", ShapeErrors(d.Metrics), BearerAuth(d.Service))
+			e.GET("/metrics", ShapeErrors(d.Metrics), BearerAuth(d.Service.Tokens))
 		}
 	}
 
-	api := e.Group("/api/v1", BearerAuth(d.Service))
-	agents := NewAgentsAPI(d.Service)
+	api := e.Group("/api/v1", BearerAuth(d.Service.Tokens))
+	agents := NewAgentsAPI(st, d.Service.Agents, d.Service.Tokens, d.Service.Stats, d.Service.Now)
 	api.GET("/agents", agents.List)
 	api.POST("/agents", agents.Create)
 	api.PATCH("/agents/:name", agents.Update)
@@ -91,27 +92,27 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/agents/:name/stats", agents.Stats)
 	api.DELETE("/tokens/:id", agents.RevokeToken)
 
-	tpl := NewTemplatesAPI(d.Service)
+	tpl := NewTemplatesAPI(st, d.Service.Templates)
 	api.GET("/templates", tpl.List)
 	api.POST("/templates", tpl.Create)
 	api.GET("/templates/:name", tpl.Get)
 	api.GET("/rules", tpl.GetRules)
 	api.PUT("/rules", tpl.PutRules)
 
-	goals := NewGoalsAPI(d.Service)
+	goals := NewGoalsAPI(st, d.Service.Goals, d.Service.Templates)
 	api.POST("/goals", goals.Create)
 	api.GET("/goals", goals.List)
 	api.GET("/goals/:id", goals.Get)
 	api.POST("/goals/:id/verify", goals.Verify)
 	api.POST("/goals/:id/reject", goals.Reject)
 	api.POST("/goals/:id/runs", goals.StartRun)
-	merge := NewMergeAPI(d.Service, d.Lander)
+	merge := NewMergeAPI(d.Service.Merges, d.Lander)
 	api.POST("/goals/:id/merge", merge.Goal)
-	budgets := NewBudgetAPI(d.Service)
+	budgets := NewBudgetAPI(d.Service.Tasks, d.Service.Goals)
 	api.POST("/goals/:id/budget", budgets.Goal)
 	api.POST("/tasks/:id/budget", budgets.Task)
 
-	tasks := NewTasksAPI(d.Service)
+	tasks := NewTasksAPI(st, d.Service.Tasks, d.Service.Goals)
 	api.POST("/tasks", tasks.Create)
 	api.GET("/tasks", tasks.List)
 	api.GET("/tasks/:id", tasks.Get)
@@ -119,17 +120,17 @@ func Routes(e *echo.Echo, d Deps) {
 	api.POST("/tasks/:id/questions", tasks.Ask)
 	api.GET("/tasks/:id/branch", merge.Branch)
 	api.POST("/tasks/:id/merge", merge.Task)
-	NewDeliverableAPI(d.Service, d.Deliverables).Register(api)
-	NewAdvisoryAPI(d.Service).Register(api)
-	NewOutputAPI(d.Service, d.Deliverables).Register(api)
+	NewDeliverableAPI(st, d.Deliverables).Register(api)
+	NewAdvisoryAPI(d.Service.Tasks).Register(api)
+	NewOutputAPI(st, d.Deliverables).Register(api)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
-	feed := NewFeedAPI(d.Service)
+	feed := NewFeedAPI(st)
 	api.GET("/inbox", feed.Inbox)
-	api.POST("/inbox/:id/resolve", NewInboxAPI(d.Service).Resolve)
+	api.POST("/inbox/:id/resolve", NewInboxAPI(d.Service.Inbox).Resolve)
 	api.GET("/events", feed.Events)
 
-	led := NewLedgerAPI(d.Service, d.Ledger)
+	led := NewLedgerAPI(st, d.Ledger)
 	api.GET("/ledger", led.List)
 	api.GET("/ledger/:id", led.Message)
 	api.GET("/ledger/:id/payload", led.Payload)

@@ -48,7 +48,7 @@ func eachAccess(t *testing.T, f func(t *testing.T, e *accessEnv)) {
 
 func (e *accessEnv) agent(a *models.Agent) *models.Agent {
 	e.t.Helper()
-	if err := e.svc.CreateAgent(e.ctx, models.System, a, ""); err != nil {
+	if err := e.svc.Agents.CreateAgent(e.ctx, models.System, a, ""); err != nil {
 		e.t.Fatalf("agent %s: %v", a.Name, err)
 	}
 	return a
@@ -81,12 +81,12 @@ func asError(err error, de **models.Error) bool {
 // workerTask creates a task assigned to the worker and started by the runner.
 func (e *accessEnv) workerTask(title string) *models.Task {
 	e.t.Helper()
-	task, err := e.svc.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Role: "developer", Assignee: "bot",
+	task, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Role: "developer", Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}})
 	e.must(err)
-	runner, err := e.svc.RunnerAgent(e.ctx)
+	runner, err := e.svc.Agents.RunnerAgent(e.ctx)
 	e.must(err)
-	task, err = e.svc.TaskAction(e.ctx, runner, task.ID, models.ActStart, models.ActionInput{})
+	task, err = e.svc.Tasks.TaskAction(e.ctx, runner, task.ID, models.ActStart, models.ActionInput{})
 	e.must(err)
 	return task
 }
@@ -95,24 +95,24 @@ func (e *accessEnv) workerTask(title string) *models.Task {
 // expired or revoked, and records its use at most once a minute.
 func TestTokenLifetime(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
-		secret, tok, err := e.svc.IssueToken(e.ctx, models.System, "lee", "laptop", 0)
+		secret, tok, err := e.svc.Tokens.IssueToken(e.ctx, models.System, "lee", "laptop", 0)
 		wantRule(t, err, models.EINVALID, "")
-		secret, tok, err = e.svc.IssueToken(e.ctx, e.lead, "lee", "laptop", time.Hour)
+		secret, tok, err = e.svc.Tokens.IssueToken(e.ctx, e.lead, "lee", "laptop", time.Hour)
 		wantRule(t, err, models.EFORBIDDEN, "admin_only")
-		def, err := e.svc.CreateToken(e.ctx, e.admin, "lee", "default")
+		def, err := e.svc.Tokens.CreateToken(e.ctx, e.admin, "lee", "default")
 		e.must(err)
-		secret, tok, err = e.svc.IssueToken(e.ctx, e.admin, "lee", "laptop", 30*24*time.Hour)
+		secret, tok, err = e.svc.Tokens.IssueToken(e.ctx, e.admin, "lee", "laptop", 30*24*time.Hour)
 		e.must(err)
 		if !tok.ExpiresAt.Equal(e.now.Add(30 * 24 * time.Hour)) {
 			t.Fatalf("expires at %v, want in 30 days", tok.ExpiresAt)
 		}
-		forever, never, err := e.svc.IssueToken(e.ctx, e.admin, "lee", "forever", models.NoExpiry)
+		forever, never, err := e.svc.Tokens.IssueToken(e.ctx, e.admin, "lee", "forever", models.NoExpiry)
 		e.must(err)
 		if never.ExpiresAt != nil {
 			t.Fatalf("a token made to never expire expires at %v", never.ExpiresAt)
 		}
 
-		a, err := e.svc.Authenticate(e.ctx, secret)
+		a, err := e.svc.Tokens.Authenticate(e.ctx, secret)
 		e.must(err)
 		if a.ID != e.lead.ID || a.Scope != nil {
 			t.Fatalf("authenticated %+v", a)
@@ -130,48 +130,48 @@ func TestTokenLifetime(t *testing.T) {
 			t.Fatalf("last used %v, want %v", lastUsed(), first)
 		}
 		e.now = e.now.Add(30 * time.Second)
-		_, err = e.svc.Authenticate(e.ctx, secret)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
 		e.must(err)
 		if !lastUsed().Equal(first) {
 			t.Fatalf("a use 30s later was written (%v): at most once a minute", lastUsed())
 		}
 		e.now = e.now.Add(31 * time.Second)
-		_, err = e.svc.Authenticate(e.ctx, secret)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
 		e.must(err)
 		if !lastUsed().Equal(e.now) {
 			t.Fatalf("last used %v, want %v after a minute", lastUsed(), e.now)
 		}
 
 		e.now = first.Add(89 * 24 * time.Hour)
-		_, err = e.svc.Authenticate(e.ctx, def)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, def)
 		e.must(err)
 		e.now = first.Add(90 * 24 * time.Hour)
-		_, err = e.svc.Authenticate(e.ctx, def)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, def)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
-		_, err = e.svc.Authenticate(e.ctx, secret)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
-		_, err = e.svc.Authenticate(e.ctx, forever)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, forever)
 		e.must(err)
 
 		// The agent itself may revoke its own token; another agent may not.
-		_, err = e.svc.RevokeToken(e.ctx, e.worker, never.ID)
+		_, err = e.svc.Tokens.RevokeToken(e.ctx, e.worker, never.ID)
 		wantRule(t, err, models.EFORBIDDEN, "admin_or_owner")
-		rt, err := e.svc.RevokeToken(e.ctx, e.lead, never.ID)
+		rt, err := e.svc.Tokens.RevokeToken(e.ctx, e.lead, never.ID)
 		e.must(err)
 		if rt.RevokedAt == nil || rt.Status(e.now) != models.TokenRevoked {
 			t.Fatalf("revoked token %+v", rt)
 		}
-		_, err = e.svc.Authenticate(e.ctx, forever)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, forever)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
-		list, err := e.svc.ListTokens(e.ctx, e.admin, "lee")
+		list, err := e.svc.Tokens.ListTokens(e.ctx, e.admin, "lee")
 		e.must(err)
 		if len(list) != 3 || list[0].Name != "forever" || list[0].Status(e.now) != models.TokenRevoked || list[2].Status(e.now) != models.TokenExpired {
 			t.Fatalf("tokens of lee: %+v", list)
 		}
-		_, err = e.svc.ListTokens(e.ctx, e.worker, "lee")
+		_, err = e.svc.Tokens.ListTokens(e.ctx, e.worker, "lee")
 		wantRule(t, err, models.EFORBIDDEN, "admin_or_owner")
 
-		revoked, err := e.svc.RevokeTokensByName(e.ctx, models.System, "lee", "laptop")
+		revoked, err := e.svc.Tokens.RevokeTokensByName(e.ctx, models.System, "lee", "laptop")
 		e.must(err)
 		if len(revoked) != 1 || revoked[0].ID != tok.ID {
 			t.Fatalf("revoked by name: %+v", revoked)
@@ -214,13 +214,13 @@ func TestAttemptTokenScope(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		own := e.workerTask("own")
 		other := e.workerTask("other")
-		_, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, 0)
+		_, _, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, 0)
 		wantRule(t, err, models.EINVALID, "")
-		_, _, err = e.svc.IssueAttemptToken(e.ctx, e.worker.ID, 424242, 1, time.Hour)
+		_, _, err = e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, 424242, 1, time.Hour)
 		wantRule(t, err, models.ENOTFOUND, "")
-		secret, tokID, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, 40*time.Minute)
+		secret, tokID, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, 40*time.Minute)
 		e.must(err)
-		a, err := e.svc.Authenticate(e.ctx, secret)
+		a, err := e.svc.Tokens.Authenticate(e.ctx, secret)
 		e.must(err)
 		if a.ID != e.worker.ID || a.Scope == nil || a.Scope.TaskID != own.ID || a.Scope.TokenID != tokID || a.Scope.Attempt != 1 {
 			t.Fatalf("attempt token authenticates as %+v scope %+v", a, a.Scope)
@@ -231,25 +231,25 @@ func TestAttemptTokenScope(t *testing.T) {
 		wantRule(t, a.MayReadTask(other), models.EFORBIDDEN, models.RuleAttemptTokenScope)
 
 		// Another task: nothing, not even what the worker's roles allow.
-		_, err = e.svc.TaskAction(e.ctx, a, other.ID, models.ActSubmit, models.ActionInput{Summary: "x"})
+		_, err = e.svc.Tasks.TaskAction(e.ctx, a, other.ID, models.ActSubmit, models.ActionInput{Summary: "x"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 		// Its own task: no action (the runner submits it), and no lead or exec action
 		// though the worker holds both.
-		_, err = e.svc.TaskAction(e.ctx, a, own.ID, models.ActCancel, models.ActionInput{Reason: "x"})
+		_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActCancel, models.ActionInput{Reason: "x"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		err = e.svc.CreateGoal(e.ctx, a, &models.Goal{Title: "mine"})
+		err = e.svc.Goals.CreateGoal(e.ctx, a, &models.Goal{Title: "mine"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, err = e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "for lee", Assignee: "lee"})
+		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for lee", Assignee: "lee"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, _, err = e.svc.IssueToken(e.ctx, a, "bot", "more", time.Hour)
+		_, _, err = e.svc.Tokens.IssueToken(e.ctx, a, "bot", "more", time.Hour)
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, err = e.svc.ListTokens(e.ctx, a, "bot")
+		_, err = e.svc.Tokens.ListTokens(e.ctx, a, "bot")
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 
 		// Work for another role would run under another agent, perhaps with wider grants.
-		_, err = e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "for ops", Role: "ops"})
+		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for ops", Role: "ops"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		child, err := e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "sub-task", Role: "developer"})
+		child, err := e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "sub-task", Role: "developer"})
 		e.must(err)
 		if child.ParentTaskID == nil || *child.ParentTaskID != own.ID || child.CreatorID != e.worker.ID {
 			t.Fatalf("a task created by an attempt token: parent %v creator %d", child.ParentTaskID, child.CreatorID)
@@ -258,60 +258,60 @@ func TestAttemptTokenScope(t *testing.T) {
 			t.Fatalf("reading a task it created: %v", err)
 		}
 		g := &models.Goal{Title: "g"}
-		e.must(e.svc.CreateGoal(e.ctx, e.lead, g))
-		_, err = e.svc.CreateTask(e.ctx, a, models.TaskSpec{Title: "elsewhere", GoalID: &g.ID})
+		e.must(e.svc.Goals.CreateGoal(e.ctx, e.lead, g))
+		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "elsewhere", GoalID: &g.ID})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		if _, err := e.svc.TaskAction(e.ctx, a, child.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(e.ctx, a, child.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
 			t.Fatalf("cancelling a task it created: %v", err)
 		}
-		_, err = e.svc.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+		_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
 		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
 		// The same agent with a personal token is not confined.
-		if _, err := e.svc.TaskAction(e.ctx, e.worker, other.ID, models.ActCancel, models.ActionInput{Reason: "x"}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(e.ctx, e.worker, other.ID, models.ActCancel, models.ActionInput{Reason: "x"}); err != nil {
 			t.Fatalf("the worker unscoped: %v", err)
 		}
 
-		e.must(e.svc.RevokeAttemptToken(e.ctx, tokID))
-		e.must(e.svc.RevokeAttemptToken(e.ctx, tokID)) // twice changes nothing
-		_, err = e.svc.Authenticate(e.ctx, secret)
+		e.must(e.svc.Tokens.RevokeAttemptToken(e.ctx, tokID))
+		e.must(e.svc.Tokens.RevokeAttemptToken(e.ctx, tokID)) // twice changes nothing
+		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
 
-		s2, id2, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 2, 40*time.Minute)
+		s2, id2, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 2, 40*time.Minute)
 		e.must(err)
-		s3, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, other.ID, 1, 40*time.Minute)
+		s3, _, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, other.ID, 1, 40*time.Minute)
 		e.must(err)
-		n, err := e.svc.RevokeAttemptTokensForTask(e.ctx, own.ID)
+		n, err := e.svc.Tokens.RevokeAttemptTokensForTask(e.ctx, own.ID)
 		e.must(err)
 		if n != 1 {
 			t.Fatalf("revoked %d live tokens of the task, want 1", n)
 		}
-		_, err = e.svc.Authenticate(e.ctx, s2)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, s2)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
-		_, err = e.svc.Authenticate(e.ctx, s3)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, s3)
 		e.must(err)
 		e.now = e.now.Add(40 * time.Minute)
-		_, err = e.svc.Authenticate(e.ctx, s3)
+		_, err = e.svc.Tokens.Authenticate(e.ctx, s3)
 		wantRule(t, err, models.EUNAUTHORIZED, "")
 
-		personal, err := e.svc.CreateToken(e.ctx, e.admin, "bot", "personal")
+		personal, err := e.svc.Tokens.CreateToken(e.ctx, e.admin, "bot", "personal")
 		e.must(err)
-		pa, err := e.svc.Authenticate(e.ctx, personal)
+		pa, err := e.svc.Tokens.Authenticate(e.ctx, personal)
 		e.must(err)
-		if err := e.svc.RevokeAttemptToken(e.ctx, 0); models.ErrorCode(err) != models.ENOTFOUND {
+		if err := e.svc.Tokens.RevokeAttemptToken(e.ctx, 0); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("revoking no token: %v", err)
 		}
-		list, err := e.svc.ListTokens(e.ctx, e.admin, "bot")
+		list, err := e.svc.Tokens.ListTokens(e.ctx, e.admin, "bot")
 		e.must(err)
 		if len(list) != 1 {
 			t.Fatalf("bot lists %d tokens, want its personal one only", len(list))
 		}
-		wantRule(t, e.svc.RevokeAttemptToken(e.ctx, list[0].ID), models.ENOTFOUND, "")
-		if _, err := e.svc.Authenticate(e.ctx, personal); err != nil || pa.Scope != nil {
+		wantRule(t, e.svc.Tokens.RevokeAttemptToken(e.ctx, list[0].ID), models.ENOTFOUND, "")
+		if _, err := e.svc.Tokens.Authenticate(e.ctx, personal); err != nil || pa.Scope != nil {
 			t.Fatalf("a personal token after RevokeAttemptToken of it: %v", err)
 		}
 
 		e.now = e.now.Add(25 * time.Hour)
-		pruned, err := e.svc.PruneAttemptTokens(e.ctx)
+		pruned, err := e.svc.Tokens.PruneAttemptTokens(e.ctx)
 		e.must(err)
 		if pruned != 3 {
 			t.Fatalf("pruned %d attempt tokens, want the 3 expired ones", pruned)
@@ -326,36 +326,36 @@ func TestLoginLockout(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		for _, name := range []string{"lee", "nobody"} {
 			for i := 1; i < models.MaxFailedLogins; i++ {
-				until, err := e.svc.LoginFailed(e.ctx, name)
+				until, err := e.svc.Tokens.LoginFailed(e.ctx, name)
 				e.must(err)
 				if !until.IsZero() {
 					t.Fatalf("%s locked after %d failures", name, i)
 				}
 			}
-			if until, _ := e.svc.LoginLockedUntil(e.ctx, name); !until.IsZero() {
+			if until, _ := e.svc.Tokens.LoginLockedUntil(e.ctx, name); !until.IsZero() {
 				t.Fatalf("%s locked before the tenth failure", name)
 			}
-			until, err := e.svc.LoginFailed(e.ctx, strings.ToUpper(name)+" ")
+			until, err := e.svc.Tokens.LoginFailed(e.ctx, strings.ToUpper(name)+" ")
 			e.must(err)
 			if !until.Equal(e.now.Add(models.LoginLockout)) {
 				t.Fatalf("the tenth failure of %s locks until %v, want %v", name, until, e.now.Add(models.LoginLockout))
 			}
-			got, err := e.svc.LoginLockedUntil(e.ctx, name)
+			got, err := e.svc.Tokens.LoginLockedUntil(e.ctx, name)
 			e.must(err)
 			if !got.Equal(until) {
 				t.Fatalf("%s locked until %v, want %v", name, got, until)
 			}
 		}
 		e.now = e.now.Add(models.LoginLockout)
-		if until, _ := e.svc.LoginLockedUntil(e.ctx, "lee"); !until.IsZero() {
+		if until, _ := e.svc.Tokens.LoginLockedUntil(e.ctx, "lee"); !until.IsZero() {
 			t.Fatalf("still locked after %s", models.LoginLockout)
 		}
 		for range 9 {
-			_, err := e.svc.LoginFailed(e.ctx, "lee")
+			_, err := e.svc.Tokens.LoginFailed(e.ctx, "lee")
 			e.must(err)
 		}
-		e.must(e.svc.LoginSucceeded(e.ctx, "lee"))
-		until, err := e.svc.LoginFailed(e.ctx, "lee")
+		e.must(e.svc.Tokens.LoginSucceeded(e.ctx, "lee"))
+		until, err := e.svc.Tokens.LoginFailed(e.ctx, "lee")
 		e.must(err)
 		if !until.IsZero() {
 			t.Fatal("a failure after a success locked the account: the success did not reset the count")
@@ -363,7 +363,7 @@ func TestLoginLockout(t *testing.T) {
 		// Failures further apart than the window do not add up.
 		for range 12 {
 			e.now = e.now.Add(models.LoginLockout + time.Second)
-			until, err := e.svc.LoginFailed(e.ctx, "ada")
+			until, err := e.svc.Tokens.LoginFailed(e.ctx, "ada")
 			e.must(err)
 			if !until.IsZero() {
 				t.Fatal("failures spread over hours locked the account")
@@ -379,11 +379,11 @@ func TestAgentChangesAndSandbox(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		bot := *e.worker
 		bot.Sandbox = models.AgentSandbox{Write: []string{"/srv/cache/"}}
-		wantRule(t, e.svc.UpdateAgent(e.ctx, e.lead, &bot), models.EFORBIDDEN, "admin_only")
+		wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.lead, &bot), models.EFORBIDDEN, "admin_only")
 
 		bad := *e.worker
 		bad.Sandbox = models.AgentSandbox{Read: []string{"relative/dir", "/"}, Write: []string{"/ok", "/x\x00y"}, Connect: []int{0, 70000}}
-		err := e.svc.UpdateAgent(e.ctx, e.admin, &bad)
+		err := e.svc.Agents.UpdateAgent(e.ctx, e.admin, &bad)
 		wantRule(t, err, models.EINVALID, "")
 		fields := err.(*models.Error).Fields
 		for _, f := range []string{"sandbox.read", "sandbox.write", "sandbox.connect"} {
@@ -393,7 +393,7 @@ func TestAgentChangesAndSandbox(t *testing.T) {
 		}
 		human := *e.lead
 		human.Sandbox = models.AgentSandbox{AllowUnix: true}
-		wantRule(t, e.svc.UpdateAgent(e.ctx, e.admin, &human), models.EINVALID, "")
+		wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.admin, &human), models.EINVALID, "")
 		if n := len(e.events("agent.changed")); n != 0 {
 			t.Fatalf("%d agent.changed events after refused changes", n)
 		}
@@ -402,7 +402,7 @@ func TestAgentChangesAndSandbox(t *testing.T) {
 		bot.Command = "claude -p\n--model haiku"
 		bot.Roles = []string{"developer"}
 		bot.Sandbox = models.AgentSandbox{Read: []string{" /opt/sdk/../sdk/ "}, Write: []string{"/srv/cache/", "/srv/cache"}, Connect: []int{5432, 443, 443}, AllowUnix: true}
-		e.must(e.svc.UpdateAgent(e.ctx, e.admin, &bot))
+		e.must(e.svc.Agents.UpdateAgent(e.ctx, e.admin, &bot))
 		got, err := e.db.GetAgent(e.ctx, bot.ID)
 		e.must(err)
 		want := models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/srv/cache"}, Connect: []int{443, 5432}, AllowUnix: true}
@@ -436,7 +436,7 @@ func TestAgentChangesAndSandbox(t *testing.T) {
 		}
 
 		// Saving without a change records nothing.
-		e.must(e.svc.UpdateAgent(e.ctx, e.admin, got))
+		e.must(e.svc.Agents.UpdateAgent(e.ctx, e.admin, got))
 		if n := len(e.events("agent.changed")); n != 1 {
 			t.Fatalf("%d agent.changed events after a save without change", n)
 		}
@@ -502,16 +502,16 @@ func TestAuthenticateIsARead(t *testing.T) {
 			svc := models.NewService(st, ledger.Composer{})
 			now := time.Now().UTC()
 			svc.SetClock(func() time.Time { return now })
-			if err := svc.CreateAgent(context.Background(), models.System, &models.Agent{Name: "lee", Kind: models.KindHuman, Roles: []string{"lead"}}, ""); err != nil {
+			if err := svc.Agents.CreateAgent(context.Background(), models.System, &models.Agent{Name: "lee", Kind: models.KindHuman, Roles: []string{"lead"}}, ""); err != nil {
 				t.Fatal(err)
 			}
-			secret, err := svc.CreateToken(context.Background(), models.System, "lee", "t")
+			secret, err := svc.Tokens.CreateToken(context.Background(), models.System, "lee", "t")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range 5 {
 				now = now.Add(10 * time.Second)
-				if _, err := svc.Authenticate(context.Background(), secret); err != nil {
+				if _, err := svc.Tokens.Authenticate(context.Background(), secret); err != nil {
 					t.Fatal(err)
 				}
 				if st.n != 1 {
@@ -519,7 +519,7 @@ func TestAuthenticateIsARead(t *testing.T) {
 				}
 			}
 			now = now.Add(time.Minute)
-			if _, err := svc.Authenticate(context.Background(), secret); err != nil || st.n != 2 {
+			if _, err := svc.Tokens.Authenticate(context.Background(), secret); err != nil || st.n != 2 {
 				t.Fatalf("a use a minute later: %v, %d writes; want 2", err, st.n)
 			}
 		})
@@ -532,17 +532,17 @@ func TestAuthenticateIsARead(t *testing.T) {
 func TestOneLiveAttemptTokenPerTask(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		own, other := e.workerTask("own"), e.workerTask("other")
-		first, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, time.Hour)
+		first, _, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 1, time.Hour)
 		e.must(err)
-		elsewhere, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, other.ID, 1, time.Hour)
+		elsewhere, _, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, other.ID, 1, time.Hour)
 		e.must(err)
-		second, _, err := e.svc.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 2, time.Hour)
+		second, _, err := e.svc.Tokens.IssueAttemptToken(e.ctx, e.worker.ID, own.ID, 2, time.Hour)
 		e.must(err)
-		if _, err := e.svc.Authenticate(e.ctx, first); err == nil {
+		if _, err := e.svc.Tokens.Authenticate(e.ctx, first); err == nil {
 			t.Fatal("attempt 1's token still authenticates after attempt 2's was issued")
 		}
 		for _, s := range []string{second, elsewhere} {
-			if _, err := e.svc.Authenticate(e.ctx, s); err != nil {
+			if _, err := e.svc.Tokens.Authenticate(e.ctx, s); err != nil {
 				t.Fatalf("a live token: %v", err)
 			}
 		}

@@ -116,11 +116,11 @@ func AdvisoryPromptReasons(ctx context.Context, tx Tx, rules ProjectRules, t *Ta
 // gateAdvisory runs when a task is stored (insertTask): an advisory task either waits
 // for a person (an advisory_prompt inbox item, advisory.held) or proceeds at once with
 // its decision logged for review (advisory.proceeded, auto). Other tasks pass.
-func (s *Service) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *Task, files []string) error {
+func (s *TaskService) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *Task, files []string) error {
 	if t.Contract.Verification.Type != VerifyAdvisory {
 		return nil
 	}
-	rules, err := s.RulesIn(ctx, tx)
+	rules, err := RulesIn(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func advisoryHold(ctx context.Context, tx Tx, t *Task) error {
 }
 
 // AdvisoryPromptOf returns the open advisory prompt of task id, nil when none waits.
-func (s *Service) AdvisoryPromptOf(ctx context.Context, id int64) (*InboxItem, error) {
+func (s *InboxService) AdvisoryPromptOf(ctx context.Context, id int64) (*InboxItem, error) {
 	t, err := s.store.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (s *Service) AdvisoryPromptOf(ctx context.Context, id int64) (*InboxItem, e
 // (commands_need_editor) — and releases it (advisory.made_verifiable); cancel cancels
 // the task (its cancel action, which resolves the item). The item records who
 // resolved it and how; everything happens in one transaction. It returns the task.
-func (s *Service) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, id int64, d AdvisoryDecision) (*Task, error) {
+func (s *TaskService) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, id int64, d AdvisoryDecision) (*Task, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}
@@ -277,8 +277,8 @@ func (s *Service) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, id in
 // makeVerifiable gives t the verifiable verification v, resolved and validated as a
 // new task's contract is (ResolveContract, Normalize, Validate); on a validation error
 // t is left as it was.
-func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verification) error {
-	rules, err := s.RulesIn(ctx, tx)
+func (s *TaskService) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verification) error {
+	rules, err := RulesIn(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (s *Service) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verifica
 // resolveInboxKeepingPrompt is resolveInbox for every open item of the task but its
 // advisory prompt: reassigning a held task settles its blocked item, not the decision
 // whether it may be delegated at all.
-func (s *Service) resolveInboxKeepingPrompt(ctx context.Context, tx Tx, actor *Agent, taskID int64, resolution string) error {
+func (s *InboxService) resolveInboxKeepingPrompt(ctx context.Context, tx Tx, actor *Agent, taskID int64, resolution string) error {
 	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID})
 	if err != nil {
 		return err

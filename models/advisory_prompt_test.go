@@ -44,7 +44,7 @@ func (e *inboxEnv) prompts() []models.InboxItem {
 
 func (e *inboxEnv) create(title string, files ...string) *models.Task {
 	e.t.Helper()
-	task, err := e.svc.CreateTask(e.ctx, e.agents["lead"], models.TaskSpec{Title: title, Role: "developer", Files: files})
+	task, err := e.svc.Tasks.CreateTask(e.ctx, e.agents["lead"], models.TaskSpec{Title: title, Role: "developer", Files: files})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -111,25 +111,25 @@ func TestAdvisoryPrompt(t *testing.T) {
 			if slices.Contains(e.ready(), amb.ID) {
 				t.Fatal("a held task is claimable")
 			}
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActAssign, models.ActionInput{Agent: "dev"}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActAssign, models.ActionInput{Agent: "dev"}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.svc.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{})
+			_, err = e.svc.Tasks.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{})
 			advWantRule(t, err, models.ECONFLICT, models.RuleAdvisoryPrompt)
 			// Reassigning it does not settle the prompt.
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActReassign, models.ActionInput{Agent: "dev"}); err != nil || len(e.prompts()) != 1 {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActReassign, models.ActionInput{Agent: "dev"}); err != nil || len(e.prompts()) != 1 {
 				t.Fatalf("reassign: %v, %d prompts", err, len(e.prompts()))
 			}
 			// Dismissing it like an advisory output is not how it is resolved.
-			if _, err := e.svc.ResolveInboxItem(e.ctx, e.agents["lead"], items[0].ID, ""); models.ErrorCode(err) != models.ECONFLICT {
+			if _, err := e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["lead"], items[0].ID, ""); models.ErrorCode(err) != models.ECONFLICT {
 				t.Fatalf("dismiss: %v", err)
 			}
 
 			// Only a lead or exec answers.
-			_, err = e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["dev"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
+			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["dev"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
 			advWantRule(t, err, models.EFORBIDDEN, "lead_or_exec")
 			// Bad criteria: 422 with fields, nothing changed.
-			_, err = e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
+			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: ""}}})
 			var me *models.Error
 			if models.ErrorCode(err) != models.EINVALID || !asErr(err, &me) || len(me.Fields) == 0 {
@@ -139,10 +139,10 @@ func TestAdvisoryPrompt(t *testing.T) {
 				t.Fatal("a refused make_verifiable changed something")
 			}
 			// An exec may not put shell into the criteria.
-			_, err = e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
+			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: "tests pass", Command: "go test ./..."}}})
 			advWantRule(t, err, models.EFORBIDDEN, models.RuleCommandsNeedEditor)
-			got, err := e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
+			got, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: "the checkout timeout test passes"}}})
 			if err != nil {
 				t.Fatal(err)
@@ -154,19 +154,19 @@ func TestAdvisoryPrompt(t *testing.T) {
 			if len(e.prompts()) != 0 {
 				t.Fatal("the prompt is still open")
 			}
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{}); err != nil {
 				t.Fatalf("start after make_verifiable: %v", err)
 			}
-			_, err = e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
+			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
 			advWantRule(t, err, models.ECONFLICT, models.RuleAdvisoryPrompt)
 
 			// The setting on: every advisory task waits; proceed releases, cancel cancels.
-			r, err := e.svc.Rules(e.ctx)
+			r, err := e.svc.Templates.Rules(e.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.PromptForAdvisory = true
-			if err := e.svc.SaveRules(e.ctx, e.agents["lead"], &r); err != nil {
+			if err := e.svc.Templates.SaveRules(e.ctx, e.agents["lead"], &r); err != nil {
 				t.Fatal(err)
 			}
 			a := e.create("Research onboarding flows")
@@ -174,17 +174,17 @@ func TestAdvisoryPrompt(t *testing.T) {
 			if n := len(e.prompts()); n != 2 {
 				t.Fatalf("%d prompts with the setting on", n)
 			}
-			if _, err := e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], a.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed, Reason: "fine"}); err != nil {
+			if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], a.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed, Reason: "fine"}); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Contains(e.ready(), a.ID) || slices.Contains(e.ready(), b.ID) {
 				t.Fatalf("ready %v after proceeding with %d", e.ready(), a.ID)
 			}
-			bt, err := e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: models.AdvisoryCancel})
+			bt, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: models.AdvisoryCancel})
 			if err != nil || bt.State != models.TaskCancelled || len(e.prompts()) != 0 {
 				t.Fatalf("cancel: %v %+v", err, bt)
 			}
-			if _, err := e.svc.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: "later"}); models.ErrorCode(err) != models.EINVALID {
+			if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: "later"}); models.ErrorCode(err) != models.EINVALID {
 				t.Fatalf("unknown action: %v", err)
 			}
 		})
@@ -197,14 +197,14 @@ func TestAdvisoryPromptMultiStepRun(t *testing.T) {
 		{Name: "Build the page", Role: "developer", Brief: "build it"},
 		{Name: "Research what users think of the page", Role: "developer", Brief: "ask around"},
 	}}
-	if err := e.svc.SaveTemplate(e.ctx, e.agents["lead"], tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(e.ctx, e.agents["lead"], tpl); err != nil {
 		t.Fatal(err)
 	}
 	g := &models.Goal{Title: "Page"}
-	if err := e.svc.CreateGoal(e.ctx, e.agents["lead"], g); err != nil {
+	if err := e.svc.Goals.CreateGoal(e.ctx, e.agents["lead"], g); err != nil {
 		t.Fatal(err)
 	}
-	_, tasks, err := e.svc.StartRun(e.ctx, e.agents["lead"], g.ID, "two", 0, nil)
+	_, tasks, err := e.svc.Templates.StartRun(e.ctx, e.agents["lead"], g.ID, "two", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type AgentPausedPayload struct {
 // showed it says why. The change is an agent.changed event by the runner, as any
 // change of an agent is. An agent already disabled is left as it is, with no second
 // item.
-func (s *Service) PauseAgent(ctx context.Context, tx Tx, runner *Agent, agentID int64, t *Task, p AgentPausedPayload) error {
+func (s *AgentService) PauseAgent(ctx context.Context, tx Tx, runner *Agent, agentID int64, t *Task, p AgentPausedPayload) error {
 	a, err := tx.GetAgent(ctx, agentID)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (s *Service) PauseAgent(ctx context.Context, tx Tx, runner *Agent, agentID 
 
 // resolveAgentPaused closes the open agent_paused items of agent a, which an admin
 // has just enabled again.
-func (s *Service) resolveAgentPaused(ctx context.Context, tx Tx, actor *Agent, a *Agent) error {
+func (s *AgentService) resolveAgentPaused(ctx context.Context, tx Tx, actor *Agent, a *Agent) error {
 	items, err := tx.ListInbox(ctx, InboxFilter{Kind: InboxAgentPaused})
 	if err != nil {
 		return err

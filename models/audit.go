@@ -46,19 +46,19 @@ type HistoryEntry struct {
 const historyPage = 200
 
 // RulesHistory returns the newest limit changes of the project rules, newest first.
-func (s *Service) RulesHistory(ctx context.Context, limit int) ([]HistoryEntry, error) {
+func (s *TemplateService) RulesHistory(ctx context.Context, limit int) ([]HistoryEntry, error) {
 	return s.history(ctx, EventRulesChanged, limit, func(Change) bool { return true })
 }
 
 // TemplateHistory returns the newest limit changes (versions saved) of the template
 // name, newest first.
-func (s *Service) TemplateHistory(ctx context.Context, name string, limit int) ([]HistoryEntry, error) {
+func (s *TemplateService) TemplateHistory(ctx context.Context, name string, limit int) ([]HistoryEntry, error) {
 	return s.history(ctx, EventTemplateChanged, limit, func(c Change) bool { return c.Name == name })
 }
 
 // history reads events of type typ newest first, a page at a time, and returns the
 // first limit whose change keep accepts.
-func (s *Service) history(ctx context.Context, typ string, limit int, keep func(Change) bool) ([]HistoryEntry, error) {
+func (s *TemplateService) history(ctx context.Context, typ string, limit int, keep func(Change) bool) ([]HistoryEntry, error) {
 	var out []HistoryEntry
 	before := int64(0)
 	for len(out) < limit {

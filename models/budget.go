@@ -100,7 +100,7 @@ func USD(v float64) string {
 // decide one after another (on PostgreSQL as on SQLite) and none reserves what
 // another just took; goals without one are only read, so their tasks' attempts do not
 // queue behind each other. The task's row is locked by the caller.
-func (s *Service) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent) ([]BudgetLimit, error) {
+func (s *AttemptService) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent) ([]BudgetLimit, error) {
 	var limits []BudgetLimit
 	if t.GoalID != nil {
 		g, err := tx.GetGoal(ctx, *t.GoalID)
@@ -141,7 +141,7 @@ func (s *Service) BudgetLimits(ctx context.Context, tx Tx, t *Task, agent *Agent
 // BlockOnBudget blocks t, in progress under the runner's lease, because limit is
 // spent: no worker starts, no attempt is used, nothing goes to the ledger. The inbox
 // item says which budget; raising it (RaiseBudget) resumes the task.
-func (s *Service) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent, t *Task, limit BudgetLimit) error {
+func (s *AttemptService) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent, t *Task, limit BudgetLimit) error {
 	msg := "budget spent: " + limit.Describe()
 	return s.blockBeforeAttempt(ctx, tx, runner, t, StageBudget, msg,
 		fmt.Sprintf("Task %d stopped, no worker was started: %s. Raise the budget to resume it.", t.ID, limit.Describe()), []string{msg})
@@ -150,7 +150,7 @@ func (s *Service) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent, t *Ta
 // RaiseTaskBudget sets task id's budget, by a lead or exec (the contract's checks do
 // not change: a budget is money, not what was delegated), and resumes the task when a
 // budget had stopped it: a retry without guidance. The change is a task.budget event.
-func (s *Service) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b Budget) (*Task, error) {
+func (s *TaskService) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b Budget) (*Task, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (s *Service) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b
 
 // SetGoalBudget sets goal id's budget, by a lead, and resumes its tasks a budget had
 // stopped. A nil budget removes the cap. The change is a goal.budget event.
-func (s *Service) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *Budget) (*Goal, error) {
+func (s *GoalService) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *Budget) (*Goal, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (s *Service) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *
 			if err != nil {
 				return err
 			}
-			if err := s.resumeBudgetStopped(ctx, tx, actor, t); err != nil {
+			if err := s.tasks.resumeBudgetStopped(ctx, tx, actor, t); err != nil {
 				return err
 			}
 		}
@@ -227,7 +227,7 @@ func (s *Service) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *
 
 // resumeBudgetStopped retries t, without guidance, when it is blocked because a
 // budget stopped it (its open blocked item's last entry is at stage budget).
-func (s *Service) resumeBudgetStopped(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
+func (s *TaskService) resumeBudgetStopped(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
 	if t.State != TaskBlocked {
 		return nil
 	}
@@ -248,7 +248,7 @@ const EventBudgetWarning = "budget.warning"
 // cost, warns about each cost cap on t the attempt took past BudgetWarnAt: an event
 // and an inbox notice (kind budget) saying which budget, how much is left and at what
 // rate it is going (the last hour's spend).
-func (s *Service) WarnBudgets(ctx context.Context, tx Tx, runner *Agent, t *Task, agent *Agent, cost float64) error {
+func (s *AttemptService) WarnBudgets(ctx context.Context, tx Tx, runner *Agent, t *Task, agent *Agent, cost float64) error {
 	if cost <= 0 {
 		return nil
 	}

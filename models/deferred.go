@@ -100,7 +100,7 @@ func armDeferred(ctx context.Context, tx Tx, g *Goal) error {
 // from from: armed as it reaches pending_verify, kept while it is verified (they
 // passed), dropped otherwise: its tasks change, so the checks run again on what they
 // become.
-func (s *Service) moveDeferred(ctx context.Context, tx Tx, g *Goal, from GoalState) error {
+func (s *GoalService) moveDeferred(ctx context.Context, tx Tx, g *Goal, from GoalState) error {
 	switch g.State {
 	case GoalPendingVerify:
 		return armDeferred(ctx, tx, g)
@@ -115,7 +115,7 @@ func (s *Service) moveDeferred(ctx context.Context, tx Tx, g *Goal, from GoalSta
 // finished within DeferredStale) to runnerID, marking them running. ok is false when
 // there is nothing to run: another runner has them, they finished, or the goal is no
 // longer waiting for verification.
-func (s *Service) ClaimDeferred(ctx context.Context, runner *Agent, id int64, runnerID string) (g *Goal, ok bool, err error) {
+func (s *GoalService) ClaimDeferred(ctx context.Context, runner *Agent, id int64, runnerID string) (g *Goal, ok bool, err error) {
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		g, err = tx.LockGoal(ctx, id)
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *Service) ClaimDeferred(ctx context.Context, runner *Agent, id int64, ru
 // every result passed, failed otherwise (diagnosis and output say why, shown on the
 // goal page, where the lead rejects the goal with fix tasks). A run the goal no longer
 // waits for (rejected meanwhile, taken over) is dropped.
-func (s *Service) RecordDeferred(ctx context.Context, runner *Agent, id int64, runnerID string, results []CriterionResult, diagnosis, output string) (*Goal, error) {
+func (s *GoalService) RecordDeferred(ctx context.Context, runner *Agent, id int64, runnerID string, results []CriterionResult, diagnosis, output string) (*Goal, error) {
 	var out *Goal
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		g, err := tx.LockGoal(ctx, id)

@@ -60,7 +60,7 @@ func (d *Drift) Summary() string {
 // goal was verified — the goal back to pending_verify with its goal.verified revoked
 // (reason drift). A lead confirms by reopening the task, which revokes its
 // task.complete with reason drift. The same drift recorded again changes nothing.
-func (s *Service) RecordDrift(ctx context.Context, actor *Agent, taskID int64, changed []string) (*Task, error) {
+func (s *TaskService) RecordDrift(ctx context.Context, actor *Agent, taskID int64, changed []string) (*Task, error) {
 	changed = slices.Sorted(slices.Values(changed))
 	if len(changed) == 0 {
 		return nil, Errorf(EINVALID, "a drift names what changed")
@@ -100,7 +100,7 @@ func (s *Service) RecordDrift(ctx context.Context, actor *Agent, taskID int64, c
 		if g == nil || g.State != GoalVerified {
 			return nil
 		}
-		return s.unverifyGoal(ctx, tx, actor, g, fmt.Sprintf("task %d changed after verification: %s", t.ID, t.Drift.Summary()))
+		return s.goals.unverifyGoal(ctx, tx, actor, g, fmt.Sprintf("task %d changed after verification: %s", t.ID, t.Drift.Summary()))
 	})
 	return out, err
 }
@@ -108,7 +108,7 @@ func (s *Service) RecordDrift(ctx context.Context, actor *Agent, taskID int64, c
 // ClearDrift marks a stale task fresh again: a recheck found its work as verified
 // (someone restored it). Its drift inbox item is resolved; a goal sent back to
 // pending_verify stays there for its lead to verify again.
-func (s *Service) ClearDrift(ctx context.Context, actor *Agent, taskID int64) (*Task, error) {
+func (s *TaskService) ClearDrift(ctx context.Context, actor *Agent, taskID int64) (*Task, error) {
 	var out *Task
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		t, err := tx.LockTask(ctx, taskID)
@@ -126,12 +126,12 @@ func (s *Service) ClearDrift(ctx context.Context, actor *Agent, taskID int64) (*
 		if err := s.emit(ctx, tx, "task.fresh", actor, &t.ID, t.GoalID, nil); err != nil {
 			return err
 		}
-		return s.resolveInbox(ctx, tx, actor, t.ID, InboxDrift, "the work is as verified again")
+		return s.inbox.resolveInbox(ctx, tx, actor, t.ID, InboxDrift, "the work is as verified again")
 	})
 	return out, err
 }
 
-func (s *Service) driftItem(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
+func (s *TaskService) driftItem(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
 	item := &InboxItem{Kind: InboxDrift, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(),
 		Title: Truncate(fmt.Sprintf("Task %d changed after it was verified: %s", t.ID, t.Drift.Summary()), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
@@ -142,9 +142,9 @@ func (s *Service) driftItem(ctx context.Context, tx Tx, actor *Agent, t *Task) e
 
 // unverifyGoal sends verified goal g (locked in tx) back to pending_verify, revoking
 // its goal.verified with reason drift.
-func (s *Service) unverifyGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, reason string) error {
+func (s *GoalService) unverifyGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, reason string) error {
 	now := s.now()
-	if err := s.revokeGoal(ctx, tx, actor, g, RevokedDrift, reason, now); err != nil {
+	if err := s.ledger.revokeGoal(ctx, tx, actor, g, RevokedDrift, reason, now); err != nil {
 		return err
 	}
 	g.State, g.VerifierID, g.VerifiedAt, g.UpdatedAt = GoalPendingVerify, nil, nil, now

@@ -62,13 +62,13 @@ func moveHat(actor *Agent, t *Task, act Action) Wearing {
 // conflict (hat_conflict), counting every hat they wore on the task before, the one
 // the move puts on and the hats their roles declare (RoleHats). It returns the hat the
 // move puts on, for its event.
-func (s *Service) hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) (Wearing, error) {
-	return s.hatRulesIn(ctx, tx, &taskHistory{tx: tx, t: t}, actor, t, act)
+func hatRules(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action) (Wearing, error) {
+	return hatRulesIn(ctx, tx, &taskHistory{tx: tx, t: t}, actor, t, act)
 }
 
 // hatRulesIn is hatRules reading t's history through h, which pilotRules and the hat
 // check share, as may several checks of one unchanged task (ActionsFor).
-func (s *Service) hatRulesIn(ctx context.Context, tx Tx, h *taskHistory, actor *Agent, t *Task, act Action) (Wearing, error) {
+func hatRulesIn(ctx context.Context, tx Tx, h *taskHistory, actor *Agent, t *Task, act Action) (Wearing, error) {
 	if err := pilotRules(ctx, tx, h, actor, t, act); err != nil {
 		return Wearing{}, err
 	}
@@ -76,7 +76,7 @@ func (s *Service) hatRulesIn(ctx context.Context, tx Tx, h *taskHistory, actor *
 	if w.Hat == "" {
 		return w, nil
 	}
-	rules, err := s.RulesIn(ctx, tx)
+	rules, err := RulesIn(ctx, tx)
 	if err != nil {
 		return Wearing{}, err
 	}

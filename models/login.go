@@ -38,7 +38,7 @@ func loginKey(name string) string {
 
 // LoginLockedUntil returns the time until which the account name is locked, or the
 // zero time when it is not locked at now.
-func (s *Service) LoginLockedUntil(ctx context.Context, name string) (time.Time, error) {
+func (s *TokenService) LoginLockedUntil(ctx context.Context, name string) (time.Time, error) {
 	f, err := s.store.GetLoginFailures(ctx, loginKey(name))
 	if ErrorCode(err) == ENOTFOUND {
 		return time.Time{}, nil
@@ -55,7 +55,7 @@ func (s *Service) LoginLockedUntil(ctx context.Context, name string) (time.Time,
 // LoginFailed counts a failed sign-in for the account name; the MaxFailedLogins-th
 // within LoginLockout locks it for LoginLockout. It returns the time until which the
 // account is now locked, or the zero time.
-func (s *Service) LoginFailed(ctx context.Context, name string) (time.Time, error) {
+func (s *TokenService) LoginFailed(ctx context.Context, name string) (time.Time, error) {
 	key := loginKey(name)
 	now := s.now()
 	n, err := s.store.AddLoginFailure(ctx, key, now, now.Add(-LoginLockout))
@@ -70,6 +70,6 @@ func (s *Service) LoginFailed(ctx context.Context, name string) (time.Time, erro
 }
 
 // LoginSucceeded forgets the failed sign-ins of the account name.
-func (s *Service) LoginSucceeded(ctx context.Context, name string) error {
+func (s *TokenService) LoginSucceeded(ctx context.Context, name string) error {
 	return s.store.ClearLoginFailures(ctx, loginKey(name))
 }

@@ -51,7 +51,7 @@ func MayTake(actor *Agent, t *Task, act Action, builder *Agent, team int) bool {
 // MayTake it reads what MayTake cannot see: the pilot of a minion task may submit it,
 // and a move the pilot or hat rules would refuse (hatRules, which reads the task's
 // history) is left out.
-func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions []string) ([]string, error) {
+func (s *TaskService) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions []string) ([]string, error) {
 	agents, err := s.store.ListAgents(ctx)
 	if err != nil {
 		return nil, err
@@ -86,8 +86,8 @@ func (s *Service) ActionsFor(ctx context.Context, actor *Agent, t *Task, actions
 
 // hatsAllow reports whether the pilot and hat rules let actor take act on t; any
 // other error is returned.
-func (s *Service) hatsAllow(ctx context.Context, h *taskHistory, actor *Agent, t *Task, act Action) (bool, error) {
-	_, err := s.hatRulesIn(ctx, s.store, h, actor, t, act)
+func (s *TaskService) hatsAllow(ctx context.Context, h *taskHistory, actor *Agent, t *Task, act Action) (bool, error) {
+	_, err := hatRulesIn(ctx, s.store, h, actor, t, act)
 	if ErrorCode(err) == EFORBIDDEN {
 		return false, nil
 	}
@@ -97,7 +97,7 @@ func (s *Service) hatsAllow(ctx context.Context, h *taskHistory, actor *Agent, t
 // NarrowConflict returns err with its Allowed narrowed to what actor may take on
 // task id (ActionsFor) when err is a refused transition (ECONFLICT with Allowed);
 // any other error, or one that cannot be narrowed, is returned as it is.
-func (s *Service) NarrowConflict(ctx context.Context, actor *Agent, id int64, err error) error {
+func (s *TaskService) NarrowConflict(ctx context.Context, actor *Agent, id int64, err error) error {
 	var e *Error
 	if !errors.As(err, &e) || e.Code != ECONFLICT || e.Allowed == nil {
 		return err

@@ -87,7 +87,7 @@ func (e *MergeConflict) Error() string {
 // verified tree (else ECONFLICT merge_only_verified, and the target does not move). A
 // conflict is refused too (ECONFLICT merge_conflict) and a fix task, for the task's
 // role, carries the conflicting files and hunks. A merge records task.merged.
-func (s *Service) MergeTask(ctx context.Context, actor *Agent, id int64, lander Lander) (*Landed, error) {
+func (s *MergeService) MergeTask(ctx context.Context, actor *Agent, id int64, lander Lander) (*Landed, error) {
 	if err := requireAny(actor, "lead_merges", RoleLead); err != nil {
 		return nil, err
 	}
@@ -132,10 +132,10 @@ func (s *Service) MergeTask(ctx context.Context, actor *Agent, id int64, lander 
 
 // conflictFixTask creates the task that resolves a merge conflict and returns the
 // refusal naming it.
-func (s *Service) conflictFixTask(ctx context.Context, actor *Agent, t *Task, c *MergeConflict) error {
+func (s *MergeService) conflictFixTask(ctx context.Context, actor *Agent, t *Task, c *MergeConflict) error {
 	brief := fmt.Sprintf("Merging task %d (%s, branch %s) into %s conflicts in:\n\n- %s\n\nResolve the conflict so that the change of task %d applies on top of %s.\n\n%s",
 		t.ID, t.Title, t.Branch, c.Target, strings.Join(c.Files, "\n- "), t.ID, c.Target, Truncate(c.Hunks, 8000))
-	fix, err := s.CreateTask(ctx, actor, TaskSpec{Title: Truncate("Resolve the merge conflict of task "+fmt.Sprint(t.ID)+": "+t.Title, 200),
+	fix, err := s.tasks.CreateTask(ctx, actor, TaskSpec{Title: Truncate("Resolve the merge conflict of task "+fmt.Sprint(t.ID)+": "+t.Title, 200),
 		Brief: brief, Role: t.Role})
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *Service) conflictFixTask(ctx context.Context, actor *Agent, t *Task, c 
 // their own (advisory, no git workspace, cancelled) are skipped, and commits already
 // on their target are left as they are (UpToDate). It stops at the first refusal and
 // returns what landed before it with that error.
-func (s *Service) MergeGoal(ctx context.Context, actor *Agent, id int64, lander Lander) ([]Landed, error) {
+func (s *MergeService) MergeGoal(ctx context.Context, actor *Agent, id int64, lander Lander) ([]Landed, error) {
 	if err := requireAny(actor, "lead_merges", RoleLead); err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (s *Service) MergeGoal(ctx context.Context, actor *Agent, id int64, lander 
 // TaskBranch reports on task id's branch for a reader of the task: its commits ahead
 // of and behind the target, whether its tip is still what was verified, and its diff
 // from the base. A task without a branch gets ENOTFOUND.
-func (s *Service) TaskBranch(ctx context.Context, actor *Agent, id int64, lander Lander) (*BranchReport, error) {
+func (s *MergeService) TaskBranch(ctx context.Context, actor *Agent, id int64, lander Lander) (*BranchReport, error) {
 	t, err := s.store.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func (s *Service) TaskBranch(ctx context.Context, actor *Agent, id int64, lander
 }
 
 // BranchReport is TaskBranch for a task its caller read and may read.
-func (s *Service) BranchReport(ctx context.Context, t *Task, lander Lander) (*BranchReport, error) {
+func (s *MergeService) BranchReport(ctx context.Context, t *Task, lander Lander) (*BranchReport, error) {
 	if t.Branch == "" {
 		return nil, Errorf(ENOTFOUND, "task %d has no branch of its own: its agent works without a git worktree", t.ID)
 	}
@@ -222,7 +222,7 @@ func (s *Service) BranchReport(ctx context.Context, t *Task, lander Lander) (*Br
 
 // branchAgent is the agent whose checkout holds t's branch: its builder, else its
 // assignee.
-func (s *Service) branchAgent(ctx context.Context, t *Task) (*Agent, error) {
+func (s *MergeService) branchAgent(ctx context.Context, t *Task) (*Agent, error) {
 	id := t.BuilderID
 	if id == nil {
 		id = t.AssigneeID
@@ -254,7 +254,7 @@ type StepConflict struct {
 // goal) starts from c.Base and is verified only when every commit of c.Merge is in its
 // history and no conflict marker is left; t then depends on it, so its retry builds on
 // the merge. The inbox item names the fix task and the files.
-func (s *Service) BlockOnStepConflict(ctx context.Context, tx Tx, runner *Agent, t *Task, c StepConflict) (*Task, error) {
+func (s *AttemptService) BlockOnStepConflict(ctx context.Context, tx Tx, runner *Agent, t *Task, c StepConflict) (*Task, error) {
 	for _, id := range append([]string{c.Base}, c.Merge...) {
 		if !isHex40(id) {
 			return nil, Errorf(EINVALID, "%q is not a full commit id", id) // it goes into a check command
@@ -283,7 +283,7 @@ func (s *Service) BlockOnStepConflict(ctx context.Context, tx Tx, runner *Agent,
 		return nil, err
 	}
 	fix.Base = c.Base
-	if err := s.insertTask(ctx, tx, runner, fix, ""); err != nil {
+	if err := s.tasks.insertTask(ctx, tx, runner, fix, ""); err != nil {
 		return nil, err
 	}
 	if err := tx.AddDependency(ctx, t.ID, fix.ID); err != nil {

@@ -22,7 +22,7 @@ type ModelSpendQuery struct {
 type ModelSpendDay struct {
 	Day     time.Time `json:"day"`
 	AgentID int64     `json:"agent_id"`
-	// Agent is the agent's name (Service.ModelSpend sets it; the store leaves it "").
+	// Agent is the agent's name (StatsService.ModelSpend sets it; the store leaves it "").
 	Agent    string  `json:"agent"`
 	CostUSD  float64 `json:"cost_usd"`
 	Tokens   int64   `json:"tokens"`
@@ -35,7 +35,7 @@ type ModelSpendDay struct {
 	Mismatches int `json:"mismatches,omitempty"`
 }
 
-// ModelSpendStore is the part of a store Service.ModelSpend reads; the gorm store's
+// ModelSpendStore is the part of a store StatsService.ModelSpend reads; the gorm store's
 // DB implements it.
 type ModelSpendStore interface {
 	// MeteredSpend sums the cost and tokens of the attempts q selects per agent and
@@ -59,7 +59,7 @@ type ModelSpend struct {
 // days (7 or 30) days, of agent agentID when it is not 0. Whoever may read scorecards
 // (which show spend) may read it: any signed-in agent, but not a request made with an
 // attempt token.
-func (s *Service) ModelSpend(ctx context.Context, viewer *Agent, days int, agentID int64) (*ModelSpend, error) {
+func (s *StatsService) ModelSpend(ctx context.Context, viewer *Agent, days int, agentID int64) (*ModelSpend, error) {
 	if err := viewer.Unscoped("read model spend"); err != nil {
 		return nil, err
 	}

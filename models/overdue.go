@@ -95,9 +95,9 @@ type SweepResult struct {
 // its deadline that was not yet (an inbox.overdue event, the item marked escalated;
 // once per item, whichever process sweeps first), and blocks each waiting task whose
 // question is unanswered after twice its deadline (stage question), as the runner.
-func (s *Service) SweepInbox(ctx context.Context, now time.Time, d Deadlines) (SweepResult, error) {
+func (s *InboxService) SweepInbox(ctx context.Context, now time.Time, d Deadlines) (SweepResult, error) {
 	var res SweepResult
-	runner, err := s.RunnerAgent(ctx)
+	runner, err := s.agents.RunnerAgent(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -136,7 +136,7 @@ func (s *Service) SweepInbox(ctx context.Context, now time.Time, d Deadlines) (S
 }
 
 // escalateItem marks it escalated and announces it again, unless another sweep did.
-func (s *Service) escalateItem(ctx context.Context, runner *Agent, it *InboxItem, now, due time.Time) (bool, error) {
+func (s *InboxService) escalateItem(ctx context.Context, runner *Agent, it *InboxItem, now, due time.Time) (bool, error) {
 	done := false
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		ok, err := tx.EscalateInboxItem(ctx, it.ID, now)
@@ -156,7 +156,7 @@ func (s *Service) escalateItem(ctx context.Context, runner *Agent, it *InboxItem
 }
 
 // expireQuestion blocks it's waiting task, its question unanswered for waited.
-func (s *Service) expireQuestion(ctx context.Context, runner *Agent, it *InboxItem, waited time.Duration) (bool, error) {
+func (s *InboxService) expireQuestion(ctx context.Context, runner *Agent, it *InboxItem, waited time.Duration) (bool, error) {
 	blocked := false
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		t, err := tx.LockTask(ctx, it.TaskID)
@@ -171,7 +171,7 @@ func (s *Service) expireQuestion(ctx context.Context, runner *Agent, it *InboxIt
 			return err
 		}
 		blocked = true
-		return s.BlockTask(ctx, tx, runner, t, []BlockedAttempt{{Attempt: q.Attempt, Stage: StageQuestion,
+		return s.attempts.BlockTask(ctx, tx, runner, t, []BlockedAttempt{{Attempt: q.Attempt, Stage: StageQuestion,
 			Failure: fmt.Sprintf("the worker's question went unanswered for %s: %s", waited, q.Text)}})
 	})
 	return blocked, err

@@ -17,22 +17,22 @@ func TestNothingWaitsUnseen(t *testing.T) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			e := newInboxEnv(t, d)
-			runner, err := e.svc.RunnerAgent(e.ctx)
+			runner, err := e.svc.Agents.RunnerAgent(e.ctx)
 			must(t, err)
 			asked, _ := e.workerTask("asks")
-			_, err = e.svc.TaskAction(e.ctx, runner, asked.ID, models.ActAsk, models.ActionInput{Question: "Which region?", Attempt: 1})
+			_, err = e.svc.Tasks.TaskAction(e.ctx, runner, asked.ID, models.ActAsk, models.ActionInput{Question: "Which region?", Attempt: 1})
 			must(t, err)
 			advisory, _ := e.workerTask("advises")
 			must(t, e.db.CreateInboxItem(e.ctx, &models.InboxItem{Kind: models.InboxAdvisory, TaskID: advisory.ID, Title: "look", CreatedAt: time.Now()}))
 
 			deadlines := models.Deadlines{models.InboxQuestion: time.Hour, models.InboxAdvisory: 72 * time.Hour}
 			now := time.Now().UTC()
-			if res, err := e.svc.SweepInbox(e.ctx, now, deadlines); err != nil || res != (models.SweepResult{}) {
+			if res, err := e.svc.Inbox.SweepInbox(e.ctx, now, deadlines); err != nil || res != (models.SweepResult{}) {
 				t.Fatalf("a sweep before any deadline: %+v %v", res, err)
 			}
 			later := now.Add(90 * time.Minute)
 			for i := range 2 {
-				res, err := e.svc.SweepInbox(e.ctx, later, deadlines)
+				res, err := e.svc.Inbox.SweepInbox(e.ctx, later, deadlines)
 				must(t, err)
 				if want := 1 - i; res.Escalated != want || res.Expired != 0 {
 					t.Fatalf("sweep %d after the question's deadline: %+v, want %d escalated", i+1, res, want)
@@ -49,7 +49,7 @@ func TestNothingWaitsUnseen(t *testing.T) {
 				t.Fatalf("inbox.overdue events: %+v", overdue)
 			}
 
-			res, err := e.svc.SweepInbox(e.ctx, now.Add(2*time.Hour+time.Minute), deadlines)
+			res, err := e.svc.Inbox.SweepInbox(e.ctx, now.Add(2*time.Hour+time.Minute), deadlines)
 			must(t, err)
 			if res.Expired != 1 {
 				t.Fatalf("a sweep past twice the deadline: %+v", res)

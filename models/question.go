@@ -68,7 +68,7 @@ func checkQuestion(field, text string) (string, error) {
 // POST /tasks/{id}/questions), through its attempt token or as the task's builder;
 // when the run ends the runner parks the task waiting for the answer. attempt is the
 // asking attempt's number (the token's).
-func (s *Service) AskQuestion(ctx context.Context, actor *Agent, taskID int64, text string) (*Task, error) {
+func (s *TaskService) AskQuestion(ctx context.Context, actor *Agent, taskID int64, text string) (*Task, error) {
 	text, err := checkQuestion("question", text)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *Service) AskQuestion(ctx context.Context, actor *Agent, taskID int64, t
 // item for the person who answers, question.asked. in.Question is the question when
 // the run asked it on its last output line; one recorded during the run (AskQuestion)
 // is used otherwise.
-func (s *Service) stepAsk(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepAsk(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if !actor.IsRunner() {
 		return effect{}, Forbidden("runner_only", "only the runner parks a task on its question")
 	}
@@ -137,7 +137,7 @@ func (s *Service) stepAsk(ctx context.Context, tx Tx, actor *Agent, t *Task, in 
 // stepAnswer answers a waiting task's question (a lead, an exec or the task's
 // creator): the task goes back to its assignee, the question and answer in its next
 // brief, no attempt used.
-func (s *Service) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if actor.ID != t.CreatorID {
 		if err := requireAny(actor, "lead_exec_or_creator", RoleLead, RoleExec); err != nil {
 			return effect{}, err
@@ -155,7 +155,9 @@ func (s *Service) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	q.Answer, q.AnsweredBy, q.AnsweredAt = answer, actor.Name, &now
 	question := q.Text
 	return effect{after: []func() error{
-		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, InboxQuestion, "answered by "+actor.Name) },
+		func() error {
+			return s.inbox.resolveInbox(ctx, tx, actor, t.ID, InboxQuestion, "answered by "+actor.Name)
+		},
 		func() error {
 			return s.emit(ctx, tx, "question.answered", actor, &t.ID, t.GoalID, map[string]any{"question": question, "answer": answer})
 		},

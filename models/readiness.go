@@ -23,19 +23,19 @@ const StageReadiness = "readiness"
 // exec checks again (a retry, which needs no guidance for a task blocked this way),
 // reassigns, accepts or cancels it. Nothing goes to the ledger: no work was done and
 // no worker was paid; the budget (attempts used) is left as it is.
-func (s *Service) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Task, missing []string) error {
+func (s *AttemptService) BlockNotReady(ctx context.Context, tx Tx, runner *Agent, t *Task, missing []string) error {
 	return s.blockBeforeAttempt(ctx, tx, runner, t, StageReadiness, "not ready: "+strings.Join(missing, "; "),
 		fmt.Sprintf("Task %d is not ready, no worker was started: %s", t.ID, strings.Join(missing, "; ")), missing)
 }
 
 // blockBeforeAttempt blocks t before a worker started (readiness, budget): the blocked
 // inbox item's one entry is attempt 0 at stage, and a retry needs no guidance.
-func (s *Service) blockBeforeAttempt(ctx context.Context, tx Tx, runner *Agent, t *Task, stage, failure, title string, missing []string) error {
+func (s *AttemptService) blockBeforeAttempt(ctx context.Context, tx Tx, runner *Agent, t *Task, stage, failure, title string, missing []string) error {
 	agentName, err := assigneeName(ctx, tx, t)
 	if err != nil {
 		return err
 	}
-	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
+	if err := s.tasks.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
 		return err
 	}
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
@@ -81,7 +81,7 @@ func blockedAt(ctx context.Context, tx Tx, id int64, stages ...string) (bool, er
 
 // RulesIn is Rules read inside tx: the runner reads them in its claim, whose
 // transaction may hold the only connection (SQLite).
-func (s *Service) RulesIn(ctx context.Context, tx Tx) (ProjectRules, error) {
+func RulesIn(ctx context.Context, tx Tx) (ProjectRules, error) {
 	r, err := tx.GetRules(ctx)
 	if ErrorCode(err) == ENOTFOUND {
 		return DefaultRules(), nil

@@ -67,7 +67,7 @@ type ReviewFix struct {
 // works). t waits for it: t depends on the fix, its lease released, and the runner
 // reviews t again (the next round) once the fix is verified. ReviewOf links the fix
 // to t. Cancelling the fix blocks t for a person (see reviewFixCancelled).
-func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t *Task, f ReviewFix) (*Task, error) {
+func (s *AttemptService) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t *Task, f ReviewFix) (*Task, error) {
 	if !runner.IsRunner() {
 		return nil, Forbidden(RuleReviewFixRunner, "only the runner adds a review's fix task")
 	}
@@ -98,7 +98,7 @@ func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t 
 		return nil, err
 	}
 	fix.ReviewOf, fix.Base = &t.ID, t.Base
-	if err := s.insertTask(ctx, tx, runner, fix, ""); err != nil {
+	if err := s.tasks.insertTask(ctx, tx, runner, fix, ""); err != nil {
 		return nil, err
 	}
 	if err := tx.AddDependency(ctx, t.ID, fix.ID); err != nil {
@@ -125,7 +125,7 @@ func (s *Service) AddReviewFixTask(ctx context.Context, tx Tx, runner *Agent, t 
 // fix (already blocked, cancelled or verified) is left as it is.
 //
 // Locks: the fix's row and its goal are held; the reviewed task's row is taken last.
-func (s *Service) reviewFixCancelled(ctx context.Context, tx Tx, actor *Agent, fix *Task) error {
+func (s *TaskService) reviewFixCancelled(ctx context.Context, tx Tx, actor *Agent, fix *Task) error {
 	t, err := tx.LockTask(ctx, *fix.ReviewOf)
 	if ErrorCode(err) == ENOTFOUND {
 		return nil

@@ -23,7 +23,7 @@ func reviewFixEnv(e *inboxEnv) (*models.Task, *models.Task, *models.Agent) {
 		if err != nil {
 			return err
 		}
-		fix, err = e.svc.AddReviewFixTask(e.ctx, tx, runner, lt, models.ReviewFix{Round: 1, MaxRounds: 3,
+		fix, err = e.svc.Attempts.AddReviewFixTask(e.ctx, tx, runner, lt, models.ReviewFix{Round: 1, MaxRounds: 3,
 			Findings: "- the rollback plan is missing", Tasks: []string{"### Task: write the runbook"}})
 		return err
 	})
@@ -48,7 +48,7 @@ func TestCancelledReviewFixBlocksTheReviewedTask(t *testing.T) {
 			if got, _ := e.db.GetTask(e.ctx, task.ID); got.State != models.TaskInProgress || !slices.Contains(got.DependsOn, fix.ID) {
 				t.Fatalf("before the cancel: %s, depends on %v", got.State, got.DependsOn)
 			}
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], fix.ID, models.ActCancel, models.ActionInput{Reason: "not worth it"}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], fix.ID, models.ActCancel, models.ActionInput{Reason: "not worth it"}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := e.db.GetTask(e.ctx, task.ID)
@@ -71,10 +71,10 @@ func TestCancelledReviewFixBlocksTheReviewedTask(t *testing.T) {
 				t.Fatalf("blocked payload %+v", p.Attempts)
 			}
 			// A retry needs guidance (the worker runs again) and makes the task ready.
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["exec"], task.ID, models.ActRetry, models.ActionInput{}); models.ErrorCode(err) != models.EINVALID {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["exec"], task.ID, models.ActRetry, models.ActionInput{}); models.ErrorCode(err) != models.EINVALID {
 				t.Fatalf("retry without guidance: %v", err)
 			}
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["exec"], task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan yourself"}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["exec"], task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan yourself"}); err != nil {
 				t.Fatal(err)
 			}
 			if ready := e.ready(); !slices.Contains(ready, task.ID) {
@@ -89,10 +89,10 @@ func TestCancelledReviewFixBlocksTheReviewedTask(t *testing.T) {
 func TestCancelledReviewFixLeavesASettledTaskAlone(t *testing.T) {
 	e := newInboxEnv(t, storetest.Dialects()[0])
 	task, fix, _ := reviewFixEnv(e)
-	if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], task.ID, models.ActCancel, models.ActionInput{}); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], task.ID, models.ActCancel, models.ActionInput{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], fix.ID, models.ActCancel, models.ActionInput{}); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], fix.ID, models.ActCancel, models.ActionInput{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.db.GetTask(e.ctx, task.ID)

@@ -87,7 +87,7 @@ func TestFieldRule(t *testing.T) {
 
 func TestAddReviewFixTaskRunnerOnly(t *testing.T) {
 	s := &Service{}
-	_, err := s.AddReviewFixTask(t.Context(), nil, &Agent{ID: 5, Name: "lee", Roles: []string{RoleLead}}, &Task{ID: 1}, ReviewFix{})
+	_, err := s.Attempts.AddReviewFixTask(t.Context(), nil, &Agent{ID: 5, Name: "lee", Roles: []string{RoleLead}}, &Task{ID: 1}, ReviewFix{})
 	if e, _ := err.(*Error); e == nil || e.Code != EFORBIDDEN || e.Rule != RuleReviewFixRunner {
 		t.Fatalf("a person adding a review's fix task: %v", err)
 	}

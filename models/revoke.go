@@ -38,18 +38,18 @@ type ledgerLister interface {
 
 // StandingCompletion returns task taskID's task.complete that no revocation
 // withdrew, nil when it has none.
-func (s *Service) StandingCompletion(ctx context.Context, taskID int64) (*LedgerEntry, error) {
+func (s *LedgerService) StandingCompletion(ctx context.Context, taskID int64) (*LedgerEntry, error) {
 	return standingEntry(ctx, s.store, LedgerFilter{TaskID: taskID}, LedgerTaskComplete, LedgerTaskRevoked)
 }
 
 // revokeTask writes a task.revoked withdrawing t's standing task.complete, if it has
 // one (a task verified before the ledger kept it has none).
-func (s *Service) revokeTask(ctx context.Context, tx Tx, actor *Agent, t *Task, why, reason string) error {
+func (s *LedgerService) revokeTask(ctx context.Context, tx Tx, actor *Agent, t *Task, why, reason string) error {
 	e, err := standingEntry(ctx, tx, LedgerFilter{TaskID: t.ID}, LedgerTaskComplete, LedgerTaskRevoked)
 	if err != nil || e == nil {
 		return err
 	}
-	r, err := s.ledger.TaskRevoked(t, e, actor, why, reason, s.now())
+	r, err := s.composer.TaskRevoked(t, e, actor, why, reason, s.now())
 	if err != nil {
 		return err
 	}
@@ -57,12 +57,12 @@ func (s *Service) revokeTask(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 }
 
 // revokeGoal writes a goal.revoked withdrawing g's standing goal.verified, if any.
-func (s *Service) revokeGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, why, reason string, at time.Time) error {
+func (s *LedgerService) revokeGoal(ctx context.Context, tx Tx, actor *Agent, g *Goal, why, reason string, at time.Time) error {
 	e, err := standingEntry(ctx, tx, LedgerFilter{GoalID: g.ID}, LedgerGoalVerified, LedgerGoalRevoked)
 	if err != nil || e == nil {
 		return err
 	}
-	r, err := s.ledger.GoalRevoked(g, e, actor, why, reason, at)
+	r, err := s.composer.GoalRevoked(g, e, actor, why, reason, at)
 	if err != nil {
 		return err
 	}

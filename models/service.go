@@ -23,32 +23,76 @@ type LedgerComposer interface {
 	GoalRevoked(g *Goal, revoked *LedgerEntry, by *Agent, why, reason string, at time.Time) (*LedgerEntry, error)
 }
 
-// Service applies the governance rules. Every state change it makes runs in one
-// transaction together with its event, its ledger entry and its inbox item, so that a
-// change is never seen without its record. Rules are enforced here, where the state
-// changes, whatever the caller (API, dashboard, MCP, runner).
+// Service wires the governance rules together: it builds one service per aggregate
+// over one shared core and exposes them as fields, so that a caller takes only the
+// aggregate (or the narrow interface of it) it needs. Every state change a service
+// makes runs in one transaction together with its event, its ledger entry and its
+// inbox item, so that a change is never seen without its record. Rules are enforced
+// there, where the state changes, whatever the caller (API, dashboard, MCP, runner).
 type Service struct {
-	store  Store
-	ledger LedgerComposer
-	now    Clock
+	// Tasks creates tasks and moves them through their lifecycle.
+	Tasks *TaskService
+	// Goals creates, verifies and rejects goals and checks their deferred criteria.
+	Goals *GoalService
+	// Agents creates, changes and pauses agents.
+	Agents *AgentService
+	// Tokens issues, checks and revokes API and attempt tokens, and keeps the login lockout.
+	Tokens *TokenService
+	// Templates saves templates and the project's rules and starts runs.
+	Templates *TemplateService
+	// Inbox resolves inbox items and sweeps the overdue ones.
+	Inbox *InboxService
+	// Ledger writes and withdraws the ledger entries of tasks and goals and reads the standing ones.
+	Ledger *LedgerService
+	// Attempts is the runner's side of the rules: settling and blocking attempts.
+	Attempts *AttemptService
+	// Merges lands verified work.
+	Merges *MergeService
+	// Stats reads scorecards and spend.
+	Stats *StatsService
+
+	c *core
+}
+
+// core is what every aggregate shares: the store, the ledger composer, the clock, and
+// the event writer over them. All aggregates of a Service hold the same core, so a
+// clock set once (SetClock) is every aggregate's clock.
+type core struct {
+	store    Store
+	composer LedgerComposer
+	now      Clock
 }
 
 // NewService returns a Service over store that writes ledger entries built by ledger.
 func NewService(store Store, ledger LedgerComposer) *Service {
-	return &Service{store: store, ledger: ledger, now: func() time.Time { return time.Now().UTC() }}
+	c := &core{store: store, composer: ledger, now: func() time.Time { return time.Now().UTC() }}
+	s := &Service{
+		Tasks: &TaskService{core: c}, Goals: &GoalService{core: c}, Agents: &AgentService{core: c},
+		Tokens: &TokenService{core: c}, Templates: &TemplateService{core: c}, Inbox: &InboxService{core: c},
+		Ledger: &LedgerService{core: c}, Attempts: &AttemptService{core: c}, Merges: &MergeService{core: c},
+		Stats: &StatsService{core: c}, c: c,
+	}
+	// The aggregates' links to each other: the moves one aggregate's changes make in another.
+	s.Tasks.goals, s.Tasks.inbox, s.Tasks.ledger, s.Tasks.templates = s.Goals, s.Inbox, s.Ledger, s.Templates
+	s.Goals.ledger, s.Goals.tasks, s.Goals.templates = s.Ledger, s.Tasks, s.Templates
+	s.Inbox.agents, s.Inbox.attempts = s.Agents, s.Attempts
+	s.Templates.tasks = s.Tasks
+	s.Attempts.tasks = s.Tasks
+	s.Merges.tasks = s.Tasks
+	return s
 }
 
-// SetClock replaces the service's clock (tests).
-func (s *Service) SetClock(c Clock) { s.now = c }
+// SetClock replaces the clock of every aggregate (tests).
+func (s *Service) SetClock(c Clock) { s.c.now = c }
 
 // Now returns the service's current time (UTC), by the clock tests may replace.
-func (s *Service) Now() time.Time { return s.now() }
+func (s *Service) Now() time.Time { return s.c.now() }
 
 // Store returns the store the service writes to, for read-only callers.
-func (s *Service) Store() Store { return s.store }
+func (s *Service) Store() Store { return s.c.store }
 
 // emit appends an event in tx.
-func (s *Service) emit(ctx context.Context, tx Tx, typ string, actor *Agent, taskID, goalID *int64, data any) error {
+func (s *core) emit(ctx context.Context, tx Tx, typ string, actor *Agent, taskID, goalID *int64, data any) error {
 	e, err := s.event(typ, actor, taskID, goalID, data)
 	if err != nil {
 		return err
@@ -57,7 +101,7 @@ func (s *Service) emit(ctx context.Context, tx Tx, typ string, actor *Agent, tas
 }
 
 // event builds an event of now.
-func (s *Service) event(typ string, actor *Agent, taskID, goalID *int64, data any) (*Event, error) {
+func (s *core) event(typ string, actor *Agent, taskID, goalID *int64, data any) (*Event, error) {
 	e := &Event{Type: typ, TaskID: taskID, GoalID: goalID, CreatedAt: s.now()}
 	if actor != nil && actor.ID != 0 {
 		id := actor.ID

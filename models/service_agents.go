@@ -20,7 +20,7 @@ const MinPasswordLength = 10
 
 // CreateAgent adds an agent. Only an admin may create one, because a worker's command
 // runs on every runner host. A non-empty password is stored as a bcrypt hash.
-func (s *Service) CreateAgent(ctx context.Context, actor *Agent, a *Agent, password string) error {
+func (s *AgentService) CreateAgent(ctx context.Context, actor *Agent, a *Agent, password string) error {
 	if err := requireAny(actor, "admin_only", RoleAdmin); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Service) CreateAgent(ctx context.Context, actor *Agent, a *Agent, passw
 // disabled flag and sandbox settings. Only an admin may. Every change is an
 // agent.changed event naming who changed which fields, with their values before and
 // after (see AgentChanges); a save that changes nothing records nothing.
-func (s *Service) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error {
+func (s *AgentService) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) error {
 	if err := requireAny(actor, "admin_only", RoleAdmin); err != nil {
 		return err
 	}
@@ -130,6 +130,6 @@ func HashSecret(secret string) string {
 }
 
 // RunnerAgent returns the built-in system agent that stands for the runner.
-func (s *Service) RunnerAgent(ctx context.Context) (*Agent, error) {
+func (s *AgentService) RunnerAgent(ctx context.Context) (*Agent, error) {
 	return s.store.GetAgentByName(ctx, RunnerAgentName)
 }

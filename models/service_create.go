@@ -49,7 +49,7 @@ func (sp *TaskSpec) build(rules ProjectRules, now time.Time) (*Task, error) {
 }
 
 // Rules returns the saved project rules, or the defaults when none were saved.
-func (s *Service) Rules(ctx context.Context) (ProjectRules, error) {
+func (s *TemplateService) Rules(ctx context.Context) (ProjectRules, error) {
 	r, err := s.store.GetRules(ctx)
 	if ErrorCode(err) == ENOTFOUND {
 		return DefaultRules(), nil
@@ -66,11 +66,11 @@ func (s *Service) Rules(ctx context.Context) (ProjectRules, error) {
 //
 // Shell in the caller's contract (verify commands, criteria commands) needs an admin,
 // editor or lead (commands_need_editor); anyone may name criteria by activity.
-func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (*Task, error) {
+func (s *TaskService) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (*Task, error) {
 	if err := requireCommandAuthority(actor, spec.Contract, ""); err != nil {
 		return nil, err
 	}
-	rules, err := s.Rules(ctx)
+	rules, err := s.templates.Rules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -90,13 +90,13 @@ func (s *Service) CreateTask(ctx context.Context, actor *Agent, spec TaskSpec) (
 // insertTask stores a built task in tx: checks its goal and dependencies, assigns it,
 // writes its events, holds it for the advisory prompt or logs its auto-proceed (see
 // gateAdvisory) and moves its goal along.
-func (s *Service) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string) error {
+func (s *TaskService) insertTask(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string) error {
 	return s.insertTaskFiles(ctx, tx, actor, t, assignee, nil)
 }
 
 // insertTaskFiles is insertTask with the files the creator expects the task to touch,
 // which count as verifiable signals for the advisory prompt's ambiguity.
-func (s *Service) insertTaskFiles(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string, files []string) error {
+func (s *TaskService) insertTaskFiles(ctx context.Context, tx Tx, actor *Agent, t *Task, assignee string, files []string) error {
 	if t.GoalID != nil {
 		g, err := tx.LockGoal(ctx, *t.GoalID) // before any event: see Apply
 		if ErrorCode(err) == ENOTFOUND {
@@ -152,7 +152,7 @@ func (s *Service) insertTaskFiles(ctx context.Context, tx Tx, actor *Agent, t *T
 		return err
 	}
 	if t.GoalID != nil {
-		return s.syncGoal(ctx, tx, actor, *t.GoalID, "")
+		return s.goals.syncGoal(ctx, tx, actor, *t.GoalID, "")
 	}
 	return nil
 }

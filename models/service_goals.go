@@ -8,7 +8,7 @@ import (
 )
 
 // CreateGoal creates a goal in state open. Any agent may create one.
-func (s *Service) CreateGoal(ctx context.Context, actor *Agent, g *Goal) error {
+func (s *GoalService) CreateGoal(ctx context.Context, actor *Agent, g *Goal) error {
 	if err := actor.Unscoped("create a goal"); err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (s *Service) CreateGoal(ctx context.Context, actor *Agent, g *Goal) error {
 }
 
 // GoalStatus returns a goal, its tasks and the number of tasks per state.
-func (s *Service) GoalStatus(ctx context.Context, id int64) (*GoalStatus, error) {
+func (s *GoalService) GoalStatus(ctx context.Context, id int64) (*GoalStatus, error) {
 	g, err := s.store.GetGoal(ctx, id)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (s *Service) GoalStatus(ctx context.Context, id int64) (*GoalStatus, error)
 // VerifyGoal records the lead's confirmation that the integrated result works. Only a
 // lead may verify a goal, only for themself (it cannot be delegated), with notes, and
 // only once every task is verified or cancelled (state pending_verify).
-func (s *Service) VerifyGoal(ctx context.Context, actor *Agent, id int64, notes string) (*Goal, error) {
+func (s *GoalService) VerifyGoal(ctx context.Context, actor *Agent, id int64, notes string) (*Goal, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Service) VerifyGoal(ctx context.Context, actor *Agent, id int64, notes 
 		if err := tx.UpdateGoal(ctx, g); err != nil {
 			return err
 		}
-		e, err := s.ledger.GoalVerified(g, actor, counts, now)
+		e, err := s.composer.GoalVerified(g, actor, counts, now)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func goalConflict(g *Goal, action string) error {
 
 // RejectGoal sends a goal waiting for verification back to active with the lead's
 // reason and the fix tasks that address it. Tasks already verified stay verified.
-func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason string, fixes []TaskSpec) (*GoalStatus, error) {
+func (s *GoalService) RejectGoal(ctx context.Context, actor *Agent, id int64, reason string, fixes []TaskSpec) (*GoalStatus, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 			return nil, err
 		}
 	}
-	rules, err := s.Rules(ctx)
+	rules, err := s.templates.Rules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 		}
 		ids := []int64{}
 		for i, t := range tasks {
-			if err := s.insertTask(ctx, tx, actor, t, fixes[i].Assignee); err != nil {
+			if err := s.tasks.insertTask(ctx, tx, actor, t, fixes[i].Assignee); err != nil {
 				return err
 			}
 			ids = append(ids, t.ID)
@@ -175,7 +175,7 @@ func (s *Service) RejectGoal(ctx context.Context, actor *Agent, id int64, reason
 }
 
 // LinkTaskToGoal moves a task into a goal (out of the one it was in, if any).
-func (s *Service) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goalID int64) (*Task, error) {
+func (s *GoalService) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goalID int64) (*Task, error) {
 	if err := actor.Unscoped("move a task to a goal"); err != nil {
 		return nil, err
 	}
@@ -219,4 +219,42 @@ func (s *Service) LinkTaskToGoal(ctx context.Context, actor *Agent, taskID, goal
 		return s.syncGoal(ctx, tx, actor, goalID, "")
 	})
 	return out, err
+}
+
+// syncGoal moves a goal along automatically after one of its tasks changed. reopened,
+// when set, says why a verified task was reopened: that makes a verified goal active
+// again and withdraws its goal.verified.
+func (s *GoalService) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened string) error {
+	g, err := tx.LockGoal(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	counts, err := tx.CountTasks(ctx, goalID)
+	if err != nil {
+		return err
+	}
+	from := g.State
+	next := NextGoalState(g.State, counts)
+	if reopened != "" && g.State == GoalVerified {
+		next = GoalActive
+		g.VerifierID, g.VerifiedAt = nil, nil
+		if err := s.ledger.revokeGoal(ctx, tx, actor, g, RevokedReopened, reopened, s.now()); err != nil {
+			return err
+		}
+	}
+	if next == from {
+		return nil
+	}
+	g.State, g.UpdatedAt = next, s.now()
+	if err := s.moveDeferred(ctx, tx, g, from); err != nil {
+		return err
+	}
+	if err := tx.UpdateGoal(ctx, g); err != nil {
+		return err
+	}
+	typ := "goal.state_changed"
+	if reopened != "" && from == GoalVerified {
+		typ = "goal.reopened"
+	}
+	return s.emit(ctx, tx, typ, actor, nil, &g.ID, map[string]any{"from": from, "to": next})
 }

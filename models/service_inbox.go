@@ -27,7 +27,7 @@ func CanResolveInbox(a *Agent) bool {
 // not both succeed. The item records who resolved it, when, and the note; the
 // inbox.resolved event is written in the same transaction. It returns the resolved
 // item.
-func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int64, note string) (*InboxItem, error) {
+func (s *InboxService) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int64, note string) (*InboxItem, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}
@@ -84,4 +84,28 @@ func (s *Service) ResolveInboxItem(ctx context.Context, actor *Agent, itemID int
 func inboxKindConflict(it *InboxItem) string {
 	return fmt.Sprintf("inbox item %d is %s: only advisory items and paused-agent notices can be dismissed; "+
 		"it is resolved by an action on its task %d (retry, reassign, accept or cancel)", it.ID, it.Kind, it.TaskID)
+}
+
+// resolveInbox closes the open inbox items of a task (of one kind, or all when kind is
+// empty) with a resolution.
+func (s *InboxService) resolveInbox(ctx context.Context, tx Tx, actor *Agent, taskID int64, kind, resolution string) error {
+	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID, Kind: kind})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for i := range items {
+		it := &items[i]
+		it.Resolved, it.Resolution, it.ResolvedAt = true, resolution, &now
+		if actor != nil && actor.ID != 0 {
+			it.ResolvedBy = &actor.ID
+		}
+		if err := tx.UpdateInboxItem(ctx, it); err != nil {
+			return err
+		}
+		if err := s.emit(ctx, tx, "inbox.resolved", actor, &taskID, it.GoalID, map[string]any{"inbox_id": it.ID, "resolution": resolution}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

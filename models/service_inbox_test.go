@@ -34,7 +34,7 @@ func newInboxEnv(t *testing.T, dialect string) *inboxEnv {
 		{Name: "dev", Kind: models.KindHuman, Roles: []string{"developer"}},
 		{Name: "bot", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "true"},
 	} {
-		if err := e.svc.CreateAgent(e.ctx, models.System, a, "correct horse battery"); err != nil {
+		if err := e.svc.Agents.CreateAgent(e.ctx, models.System, a, "correct horse battery"); err != nil {
 			t.Fatalf("agent %s: %v", a.Name, err)
 		}
 		e.agents[a.Name] = a
@@ -45,17 +45,17 @@ func newInboxEnv(t *testing.T, dialect string) *inboxEnv {
 // workerTask creates a task for the worker and has the runner start it.
 func (e *inboxEnv) workerTask(title string) (*models.Task, *models.Agent) {
 	e.t.Helper()
-	task, err := e.svc.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
+	task, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	runner, err := e.svc.RunnerAgent(e.ctx)
+	runner, err := e.svc.Agents.RunnerAgent(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.svc.TaskAction(e.ctx, runner, task.ID, models.ActStart, models.ActionInput{}); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, runner, task.ID, models.ActStart, models.ActionInput{}); err != nil {
 		e.t.Fatal(err)
 	}
 	return task, runner
@@ -70,7 +70,7 @@ func (e *inboxEnv) advisory(title string) models.InboxItem {
 		if err != nil {
 			return err
 		}
-		return e.svc.RunnerPass(e.ctx, tx, runner, lt, "looked into it", "", true)
+		return e.svc.Attempts.RunnerPass(e.ctx, tx, runner, lt, "looked into it", "", true)
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -87,7 +87,7 @@ func (e *inboxEnv) blocked(title string) models.InboxItem {
 		if err != nil {
 			return err
 		}
-		return e.svc.BlockTask(e.ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageMechanical, Failure: "missing"}})
+		return e.svc.Attempts.BlockTask(e.ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageMechanical, Failure: "missing"}})
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -172,7 +172,7 @@ func TestResolveInboxItem(t *testing.T) {
 
 			// A developer is refused, naming the rule; nothing changes.
 			before := e.lastEventID()
-			_, err := e.svc.ResolveInboxItem(e.ctx, e.agents["dev"], adv.ID, "seen")
+			_, err := e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["dev"], adv.ID, "seen")
 			if me := wantCode(t, "developer", err, models.EFORBIDDEN); me.Rule != "lead_or_exec" {
 				t.Errorf("developer refused with rule %q, want lead_or_exec", me.Rule)
 			}
@@ -181,7 +181,7 @@ func TestResolveInboxItem(t *testing.T) {
 			}
 
 			// A blocked item waits for its task's actions.
-			_, err = e.svc.ResolveInboxItem(e.ctx, e.agents["exec"], blk.ID, "")
+			_, err = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["exec"], blk.ID, "")
 			if me := wantCode(t, "blocked item", err, models.ECONFLICT); !strings.Contains(me.Message, "only advisory items") {
 				t.Errorf("blocked refusal says %q", me.Message)
 			}
@@ -190,15 +190,15 @@ func TestResolveInboxItem(t *testing.T) {
 			}
 
 			// Unknown items and overlong notes.
-			_, err = e.svc.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID+blk.ID+100, "")
+			_, err = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID+blk.ID+100, "")
 			wantCode(t, "unknown item", err, models.ENOTFOUND)
-			_, err = e.svc.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID, strings.Repeat("é", 2001))
+			_, err = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID, strings.Repeat("é", 2001))
 			if me := wantCode(t, "long note", err, models.EINVALID); me.Fields["note"] == "" {
 				t.Errorf("long note: no message for note: %v", me.Fields)
 			}
 
 			// The exec dismisses it.
-			got, err := e.svc.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID, "  read it, nothing to do  ")
+			got, err := e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["exec"], adv.ID, "  read it, nothing to do  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestResolveInboxItem(t *testing.T) {
 
 			// Twice is a conflict, for the lead as well, and writes nothing.
 			before = e.lastEventID()
-			_, err = e.svc.ResolveInboxItem(e.ctx, e.agents["lead"], adv.ID, "")
+			_, err = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["lead"], adv.ID, "")
 			if me := wantCode(t, "second dismissal", err, models.ECONFLICT); !strings.Contains(me.Message, "already resolved") {
 				t.Errorf("second dismissal says %q", me.Message)
 			}
@@ -234,7 +234,7 @@ func TestResolveInboxItem(t *testing.T) {
 
 			// A lead may dismiss too; without a note the resolution says so plainly.
 			adv2 := e.advisory("look at the flaky test")
-			got, err = e.svc.ResolveInboxItem(e.ctx, e.agents["lead"], adv2.ID, "")
+			got, err = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents["lead"], adv2.ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +268,7 @@ func TestResolveInboxItemConcurrently(t *testing.T) {
 						defer wg.Done()
 						<-start
 						who := []string{"lead", "exec"}[i%2]
-						_, errs[i] = e.svc.ResolveInboxItem(e.ctx, e.agents[who], adv.ID, "")
+						_, errs[i] = e.svc.Inbox.ResolveInboxItem(e.ctx, e.agents[who], adv.ID, "")
 					}()
 				}
 				close(start)

@@ -11,7 +11,7 @@ const (
 
 // mayAct decides whether actor may approve or verify task t, loading what Permitted
 // needs: the builder and, for agents, the team size.
-func (s *Service) mayAct(ctx context.Context, tx Tx, actor *Agent, t *Task, stage string) error {
+func mayAct(ctx context.Context, tx Tx, actor *Agent, t *Task, stage string) error {
 	var builder *Agent
 	if t.BuilderID != nil {
 		b, err := tx.GetAgent(ctx, *t.BuilderID)

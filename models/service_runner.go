@@ -13,13 +13,13 @@ import (
 // the walk there. outputHash is the verified output's SHA-384, recorded in the
 // task.complete entry. For an advisory task the output also lands in the inbox for a
 // look.
-func (s *Service) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, advisory bool) error {
+func (s *AttemptService) RunnerPass(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, advisory bool) error {
 	return s.RunnerPassJudged(ctx, tx, runner, t, summary, outputHash, nil, advisory)
 }
 
 // RunnerPassJudged is RunnerPass with the judge's report of the passing attempt, whose
 // counts the task.complete entry carries.
-func (s *Service) RunnerPassJudged(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, judge *JudgeReport, advisory bool) error {
+func (s *AttemptService) RunnerPassJudged(ctx context.Context, tx Tx, runner *Agent, t *Task, summary, outputHash string, judge *JudgeReport, advisory bool) error {
 	moves := []Move{{Act: ActSubmit, In: ActionInput{Summary: summary}}}
 	if runnerOwns(t.Approve) {
 		moves = append(moves, Move{Act: ActApprove})
@@ -27,7 +27,7 @@ func (s *Service) RunnerPassJudged(ctx context.Context, tx Tx, runner *Agent, t 
 			moves = append(moves, Move{Act: ActVerify, In: ActionInput{Notes: "every check of the contract passed", OutputHash: outputHash, Judge: judge}})
 		}
 	}
-	if err := s.Walk(ctx, tx, runner, t, moves...); err != nil {
+	if err := s.tasks.Walk(ctx, tx, runner, t, moves...); err != nil {
 		return err
 	}
 	if !advisory {
@@ -48,12 +48,12 @@ func runnerOwns(p Policy) bool { return p == "" || p == PolicyRunner }
 // transaction: the task waits in the inbox with the full evidence, and the
 // task.blocked entry goes to the outbox. The payload's completion_spec names the
 // paths as the worker was told them, {task_id} expanded.
-func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, attempts []BlockedAttempt) error {
+func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, attempts []BlockedAttempt) error {
 	agentName, err := assigneeName(ctx, tx, t)
 	if err != nil {
 		return err
 	}
-	if err := s.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
+	if err := s.tasks.Apply(ctx, tx, runner, t, ActBlock, ActionInput{}); err != nil {
 		return err
 	}
 	p := BlockedPayload{Type: LedgerTaskBlocked, TaskID: t.ID, WorkflowInstanceID: t.RunID, StepNum: t.StepNum,
@@ -71,7 +71,7 @@ func (s *Service) BlockTask(ctx context.Context, tx Tx, runner *Agent, t *Task, 
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}
-	e, err := s.ledger.TaskBlocked(t, p)
+	e, err := s.composer.TaskBlocked(t, p)
 	if err != nil {
 		return err
 	}

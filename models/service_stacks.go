@@ -21,7 +21,7 @@ const EventContractCompleted = "contract.completed"
 // runner's claim) is left as it is, with no event. Either way t.Contract is set to the
 // stored contract. Only the runner may do it (runner_only), and only while the task is
 // pending, assigned or in progress (ECONFLICT otherwise).
-func (s *Service) FixStackCriteria(ctx context.Context, tx Tx, runner *Agent, t *Task, facts WorkspaceFacts) error {
+func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Agent, t *Task, facts WorkspaceFacts) error {
 	if !runner.IsRunner() {
 		return Forbidden("runner_only", "only the runner completes a contract from the task's workspace")
 	}
@@ -98,7 +98,7 @@ type WorkspaceCheck struct {
 // stacks of the saved rules it matches. Only an admin, editor or lead may look
 // (editor_only): it lists a directory's top-level names. The path must be absolute
 // and name an existing directory (EINVALID on field "path"); nothing is written.
-func (s *Service) CheckWorkspace(ctx context.Context, actor *Agent, dir string, lookPath func(string) (string, error)) (*WorkspaceCheck, error) {
+func (s *TemplateService) CheckWorkspace(ctx context.Context, actor *Agent, dir string, lookPath func(string) (string, error)) (*WorkspaceCheck, error) {
 	if err := requireAny(actor, "editor_only", editorRoles...); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestFixStackCriteria(t *testing.T) {
 					if lt, err = tx.LockTask(e.ctx, task.ID); err != nil {
 						return err
 					}
-					return e.svc.FixStackCriteria(e.ctx, tx, actor, lt, facts)
+					return e.svc.Attempts.FixStackCriteria(e.ctx, tx, actor, lt, facts)
 				})
 				return lt, err
 			}
@@ -126,7 +126,7 @@ func TestFixStackCriteria(t *testing.T) {
 			}
 
 			// An explicit skip waits for nothing: no criteria, no event.
-			skip, err := e.svc.CreateTask(e.ctx, models.System, models.TaskSpec{Title: "Fix the parser", Role: "developer", Assignee: "bot",
+			skip, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: "Fix the parser", Role: "developer", Assignee: "bot",
 				Contract: models.Contract{Verification: models.Verification{Type: models.VerifySkip}}})
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +136,7 @@ func TestFixStackCriteria(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return e.svc.FixStackCriteria(e.ctx, tx, runner, lt, models.WorkspaceFacts{Files: []string{"go.mod"}})
+				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, models.WorkspaceFacts{Files: []string{"go.mod"}})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -148,7 +148,7 @@ func TestFixStackCriteria(t *testing.T) {
 
 			// A cancelled task's contract is not completed.
 			late, _ := e.workerTask("Fix the lexer")
-			if _, err := e.svc.TaskAction(e.ctx, e.agents["lead"], late.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], late.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
 				t.Fatal(err)
 			}
 			err = e.db.InTx(e.ctx, func(tx models.Tx) error {
@@ -156,7 +156,7 @@ func TestFixStackCriteria(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return e.svc.FixStackCriteria(e.ctx, tx, runner, lt, facts)
+				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, facts)
 			})
 			if models.ErrorCode(err) != models.ECONFLICT {
 				t.Fatalf("cancelled: %v", err)
@@ -192,7 +192,7 @@ func TestCheckWorkspace(t *testing.T) {
 			dir := workspaceDir(t, map[string]string{"go.mod": "module m\n", "package.json": `{"scripts":{"test":"vitest"}}`, "yarn.lock": ""})
 			before, _ := os.ReadDir(dir)
 			lead := e.agents["lead"]
-			res, err := e.svc.CheckWorkspace(e.ctx, lead, dir, func(n string) (string, error) {
+			res, err := e.svc.Templates.CheckWorkspace(e.ctx, lead, dir, func(n string) (string, error) {
 				if n == "go" {
 					return "/usr/local/go/bin/go", nil
 				}
@@ -210,7 +210,7 @@ func TestCheckWorkspace(t *testing.T) {
 			if len(after) != len(before) {
 				t.Fatal("checking a workspace wrote into it")
 			}
-			if _, err := e.svc.CheckWorkspace(e.ctx, e.agents["dev"], dir, nil); models.ErrorCode(err) != models.EFORBIDDEN {
+			if _, err := e.svc.Templates.CheckWorkspace(e.ctx, e.agents["dev"], dir, nil); models.ErrorCode(err) != models.EFORBIDDEN {
 				t.Fatalf("a developer checked a directory: %v", err)
 			}
 			file := filepath.Join(dir, "go.mod")
@@ -220,7 +220,7 @@ func TestCheckWorkspace(t *testing.T) {
 				filepath.Join(dir, "nope"): "no such directory",
 				file:                       "is not a directory",
 			} {
-				_, err := e.svc.CheckWorkspace(e.ctx, lead, path, nil)
+				_, err := e.svc.Templates.CheckWorkspace(e.ctx, lead, path, nil)
 				var me *models.Error
 				if !errors.As(err, &me) || me.Code != models.EINVALID || !strings.Contains(me.Fields["path"], msg) {
 					t.Fatalf("%q: %v", path, err)

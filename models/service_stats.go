@@ -20,7 +20,7 @@ type StatsStore interface {
 // statsAccess refuses a request made with an attempt token (a worker's token is for
 // its task, not for reading how others work) and returns the service's store as a
 // StatsStore.
-func (s *Service) statsAccess(viewer *Agent) (StatsStore, error) {
+func (s *StatsService) statsAccess(viewer *Agent) (StatsStore, error) {
 	if err := viewer.Unscoped("read scorecards"); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (s *Service) statsAccess(viewer *Agent) (StatsStore, error) {
 
 // windowFacts reads from st the facts of the last days UTC days (StatsWindow), of
 // agent agentID when it is not 0.
-func (s *Service) windowFacts(ctx context.Context, st StatsStore, days int, agentID int64) (since, until time.Time, facts StatsFacts, err error) {
+func (s *StatsService) windowFacts(ctx context.Context, st StatsStore, days int, agentID int64) (since, until time.Time, facts StatsFacts, err error) {
 	since, until = StatsWindow(s.now(), days)
 	facts, err = st.StatsFacts(ctx, StatsQuery{Since: since, Until: until.Add(time.Microsecond), AgentID: agentID})
 	return since, until, facts, err
@@ -42,7 +42,7 @@ func (s *Service) windowFacts(ctx context.Context, st StatsStore, days int, agen
 // AgentStats is agent id's scorecard over the last days (7 or 30) UTC days, with its
 // per-role split, daily bars and duration histogram. Any signed-in agent may read it;
 // a request with an attempt token may not.
-func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days int) (*AgentStats, error) {
+func (s *StatsService) AgentStats(ctx context.Context, viewer *Agent, id int64, days int) (*AgentStats, error) {
 	st, err := s.statsAccess(viewer)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (s *Service) AgentStats(ctx context.Context, viewer *Agent, id int64, days 
 
 // ScoreBoard ranks every agent and every task role over the last days (7 or 30) UTC
 // days. Any signed-in agent may read it; a request with an attempt token may not.
-func (s *Service) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*ScoreBoard, error) {
+func (s *StatsService) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*ScoreBoard, error) {
 	st, err := s.statsAccess(viewer)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *Service) ScoreBoard(ctx context.Context, viewer *Agent, days int) (*Sco
 
 // GoalProgress is goal id's burn-down (tasks left per day, at most
 // GoalProgressDays days) and the stages where its attempts fail.
-func (s *Service) GoalProgress(ctx context.Context, viewer *Agent, id int64) (*GoalProgress, error) {
+func (s *StatsService) GoalProgress(ctx context.Context, viewer *Agent, id int64) (*GoalProgress, error) {
 	st, err := s.statsAccess(viewer)
 	if err != nil {
 		return nil, err

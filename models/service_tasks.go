@@ -31,7 +31,7 @@ type ActionInput struct {
 
 // TaskAction applies action to task id on behalf of actor, in one transaction with its
 // event and side effects, and returns the task as it is afterwards.
-func (s *Service) TaskAction(ctx context.Context, actor *Agent, id int64, act Action, in ActionInput) (*Task, error) {
+func (s *TaskService) TaskAction(ctx context.Context, actor *Agent, id int64, act Action, in ActionInput) (*Task, error) {
 	var out *Task
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		t, err := tx.LockTask(ctx, id)
@@ -50,7 +50,7 @@ func (s *Service) TaskAction(ctx context.Context, actor *Agent, id int64, act Ac
 // Apply is TaskAction inside a caller's transaction, on a task the caller has locked:
 // it checks the transition and the actor's right to take it, changes t, saves it,
 // appends the event and runs the side effects (goal state, ledger, escalation, inbox).
-func (s *Service) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) error {
+func (s *TaskService) Apply(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) error {
 	return s.Walk(ctx, tx, actor, t, Move{Act: act, In: in})
 }
 
@@ -66,7 +66,7 @@ type Move struct {
 // event) as Apply would; the task row is written once before the first move with side
 // effects (which read it back: the ledger, released dependents) and once at the end,
 // rather than after every move, and the goal is moved along once.
-func (s *Service) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves ...Move) error {
+func (s *TaskService) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves ...Move) error {
 	buf := BufferEvents(tx) // the walk's events go out in one statement at the end
 	if err := s.walk(ctx, buf, actor, t, moves); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (s *Service) Walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 	return buf.Flush(ctx)
 }
 
-func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves []Move) error {
+func (s *TaskService) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves []Move) error {
 	// Lock the goal before anything changes: every walk takes the task's row, then its
 	// goal's, so two walks cannot deadlock. (Events take the append lock only at the
 	// commit, after every row lock.)
@@ -108,14 +108,14 @@ func (s *Service) walk(ctx context.Context, tx Tx, actor *Agent, t *Task, moves 
 		}
 	}
 	if syncsGoal {
-		return s.syncGoal(ctx, tx, actor, *t.GoalID, reopened)
+		return s.goals.syncGoal(ctx, tx, actor, *t.GoalID, reopened)
 	}
 	return nil
 }
 
 // transition checks one move, changes t in memory and appends its event; it returns
 // the side effects to run once t is saved.
-func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) ([]func() error, error) {
+func (s *TaskService) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, act Action, in ActionInput) ([]func() error, error) {
 	if err := actor.scopeAllowsAction(t, act); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (s *Service) transition(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if err != nil {
 		return nil, err
 	}
-	hat, err := s.hatRules(ctx, tx, actor, t, act)
+	hat, err := hatRules(ctx, tx, actor, t, act)
 	if err != nil {
 		return nil, err
 	}
@@ -178,27 +178,27 @@ type effect struct {
 	after []func() error // run after the task and its event are saved
 }
 
-type actionStep func(s *Service, ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error)
+type actionStep func(s *TaskService, ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error)
 
 var actionSteps map[Action]actionStep
 
 func init() {
 	actionSteps = map[Action]actionStep{
-		ActAssign:             (*Service).stepAssign,
-		ActReassign:           (*Service).stepReassign,
-		ActStart:              (*Service).stepStart,
-		ActSubmit:             (*Service).stepSubmit,
-		ActApprove:            (*Service).stepApprove,
-		ActReject:             (*Service).stepReject,
-		ActVerify:             (*Service).stepVerify,
-		ActRejectVerification: (*Service).stepRejectVerification,
-		ActReopen:             (*Service).stepReopen,
-		ActCancel:             (*Service).stepCancel,
-		ActBlock:              (*Service).stepBlock,
-		ActRetry:              (*Service).stepRetry,
-		ActAccept:             (*Service).stepAccept,
-		ActAsk:                (*Service).stepAsk,
-		ActAnswer:             (*Service).stepAnswer,
+		ActAssign:             (*TaskService).stepAssign,
+		ActReassign:           (*TaskService).stepReassign,
+		ActStart:              (*TaskService).stepStart,
+		ActSubmit:             (*TaskService).stepSubmit,
+		ActApprove:            (*TaskService).stepApprove,
+		ActReject:             (*TaskService).stepReject,
+		ActVerify:             (*TaskService).stepVerify,
+		ActRejectVerification: (*TaskService).stepRejectVerification,
+		ActReopen:             (*TaskService).stepReopen,
+		ActCancel:             (*TaskService).stepCancel,
+		ActBlock:              (*TaskService).stepBlock,
+		ActRetry:              (*TaskService).stepRetry,
+		ActAccept:             (*TaskService).stepAccept,
+		ActAsk:                (*TaskService).stepAsk,
+		ActAnswer:             (*TaskService).stepAnswer,
 	}
 }
 
@@ -269,7 +269,7 @@ func targetAgent(ctx context.Context, tx Tx, t *Task, name string) (*Agent, erro
 	return a, nil
 }
 
-func (s *Service) stepAssign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepAssign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if !actor.IsRunner() {
 		if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 			return effect{}, err
@@ -283,7 +283,7 @@ func (s *Service) stepAssign(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	return effect{}, nil
 }
 
-func (s *Service) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return effect{}, err
 	}
@@ -296,10 +296,10 @@ func (s *Service) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *Task
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	return effect{after: []func() error{func() error { return s.resolveInboxKeepingPrompt(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
+	return effect{after: []func() error{func() error { return s.inbox.resolveInboxKeepingPrompt(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
 }
 
-func (s *Service) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+func (s *TaskService) stepStart(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
 	if t.AssigneeID == nil {
 		return effect{}, Errorf(ECONFLICT, "task %d has no assignee", t.ID)
 	}
@@ -335,7 +335,7 @@ func dependenciesMet(ctx context.Context, tx Tx, t *Task) error {
 	return nil
 }
 
-func (s *Service) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if !actor.IsRunner() && (t.BuilderID == nil || actor.ID != *t.BuilderID) {
 		if pilot, err := isPilot(ctx, tx, actor, t); err != nil || !pilot {
 			return effect{}, orRefuse(err, Forbidden("builder_only", "only the builder (or the pilot of a minion task) may submit this task for review"))
@@ -345,19 +345,19 @@ func (s *Service) stepSubmit(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	return effect{}, nil
 }
 
-func (s *Service) stepApprove(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
-	if err := s.mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
+func (s *TaskService) stepApprove(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+	if err := mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
 		return effect{}, err
 	}
 	t.ApproverID = &actor.ID
 	return effect{}, nil
 }
 
-func (s *Service) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireReason(in, "a rejection"); err != nil {
 		return effect{}, err
 	}
-	if err := s.mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
+	if err := mayAct(ctx, tx, actor, t, DutyApprove); err != nil {
 		return effect{}, err
 	}
 	t.Reason, t.ApproverID, t.AttemptsUsed = in.Reason, nil, 0
@@ -365,30 +365,30 @@ func (s *Service) stepReject(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	return effect{}, nil
 }
 
-func (s *Service) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
-	if err := s.mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
+func (s *TaskService) stepVerify(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+	if err := mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
 		return effect{}, err
 	}
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt = &actor.ID, in.Notes, &now
 	eff := effect{after: []func() error{
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor, in.OutputHash, in.Judge) },
+		func() error { return s.ledger.writeTaskComplete(ctx, tx, t, actor, in.OutputHash, in.Judge) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}
 	if t.Rejections >= 2 {
 		// It was escalated (see stepRejectVerification); verified work settles that.
 		eff.after = append(eff.after, func() error {
-			return s.resolveInbox(ctx, tx, actor, t.ID, InboxEscalation, "verified by "+actor.Name)
+			return s.inbox.resolveInbox(ctx, tx, actor, t.ID, InboxEscalation, "verified by "+actor.Name)
 		})
 	}
 	return eff, nil
 }
 
-func (s *Service) stepRejectVerification(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepRejectVerification(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireReason(in, "a verification rejection"); err != nil {
 		return effect{}, err
 	}
-	if err := s.mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
+	if err := mayAct(ctx, tx, actor, t, DutyVerify); err != nil {
 		return effect{}, err
 	}
 	t.Rejections++
@@ -401,7 +401,7 @@ func (s *Service) stepRejectVerification(ctx context.Context, tx Tx, actor *Agen
 }
 
 // escalate puts a task rejected twice by verifiers in front of the lead.
-func (s *Service) escalate(ctx context.Context, tx Tx, actor *Agent, t *Task, reason string) error {
+func (s *TaskService) escalate(ctx context.Context, tx Tx, actor *Agent, t *Task, reason string) error {
 	payload, _ := json.Marshal(map[string]any{"task_id": t.ID, "rejections": t.Rejections, "last_reason": reason, "verifier": actor.Name})
 	item := &InboxItem{Kind: InboxEscalation, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(), Payload: payload,
 		Title: fmt.Sprintf("Task %d rejected twice by verifiers (last by %s): escalation required", t.ID, actor.Name)}
@@ -411,7 +411,7 @@ func (s *Service) escalate(ctx context.Context, tx Tx, actor *Agent, t *Task, re
 	return s.emit(ctx, tx, "task.escalated", actor, &t.ID, t.GoalID, map[string]any{"rejections": t.Rejections, "reason": reason, "inbox_id": item.ID})
 }
 
-func (s *Service) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return effect{}, err
 	}
@@ -432,12 +432,12 @@ func (s *Service) stepReopen(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	}
 	t.Fingerprint, t.Drift = nil, nil
 	return effect{after: []func() error{
-		func() error { return s.revokeTask(ctx, tx, actor, t, why, in.Reason) },
-		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, InboxDrift, "reopened: "+in.Reason) },
+		func() error { return s.ledger.revokeTask(ctx, tx, actor, t, why, in.Reason) },
+		func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, InboxDrift, "reopened: "+in.Reason) },
 	}}, nil
 }
 
-func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if actor.ID != t.CreatorID {
 		if err := requireAny(actor, "lead_exec_or_creator", RoleLead, RoleExec); err != nil {
 			return effect{}, err
@@ -446,7 +446,7 @@ func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
-	after := []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}
+	after := []func() error{func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}
 	if t.ReviewOf != nil {
 		// The reviewed task waits for this fix: it goes to a person instead.
 		after = append(after, func() error { return s.reviewFixCancelled(ctx, tx, actor, t) })
@@ -454,14 +454,14 @@ func (s *Service) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	return effect{after: after}, nil
 }
 
-func (s *Service) stepBlock(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
+func (s *TaskService) stepBlock(ctx context.Context, tx Tx, actor *Agent, t *Task, _ ActionInput) (effect, error) {
 	if !actor.IsRunner() {
 		return effect{}, Forbidden("runner_only", "only the runner blocks a task, when its attempts are exhausted")
 	}
 	return effect{}, nil
 }
 
-func (s *Service) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleExec, RoleLead); err != nil {
 		return effect{}, err
 	}
@@ -481,14 +481,14 @@ func (s *Service) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Task, i
 		t.Reason = in.Reason
 	}
 	t.AttemptsUsed = 0
-	eff := effect{after: []func() error{func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", resolution) }}}
+	eff := effect{after: []func() error{func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, "", resolution) }}}
 	if t.AssigneeID == nil {
 		eff.to = TaskPending
 	}
 	return eff, nil
 }
 
-func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
+func (s *TaskService) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if err := requireAny(actor, "exec_only", RoleExec); err != nil {
 		return effect{}, err
 	}
@@ -501,38 +501,14 @@ func (s *Service) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Task, 
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true
 	return effect{after: []func() error{
-		func() error { return s.resolveInbox(ctx, tx, actor, t.ID, "", "accepted: "+in.Reason) },
-		func() error { return s.writeTaskComplete(ctx, tx, t, actor, "", nil) },
+		func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, "", "accepted: "+in.Reason) },
+		func() error { return s.ledger.writeTaskComplete(ctx, tx, t, actor, "", nil) },
 		func() error { return s.releaseDependents(ctx, tx, actor, t) },
 	}}, nil
 }
 
-// resolveInbox closes the open inbox items of a task (of one kind, or all when kind is
-// empty) with a resolution.
-func (s *Service) resolveInbox(ctx context.Context, tx Tx, actor *Agent, taskID int64, kind, resolution string) error {
-	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: taskID, Kind: kind})
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	for i := range items {
-		it := &items[i]
-		it.Resolved, it.Resolution, it.ResolvedAt = true, resolution, &now
-		if actor != nil && actor.ID != 0 {
-			it.ResolvedBy = &actor.ID
-		}
-		if err := tx.UpdateInboxItem(ctx, it); err != nil {
-			return err
-		}
-		if err := s.emit(ctx, tx, "inbox.resolved", actor, &taskID, it.GoalID, map[string]any{"inbox_id": it.ID, "resolution": resolution}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // releaseDependents announces the tasks whose last dependency t was.
-func (s *Service) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
+func (s *TaskService) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
 	deps, err := tx.Dependents(ctx, t.ID)
 	if err != nil {
 		return err
@@ -550,90 +526,4 @@ func (s *Service) releaseDependents(ctx context.Context, tx Tx, actor *Agent, t 
 		}
 	}
 	return nil
-}
-
-// writeTaskComplete puts the task.complete entry in the outbox. hash is the verified
-// output's SHA-384; when empty, the newest passed attempt's is used, with its judge's
-// report.
-func (s *Service) writeTaskComplete(ctx context.Context, tx Tx, t *Task, verifier *Agent, hash string, judge *JudgeReport) error {
-	var builder *Agent
-	if t.BuilderID != nil {
-		b, err := tx.GetAgent(ctx, *t.BuilderID)
-		if err != nil {
-			return err
-		}
-		builder = b
-	}
-	checked := verifier.IsRunner() // the runner verifies only what passed its checks
-	if hash == "" {
-		attempts, err := tx.ListAttempts(ctx, t.ID)
-		if err != nil {
-			return err
-		}
-		for _, a := range attempts {
-			if a.Outcome == OutcomePassed && a.OutputHash != "" {
-				hash, judge = a.OutputHash, a.Judge
-			}
-		}
-		checked = checked || (len(attempts) > 0 && attempts[len(attempts)-1].Outcome == OutcomePassed)
-	}
-	e, err := s.ledger.TaskComplete(t, builder, verifier, verificationKind(t, checked), hash, judge, s.now())
-	if err != nil {
-		return err
-	}
-	return tx.AppendLedgerEntry(ctx, e)
-}
-
-// verificationKind says how t's verification goes on the ledger: override when an
-// exec accepted it; runner when the runner's checks passed (checked: the runner
-// verified, or the task's newest attempt passed) and the contract has checks to run;
-// advisory otherwise — a contract without automated checks, or work a person did and
-// a person looked at.
-func verificationKind(t *Task, checked bool) string {
-	switch {
-	case t.Override:
-		return KindOverride
-	case checked && t.Contract.Verification.Type != VerifyAdvisory:
-		return KindRunner
-	default:
-		return KindAdvisory
-	}
-}
-
-// syncGoal moves a goal along automatically after one of its tasks changed. reopened,
-// when set, says why a verified task was reopened: that makes a verified goal active
-// again and withdraws its goal.verified.
-func (s *Service) syncGoal(ctx context.Context, tx Tx, actor *Agent, goalID int64, reopened string) error {
-	g, err := tx.LockGoal(ctx, goalID)
-	if err != nil {
-		return err
-	}
-	counts, err := tx.CountTasks(ctx, goalID)
-	if err != nil {
-		return err
-	}
-	from := g.State
-	next := NextGoalState(g.State, counts)
-	if reopened != "" && g.State == GoalVerified {
-		next = GoalActive
-		g.VerifierID, g.VerifiedAt = nil, nil
-		if err := s.revokeGoal(ctx, tx, actor, g, RevokedReopened, reopened, s.now()); err != nil {
-			return err
-		}
-	}
-	if next == from {
-		return nil
-	}
-	g.State, g.UpdatedAt = next, s.now()
-	if err := s.moveDeferred(ctx, tx, g, from); err != nil {
-		return err
-	}
-	if err := tx.UpdateGoal(ctx, g); err != nil {
-		return err
-	}
-	typ := "goal.state_changed"
-	if reopened != "" && from == GoalVerified {
-		typ = "goal.reopened"
-	}
-	return s.emit(ctx, tx, typ, actor, nil, &g.ID, map[string]any{"from": from, "to": next})
 }

@@ -18,7 +18,7 @@ func CanEditTemplates(a *Agent) bool { return requireAny(a, "editor_only", edito
 // Only an admin, editor or lead may save a template (editor_only), and steps carrying
 // shell commands need one of those roles whoever else may edit templates
 // (commands_need_editor).
-func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) error {
+func (s *TemplateService) SaveTemplate(ctx context.Context, actor *Agent, t *Template) error {
 	for i, st := range t.Steps {
 		if err := requireCommandAuthority(actor, st.Contract(), fmt.Sprintf("steps[%d]", i)); err != nil {
 			return err
@@ -50,7 +50,7 @@ func (s *Service) SaveTemplate(ctx context.Context, actor *Agent, t *Template) e
 // previousVersion returns the version of t's template before t (saved in tx), nil for
 // a new template. CreateTemplate numbered t after the newest committed version, so
 // that one is visible.
-func (s *Service) previousVersion(ctx context.Context, tx Tx, t *Template) (*Template, error) {
+func (s *TemplateService) previousVersion(ctx context.Context, tx Tx, t *Template) (*Template, error) {
 	if t.Version <= 1 {
 		return nil, nil
 	}
@@ -62,7 +62,7 @@ func (s *Service) previousVersion(ctx context.Context, tx Tx, t *Template) (*Tem
 // (the defaults when none were saved). The rules map activities to shell commands:
 // only an admin, editor or lead may save them (commands_need_editor; editor_only for
 // rules without a command).
-func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) error {
+func (s *TemplateService) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) error {
 	if err := requireRulesAuthority(actor, r); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Service) SaveRules(ctx context.Context, actor *Agent, r *ProjectRules) 
 // before the group, so they are released together and run at the same time, and the
 // step after the group depends on all of them. Params replace {{name}} in the steps'
 // briefs.
-func (s *Service) StartRun(ctx context.Context, actor *Agent, goalID int64, name string, version int, params map[string]string) (*Run, []Task, error) {
+func (s *TemplateService) StartRun(ctx context.Context, actor *Agent, goalID int64, name string, version int, params map[string]string) (*Run, []Task, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +131,7 @@ func (s *Service) StartRun(ctx context.Context, actor *Agent, goalID int64, name
 					return err
 				}
 				t.RunID, t.StepNum = &run.ID, i+1
-				if err := s.insertTask(ctx, tx, actor, t, ""); err != nil {
+				if err := s.tasks.insertTask(ctx, tx, actor, t, ""); err != nil {
 					return err
 				}
 				cur = append(cur, t.ID)

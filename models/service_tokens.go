@@ -68,7 +68,7 @@ func ParseTokenTTL(s string) (time.Duration, error) {
 
 // CreateToken issues a bearer token for the named agent that expires after
 // DefaultTokenTTL and returns the secret; see IssueToken.
-func (s *Service) CreateToken(ctx context.Context, actor *Agent, agentName, name string) (string, error) {
+func (s *TokenService) CreateToken(ctx context.Context, actor *Agent, agentName, name string) (string, error) {
 	secret, _, err := s.IssueToken(ctx, actor, agentName, name, DefaultTokenTTL)
 	return secret, err
 }
@@ -76,7 +76,7 @@ func (s *Service) CreateToken(ctx context.Context, actor *Agent, agentName, name
 // IssueToken issues a bearer token called name for the named agent, lasting ttl
 // (NoExpiry: for good), and returns the secret, which is shown once — only its hash is
 // stored — and the token. Only an admin may issue tokens.
-func (s *Service) IssueToken(ctx context.Context, actor *Agent, agentName, name string, ttl time.Duration) (string, *Token, error) {
+func (s *TokenService) IssueToken(ctx context.Context, actor *Agent, agentName, name string, ttl time.Duration) (string, *Token, error) {
 	if err := requireAny(actor, "admin_only", RoleAdmin); err != nil {
 		return "", nil, err
 	}
@@ -124,7 +124,7 @@ func (s *Service) IssueToken(ctx context.Context, actor *Agent, agentName, name 
 // token is unknown, revoked or expired, or its agent is disabled. An attempt token's
 // agent comes with its Scope set. The token's use is recorded at most once per
 // TokenTouchInterval.
-func (s *Service) Authenticate(ctx context.Context, secret string) (*Agent, error) {
+func (s *TokenService) Authenticate(ctx context.Context, secret string) (*Agent, error) {
 	if secret == "" {
 		return nil, Errorf(EUNAUTHORIZED, "missing bearer token")
 	}
@@ -172,7 +172,7 @@ func mayManageTokens(actor, a *Agent) error {
 
 // ListTokens returns the tokens of the named agent, newest first (not the attempt
 // tokens the runner issues). An admin or the agent itself may list them.
-func (s *Service) ListTokens(ctx context.Context, actor *Agent, agentName string) ([]Token, error) {
+func (s *TokenService) ListTokens(ctx context.Context, actor *Agent, agentName string) ([]Token, error) {
 	a, err := s.store.GetAgentByName(ctx, strings.ToLower(strings.TrimSpace(agentName)))
 	if err != nil {
 		return nil, err
@@ -185,7 +185,7 @@ func (s *Service) ListTokens(ctx context.Context, actor *Agent, agentName string
 
 // RevokeToken revokes token id at once: a request bearing it is refused from now on.
 // An admin or the token's own agent may; revoking a revoked token changes nothing.
-func (s *Service) RevokeToken(ctx context.Context, actor *Agent, id int64) (*Token, error) {
+func (s *TokenService) RevokeToken(ctx context.Context, actor *Agent, id int64) (*Token, error) {
 	var out *Token
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		t, err := tx.GetToken(ctx, id)
@@ -212,7 +212,7 @@ func (s *Service) RevokeToken(ctx context.Context, actor *Agent, id int64) (*Tok
 
 // RevokeTokensByName revokes every unrevoked token called tokenName of the named
 // agent and returns them (none is not an error). An admin or the agent itself may.
-func (s *Service) RevokeTokensByName(ctx context.Context, actor *Agent, agentName, tokenName string) ([]Token, error) {
+func (s *TokenService) RevokeTokensByName(ctx context.Context, actor *Agent, agentName, tokenName string) ([]Token, error) {
 	tokenName = strings.TrimSpace(tokenName)
 	if tokenName == "" {
 		return nil, &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string{"name": "is required"}}
@@ -236,7 +236,7 @@ func (s *Service) RevokeTokensByName(ctx context.Context, actor *Agent, agentNam
 }
 
 // emitRevoked records the revocation of ts, tokens of a, as one token.revoked event each.
-func (s *Service) emitRevoked(ctx context.Context, tx Tx, actor, a *Agent, ts []Token) error {
+func (s *TokenService) emitRevoked(ctx context.Context, tx Tx, actor, a *Agent, ts []Token) error {
 	for _, t := range ts {
 		data := map[string]any{"agent": a.Name, "name": t.Name, "token_id": t.ID, "by": actorName(actor)}
 		if err := s.emitAbout(ctx, tx, "token.revoked", actor, a.ID, data); err != nil {
@@ -251,7 +251,7 @@ func (s *Service) emitRevoked(ctx context.Context, tx Tx, actor, a *Agent, ts []
 // the task's scope only (see TokenScope) and expires after ttl — the attempt's timeout
 // plus a margin, so that the tokens of a runner that crashed die too. The secret is
 // returned once; only its hash is stored. It is the runner's call, not an agent's.
-func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
+func (s *TokenService) IssueAttemptToken(ctx context.Context, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		if _, err := tx.GetTask(ctx, taskID); err != nil {
 			return err
@@ -270,7 +270,7 @@ func (s *Service) IssueAttemptToken(ctx context.Context, agentID, taskID int64, 
 // transaction of its own. Any earlier attempt token of the task is revoked with it.
 // The caller has read the task in tx (the runner holds it locked): a task that does not
 // exist is the store's EINVALID (a reference to a missing row), not an ENOTFOUND.
-func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
+func (s *TokenService) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskID int64, attemptNo int, ttl time.Duration) (secret string, tokenID int64, err error) {
 	if ttl <= 0 {
 		return "", 0, Errorf(EINVALID, "an attempt token needs a positive lifetime, not %s", ttl)
 	}
@@ -305,7 +305,7 @@ func (s *Service) IssueAttemptTokenTx(ctx context.Context, tx Tx, agentID, taskI
 
 // RevokeAttemptToken revokes the attempt token tokenID once its attempt is over;
 // revoking it twice, or naming a token that is no attempt token, changes nothing.
-func (s *Service) RevokeAttemptToken(ctx context.Context, tokenID int64) error {
+func (s *TokenService) RevokeAttemptToken(ctx context.Context, tokenID int64) error {
 	// One statement: the runner calls this once per attempt, on its hot path.
 	return s.store.RevokeAttemptToken(ctx, tokenID, s.now())
 }
@@ -313,14 +313,14 @@ func (s *Service) RevokeAttemptToken(ctx context.Context, tokenID int64) error {
 // RevokeAttemptTokens revokes the attempt tokens tokenIDs in one statement, as
 // RevokeAttemptToken would one by one: the runner gathers the tokens of attempts that
 // end together.
-func (s *Service) RevokeAttemptTokens(ctx context.Context, tokenIDs []int64) error {
+func (s *TokenService) RevokeAttemptTokens(ctx context.Context, tokenIDs []int64) error {
 	return s.store.RevokeAttemptTokens(ctx, tokenIDs, s.now())
 }
 
 // RevokeAttemptTokensForTask revokes every attempt token of task taskID — what a
 // runner does when it takes over a task whose runner died — and returns how many were
 // still live.
-func (s *Service) RevokeAttemptTokensForTask(ctx context.Context, taskID int64) (int, error) {
+func (s *TokenService) RevokeAttemptTokensForTask(ctx context.Context, taskID int64) (int, error) {
 	if taskID <= 0 {
 		return 0, Errorf(EINVALID, "no task %d", taskID)
 	}
@@ -331,7 +331,7 @@ func (s *Service) RevokeAttemptTokensForTask(ctx context.Context, taskID int64) 
 // PruneAttemptTokens deletes the attempt tokens that expired more than a day ago,
 // revoked or not: they can never be used again and are only clutter. It returns how
 // many went.
-func (s *Service) PruneAttemptTokens(ctx context.Context) (int64, error) {
+func (s *TokenService) PruneAttemptTokens(ctx context.Context) (int64, error) {
 	return s.store.DeleteAttemptTokens(ctx, s.now().Add(-24*time.Hour))
 }
 
@@ -345,7 +345,7 @@ func actorName(a *Agent) string {
 }
 
 // emitAbout appends an event about agent agentID (Event.AgentID), for its history.
-func (s *Service) emitAbout(ctx context.Context, tx Tx, typ string, actor *Agent, agentID int64, data any) error {
+func (s *core) emitAbout(ctx context.Context, tx Tx, typ string, actor *Agent, agentID int64, data any) error {
 	e, err := s.event(typ, actor, nil, nil, data)
 	if err != nil {
 		return err

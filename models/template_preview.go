@@ -11,7 +11,7 @@ import (
 // with {task_id} read as they would. Nothing is stored and no role is checked: it is
 // what the template editor shows beside a step. Params are not applied ({{name}}
 // stays as typed). An invalid step is refused with the task's field errors.
-func (s *Service) PreviewStepTask(ctx context.Context, t *Template, i int, id int64) (*Task, error) {
+func (s *TemplateService) PreviewStepTask(ctx context.Context, t *Template, i int, id int64) (*Task, error) {
 	if t == nil || i < 0 || i >= len(t.Steps) {
 		return nil, NotFound("template step", fmt.Sprint(i+1))
 	}

@@ -307,20 +307,20 @@ type WebhookStore interface {
 // naming the endpoint, never its URL or secrets.
 type Webhooks struct {
 	store WebhookStore
-	svc   *Service // its clock and events
+	c     *core // its clock and events
 }
 
 // NewWebhooks returns the webhook admin service over svc's store; EINTERNAL when that
 // store keeps no webhooks.
 func NewWebhooks(svc *Service) (*Webhooks, error) {
-	ws, ok := svc.store.(WebhookStore)
+	ws, ok := svc.c.store.(WebhookStore)
 	if !ok {
 		return nil, Errorf(EINTERNAL, "this store keeps no webhooks")
 	}
-	return &Webhooks{store: ws, svc: svc}, nil
+	return &Webhooks{store: ws, c: svc.c}, nil
 }
 
-func (h *Webhooks) now() time.Time { return h.svc.now() }
+func (h *Webhooks) now() time.Time { return h.c.now() }
 
 // Store returns the webhook store, for readers.
 func (h *Webhooks) Store() WebhookStore { return h.store }
@@ -341,7 +341,7 @@ func (h *Webhooks) change(ctx context.Context, actor *Agent, typ string, w *Webh
 		for k, v := range extra {
 			data[k] = v
 		}
-		return h.svc.emit(ctx, tx, typ, actor, nil, nil, data)
+		return h.c.emit(ctx, tx, typ, actor, nil, nil, data)
 	})
 }
 

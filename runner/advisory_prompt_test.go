@@ -12,10 +12,10 @@ import (
 // one beside it; once the exec proceeds, it runs the advisory task.
 func TestHeldAdvisoryTaskWaitsForThePrompt(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
-	r, err := h.svc.Rules(h.ctx)
+	r, err := h.svc.Templates.Rules(h.ctx)
 	must(t, err)
 	r.PromptForAdvisory = true
-	must(t, h.svc.SaveRules(h.ctx, h.boss, &r))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &r))
 	h.worker("dev", "developer", script(t, "noout.sh"))
 	c := fileContract()
 	c.Verification = models.Verification{Type: models.VerifyAdvisory}
@@ -28,7 +28,7 @@ func TestHeldAdvisoryTaskWaitsForThePrompt(t *testing.T) {
 	if tk, _ := h.db.GetTask(h.ctx, held.ID); tk.State != models.TaskPending || len(h.attempts(held.ID)) != 0 {
 		t.Fatalf("held task is %s with %d attempts", tk.State, len(h.attempts(held.ID)))
 	}
-	_, err = h.svc.ResolveAdvisoryPrompt(h.ctx, h.boss, held.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
+	_, err = h.svc.Tasks.ResolveAdvisoryPrompt(h.ctx, h.boss, held.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
 	must(t, err)
 	h.wait(held.ID, models.TaskVerified)
 	if len(h.attempts(held.ID)) != 1 {

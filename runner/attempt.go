@@ -310,7 +310,7 @@ func (p *Pool) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar
 	if ar == nil || ar.facts == nil {
 		return nil
 	}
-	return p.svc.FixStackCriteria(ctx, tx, p.runner, t, *ar.facts)
+	return p.svc.Attempts.FixStackCriteria(ctx, tx, p.runner, t, *ar.facts)
 }
 
 // prepareOutput resolves the output path rel inside the workspace and makes its
@@ -423,7 +423,7 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		// The worker reaches the API as itself, on its own task only, for as long as
 		// this run lasts: no long-lived token ever sits in its command. Issued here, in
 		// the transaction that records the start, it costs no round trip of its own.
-		secret, id, err := p.svc.IssueAttemptTokenTx(ctx, tx, tr.agent.ID, t.ID, ar.num, attemptTimeout(t)+attemptTokenMargin)
+		secret, id, err := p.svc.Tokens.IssueAttemptTokenTx(ctx, tx, tr.agent.ID, t.ID, ar.num, attemptTimeout(t)+attemptTokenMargin)
 		if err != nil {
 			return fmt.Errorf("issuing the attempt's token: %w", err)
 		}
@@ -518,7 +518,7 @@ func (p *Pool) revokeAttemptToken(id, taskID int64) {
 func (p *Pool) revokeAttemptTokens(ids []int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return p.svc.RevokeAttemptTokens(ctx, ids)
+	return p.svc.Tokens.RevokeAttemptTokens(ctx, ids)
 }
 
 // taskEnv is the worker's environment beyond worker.BaseEnv.

@@ -38,14 +38,14 @@ func budgetWait(n int) time.Duration {
 // may start under its task's, goal's and agent's budgets, and what it reserves. A
 // spent budget blocks the task (stage budget) in tx.
 func (p *Pool) reserveBudget(ctx context.Context, tx models.Tx, tr *taskRun) (models.BudgetDecision, error) {
-	limits, err := p.svc.BudgetLimits(ctx, tx, &tr.task, &tr.agent)
+	limits, err := p.svc.Attempts.BudgetLimits(ctx, tx, &tr.task, &tr.agent)
 	if err != nil || len(limits) == 0 {
 		return models.BudgetDecision{}, err
 	}
 	d := models.DecideBudget(limits)
 	switch {
 	case d.Spent != nil:
-		if err := p.svc.BlockOnBudget(ctx, tx, p.runner, &tr.task, *d.Spent); err != nil {
+		if err := p.svc.Attempts.BlockOnBudget(ctx, tx, p.runner, &tr.task, *d.Spent); err != nil {
 			return d, err
 		}
 		p.log.Info("budget spent: task blocked before its attempt", "task_id", tr.task.ID, "budget", d.Spent.Describe())

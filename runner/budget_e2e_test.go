@@ -36,7 +36,7 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 			h.worker("spender", "developer", usageWorker("1.00", "claude-sonnet-4-5"), func(a *models.Agent) { a.Concurrency = 8 })
 			three := 3.0
 			g := &models.Goal{Title: "Capped", Budget: &models.Budget{MaxCostUSD: &three}}
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 			var ids []int64
 			for i := 0; i < 8; i++ {
 				tk := h.task("Spend "+itoa(int64(i)), "developer", doneContract(), func(s *models.TaskSpec) { s.GoalID = &g.ID })
@@ -100,7 +100,7 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 
 			// Raising the goal's budget resumes every task it stopped.
 			ten := 10.0
-			if _, err := h.svc.SetGoalBudget(h.ctx, h.boss, g.ID, &models.Budget{MaxCostUSD: &ten}); err != nil {
+			if _, err := h.svc.Goals.SetGoalBudget(h.ctx, h.boss, g.ID, &models.Budget{MaxCostUSD: &ten}); err != nil {
 				t.Fatal(err)
 			}
 			h.waitLong(2*time.Minute, "every task verified after the raise", func() bool {
@@ -168,7 +168,7 @@ func TestPassEnvByName(t *testing.T) {
 		t.Fatalf("stored pass_env %v", a.PassEnv)
 	}
 	bad := &models.Agent{Name: "bad", Kind: models.KindWorker, Roles: []string{"x"}, Command: "true", PassEnv: []string{"COUNTERSIGN_TOKEN"}}
-	if err := h.svc.CreateAgent(h.ctx, h.boss, bad, ""); models.ErrorCode(err) != models.EINVALID {
+	if err := h.svc.Agents.CreateAgent(h.ctx, h.boss, bad, ""); models.ErrorCode(err) != models.EINVALID {
 		t.Fatalf("passing a variable the runner sets itself: %v, want EINVALID", err)
 	}
 }

@@ -317,13 +317,13 @@ const rulesTTL = time.Second
 // rules returns the project rules, read at most once per rulesTTL unless another
 // writer's events arrived since.
 func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Rules(ctx) })
+	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Templates.Rules(ctx) })
 }
 
 // rulesIn is rules read through tx when the copy is stale: inside a claim, whose
 // transaction may hold the only connection (SQLite).
 func (p *Pool) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.RulesIn(ctx, tx) })
+	return p.cachedRules(func() (models.ProjectRules, error) { return models.RulesIn(ctx, tx) })
 }
 
 // cachedRules returns the cached project rules while they are fresh, else reads them

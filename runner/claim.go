@@ -213,7 +213,7 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 			moves = append(moves, models.Move{Act: models.ActAssign, In: models.ActionInput{Agent: agent.Name}})
 		}
 		moves = append(moves, models.Move{Act: models.ActStart})
-		if err := p.svc.Walk(ctx, tx, p.runner, t, moves...); err != nil {
+		if err := p.svc.Tasks.Walk(ctx, tx, p.runner, t, moves...); err != nil {
 			return nil, err
 		}
 	case models.TaskInProgress:
@@ -282,7 +282,7 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 		if err := p.fixContract(ctx, tx, t, ar); err != nil {
 			return err
 		}
-		if err := p.svc.BlockNotReady(ctx, tx, p.runner, t, missing); err != nil {
+		if err := p.svc.Attempts.BlockNotReady(ctx, tx, p.runner, t, missing); err != nil {
 			return err
 		}
 		tr.task, tr.blocked = *t, true

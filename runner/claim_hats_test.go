@@ -17,7 +17,7 @@ func TestClaimPassesOverAnAgentItsHatRefuses(t *testing.T) {
 	rules, err := h.db.GetRules(h.ctx)
 	must(t, err)
 	rules.Hats = append(models.DefaultHats(), models.Hat{Name: "auditor", ConflictsWith: []string{models.HatBuilder}})
-	must(t, h.svc.SaveRules(h.ctx, h.boss, rules))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, rules))
 	h.worker("auditing-dev", "dev", script(t, "ok.sh"), func(a *models.Agent) { a.Roles = []string{"dev", "auditor"} })
 	plain := h.worker("plain-dev", "dev", script(t, "ok.sh"))
 	task := h.task("Write the notes", "dev", fileContract())

@@ -46,7 +46,7 @@ func (p *Pool) runDeferredOnce(ctx context.Context) {
 		if d == nil || (d.Status != models.DeferredPending && d.Status != models.DeferredRunning) {
 			continue
 		}
-		claimed, ok, err := p.svc.ClaimDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID)
+		claimed, ok, err := p.svc.Goals.ClaimDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID)
 		if err != nil || !ok {
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("claiming a goal's deferred checks failed", "goal_id", g.ID, "err", err)
@@ -57,7 +57,7 @@ func (p *Pool) runDeferredOnce(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // stopping: the run stays claimed until DeferredStale, then runs again
 		}
-		rec, err := p.svc.RecordDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID, results, diagnosis, output)
+		rec, err := p.svc.Goals.RecordDeferred(ctx, p.runner, g.ID, p.cfg.RunnerID, results, diagnosis, output)
 		if err != nil {
 			p.log.Warn("recording a goal's deferred checks failed", "goal_id", g.ID, "err", err)
 			continue

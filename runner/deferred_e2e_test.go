@@ -27,8 +27,8 @@ func TestDeferredCriteriaGateTheGoal(t *testing.T) {
 				return c
 			}
 			failing, passing := &models.Goal{Title: "Fails end to end"}, &models.Goal{Title: "Works end to end"}
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, failing))
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, passing))
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, failing))
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, passing))
 			// The deferred check of the first would fail in the attempt too: it must not run there.
 			bad := h.task("integrate badly", "developer", withDeferred(`echo "no integrated.txt here" >&2; test -f integrated.txt`),
 				func(s *models.TaskSpec) { s.GoalID = &failing.ID })
@@ -41,13 +41,13 @@ func TestDeferredCriteriaGateTheGoal(t *testing.T) {
 			if !strings.Contains(g.Deferred.Output, "no integrated.txt here") || g.Deferred.Diagnosis == "" || len(g.Deferred.Results) != 1 {
 				t.Fatalf("failed deferred checks: %+v", g.Deferred)
 			}
-			_, err := h.svc.VerifyGoal(h.ctx, h.boss, failing.ID, "looks fine")
+			_, err := h.svc.Goals.VerifyGoal(h.ctx, h.boss, failing.ID, "looks fine")
 			if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "deferred") {
 				t.Fatalf("verifying past failed deferred checks: %v", err)
 			}
 
 			h.waitDeferred(passing.ID, models.DeferredPassed)
-			_, err = h.svc.VerifyGoal(h.ctx, h.boss, passing.ID, "works")
+			_, err = h.svc.Goals.VerifyGoal(h.ctx, h.boss, passing.ID, "works")
 			must(t, err)
 			entries, err := h.db.ListLedger(h.ctx, models.LedgerFilter{GoalID: passing.ID, Types: []string{models.LedgerGoalVerified}})
 			must(t, err)
@@ -57,7 +57,7 @@ func TestDeferredCriteriaGateTheGoal(t *testing.T) {
 
 			// Rejected with a fix task, the failing goal drops its verdict: the checks
 			// run again once it waits for verification again.
-			_, err = h.svc.RejectGoal(h.ctx, h.boss, failing.ID, "the integration fails",
+			_, err = h.svc.Goals.RejectGoal(h.ctx, h.boss, failing.ID, "the integration fails",
 				[]models.TaskSpec{{Title: "add the integration file", Role: "developer", Contract: fileContract()}})
 			must(t, err)
 			if g, _ := h.db.GetGoal(h.ctx, failing.ID); g.Deferred != nil {

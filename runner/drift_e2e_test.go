@@ -24,11 +24,11 @@ func TestRecheckCatchesDrift(t *testing.T) {
 			h := newHarness(t, d, nil)
 			h.worker("dev", "developer", script(t, "ok.sh"))
 			g := &models.Goal{Title: "Docs"}
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 			task := h.task("write the docs", "developer", fileContract(), func(s *models.TaskSpec) { s.GoalID = &g.ID })
 			h.start()
 			done := h.wait(task.ID, models.TaskVerified)
-			_, err := h.svc.VerifyGoal(h.ctx, h.boss, g.ID, "fine")
+			_, err := h.svc.Goals.VerifyGoal(h.ctx, h.boss, g.ID, "fine")
 			must(t, err)
 
 			fp := done.Fingerprint
@@ -36,7 +36,7 @@ func TestRecheckCatchesDrift(t *testing.T) {
 			if fp == nil || fp.Output != out || len(fp.Files) != 1 || fp.Files[0].Path != out || fp.Git {
 				t.Fatalf("fingerprint %+v", fp)
 			}
-			rc := drift.NewRechecker(h.svc, 0, nil)
+			rc := drift.NewRechecker(h.svc.Store(), h.svc.Tasks, 0, nil)
 			recheck := func() drift.Result {
 				t.Helper()
 				res, err := rc.Task(h.ctx, h.boss, task.ID)
@@ -92,7 +92,7 @@ func TestRecheckCatchesDrift(t *testing.T) {
 			if res := recheck(); !slices.Equal(res.Changed, []string{out}) {
 				t.Fatalf("deleted output: %v", res)
 			}
-			_, err = h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActReopen, models.ActionInput{Reason: "the docs were overwritten"})
+			_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActReopen, models.ActionInput{Reason: "the docs were overwritten"})
 			must(t, err)
 			entries, err := h.db.ListLedger(h.ctx, models.LedgerFilter{TaskID: task.ID})
 			must(t, err)
@@ -159,7 +159,7 @@ func TestRecheckOfAWorktreeTask(t *testing.T) {
 	if want := git(t, repo, "rev-parse", done.Commit+":calc.go"); fp.Files[0].Hash != want {
 		t.Fatalf("fingerprint blob %s, git says %s", fp.Files[0].Hash, want)
 	}
-	rc := drift.NewRechecker(h.svc, 0, nil)
+	rc := drift.NewRechecker(h.svc.Store(), h.svc.Tasks, 0, nil)
 	if res, err := rc.Task(h.ctx, h.boss, task.ID); err != nil || len(res.Changed) != 0 || res.Gone {
 		t.Fatalf("unchanged worktree: %v %v", res, err)
 	}

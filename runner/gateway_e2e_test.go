@@ -201,7 +201,7 @@ func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
 		func(a *models.Agent) { a.Concurrency = 8 })
 	capUSD := 0.10
 	g := &models.Goal{Title: "Capped", Budget: &models.Budget{MaxCostUSD: &capUSD}}
-	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	var ids []int64
 	for i := 0; i < 8; i++ {
 		tk := h.task("Spend "+itoa(int64(i)), "dev", models.Contract{

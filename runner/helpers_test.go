@@ -69,9 +69,9 @@ func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	db := storetest.Open(t, dialect)
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	must(t, svc.CreateAgent(ctx, models.System, boss, ""))
+	must(t, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
 	// No project-wide criteria: each test names the checks it wants.
-	must(t, svc.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true", "failing": "exit 4"}}))
+	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true", "failing": "exit 4"}}))
 	root := t.TempDir()
 	ws, err := workspace.New(filepath.Join(root, "work"))
 	must(t, err)
@@ -126,7 +126,7 @@ func (h *harness) worker(name, role, command string, mut ...func(*models.Agent))
 	for _, m := range mut {
 		m(a)
 	}
-	must(h.t, h.svc.CreateAgent(h.ctx, h.boss, a, ""))
+	must(h.t, h.svc.Agents.CreateAgent(h.ctx, h.boss, a, ""))
 	return a
 }
 
@@ -145,7 +145,7 @@ func (h *harness) task(title, role string, c models.Contract, mut ...func(*model
 	for _, m := range mut {
 		m(&spec)
 	}
-	t, err := h.svc.CreateTask(h.ctx, h.boss, spec)
+	t, err := h.svc.Tasks.CreateTask(h.ctx, h.boss, spec)
 	must(h.t, err)
 	return t
 }

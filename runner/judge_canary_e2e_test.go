@@ -115,7 +115,7 @@ func TestTheJudgeHoldsResultsHonest(t *testing.T) {
 	}
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
 	rules := models.DefaultRules()
-	must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &rules))
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	must(t, err)
 	sharedCache := strings.TrimSpace(string(out))

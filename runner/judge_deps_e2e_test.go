@@ -73,7 +73,7 @@ func TestTheJudgeInstallsChangedDependencies(t *testing.T) {
 			}
 			h := newHarness(t, "sqlite", func(cfg *Config) { cfg.Sandbox = sb })
 			rules := models.DefaultRules()
-			must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
+			must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &rules))
 			dir := filepath.Join(h.root, "project")
 			writeFiles(t, dir, nodeDepsProject)
 			gitInit(t, dir)

@@ -127,7 +127,7 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 			break
 		}
 	}
-	must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &rules))
 	cases = append(cases, judgeCase{name: "floor-off", worker: skipSub, contract: mayChange, noFloor: true, verified: true, changed: []string{"calc_test.go"}})
 
 	// The go command's own build cache, warm from building this test, shared by every

@@ -143,7 +143,7 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 		c.Sandbox = sb
 		c.JudgeGoCache = sharedCache // warm: the judge's shared build cache, read-only under each run
 	})
-	must(t, h.svc.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
 	// With the defence off, the judge's other defences that would also catch some of
 	// these cheats (the canary sees a run whose results were forged; the protected
 	// paths restore a project .npmrc or pytest.py) are off too: what is measured is
@@ -196,7 +196,7 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 			a, err := h.db.GetAgentByName(h.ctx, "w-"+c.name)
 			must(t, err)
 			a.Command, a.Workdir = c.then, dir
-			must(t, h.svc.UpdateAgent(h.ctx, h.boss, a))
+			must(t, h.svc.Agents.UpdateAgent(h.ctx, h.boss, a))
 			second := h.task("Fix add in calc, again", "dev-"+c.name, contract)
 			got = h.settled(second.ID, 4*time.Minute)
 			atts = h.attempts(second.ID)

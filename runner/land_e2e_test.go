@@ -103,14 +103,14 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	writeFiles(t, wt, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return b + a }\n"})
 	git(t, wt, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "a change nobody verified")
 	mainBefore := git(t, repo, "rev-parse", "main")
-	if _, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander); ruleOf(err) != models.RuleMergeOnlyVerified {
+	if _, err := h.svc.Merges.MergeTask(h.ctx, h.boss, fix.ID, lander); ruleOf(err) != models.RuleMergeOnlyVerified {
 		t.Fatalf("merging a branch changed after verification: %v, want %s", err, models.RuleMergeOnlyVerified)
 	}
 	if now := git(t, repo, "rev-parse", "main"); now != mainBefore {
 		t.Fatalf("a refused merge moved main from %s to %s", mainBefore, now)
 	}
 	git(t, repo, "update-ref", "refs/heads/"+first.Branch, first.Commit)
-	landed, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander)
+	landed, err := h.svc.Merges.MergeTask(h.ctx, h.boss, fix.ID, lander)
 	if err != nil {
 		t.Fatalf("merging the verified commit: %v", err)
 	}
@@ -126,7 +126,7 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	if r := h.settled(rival.ID, 2*time.Minute); r.State != models.TaskVerified {
 		t.Fatalf("the rival: %s", r.State)
 	}
-	_, err = h.svc.MergeTask(h.ctx, h.boss, rival.ID, lander)
+	_, err = h.svc.Merges.MergeTask(h.ctx, h.boss, rival.ID, lander)
 	if ruleOf(err) != models.RuleMergeConflict || !strings.Contains(err.Error(), "calc.go") {
 		t.Fatalf("merging a conflicting branch: %v, want %s naming calc.go", err, models.RuleMergeConflict)
 	}
@@ -224,14 +224,14 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 	})
 
 	lander := h.pool.Landing()
-	report, err := h.svc.TaskBranch(h.ctx, h.boss, fix.ID, lander)
+	report, err := h.svc.Merges.TaskBranch(h.ctx, h.boss, fix.ID, lander)
 	must(t, err)
 	if report.Ahead != 1 || report.Behind != 0 || !report.TipVerified || report.Merged || report.Target != "main" ||
 		!strings.Contains(report.Diff, "+func Add(a, b int) int { return a + b }") {
 		t.Fatalf("the branch report before the merge: %+v", report)
 	}
 
-	landed, err := h.svc.MergeTask(h.ctx, h.boss, fix.ID, lander)
+	landed, err := h.svc.Merges.MergeTask(h.ctx, h.boss, fix.ID, lander)
 	must(t, err)
 	if landed.FastForward || landed.Pushed != "origin" || !landed.BranchDeleted {
 		t.Fatalf("the merge: %+v, want a merge commit, pushed to origin, the branch deleted", landed)
@@ -245,7 +245,7 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 	if out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "refs/heads/"+done.Branch).Output(); err == nil {
 		t.Fatalf("the merged branch is still there at %s", out)
 	}
-	if report, err := h.svc.TaskBranch(h.ctx, h.boss, fix.ID, lander); err != nil || !report.Gone {
+	if report, err := h.svc.Merges.TaskBranch(h.ctx, h.boss, fix.ID, lander); err != nil || !report.Gone {
 		t.Fatalf("the report after the branch was deleted: %+v, %v", report, err)
 	}
 
@@ -257,7 +257,7 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 	if _, err := exec.Command("test", "-d", wt).CombinedOutput(); err != nil {
 		t.Fatalf("a blocked task's worktree %s is gone: the exec needs it to decide", wt)
 	}
-	_, err = h.svc.TaskAction(h.ctx, h.boss, doomed.ID, models.ActCancel, models.ActionInput{Reason: "not needed"})
+	_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, doomed.ID, models.ActCancel, models.ActionInput{Reason: "not needed"})
 	must(t, err)
 	h.waitFor("the cancelled task's worktree removed", func() bool {
 		_, err := exec.Command("test", "-e", wt).CombinedOutput()
@@ -335,7 +335,7 @@ esac`, onRepo)
 	if f := h.settled(fixer.ID, 2*time.Minute); f.State != models.TaskVerified {
 		t.Fatalf("the fix task: %s; attempts %+v", f.State, h.attempts(fixer.ID))
 	}
-	_, err = h.svc.TaskAction(h.ctx, h.boss, after.ID, models.ActRetry, models.ActionInput{})
+	_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, after.ID, models.ActRetry, models.ActionInput{})
 	must(t, err)
 	h.waitFor("the retried step verified", func() bool {
 		tk, err := h.db.GetTask(h.ctx, after.ID)

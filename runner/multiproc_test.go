@@ -128,8 +128,8 @@ func pgService(t *testing.T) (string, *store.DB, *models.Service, *models.Agent,
 	t.Cleanup(func() { db.Close() })
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	must(t, svc.CreateAgent(ctx, models.System, boss, ""))
-	must(t, svc.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
+	must(t, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
+	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
 	return url, db, svc, boss, ctx
 }
 
@@ -159,11 +159,11 @@ func TestTwoRunnerProcessesShareWork(t *testing.T) {
 	for i := range 4 {
 		a := &models.Agent{Name: fmt.Sprintf("w%d", i), Kind: models.KindWorker, Roles: []string{"developer"},
 			Command: script(t, "record.sh", shared), Concurrency: 8, Sandbox: scriptSandbox(t, shared)}
-		must(t, svc.CreateAgent(ctx, boss, a, ""))
+		must(t, svc.Agents.CreateAgent(ctx, boss, a, ""))
 	}
 	const n = 500
 	for i := range n {
-		_, err := svc.CreateTask(ctx, boss, models.TaskSpec{Title: fmt.Sprintf("task %d", i), Role: "developer", Contract: noneContract()})
+		_, err := svc.Tasks.CreateTask(ctx, boss, models.TaskSpec{Title: fmt.Sprintf("task %d", i), Role: "developer", Contract: noneContract()})
 		must(t, err)
 	}
 	start := time.Now()
@@ -219,10 +219,10 @@ func TestKilledRunnerIsTakenOver(t *testing.T) {
 	}
 	url, db, svc, boss, ctx := pgService(t)
 	shared := filepath.Join(t.TempDir(), "runs.txt")
-	must(t, svc.CreateAgent(ctx, boss, &models.Agent{Name: "dev", Kind: models.KindWorker, Roles: []string{"developer"},
+	must(t, svc.Agents.CreateAgent(ctx, boss, &models.Agent{Name: "dev", Kind: models.KindWorker, Roles: []string{"developer"},
 		Command: script(t, "sleeper.sh", "3", shared), Sandbox: scriptSandbox(t, shared)}, ""))
 	a := startRunnerProc(t, url, "runner-a", "--lease", "2s")
-	task, err := svc.CreateTask(ctx, boss, models.TaskSpec{Title: "long", Role: "developer", Contract: noneContract()})
+	task, err := svc.Tasks.CreateTask(ctx, boss, models.TaskSpec{Title: "long", Role: "developer", Contract: noneContract()})
 	must(t, err)
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -71,7 +71,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 		return decision{}, err
 	}
 	if u := ar.usage; u != nil && u.CostUSD != nil {
-		if err := p.svc.WarnBudgets(ctx, tx, p.runner, t, &tr.agent, *u.CostUSD); err != nil {
+		if err := p.svc.Attempts.WarnBudgets(ctx, tx, p.runner, t, &tr.agent, *u.CostUSD); err != nil {
 			return decision{}, err
 		}
 	}
@@ -87,7 +87,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 	switch ar.outcome {
 	case models.OutcomeQuestion:
 		// No attempt used: the task waits for a person's answer, its lease released.
-		err = p.svc.Walk(ctx, tx, p.runner, t, models.Move{Act: models.ActAsk, In: models.ActionInput{Question: ar.question, Attempt: ar.num}})
+		err = p.svc.Tasks.Walk(ctx, tx, p.runner, t, models.Move{Act: models.ActAsk, In: models.ActionInput{Question: ar.question, Attempt: ar.num}})
 		d.done = true
 	case models.OutcomePassed:
 		var batchNext bool
@@ -104,7 +104,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 			t.Commit = ar.commit
 		}
 		t.Fingerprint = ar.fingerprint
-		if err := p.svc.RunnerPassJudged(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, judged, advisory); err != nil {
+		if err := p.svc.Attempts.RunnerPassJudged(ctx, tx, p.runner, t, passSummary(ar, advisory), ar.outputHash, judged, advisory); err != nil {
 			return decision{}, err
 		}
 		d.done = true
@@ -185,7 +185,7 @@ func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar
 // and runs again once an admin has enabled the agent (or a person cancels it).
 func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: models.Truncate(ar.diagnosis, 1500)}
-	if err := p.svc.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
+	if err := p.svc.Agents.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
 		return err
 	}
 	t.LeaseOwner, t.LeaseUntil = "", nil
@@ -205,7 +205,7 @@ func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bo
 	if err != nil {
 		return err
 	}
-	return p.svc.BlockTask(ctx, tx, p.runner, t, roundAttempts(attempts, t.AttemptsUsed, infra))
+	return p.svc.Attempts.BlockTask(ctx, tx, p.runner, t, roundAttempts(attempts, t.AttemptsUsed, infra))
 }
 
 // saveAttempt writes the attempt row (creating it when the attempt failed before it

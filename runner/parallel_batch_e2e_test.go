@@ -32,10 +32,10 @@ func TestParallelBatchReview(t *testing.T) {
 				{Name: "ui", Role: "developer", Brief: "Build the settings page.", Completion: fc, Verification: vf, Review: rv, Parallel: "build"},
 				{Name: "ship", Role: "developer", Brief: "Ship it.", Completion: models.Completion{Type: models.CompletionNone}, Verification: vf},
 			}}
-			must(t, h.svc.SaveTemplate(h.ctx, h.boss, tpl))
+			must(t, h.svc.Templates.SaveTemplate(h.ctx, h.boss, tpl))
 			g := &models.Goal{Title: "feature"}
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
-			_, tasks, err := h.svc.StartRun(h.ctx, h.boss, g.ID, "batch", 0, nil)
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
+			_, tasks, err := h.svc.Templates.StartRun(h.ctx, h.boss, g.ID, "batch", 0, nil)
 			must(t, err)
 			plan, api, ui, ship := tasks[0], tasks[1], tasks[2], tasks[3]
 			if !slices.Equal(api.DependsOn, []int64{plan.ID}) || !slices.Equal(ui.DependsOn, []int64{plan.ID}) ||

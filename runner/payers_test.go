@@ -238,7 +238,7 @@ func TestAgentCommandThatCannotRun(t *testing.T) {
 				a, err := h.db.GetAgent(h.ctx, agent.ID)
 				must(t, err)
 				a.Command, a.Disabled = fix(), false
-				must(t, h.svc.UpdateAgent(h.ctx, h.boss, a))
+				must(t, h.svc.Agents.UpdateAgent(h.ctx, h.boss, a))
 				got = h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
 				if got.State != models.TaskVerified || got.AttemptsUsed != 0 {
 					t.Fatalf("state %s attempts used %d; attempts %+v", got.State, got.AttemptsUsed, h.attempts(task.ID))

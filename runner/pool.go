@@ -40,7 +40,7 @@ var (
 // Pool claims and runs tasks. Create it with New, then Start and Stop it once.
 type Pool struct {
 	cfg     Config
-	svc     *models.Service
+	svc     services
 	store   models.Store
 	claimer models.Claimer
 	log     *slog.Logger
@@ -91,7 +91,7 @@ func New(cfg Config) (*Pool, error) {
 	st := cfg.Service.Store()
 	p := &Pool{
 		cfg:     cfg,
-		svc:     cfg.Service,
+		svc:     newServices(cfg.Service),
 		store:   st,
 		claimer: st.(models.Claimer),
 		log:     cfg.Log.With("runner_id", cfg.RunnerID),
@@ -121,7 +121,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.started {
 		return errors.New("runner: pool already started")
 	}
-	runner, err := p.svc.RunnerAgent(ctx)
+	runner, err := p.svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.judgeStore = store
 	p.tmpDirs.removeSpares()
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
-	if _, err := p.svc.PruneAttemptTokens(ctx); err != nil {
+	if _, err := p.svc.Tokens.PruneAttemptTokens(ctx); err != nil {
 		p.log.Warn("pruning expired attempt tokens failed", "err", err)
 	}
 	p.started = true

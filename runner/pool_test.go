@@ -56,7 +56,7 @@ func TestStopDuringWorker(t *testing.T) {
 			ag, err := h.db.GetAgentByName(h.ctx, "dev")
 			must(t, err)
 			ag.Command = script(t, "ok.sh")
-			must(t, h.svc.UpdateAgent(h.ctx, h.boss, ag))
+			must(t, h.svc.Agents.UpdateAgent(h.ctx, h.boss, ag))
 			h.cfg.RunnerID = "second"
 			h.start()
 			got = h.wait(task.ID, models.TaskVerified)
@@ -94,10 +94,10 @@ func TestWorkflowReleasesNextStep(t *testing.T) {
 				{Name: "review", Role: "reviewer", Brief: "review it", Completion: models.Completion{Type: models.CompletionSignal, Signal: "approved"}, Verification: models.Verification{Type: models.VerifyVerifiable}},
 				{Name: "ship", Role: "developer", Brief: "ship it", Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifyVerifiable}},
 			}}
-			must(t, h.svc.SaveTemplate(h.ctx, h.boss, tpl))
+			must(t, h.svc.Templates.SaveTemplate(h.ctx, h.boss, tpl))
 			g := &models.Goal{Title: "ship the thing"}
-			must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
-			_, tasks, err := h.svc.StartRun(h.ctx, h.boss, g.ID, "flow", 0, map[string]string{"what": "it"})
+			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
+			_, tasks, err := h.svc.Templates.StartRun(h.ctx, h.boss, g.ID, "flow", 0, map[string]string{"what": "it"})
 			must(t, err)
 			h.start()
 			for _, tk := range tasks {
@@ -115,7 +115,7 @@ func TestWorkflowReleasesNextStep(t *testing.T) {
 				prevEnd = *atts[0].FinishedAt
 			}
 			h.waitFor("goal pending_verify", func() bool {
-				gs, err := h.svc.GoalStatus(h.ctx, g.ID)
+				gs, err := h.svc.Goals.GoalStatus(h.ctx, g.ID)
 				return err == nil && gs.Goal.State == models.GoalPendingVerify
 			})
 			if n, _ := h.obs.count(); n != 3 {
@@ -205,7 +205,7 @@ func TestRejectionRerunsBuilder(t *testing.T) {
 			task := h.task("needs a lead", "developer", fileContract(), func(s *models.TaskSpec) { s.Verify = models.RoleLead })
 			h.start()
 			h.wait(task.ID, models.TaskCompleted)
-			_, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRejectVerification, models.ActionInput{Reason: "add the rollback plan"})
+			_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRejectVerification, models.ActionInput{Reason: "add the rollback plan"})
 			must(t, err)
 			h.waitFor("second attempt", func() bool {
 				a := h.attempts(task.ID)
@@ -216,7 +216,7 @@ func TestRejectionRerunsBuilder(t *testing.T) {
 			if !strings.Contains(b, "add the rollback plan") || strings.Contains(b, "Revision:") {
 				t.Fatalf("brief 2:\n%s", b)
 			}
-			_, err = h.svc.TaskAction(h.ctx, h.boss, got.ID, models.ActVerify, models.ActionInput{Notes: "fine"})
+			_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, got.ID, models.ActVerify, models.ActionInput{Notes: "fine"})
 			must(t, err)
 		})
 	}
@@ -266,7 +266,7 @@ func TestLeaseLostCancelsWorker(t *testing.T) {
 	task := h.task("cancel me", "developer", noneContract())
 	h.start()
 	h.waitRunning(task.ID)
-	_, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActCancel, models.ActionInput{Reason: "not needed"})
+	_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActCancel, models.ActionInput{Reason: "not needed"})
 	must(t, err)
 	h.waitFor("the attempt to end", func() bool {
 		a := h.attempts(task.ID)

@@ -101,10 +101,10 @@ func TestRealQwenWorker(t *testing.T) {
 // it: the runner must stop the run at stage budget after that call.
 func capped(t *testing.T, sb *sandbox.Sandbox, bin string, c models.Contract, start func(*testing.T, *harness, *scriptedapi.Server) *models.Agent) {
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
-	rules, err := h.svc.Rules(h.ctx)
+	rules, err := h.svc.Templates.Rules(h.ctx)
 	must(t, err)
 	rules.Prices = []models.ModelPrice{{Pattern: qwenModel, InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3}}
-	must(t, h.svc.SaveRules(h.ctx, h.boss, &rules))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &rules))
 	cent := 0.01
 	c.Budget = &models.Budget{MaxCostUSD: &cent}
 	tk := h.task("Think expensively", "developer", c)

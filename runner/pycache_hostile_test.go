@@ -31,7 +31,7 @@ func TestPlantedBytecodeIsNotJudged(t *testing.T) {
 		t.Fatalf("the sandbox must work on this machine: %s", sb.Status())
 	}
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
-	must(t, h.svc.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
 	dir := filepath.Join(h.root, "projects", "py")
 	writeFiles(t, dir, map[string]string{
 		"pytest.ini":   "[pytest]\n",

@@ -46,7 +46,7 @@ func TestWorkersAskAndPeopleAnswer(t *testing.T) {
 		if n := h.openInbox(tc.task.ID, models.InboxQuestion); n != 1 {
 			t.Fatalf("task %d: %d open questions in the inbox", tc.task.ID, n)
 		}
-		_, err := h.svc.TaskAction(h.ctx, h.boss, tc.task.ID, models.ActAnswer, models.ActionInput{Answer: tc.answer})
+		_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, tc.task.ID, models.ActAnswer, models.ActionInput{Answer: tc.answer})
 		must(t, err)
 		h.wait(tc.task.ID, models.TaskVerified)
 		b := h.brief(tc.task.ID, 2)
@@ -58,7 +58,7 @@ func TestWorkersAskAndPeopleAnswer(t *testing.T) {
 		}
 	}
 	// An empty answer is refused and changes nothing.
-	if _, err := h.svc.TaskAction(h.ctx, h.boss, line.ID, models.ActAnswer, models.ActionInput{Answer: " "}); models.ErrorCode(err) != models.ECONFLICT && models.ErrorCode(err) != models.EINVALID {
+	if _, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, line.ID, models.ActAnswer, models.ActionInput{Answer: " "}); models.ErrorCode(err) != models.ECONFLICT && models.ErrorCode(err) != models.EINVALID {
 		t.Fatalf("answering a verified task: %v", err)
 	}
 }

@@ -239,10 +239,10 @@ func (p *Pool) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missin
 			return err
 		}
 		if ar.stepConflict != nil {
-			if _, err := p.svc.BlockOnStepConflict(sctx, tx, p.runner, t, *ar.stepConflict); err != nil {
+			if _, err := p.svc.Attempts.BlockOnStepConflict(sctx, tx, p.runner, t, *ar.stepConflict); err != nil {
 				return err
 			}
-		} else if err := p.svc.BlockNotReady(sctx, tx, p.runner, t, missing); err != nil {
+		} else if err := p.svc.Attempts.BlockNotReady(sctx, tx, p.runner, t, missing); err != nil {
 			return err
 		}
 		tr.task = *t

@@ -44,7 +44,7 @@ func TestNotReadyConfined(t *testing.T) {
 
 	must(t, os.Remove(tool))
 	must(t, os.WriteFile(tool, body, 0o755))
-	if _, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
+	if _, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
 		t.Fatalf("check again: %v", err)
 	}
 	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskVerified {

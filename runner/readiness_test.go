@@ -25,7 +25,7 @@ func notReadyCases() []notReadyCase {
 			c.Completion.Verify = []string{"no-such-tool-xyz --check"}
 		}, missing: `verify command "no-such-tool-xyz --check" needs no-such-tool-xyz, which is not on PATH`},
 		{name: "activity command's tool not installed", contract: func(h *harness, c *models.Contract) {
-			must(h.t, h.svc.SaveRules(h.ctx, h.boss, &models.ProjectRules{Activities: map[string]string{
+			must(h.t, h.svc.Templates.SaveRules(h.ctx, h.boss, &models.ProjectRules{Activities: map[string]string{
 				"lint": "cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log"}}))
 			c.Verification.Criteria = []models.Criterion{{Activity: "lint", Description: "lints clean"}}
 		}, missing: "criterion lint (command \"cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log\") needs no-such-linter-xyz, which is not on PATH"},
@@ -89,7 +89,7 @@ func TestNotReadyBlocksBeforeAnyAttempt(t *testing.T) {
 					assertNotReady(t, h, got, marker, nc.missing)
 					if round == 1 {
 						// Check again: still missing, so blocked again before any worker.
-						if _, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
+						if _, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
 							t.Fatalf("check again: %v", err)
 						}
 					}
@@ -154,7 +154,7 @@ func TestCheckAgainRunsOnceInstalled(t *testing.T) {
 
 			// Installed: a script that checks it got --check.
 			must(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$1\" = --check ] && echo checked > checked.txt\n"), 0o755))
-			if _, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
+			if _, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{}); err != nil {
 				t.Fatalf("check again: %v", err)
 			}
 			got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
@@ -179,7 +179,7 @@ func TestCheckAgainRunsOnceInstalled(t *testing.T) {
 			h.worker("lazy", "writer", script(t, "noout.sh"))
 			failed := h.task("fails its checks", "writer", fileContract())
 			h.wait(failed.ID, models.TaskBlocked)
-			_, err = h.svc.TaskAction(h.ctx, h.boss, failed.ID, models.ActRetry, models.ActionInput{})
+			_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, failed.ID, models.ActRetry, models.ActionInput{})
 			if models.ErrorCode(err) != models.EINVALID {
 				t.Fatalf("retry without guidance after a failure: %v, want EINVALID", err)
 			}

@@ -222,7 +222,7 @@ func (p *Pool) reviewSettled(ctx context.Context, tx models.Tx, t *models.Task, 
 		"status": sum.Status, "findings": sum.Findings, "action": sum.Action}
 	switch {
 	case ar.outcome == models.OutcomeFailed && ar.reviewAgain && ar.reviewFix != nil:
-		fix, err := p.svc.AddReviewFixTask(ctx, tx, p.runner, t, *ar.reviewFix)
+		fix, err := p.svc.Attempts.AddReviewFixTask(ctx, tx, p.runner, t, *ar.reviewFix)
 		if err != nil {
 			return err
 		}

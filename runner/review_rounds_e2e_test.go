@@ -52,7 +52,7 @@ func (h *harness) fixTasks(goalID, id int64) []models.Task {
 // reviewedTask creates a goal and a task in it with a review that never passes.
 func reviewedTask(h *harness, onExhausted string) (*models.Goal, *models.Task) {
 	g := &models.Goal{Title: "reviewed work"}
-	must(h.t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	must(h.t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
 	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, OnExhausted: onExhausted}
 	return g, h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })

@@ -17,7 +17,7 @@ func TestReviewOnlyIsNotReadFromTheFindings(t *testing.T) {
 	h.worker("dev", "developer", script(t, "fix_append.sh"))
 	h.worker("rev", "reviewer", script(t, "review_phrase.sh"))
 	g := &models.Goal{Title: "reviewed work"}
-	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
 	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, MaxRounds: 1}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
@@ -28,7 +28,7 @@ func TestReviewOnlyIsNotReadFromTheFindings(t *testing.T) {
 	if n := len(h.fixTasks(g.ID, task.ID)); n != 0 {
 		t.Fatalf("%d fix tasks for a review out of rounds", n)
 	}
-	_, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan"})
+	_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan"})
 	must(t, err)
 	h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
 	atts := h.attempts(task.ID)
@@ -53,7 +53,7 @@ func TestReviewRetryAfterRoundsRanOutRunsTheWorker(t *testing.T) {
 	h.worker("dev", "developer", script(t, "fix_append.sh"))
 	h.worker("rev", "reviewer", script(t, "review_findings.sh"))
 	g := &models.Goal{Title: "reviewed work"}
-	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
 	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, MaxRounds: 2}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
@@ -68,7 +68,7 @@ func TestReviewRetryAfterRoundsRanOutRunsTheWorker(t *testing.T) {
 	if len(atts) != 2 || len(atts[1].Checks) != 1 || atts[1].Checks[0].Stage != models.StageReview {
 		t.Fatalf("round 2 was not the review alone: %+v", atts)
 	}
-	_, err := h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan"})
+	_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan"})
 	must(t, err)
 	h.waitFor("a third attempt to settle", func() bool {
 		a := h.attempts(task.ID)
@@ -92,7 +92,7 @@ func TestCancelledReviewFixWithRealWorkers(t *testing.T) {
 	h.worker("dev", "developer", script(t, "fix_slow.sh"))
 	h.worker("rev", "reviewer", script(t, "review_once.sh"))
 	g := &models.Goal{Title: "reviewed work"}
-	must(t, h.svc.CreateGoal(h.ctx, h.boss, g))
+	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
 	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
@@ -106,7 +106,7 @@ func TestCancelledReviewFixWithRealWorkers(t *testing.T) {
 		}
 		return false
 	})
-	_, err := h.svc.TaskAction(h.ctx, h.boss, fix.ID, models.ActCancel, models.ActionInput{Reason: "not worth a task"})
+	_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, fix.ID, models.ActCancel, models.ActionInput{Reason: "not worth a task"})
 	must(t, err)
 	got, err := h.db.GetTask(h.ctx, task.ID)
 	must(t, err)
@@ -116,7 +116,7 @@ func TestCancelledReviewFixWithRealWorkers(t *testing.T) {
 	if p := h.blockedPayload(task.ID); p.Attempts[len(p.Attempts)-1].Stage != models.StageReview {
 		t.Fatalf("blocked payload %+v", p.Attempts)
 	}
-	_, err = h.svc.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan yourself"})
+	_, err = h.svc.Tasks.TaskAction(h.ctx, h.boss, task.ID, models.ActRetry, models.ActionInput{Reason: "add the rollback plan yourself"})
 	must(t, err)
 	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskVerified {
 		t.Fatalf("state %s after the retry", got.State)

@@ -101,7 +101,7 @@ func TestContractsFitTheWorkspace(t *testing.T) {
 	}
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox = sb })
 	// The default rules, stacks and all, not the harness's test-only ones.
-	must(t, h.svc.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
+	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, ptrTo(models.DefaultRules())))
 	tasks := map[string]*models.Task{}
 	for _, r := range runs {
 		dir := filepath.Join(h.root, "projects", r.name)

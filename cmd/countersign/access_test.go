@@ -62,11 +62,11 @@ func TestCLITokensAndSandbox(t *testing.T) {
 	svc := newService(db)
 	ctx := context.Background()
 	for secret, want := range map[string]string{month: "revoked", forever: "revoked"} {
-		if _, err := svc.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED || !strings.Contains(models.ErrorMessage(err), want) {
+		if _, err := svc.Tokens.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED || !strings.Contains(models.ErrorMessage(err), want) {
 			t.Fatalf("a %s token: %v", want, err)
 		}
 	}
-	toks, err := svc.ListTokens(ctx, models.System, "lena")
+	toks, err := svc.Tokens.ListTokens(ctx, models.System, "lena")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 		Workdir: absWorkdir(workdir), Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
 		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix},
 		PassEnv: sb.passEnv, DailyBudget: sb.dailyBudget()}
-	if err := newService(db).CreateAgent(ctx, models.System, a, password); err != nil {
+	if err := newService(db).Agents.CreateAgent(ctx, models.System, a, password); err != nil {
 		return describe(err)
 	}
 	fmt.Fprintf(out, "agent %s added (id %d, %s, roles %s)\n", a.Name, a.ID, a.Kind, strings.Join(a.Roles, ","))
@@ -220,7 +220,7 @@ func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("nothing to change: give at least one of the agent's flags")
 	}
-	if err := newService(db).UpdateAgent(ctx, models.System, a); err != nil {
+	if err := newService(db).Agents.UpdateAgent(ctx, models.System, a); err != nil {
 		return describe(err)
 	}
 	fmt.Fprintf(out, "agent %s updated\n", a.Name)
@@ -300,7 +300,7 @@ func runTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	secret, _, err := newService(db).IssueToken(ctx, models.System, agent, name, ttl)
+	secret, _, err := newService(db).Tokens.IssueToken(ctx, models.System, agent, name, ttl)
 	if err != nil {
 		return describe(err)
 	}
@@ -322,7 +322,7 @@ func runTokenList(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	tokens, err := svc.ListTokens(ctx, models.System, agent)
+	tokens, err := svc.Tokens.ListTokens(ctx, models.System, agent)
 	if err != nil {
 		return describe(err)
 	}
@@ -383,12 +383,12 @@ func runTokenRevoke(ctx context.Context, args []string, out io.Writer) error {
 	svc := newService(db)
 	var revoked []models.Token
 	if id != 0 {
-		t, err := svc.RevokeToken(ctx, models.System, id)
+		t, err := svc.Tokens.RevokeToken(ctx, models.System, id)
 		if err != nil {
 			return describe(err)
 		}
 		revoked = []models.Token{*t}
-	} else if revoked, err = svc.RevokeTokensByName(ctx, models.System, agent, name); err != nil {
+	} else if revoked, err = svc.Tokens.RevokeTokensByName(ctx, models.System, agent, name); err != nil {
 		return describe(err)
 	}
 	if len(revoked) == 0 {
@@ -429,7 +429,7 @@ func runTemplateImport(ctx context.Context, args []string, out io.Writer) error 
 		return err
 	}
 	defer db.Close()
-	if err := newService(db).SaveTemplate(ctx, models.System, t); err != nil {
+	if err := newService(db).Templates.SaveTemplate(ctx, models.System, t); err != nil {
 		return describe(err)
 	}
 	fmt.Fprintf(out, "template %s version %d saved (%d steps)\n", t.Name, t.Version, len(t.Steps))
@@ -493,7 +493,7 @@ func runTaskImport(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	created, err := newService(db).CreateTask(ctx, models.System, spec)
+	created, err := newService(db).Tasks.CreateTask(ctx, models.System, spec)
 	if err != nil {
 		return describe(err)
 	}

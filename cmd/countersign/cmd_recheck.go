@@ -30,11 +30,11 @@ func runRecheck(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	runner, err := svc.RunnerAgent(ctx)
+	runner, err := svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return err
 	}
-	rc := drift.NewRechecker(svc, 0, nil)
+	rc := drift.NewRechecker(svc.Store(), svc.Tasks, 0, nil)
 	var results []drift.Result
 	if *taskID != 0 {
 		var r drift.Result

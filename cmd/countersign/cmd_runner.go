@@ -136,7 +136,7 @@ func startRunner(ctx context.Context, c *config, db *store.DB, svc *models.Servi
 	if err != nil {
 		return nil, err
 	}
-	gw, gwService, err := startGateway(ctx, c.Gateway, svc, log)
+	gw, gwService, err := startGateway(ctx, c.Gateway, svc.Templates, log)
 	if err != nil {
 		return nil, err
 	}

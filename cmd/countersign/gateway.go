@@ -60,7 +60,7 @@ func (g gatewayConfig) private() (bool, error) {
 // rules' prices as they are now: nil, nil when it is off. The provider keys are this
 // process's ANTHROPIC_API_KEY, OPENAI_API_KEY and GEMINI_API_KEY; a provider without
 // one is not served.
-func startGateway(ctx context.Context, g gatewayConfig, svc *models.Service, log *slog.Logger) (*gateway.Gateway, *gateway.Service, error) {
+func startGateway(ctx context.Context, g gatewayConfig, templates rulesSource, log *slog.Logger) (*gateway.Gateway, *gateway.Service, error) {
 	switch g.Gateway {
 	case "off":
 		return nil, nil, nil
@@ -69,7 +69,7 @@ func startGateway(ctx context.Context, g gatewayConfig, svc *models.Service, log
 		return nil, nil, fmt.Errorf("flag -gateway: %q is neither on nor off", g.Gateway)
 	}
 	prices := models.DefaultPrices()
-	if rules, err := svc.Rules(ctx); err == nil && len(rules.Prices) > 0 {
+	if rules, err := templates.Rules(ctx); err == nil && len(rules.Prices) > 0 {
 		prices = rules.Prices
 	}
 	cfg := gateway.Config{Prices: prices, Log: log}

@@ -31,7 +31,7 @@ func TestCLIRecheck(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "report.md"), out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	task, err := svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Report", Role: "developer", Brief: "b"})
+	task, err := svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Report", Role: "developer", Brief: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}

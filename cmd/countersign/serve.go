@@ -82,7 +82,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	if err := firstRun(ctx, svc, out); err != nil {
+	if err := firstRun(ctx, svc.Store(), svc.Agents, out); err != nil {
 		return err
 	}
 	led, ledInfo, err := openLedger(&c, db)
@@ -101,7 +101,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	stops = append(stops, hub.Stop)
 	metrics := handlers.NewMetrics(db, hub.Clients)
 	// Nothing waits unseen: overdue inbox items are escalated, with or without a runner here.
-	watcher := watch.New(svc, deadlines, 0, log)
+	watcher := watch.New(svc.Inbox, deadlines, 0, log)
 	if err := watcher.Start(ctx); err != nil {
 		return err
 	}
@@ -202,8 +202,8 @@ func stopAll(log *slog.Logger, timeout time.Duration, stops []func(context.Conte
 
 // firstRun creates the first administrator on a database without people, and prints
 // its one-time password once: there is no other way in.
-func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
-	agents, err := svc.Store().ListAgents(ctx)
+func firstRun(ctx context.Context, store models.Store, creator agentCreator, out io.Writer) error {
+	agents, err := store.ListAgents(ctx)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func firstRun(ctx context.Context, svc *models.Service, out io.Writer) error {
 	}
 	password := models.NewSecret("")[:20]
 	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	if err := svc.CreateAgent(ctx, models.System, admin, password); err != nil {
+	if err := creator.CreateAgent(ctx, models.System, admin, password); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
@@ -247,8 +247,8 @@ func sandboxBanner(sb *sandbox.Sandbox) func() string {
 // startRechecker returns the rechecker the Recheck buttons use, its periodic pass
 // started when c sets an interval.
 func startRechecker(ctx context.Context, c *config, svc *models.Service, log *slog.Logger) (*drift.Rechecker, error) {
-	rc := drift.NewRechecker(svc, c.RecheckEvery, log)
-	runnerAgent, err := svc.RunnerAgent(ctx)
+	rc := drift.NewRechecker(svc.Store(), svc.Tasks, c.RecheckEvery, log)
+	runnerAgent, err := svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return nil, err
 	}

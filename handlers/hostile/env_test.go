@@ -124,10 +124,10 @@ func (e *env) identities() {
 	admin := handlertest.CreateAgent(e.t, e.svc, "root", models.KindHuman, adminPassword, models.RoleAdmin, models.RoleLead, "developer")
 	worker := handlertest.CreateAgent(e.t, e.svc, "bot", models.KindWorker, "", "developer")
 	g := &models.Goal{Title: "seed goal"}
-	if err := e.svc.CreateGoal(ctx, admin, g); err != nil {
+	if err := e.svc.Goals.CreateGoal(ctx, admin, g); err != nil {
 		e.t.Fatal(err)
 	}
-	task, err := e.svc.CreateTask(ctx, admin, models.TaskSpec{Title: "seed task", GoalID: &g.ID, Assignee: "bot"})
+	task, err := e.svc.Tasks.CreateTask(ctx, admin, models.TaskSpec{Title: "seed task", GoalID: &g.ID, Assignee: "bot"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -136,10 +136,10 @@ func (e *env) identities() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.svc.SaveTemplate(ctx, admin, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(ctx, admin, tpl); err != nil {
 		e.t.Fatal(err)
 	}
-	attempt, _, err := e.svc.IssueAttemptToken(ctx, worker.ID, task.ID, 1, time.Hour)
+	attempt, _, err := e.svc.Tokens.IssueAttemptToken(ctx, worker.ID, task.ID, 1, time.Hour)
 	if err != nil {
 		e.t.Fatal(err)
 	}

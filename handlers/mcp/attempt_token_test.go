@@ -17,23 +17,23 @@ func TestAttemptTokenTools(t *testing.T) {
 		e.agent("c", "lead")
 		ctx := context.Background()
 		bot := handlertest.CreateAgent(t, e.svc, "bot", models.KindWorker, "", "developer", models.RoleLead)
-		runner, err := e.svc.RunnerAgent(ctx)
+		runner, err := e.svc.Agents.RunnerAgent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := func(title string) int64 {
-			tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Assignee: "bot",
+			tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Assignee: "bot",
 				Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.svc.TaskAction(ctx, runner, tk.ID, models.ActStart, models.ActionInput{}); err != nil {
+			if _, err := e.svc.Tasks.TaskAction(ctx, runner, tk.ID, models.ActStart, models.ActionInput{}); err != nil {
 				t.Fatal(err)
 			}
 			return tk.ID
 		}
 		own, other := start("own"), start("other")
-		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, own, 1, time.Hour)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, own, 1, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

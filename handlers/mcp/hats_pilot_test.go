@@ -49,7 +49,7 @@ func TestHatConflictMCP(t *testing.T) {
 		id := e.createTask("c", "Login form", "a", 0)
 		e.start(id)
 		ctx := context.Background()
-		runner, err := e.svc.RunnerAgent(ctx)
+		runner, err := e.svc.Agents.RunnerAgent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,10 +57,10 @@ func TestHatConflictMCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.TaskAction(ctx, runner, id, models.ActBlock, models.ActionInput{}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActBlock, models.ActionInput{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.TaskAction(ctx, lead, id, models.ActReassign, models.ActionInput{Agent: "m", Reason: "fresh eyes"}); err != nil {
+		if _, err := e.svc.Tasks.TaskAction(ctx, lead, id, models.ActReassign, models.ActionInput{Agent: "m", Reason: "fresh eyes"}); err != nil {
 			t.Fatal(err)
 		}
 		e.state(id, "in_progress", e.ok("m", "update_task", map[string]any{"task_id": id, "status": "in_progress"}))

@@ -64,7 +64,7 @@ func TestCreateTaskHeldOut(t *testing.T) {
 
 		// An attempt token of a worker that holds the lead role.
 		bot := handlertest.CreateAgent(t, e.svc, "bot", models.KindWorker, "", "developer", models.RoleLead)
-		secret, _, err := e.svc.IssueAttemptToken(ctx, bot.ID, created.id(), 1, time.Hour)
+		secret, _, err := e.svc.Tokens.IssueAttemptToken(ctx, bot.ID, created.id(), 1, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -412,7 +412,7 @@ func TestAuthentication(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Disabled = true
-		if err := e.svc.UpdateAgent(ctx, models.System, b); err != nil {
+		if err := e.svc.Agents.UpdateAgent(ctx, models.System, b); err != nil {
 			t.Fatal(err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)

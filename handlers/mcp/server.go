@@ -4,7 +4,7 @@
 //
 // The server is stateless: it keeps no MCP session, so every HTTP request stands on
 // its own. Identity comes only from the bearer token: each request is authenticated
-// with the API's tokens (models.Service.Authenticate), and the token's agent is the
+// with the API's tokens (models.TokenService.Authenticate), and the token's agent is the
 // actor of the tool call that request carries. Nothing learnt on one request serves
 // another, so a client cannot act as another agent by reusing anything but that
 // agent's token, and a revoked token or disabled agent is refused on its very next
@@ -74,11 +74,11 @@ func New(svc *models.Service, log *slog.Logger, version string) http.Handler {
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: version},
 		&sdk.ServerOptions{Instructions: instructions})
-	t := &tools{svc: svc, log: log}
+	t := &tools{svc: services{store: svc.Store(), Tasks: svc.Tasks, Goals: svc.Goals}, log: log}
 	t.register(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
-	bearer := auth.RequireBearerToken(verifier(svc, t.log), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	bearer := auth.RequireBearerToken(verifier(svc.Tokens, t.log), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	return challenge(bearer(h))
 }
 
@@ -115,9 +115,9 @@ func (e authError) Is(target error) bool { return target == auth.ErrInvalidToken
 // verifier authenticates a bearer token with the API's tokens, on every request. The
 // user id is the agent's id: should the handler ever keep sessions, the SDK would then
 // refuse a session opened by one agent when it is used with another agent's token.
-func verifier(svc *models.Service, log *slog.Logger) auth.TokenVerifier {
+func verifier(tokens Authenticator, log *slog.Logger) auth.TokenVerifier {
 	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		a, err := svc.Authenticate(ctx, token)
+		a, err := tokens.Authenticate(ctx, token)
 		if models.ErrorCode(err) == models.EUNAUTHORIZED {
 			return nil, authError{msg: models.ErrorMessage(err) + ": create one with `countersign token create AGENT`"}
 		}

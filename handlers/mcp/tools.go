@@ -29,7 +29,7 @@ var scopedTools = map[string]bool{"create_task": true, "update_task": true, "sub
 
 // tools holds what the tool handlers need.
 type tools struct {
-	svc *models.Service
+	svc services
 	log *slog.Logger
 }
 
@@ -239,7 +239,7 @@ func (t *tools) register(srv *sdk.Server) {
 				return GoalView{}, "", err
 			}
 			g := &models.Goal{Title: in.Title, Description: in.Description, Project: in.Project}
-			if err := svc.CreateGoal(ctx, a, g); err != nil {
+			if err := svc.Goals.CreateGoal(ctx, a, g); err != nil {
 				return GoalView{}, "", err
 			}
 			return newNamer(ctx, svc).goal(g), fmt.Sprintf("goal %d created (%s): %s", g.ID, g.State, g.Title), nil
@@ -248,7 +248,7 @@ func (t *tools) register(srv *sdk.Server) {
 	add(t, srv, &sdk.Tool{Name: "link_task_to_goal",
 		Description: "Move an existing task into a goal (out of its previous goal, if any). The task's creator, a lead or an exec may do it. Linking an unfinished task into a goal that waits for verification sends the goal back to active."},
 		onTask, func(ctx context.Context, a *models.Agent, in LinkArgs) (TaskView, string, error) {
-			task, err := svc.LinkTaskToGoal(ctx, a, in.TaskID, in.GoalID)
+			task, err := svc.Goals.LinkTaskToGoal(ctx, a, in.TaskID, in.GoalID)
 			if err != nil {
 				return TaskView{}, "", err
 			}
@@ -258,7 +258,7 @@ func (t *tools) register(srv *sdk.Server) {
 	add(t, srv, &sdk.Tool{Name: "goal_status", Annotations: readOnly,
 		Description: "Show a goal: its state, the number of tasks in every task state (pending, assigned, in_progress, review, completed, verified, blocked, cancelled), each task with its id, title, state, role and assignee, and what the goal waits for."},
 		onGoal, func(ctx context.Context, a *models.Agent, in GoalArgs) (GoalStatusView, string, error) {
-			st, err := svc.GoalStatus(ctx, in.GoalID)
+			st, err := svc.Goals.GoalStatus(ctx, in.GoalID)
 			if err != nil {
 				return GoalStatusView{}, "", err
 			}
@@ -284,7 +284,7 @@ func (t *tools) register(srv *sdk.Server) {
 			if err := claim(a, "agent_name", in.AgentName); err != nil {
 				return GoalView{}, "", err
 			}
-			g, err := svc.VerifyGoal(ctx, a, in.GoalID, in.Notes)
+			g, err := svc.Goals.VerifyGoal(ctx, a, in.GoalID, in.Notes)
 			if err != nil {
 				return GoalView{}, "", err
 			}
@@ -308,7 +308,7 @@ func (t *tools) register(srv *sdk.Server) {
 				}
 				specs[i] = spec
 			}
-			st, err := svc.RejectGoal(ctx, a, in.GoalID, in.Reason, specs)
+			st, err := svc.Goals.RejectGoal(ctx, a, in.GoalID, in.Reason, specs)
 			if err != nil {
 				return GoalStatusView{}, "", err
 			}
@@ -339,7 +339,7 @@ func (t *tools) register(srv *sdk.Server) {
 				return TaskView{}, "", err
 			}
 			spec.Contract = ct
-			task, err := svc.CreateTask(ctx, a, spec)
+			task, err := svc.Tasks.CreateTask(ctx, a, spec)
 			if err != nil {
 				return TaskView{}, "", err
 			}
@@ -381,7 +381,7 @@ func (t *tools) register(srv *sdk.Server) {
 			if err := claim(a, "agent_name", in.AgentName); err != nil {
 				return TaskView{}, "", err
 			}
-			task, err := svc.AskQuestion(ctx, a, in.TaskID, in.Question)
+			task, err := svc.Tasks.AskQuestion(ctx, a, in.TaskID, in.Question)
 			if err != nil {
 				return TaskView{}, "", err
 			}
@@ -432,10 +432,10 @@ func (t *tools) act(ctx context.Context, actor *models.Agent, agentName string, 
 	if err := claim(actor, "agent_name", agentName); err != nil {
 		return TaskView{}, "", err
 	}
-	task, err := t.svc.TaskAction(ctx, actor, id, act, in)
+	task, err := t.svc.Tasks.TaskAction(ctx, actor, id, act, in)
 	if err != nil {
 		// As the API's 409: a refused transition lists only what this caller may take.
-		return TaskView{}, "", t.svc.NarrowConflict(ctx, actor, id, err)
+		return TaskView{}, "", t.svc.Tasks.NarrowConflict(ctx, actor, id, err)
 	}
 	return newNamer(ctx, t.svc).task(task), fmt.Sprintf("task %d is now %s", task.ID, task.State), nil
 }

@@ -39,7 +39,7 @@ func (t *tools) registerAdvisory(srv *sdk.Server) {
 			for _, c := range in.Criteria {
 				d.Criteria = append(d.Criteria, models.Criterion{Activity: c.Activity, Description: c.Description, Timing: c.Timing, Command: c.Command})
 			}
-			task, err := t.svc.ResolveAdvisoryPrompt(ctx, a, in.TaskID, d)
+			task, err := t.svc.Tasks.ResolveAdvisoryPrompt(ctx, a, in.TaskID, d)
 			if err != nil {
 				return TaskView{}, "", err
 			}

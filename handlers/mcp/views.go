@@ -91,7 +91,7 @@ type namer struct {
 	names map[int64]string
 }
 
-func newNamer(ctx context.Context, svc *models.Service) *namer {
+func newNamer(ctx context.Context, svc services) *namer {
 	return &namer{ctx: ctx, store: svc.Store(), names: map[int64]string{}}
 }
 

@@ -26,7 +26,7 @@ func isAdmin(a *models.Agent) bool { return a.HasRole(models.RoleAdmin) }
 // busy while it holds in-progress tasks under an active lease.
 func (p *Pages) agentRows(c echo.Context) ([]agentspage.Row, error) {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	list, err := st.ListAgents(ctx)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (p *Pages) agentCreate(c echo.Context) error {
 	a.PassEnv, a.DailyBudget = formSpend(&fe, f)
 	var err error
 	if len(fe) == 0 {
-		err = p.d.Service.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
+		err = p.svc.Agents.CreateAgent(c.Request().Context(), SignedIn(c), a, c.FormValue("password"))
 		if err == nil {
 			setFlash(c, components.FlashSuccess, "Added agent "+a.Name+".")
 			return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(a.ID, 10))
@@ -153,7 +153,7 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 	if err != nil {
 		return agentspage.AgentView{}, nil, err
 	}
-	a, err := p.d.Service.Store().GetAgent(c.Request().Context(), id)
+	a, err := p.svc.Store().GetAgent(c.Request().Context(), id)
 	if err != nil {
 		return agentspage.AgentView{}, nil, err
 	}
@@ -177,7 +177,7 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 		since time.Time
 		out   *string
 	}{{now.Truncate(24 * time.Hour), &v.SpentToday}, {now.Add(-7 * 24 * time.Hour), &v.Spent7Days}} {
-		sp, err := p.d.Service.Store().SpendOf(c.Request().Context(), models.SpendScope{AgentID: a.ID, Since: s.since})
+		sp, err := p.svc.Store().SpendOf(c.Request().Context(), models.SpendScope{AgentID: a.ID, Since: s.since})
 		if err != nil {
 			return agentspage.AgentView{}, nil, err
 		}
@@ -232,7 +232,7 @@ func (p *Pages) agentUpdate(c echo.Context) error {
 	}
 	a.Concurrency = formInt(&fe, "concurrency", f.Concurrency)
 	if len(fe) == 0 {
-		err = p.d.Service.UpdateAgent(c.Request().Context(), SignedIn(c), &a)
+		err = p.svc.Agents.UpdateAgent(c.Request().Context(), SignedIn(c), &a)
 		if err == nil {
 			setFlash(c, components.FlashSuccess, "Saved agent "+a.Name+".")
 			return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(a.ID, 10))
@@ -269,7 +269,7 @@ func (p *Pages) agentToken(c echo.Context) error {
 		v.Errors = map[string]string{"expires": "choose a lifetime"}
 		return render(c, http.StatusUnprocessableEntity, agentspage.Agent(v))
 	}
-	secret, _, err := p.d.Service.IssueToken(c.Request().Context(), SignedIn(c), a.Name, name, ttl)
+	secret, _, err := p.svc.Tokens.IssueToken(c.Request().Context(), SignedIn(c), a.Name, name, ttl)
 	if err != nil {
 		return err
 	}

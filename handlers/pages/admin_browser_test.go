@@ -39,11 +39,11 @@ func TestBrowserTemplateEditor(t *testing.T) {
 			Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle"}}}},
 		{Name: "Review", Role: "reviewer", Brief: "Review the toggle.", Completion: models.Completion{Type: models.CompletionNone}},
 	}}
-	if err := e.svc.SaveTemplate(bg, models.System, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(bg, models.System, tpl); err != nil {
 		t.Fatal(err)
 	}
 	w := &models.Agent{Name: "claude-dev", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "claude -p --output-format json", Concurrency: 2}
-	if err := e.svc.CreateAgent(bg, models.System, w, ""); err != nil {
+	if err := e.svc.Agents.CreateAgent(bg, models.System, w, ""); err != nil {
 		t.Fatal(err)
 	}
 	_, blocked := ledgerEntries(t, e)

@@ -59,7 +59,7 @@ func (p *Pages) ledgerView(c echo.Context, after int64, f models.LedgerFilter) (
 	}
 	// One more than a page tells whether there is a next page.
 	f.AfterID, f.Limit = after, ledgerPageSize+1
-	entries, err := p.d.Service.Store().ListLedger(c.Request().Context(), f)
+	entries, err := p.svc.Store().ListLedger(c.Request().Context(), f)
 	if err != nil {
 		return v, err
 	}
@@ -99,7 +99,7 @@ func (p *Pages) ledgerVerify(c echo.Context) error {
 	if v.Kind == "hcs" {
 		res.Note = "This ledger is an HCS topic: its entries are verified against the topic's running hashes on the mirror node (HashScan), not here."
 	} else {
-		entries, err := ledger.ReadAll(c.Request().Context(), p.d.Service.Store())
+		entries, err := ledger.ReadAll(c.Request().Context(), p.svc.Store())
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func (p *Pages) ledgerEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := p.d.Service.Store().GetLedgerEntry(c.Request().Context(), id)
+	e, err := p.svc.Store().GetLedgerEntry(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

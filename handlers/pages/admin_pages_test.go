@@ -171,7 +171,7 @@ func TestAgentsPage(t *testing.T) {
 	if cc := tok.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Fatalf("token page cache-control %q", cc)
 	}
-	if a, err := e.svc.Authenticate(ctx, secret); err != nil || a.Name != "eve" {
+	if a, err := e.svc.Tokens.Authenticate(ctx, secret); err != nil || a.Name != "eve" {
 		t.Fatalf("token does not authenticate eve: %v", err)
 	}
 	again := admin.get("/agents/" + strconv.FormatInt(e.agentID("eve"), 10))
@@ -180,7 +180,7 @@ func TestAgentsPage(t *testing.T) {
 	}
 
 	// Busy: an in-progress task under an active lease links from the agent's row.
-	task, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Write the parser", Role: "developer", Brief: "Parse it."})
+	task, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Write the parser", Role: "developer", Brief: "Parse it."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func between(s, from, to string) string {
 func ledgerEntries(t *testing.T, e *admEnv) (complete, blocked *models.LedgerEntry) {
 	t.Helper()
 	ctx := context.Background()
-	task, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Ledger task", Role: "developer", Brief: "b"})
+	task, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Ledger task", Role: "developer", Brief: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestLedgerHashScanLinks(t *testing.T) {
 	t.Parallel()
 	e := newAdmEnv(t, ledger.Info{Kind: "hcs", Network: "testnet", TopicID: "0.0.4242"})
 	ctx := context.Background()
-	task, _ := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "t", Role: "developer", Brief: "b"})
+	task, _ := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "t", Role: "developer", Brief: "b"})
 	le, _ := ledger.TaskComplete{TaskID: task.ID, Contract: strings.Repeat("ab", 48), At: time.Now()}.Entry()
 	if err := e.db.AppendLedgerEntry(ctx, le); err != nil {
 		t.Fatal(err)
@@ -344,14 +344,14 @@ func TestAdminPagesEscapeMarkup(t *testing.T) {
 	tpl := &models.Template{Name: "xss", Description: evil, Steps: []models.Step{{Name: evil, Role: "developer", Brief: evil,
 		Completion:   models.Completion{Path: "out.md", Evaluate: evil, Verify: []string{"echo '" + evil + "'"}},
 		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: evil, Pattern: evil}}}}}}
-	if err := e.svc.SaveTemplate(ctx, models.System, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(ctx, models.System, tpl); err != nil {
 		t.Fatal(err)
 	}
 	w := &models.Agent{Name: "scripted", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "echo '" + evil + "'"}
-	if err := e.svc.CreateAgent(ctx, models.System, w, ""); err != nil {
+	if err := e.svc.Agents.CreateAgent(ctx, models.System, w, ""); err != nil {
 		t.Fatal(err)
 	}
-	task, _ := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: evil, Role: "developer", Brief: evil})
+	task, _ := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: evil, Role: "developer", Brief: evil})
 	until := time.Now().Add(time.Hour)
 	task.State, task.AssigneeID, task.LeaseUntil = models.TaskInProgress, &w.ID, &until
 	if err := e.db.UpdateTask(ctx, task); err != nil {

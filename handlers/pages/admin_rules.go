@@ -32,7 +32,7 @@ func (p *Pages) rulesForm(c echo.Context) error {
 
 func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 	v := rules.View{Meta: p.meta(c, "Rules", layout.NavRules), CSRF: CSRFToken(c), CanEdit: models.CanEditTemplates(SignedIn(c))}
-	r, err := p.d.Service.Store().GetRules(c.Request().Context())
+	r, err := p.svc.Store().GetRules(c.Request().Context())
 	switch {
 	case models.ErrorCode(err) == models.ENOTFOUND:
 		def := models.DefaultRules()
@@ -44,7 +44,7 @@ func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 	}
 	v.Form = formFromRules(*r)
 	v.Stacks = stackViews(r.Stacks)
-	hist, err := p.d.Service.RulesHistory(c.Request().Context(), historyLimit)
+	hist, err := p.svc.Templates.RulesHistory(c.Request().Context(), historyLimit)
 	if err != nil {
 		return v, err
 	}
@@ -65,7 +65,7 @@ func (p *Pages) rulesSave(c echo.Context) error {
 	v.Form = parseRulesForm(form)
 	r, fe := rulesFromForm(v.Form)
 	if len(fe) == 0 {
-		err := p.d.Service.SaveRules(c.Request().Context(), SignedIn(c), &r)
+		err := p.svc.Templates.SaveRules(c.Request().Context(), SignedIn(c), &r)
 		if err == nil {
 			setFlash(c, components.FlashSuccess, "Saved the project rules.")
 			return c.Redirect(http.StatusSeeOther, "/rules")
@@ -91,7 +91,7 @@ func (p *Pages) rulesTry(c echo.Context) error {
 		return err
 	}
 	v.Try = rules.TryForm{Title: c.FormValue("title"), Description: c.FormValue("description"), Files: c.FormValue("files")}
-	saved, err := p.d.Service.Rules(c.Request().Context())
+	saved, err := p.svc.Templates.Rules(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func (p *Pages) rulesStacks(c echo.Context) error {
 		return err
 	}
 	v.Check = rules.CheckForm{Path: strings.TrimSpace(c.FormValue("path"))}
-	res, err := p.d.Service.CheckWorkspace(c.Request().Context(), SignedIn(c), v.Check.Path, nil)
+	res, err := p.svc.Templates.CheckWorkspace(c.Request().Context(), SignedIn(c), v.Check.Path, nil)
 	if err != nil {
 		if !isInvalid(err) {
 			return err

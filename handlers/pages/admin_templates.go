@@ -36,7 +36,7 @@ const (
 // missing name is not worth failing a page for).
 func (p *Pages) agentNames(c echo.Context) map[int64]string {
 	out := map[int64]string{}
-	agents, err := p.d.Service.Store().ListAgents(c.Request().Context())
+	agents, err := p.svc.Store().ListAgents(c.Request().Context())
 	if err != nil {
 		return out
 	}
@@ -48,7 +48,7 @@ func (p *Pages) agentNames(c echo.Context) map[int64]string {
 
 // templatesList answers GET /templates.
 func (p *Pages) templatesList(c echo.Context) error {
-	list, err := p.d.Service.Store().ListTemplates(c.Request().Context())
+	list, err := p.svc.Store().ListTemplates(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (p *Pages) templateNew(c echo.Context) error {
 func (p *Pages) templateShow(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := c.Param("name")
-	latest, err := p.d.Service.Store().GetTemplate(ctx, name, 0)
+	latest, err := p.svc.Store().GetTemplate(ctx, name, 0)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (p *Pages) templateShow(c echo.Context) error {
 		if err != nil || n < 1 || n > math.MaxInt32 { // versions are 32-bit: a larger one names none
 			return models.NotFound("template version", q)
 		}
-		if t, err = p.d.Service.Store().GetTemplate(ctx, name, n); err != nil {
+		if t, err = p.svc.Store().GetTemplate(ctx, name, n); err != nil {
 			return err
 		}
 	}
@@ -110,7 +110,7 @@ func (p *Pages) templateYAML(c echo.Context) error {
 		}
 		version = n
 	}
-	t, err := p.d.Service.Store().GetTemplate(c.Request().Context(), c.Param("name"), version)
+	t, err := p.svc.Store().GetTemplate(c.Request().Context(), c.Param("name"), version)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 	var latest *models.Template
 	if !isNew {
 		var err error
-		if latest, err = p.d.Service.Store().GetTemplate(ctx, c.Param("name"), 0); err != nil {
+		if latest, err = p.svc.Store().GetTemplate(ctx, c.Param("name"), 0); err != nil {
 			return err
 		}
 		action = "/templates/" + url.PathEscape(latest.Name)
@@ -184,7 +184,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 
 	t, fe := templateFromForm(v.Form)
 	if isNew && fe["name"] == "" && strings.TrimSpace(v.Form.Name) != "" {
-		_, err := p.d.Service.Store().GetTemplate(ctx, strings.ToLower(strings.TrimSpace(v.Form.Name)), 0)
+		_, err := p.svc.Store().GetTemplate(ctx, strings.ToLower(strings.TrimSpace(v.Form.Name)), 0)
 		switch {
 		case err == nil:
 			fe.Add("name", "a template with this name exists: open it to save a new version")
@@ -210,7 +210,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 		v.BaseVersion = latest.Version
 		return render(c, http.StatusConflict, tplpage.Page(v))
 	}
-	if err := p.d.Service.SaveTemplate(ctx, SignedIn(c), t); err != nil {
+	if err := p.svc.Templates.SaveTemplate(ctx, SignedIn(c), t); err != nil {
 		if isInvalid(err) {
 			v.Errors = formErrorKeys(fieldErrors(err))
 			return render(c, http.StatusUnprocessableEntity, tplpage.Page(v))
@@ -262,7 +262,7 @@ func (p *Pages) templateImport(c echo.Context) error {
 		return fail()
 	}
 	t.Version = 0
-	if err := p.d.Service.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
+	if err := p.svc.Templates.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
 		if !isInvalid(err) {
 			return err
 		}
@@ -307,18 +307,18 @@ func (p *Pages) editorView(c echo.Context, action string) tplpage.View {
 
 // addVersions adds the versions of template name and its history to v.
 func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error {
-	vs, err := p.d.Service.Store().ListTemplateVersions(c.Request().Context(), name)
+	vs, err := p.svc.Store().ListTemplateVersions(c.Request().Context(), name)
 	if err != nil {
 		return err
 	}
-	hist, err := p.d.Service.TemplateHistory(c.Request().Context(), name, historyLimit)
+	hist, err := p.svc.Templates.TemplateHistory(c.Request().Context(), name, historyLimit)
 	if err != nil {
 		return err
 	}
 	v.History = historyItems(hist, templateChangeLabel)
 	// A change's diff is the YAML of both versions: held-out tests only for those who
 	// may read them.
-	diffs := handlers.NewTemplateChangeDiffs(p.d.Service.Store(), SignedIn(c))
+	diffs := handlers.NewTemplateChangeDiffs(p.svc.Store(), SignedIn(c))
 	for i, h := range hist {
 		if v.History[i].Diff != "" && diffs.Hides(c.Request().Context(), h.Change.Name, h.Change.FromVersion, h.Change.Version) {
 			v.History[i].Diff = ""

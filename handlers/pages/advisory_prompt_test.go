@@ -19,14 +19,14 @@ func (e *env) promptAll(titles ...string) ([]*models.Task, []int64) {
 	e.t.Helper()
 	t := e.t.(*testing.T)
 	ctx := context.Background()
-	r, err := e.svc.Rules(ctx)
+	r, err := e.svc.Templates.Rules(ctx)
 	must(t, err)
 	r.PromptForAdvisory = true
-	must(t, e.svc.SaveRules(ctx, e.agents["lead"], &r))
+	must(t, e.svc.Templates.SaveRules(ctx, e.agents["lead"], &r))
 	var tasks []*models.Task
 	var items []int64
 	for _, title := range titles {
-		tk, err := e.svc.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: title, Role: "developer", Assignee: "dev"})
+		tk, err := e.svc.Tasks.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: title, Role: "developer", Assignee: "dev"})
 		must(t, err)
 		its, err := e.db.ListInbox(ctx, models.InboxFilter{TaskID: tk.ID, Kind: models.InboxAdvisoryPrompt})
 		must(t, err)
@@ -133,7 +133,7 @@ func TestAdvisoryPromptBrowser(t *testing.T) {
 		t.Fatalf("after the clicks: %s / %+v / %s, %d open", a.Contract.Verification.Type, b.Contract.Verification, c.State, len(open))
 	}
 	// The proceeded task may start now.
-	if _, err := e.svc.TaskAction(bg, e.agents["dev"], a.ID, models.ActStart, models.ActionInput{}); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(bg, e.agents["dev"], a.ID, models.ActStart, models.ActionInput{}); err != nil {
 		t.Fatalf("start after proceeding: %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func (p *Pages) agentExtras(c echo.Context, v *agentspage.AgentView, a *models.A
 		v.TokenExpires = "90d"
 	}
 	if v.ManageTokens {
-		tokens, err := svc.ListTokens(ctx, viewer, a.Name)
+		tokens, err := svc.Tokens.ListTokens(ctx, viewer, a.Name)
 		if err != nil {
 			return err
 		}
@@ -183,14 +183,14 @@ func (p *Pages) agentTokenRevoke(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, err := p.d.Service.Store().GetToken(ctx, tid)
+	t, err := p.svc.Store().GetToken(ctx, tid)
 	if err != nil {
 		return err
 	}
 	if t.AgentID != id {
 		return models.NotFound("token", tid)
 	}
-	t, err = p.d.Service.RevokeToken(ctx, SignedIn(c), tid)
+	t, err = p.svc.Tokens.RevokeToken(ctx, SignedIn(c), tid)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func TestBrowserAgentAccess(t *testing.T) {
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()
 	w := &models.Agent{Name: "claude-dev", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "claude -p", Concurrency: 1}
-	if err := e.svc.CreateAgent(bg, models.System, w, ""); err != nil {
+	if err := e.svc.Agents.CreateAgent(bg, models.System, w, ""); err != nil {
 		t.Fatal(err)
 	}
 	dir := artifacts(t)
@@ -77,10 +77,10 @@ func TestBrowserAgentAccess(t *testing.T) {
 	if !strings.Contains(history, "sandbox.write") || !strings.Contains(history, "+sandbox.connect: 443, 5432") {
 		t.Fatalf("the history shows %q", history)
 	}
-	if _, err := e.svc.Authenticate(bg, strings.TrimSpace(secret)); err != nil {
+	if _, err := e.svc.Tokens.Authenticate(bg, strings.TrimSpace(secret)); err != nil {
 		t.Fatalf("the new token: %v", err)
 	}
-	list, err := e.svc.ListTokens(bg, models.System, "eve")
+	list, err := e.svc.Tokens.ListTokens(bg, models.System, "eve")
 	if err != nil || len(list) == 0 {
 		t.Fatalf("eve's tokens: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestBrowserAgentAccess(t *testing.T) {
 	if status.Value != models.TokenRevoked {
 		t.Fatalf("the token row says %q after Revoke", status.Value)
 	}
-	if _, err := e.svc.Authenticate(bg, strings.TrimSpace(secret)); models.ErrorCode(err) != models.EUNAUTHORIZED {
+	if _, err := e.svc.Tokens.Authenticate(bg, strings.TrimSpace(secret)); models.ErrorCode(err) != models.EUNAUTHORIZED {
 		t.Fatalf("a revoked token: %v", err)
 	}
 }

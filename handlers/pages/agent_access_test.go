@@ -72,7 +72,7 @@ func TestLoginLockout(t *testing.T) {
 
 			// Failures from elsewhere (other addresses, other processes) count too.
 			for range models.MaxFailedLogins {
-				if _, err := e.svc.LoginFailed(context.Background(), "alice"); err != nil {
+				if _, err := e.svc.Tokens.LoginFailed(context.Background(), "alice"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -80,7 +80,7 @@ func TestLoginLockout(t *testing.T) {
 				t.Fatalf("after ten failures from elsewhere: %d", r.Status)
 			}
 			for range models.MaxFailedLogins {
-				if _, err := e.svc.LoginFailed(context.Background(), "nobody"); err != nil {
+				if _, err := e.svc.Tokens.LoginFailed(context.Background(), "nobody"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -155,7 +155,7 @@ func TestAgentPageAccess(t *testing.T) {
 			tok := admin.post(evePath+"/tokens", url.Values{"token_name": {"laptop"}, "expires": {"30d"}})
 			tok.want(t, http.StatusOK, `data-testid="new-token-value"`, `data-testid="agent-tokens"`)
 			secret := between(tok.Body, `data-testid="new-token-value">`, "<")
-			list, err := e.svc.ListTokens(ctx, models.System, "eve")
+			list, err := e.svc.Tokens.ListTokens(ctx, models.System, "eve")
 			if err != nil || len(list) != 2 || list[0].Name != "laptop" {
 				t.Fatalf("eve's tokens: %+v %v", list, err)
 			}
@@ -174,7 +174,7 @@ func TestAgentPageAccess(t *testing.T) {
 				t.Fatalf("a revocation without the CSRF token: %d", r.Status)
 			}
 			dev.post(revoke, nil).want(t, http.StatusForbidden)
-			if _, err := e.svc.Authenticate(ctx, secret); err != nil {
+			if _, err := e.svc.Tokens.Authenticate(ctx, secret); err != nil {
 				t.Fatalf("refused revocations revoked the token: %v", err)
 			}
 			if strings.Contains(dev.get(evePath).Body, "agent-tokens") {
@@ -188,7 +188,7 @@ func TestAgentPageAccess(t *testing.T) {
 			self.get(evePath).want(t, http.StatusOK, `data-testid="agent-tokens"`, `data-testid="token-revoke-`+strconv.FormatInt(laptop.ID, 10)+`"`)
 			r := self.post(revoke, nil)
 			r.want(t, http.StatusSeeOther)
-			if _, err := e.svc.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED {
+			if _, err := e.svc.Tokens.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED {
 				t.Fatalf("a revoked token authenticates: %v", err)
 			}
 			self.get(evePath).want(t, http.StatusOK, "Revoked token laptop.", `data-status="revoked"`, "token revoked: laptop")

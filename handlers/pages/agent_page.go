@@ -27,7 +27,7 @@ func (p *Pages) agentScorecard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := p.d.Service.AgentStats(c.Request().Context(), SignedIn(c), id, days)
+	st, err := p.svc.Stats.AgentStats(c.Request().Context(), SignedIn(c), id, days)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (p *Pages) scoreBoard(c echo.Context) (agentspage.Board, error) {
 	if err != nil || livePartial(c) {
 		return agentspage.Board{Days: days}, err
 	}
-	b, err := p.d.Service.ScoreBoard(c.Request().Context(), SignedIn(c), days)
+	b, err := p.svc.Stats.ScoreBoard(c.Request().Context(), SignedIn(c), days)
 	if err != nil {
 		return agentspage.Board{}, err
 	}

@@ -15,7 +15,7 @@ type directory struct {
 
 // agents loads the agent directory (agents are few; one query per page).
 func (p *Pages) agents(ctx context.Context) (*directory, error) {
-	list, err := p.d.Service.Store().ListAgents(ctx)
+	list, err := p.svc.Store().ListAgents(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (p *Pages) session(c echo.Context) (*models.Agent, *models.Session, error) 
 	if err != nil {
 		return nil, nil, nil
 	}
-	a, s, err := models.ResolveSession(c.Request().Context(), p.d.Service.Store(), ck.Value, time.Now())
+	a, s, err := models.ResolveSession(c.Request().Context(), p.svc.Store(), ck.Value, time.Now())
 	if models.ErrorCode(err) == models.EUNAUTHORIZED {
 		return nil, nil, nil
 	}
@@ -122,7 +122,7 @@ func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
 		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
 	}
 	ctx := c.Request().Context()
-	if n, err := p.d.Service.Store().CountInbox(ctx, models.InboxFilter{}); err == nil {
+	if n, err := p.svc.Store().CountInbox(ctx, models.InboxFilter{}); err == nil {
 		m.InboxCount = n
 	}
 	if id, err := p.lastEventID(ctx); err == nil {

@@ -68,7 +68,7 @@ func TestLoginRefusals(t *testing.T) {
 	e.agent("bot", models.KindWorker, "developer")
 	off := e.agent("carol", models.KindHuman, "exec")
 	off.Disabled = true
-	if err := e.svc.UpdateAgent(t.Context(), models.System, off); err != nil {
+	if err := e.svc.Agents.UpdateAgent(t.Context(), models.System, off); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, pw string }{

@@ -31,7 +31,7 @@ func BenchmarkPages(b *testing.B) {
 			e.agent("lead", models.KindHuman, "lead")
 			dev := e.agent("dev", models.KindHuman, "developer")
 			g := &models.Goal{Title: "Big goal"}
-			if err := e.svc.CreateGoal(e.ctx(), models.System, g); err != nil {
+			if err := e.svc.Goals.CreateGoal(e.ctx(), models.System, g); err != nil {
 				b.Fatal(err)
 			}
 			start := time.Now()
@@ -46,7 +46,7 @@ func BenchmarkPages(b *testing.B) {
 						if path == goalPath+"?cold" {
 							// A new event invalidates the page's cached counts.
 							b.StopTimer()
-							if err := e.svc.CreateGoal(e.ctx(), models.System, &models.Goal{Title: "tick"}); err != nil {
+							if err := e.svc.Goals.CreateGoal(e.ctx(), models.System, &models.Goal{Title: "tick"}); err != nil {
 								b.Fatal(err)
 							}
 							b.StartTimer()

@@ -17,7 +17,7 @@ import (
 // budgetView adds what task t spent and may spend to the task page, with the form a
 // lead or exec raises its budget with.
 func (p *Pages) budgetView(ctx context.Context, me *models.Agent, t *models.Task, v *task.View) error {
-	spend, err := p.d.Service.Store().SpendOf(ctx, models.SpendScope{TaskID: t.ID})
+	spend, err := p.svc.Store().SpendOf(ctx, models.SpendScope{TaskID: t.ID})
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (p *Pages) taskBudget(c echo.Context) error {
 	}
 	b, values, err := budgetForm(c)
 	if err == nil {
-		_, err = p.d.Service.RaiseTaskBudget(c.Request().Context(), SignedIn(c), id, b)
+		_, err = p.svc.Tasks.RaiseTaskBudget(c.Request().Context(), SignedIn(c), id, b)
 	}
 	back := "/tasks/" + itoa(id)
 	if c.FormValue("back") == "/inbox" {
@@ -104,7 +104,7 @@ func (p *Pages) goalBudget(c echo.Context) error {
 	}
 	b, values, err := budgetForm(c)
 	if err == nil {
-		_, err = p.d.Service.SetGoalBudget(c.Request().Context(), SignedIn(c), id, &b)
+		_, err = p.svc.Goals.SetGoalBudget(c.Request().Context(), SignedIn(c), id, &b)
 	}
 	if isInvalid(err) {
 		v, verr := p.goalView(c, id)
@@ -126,7 +126,7 @@ func (p *Pages) goalBudget(c echo.Context) error {
 
 // goalBudgetView is what goal g spent and may spend, with the lead's form.
 func (p *Pages) goalBudgetView(ctx context.Context, me *models.Agent, g *models.Goal) (goal.BudgetView, error) {
-	spend, err := p.d.Service.Store().SpendOf(ctx, models.SpendScope{GoalID: g.ID})
+	spend, err := p.svc.Store().SpendOf(ctx, models.SpendScope{GoalID: g.ID})
 	if err != nil {
 		return goal.BudgetView{}, err
 	}

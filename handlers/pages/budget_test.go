@@ -20,7 +20,7 @@ func TestPagesShowUsageAndBudgets(t *testing.T) {
 	e.team()
 	ctx := e.ctx()
 	g := &models.Goal{Title: "Costs"}
-	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	must(t, e.svc.Goals.CreateGoal(ctx, models.System, g))
 	tk := e.humanTask("Spend", &g.ID, models.TaskVerified)
 	in, out, cost, turns := int64(1200), int64(300), 0.42, 3
 	now := time.Now().UTC()
@@ -144,18 +144,18 @@ func TestInboxRaisesAStoppedBudget(t *testing.T) {
 	e.team()
 	ctx := e.ctx()
 	cent := 0.01
-	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Capped", Brief: "b", Role: "developer", Assignee: "bot",
+	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Capped", Brief: "b", Role: "developer", Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "DONE"}, Budget: &models.Budget{MaxCostUSD: &cent}}})
 	must(t, err)
 	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
-	runner, err := e.svc.RunnerAgent(ctx)
+	runner, err := e.svc.Agents.RunnerAgent(ctx)
 	must(t, err)
 	must(t, e.db.InTx(ctx, func(tx models.Tx) error {
 		lt, err := tx.LockTask(ctx, tk.ID)
 		if err != nil {
 			return err
 		}
-		return e.svc.BlockOnBudget(ctx, tx, runner, lt, models.BudgetLimit{Scope: "task " + itoa64(tk.ID), Budget: *lt.Contract.Budget, Spend: models.Spend{CostUSD: 0.02}})
+		return e.svc.Attempts.BlockOnBudget(ctx, tx, runner, lt, models.BudgetLimit{Scope: "task " + itoa64(tk.ID), Budget: *lt.Contract.Budget, Spend: models.Spend{CostUSD: 0.02}})
 	}))
 	exec := e.browser().login("exec")
 	if pg := exec.get("/inbox"); !strings.Contains(pg.Body, `data-testid="inbox-form-raise-budget"`) {

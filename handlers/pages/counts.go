@@ -31,7 +31,7 @@ func (p *Pages) goalCounts(ctx context.Context, id, last int64) (map[models.Task
 		return maps.Clone(e.counts), nil
 	}
 	cc.mu.Unlock()
-	counts, err := p.d.Service.Store().CountTasks(ctx, id)
+	counts, err := p.svc.Store().CountTasks(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // They are the API's handlers (handlers.DeliverableAPI) with the signed-in person as
 // the reader: the same checks, the same headers.
 func (p *Pages) deliverableRoutes(g *echo.Group) {
-	api := handlers.NewDeliverableAPI(p.d.Service, p.d.Deliverables)
+	api := handlers.NewDeliverableAPI(p.svc.Store(), p.d.Deliverables)
 	g.GET("/tasks/:id/deliverable/files/*", api.File, signedInActs)
 	g.GET("/tasks/:id/deliverable.tar.gz", api.Archive, signedInActs)
 }

@@ -8,7 +8,7 @@ import (
 
 // lastEventID returns the id of the newest event.
 func (p *Pages) lastEventID(ctx context.Context) (int64, error) {
-	return p.d.Service.Store().LastEventID(ctx)
+	return p.svc.Store().LastEventID(ctx)
 }
 
 // recentEvents returns up to n of the newest events, newest first.
@@ -18,7 +18,7 @@ func (p *Pages) recentEvents(ctx context.Context, n int) ([]models.Event, int64,
 		return nil, 0, err
 	}
 	after := max(last-int64(n)*2, 0)
-	evs, err := p.d.Service.Store().ListEvents(ctx, after, n*2)
+	evs, err := p.svc.Store().ListEvents(ctx, after, n*2)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -35,7 +35,7 @@ const maxTimeline = 1000
 // taskEvents returns the events of task t, oldest first: its newest maxTimeline
 // events. truncated reports that older ones were left out.
 func (p *Pages) taskEvents(ctx context.Context, t *models.Task) (out []models.Event, truncated bool, err error) {
-	evs, err := p.d.Service.Store().ListTaskEvents(ctx, t.ID, maxTimeline)
+	evs, err := p.svc.Store().ListTaskEvents(ctx, t.ID, maxTimeline)
 	if err != nil {
 		return nil, false, err
 	}

@@ -24,13 +24,13 @@ func (e *env) act(as string, id int64, act models.Action, in models.ActionInput)
 	e.t.Helper()
 	actor := e.agents[as]
 	if as == "runner" {
-		r, err := e.svc.RunnerAgent(e.ctx())
+		r, err := e.svc.Agents.RunnerAgent(e.ctx())
 		if err != nil {
 			e.t.Fatal(err)
 		}
 		actor = r
 	}
-	if _, err := e.svc.TaskAction(e.ctx(), actor, id, act, in); err != nil {
+	if _, err := e.svc.Tasks.TaskAction(e.ctx(), actor, id, act, in); err != nil {
 		e.t.Fatalf("%s %s task %d: %v", as, act, id, err)
 	}
 }
@@ -44,7 +44,7 @@ func (e *env) humanTask(title string, goal *int64, want models.TaskState) *model
 	if want != models.TaskPending {
 		spec.Assignee = "dev"
 	}
-	t, err := e.svc.CreateTask(e.ctx(), models.System, spec)
+	t, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, spec)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (e *env) humanTask(title string, goal *int64, want models.TaskState) *model
 // blockedTask creates a worker task that the runner blocked after two attempts.
 func (e *env) blockedTask(title string, goal *int64) *models.Task {
 	e.t.Helper()
-	t, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
+	t, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", GoalID: goal, Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100,
 			Verify: []string{"go test ./..."}, MaxAttempts: 2}}})
@@ -82,13 +82,13 @@ func (e *env) blockedTask(title string, goal *int64) *models.Task {
 		e.t.Fatal(err)
 	}
 	e.act("runner", t.ID, models.ActStart, models.ActionInput{})
-	runner, _ := e.svc.RunnerAgent(e.ctx())
+	runner, _ := e.svc.Agents.RunnerAgent(e.ctx())
 	err = e.svc.Store().InTx(e.ctx(), func(tx models.Tx) error {
 		lt, err := tx.LockTask(e.ctx(), t.ID)
 		if err != nil {
 			return err
 		}
-		return e.svc.BlockTask(e.ctx(), tx, runner, lt, []models.BlockedAttempt{
+		return e.svc.Attempts.BlockTask(e.ctx(), tx, runner, lt, []models.BlockedAttempt{
 			{Attempt: 1, Stage: models.StageMechanical, Failure: "out/" + itoa64(t.ID) + ".md is missing"},
 			{Attempt: 2, Stage: models.StageVerify, Failure: "go test ./... exited 1"},
 		})
@@ -103,7 +103,7 @@ func (e *env) blockedTask(title string, goal *int64) *models.Task {
 func (e *env) pendingGoal(title string) *models.Goal {
 	e.t.Helper()
 	g := &models.Goal{Title: title, Description: "Description of " + title}
-	if err := e.svc.CreateGoal(e.ctx(), models.System, g); err != nil {
+	if err := e.svc.Goals.CreateGoal(e.ctx(), models.System, g); err != nil {
 		e.t.Fatal(err)
 	}
 	e.humanTask("task of "+title, &g.ID, models.TaskVerified)

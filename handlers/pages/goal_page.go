@@ -38,7 +38,7 @@ func (p *Pages) goalPage(c echo.Context) error {
 // goalView loads the goal page's model with empty forms.
 func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	g, err := st.GetGoal(ctx, id)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 // One query for the newest tasks of the goal usually fills every group; only the
 // states it leaves short get a query of their own.
 func (p *Pages) goalGroups(ctx context.Context, id int64, counts map[models.TaskState]int, dir *directory) ([]goal.Group, error) {
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	byState := map[models.TaskState][]models.Task{}
 	newest, err := st.ListTasks(ctx, models.TaskFilter{GoalID: id, Limit: goalTasksPerState * len(models.TaskStates)})
 	if err != nil {
@@ -137,7 +137,7 @@ func (p *Pages) verifyGoal(c echo.Context) error {
 		return err
 	}
 	notes := c.FormValue("notes")
-	_, err = p.d.Service.VerifyGoal(c.Request().Context(), SignedIn(c), id, notes)
+	_, err = p.svc.Goals.VerifyGoal(c.Request().Context(), SignedIn(c), id, notes)
 	if isInvalid(err) {
 		return p.goalForm(c, id, func(v *goal.View) { v.Verify = goal.VerifyForm{Notes: notes, Errors: fieldErrors(err)} })
 	}
@@ -171,7 +171,7 @@ func (p *Pages) rejectGoal(c echo.Context) error {
 		specs = append(specs, models.TaskSpec{Title: r.Title, Brief: r.Brief, Role: r.Role, Assignee: r.Assignee})
 		index = append(index, i)
 	}
-	_, err = p.d.Service.RejectGoal(c.Request().Context(), SignedIn(c), id, reason, specs)
+	_, err = p.svc.Goals.RejectGoal(c.Request().Context(), SignedIn(c), id, reason, specs)
 	if isInvalid(err) {
 		top := map[string]string{}
 		for k, msg := range fieldErrors(err) {
@@ -215,7 +215,7 @@ func (p *Pages) startRun(c echo.Context) error {
 	params, perr := parseParams(raw)
 	var tasks []models.Task
 	if perr == nil {
-		_, tasks, err = p.d.Service.StartRun(c.Request().Context(), SignedIn(c), id, name, 0, params)
+		_, tasks, err = p.svc.Templates.StartRun(c.Request().Context(), SignedIn(c), id, name, 0, params)
 	} else {
 		err = perr
 	}

@@ -12,7 +12,7 @@ import (
 // goalProgress is the goal page's burn-down (one bar per day: the tasks left at its
 // end) and its failing stages.
 func (p *Pages) goalProgress(ctx context.Context, viewer *models.Agent, id int64) (*goal.Progress, error) {
-	gp, err := p.d.Service.GoalProgress(ctx, viewer, id)
+	gp, err := p.svc.Stats.GoalProgress(ctx, viewer, id)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ const goalRunTasks = 1000
 // the steps of a parallel group side by side, each with its task's state and the fix
 // tasks its artifact review added.
 func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error) {
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	tasks, err := st.ListTasks(ctx, models.TaskFilter{GoalID: id, Limit: goalRunTasks})
 	if err != nil {
 		return nil, err

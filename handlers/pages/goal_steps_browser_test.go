@@ -25,18 +25,18 @@ func TestBrowserGoalParallelSteps(t *testing.T) {
 			Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}
 	}
 	tpl := &models.Template{Name: "side-by-side", Steps: []models.Step{step("plan", ""), step("api", "build"), step("ui", "build"), step("ship", "")}}
-	if err := e.svc.SaveTemplate(ctx, lead, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(ctx, lead, tpl); err != nil {
 		t.Fatal(err)
 	}
 	g := &models.Goal{Title: "Parallel goal"}
-	if err := e.svc.CreateGoal(ctx, lead, g); err != nil {
+	if err := e.svc.Goals.CreateGoal(ctx, lead, g); err != nil {
 		t.Fatal(err)
 	}
-	_, tasks, err := e.svc.StartRun(ctx, lead, g.ID, "side-by-side", 0, nil)
+	_, tasks, err := e.svc.Templates.StartRun(ctx, lead, g.ID, "side-by-side", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := e.svc.RunnerAgent(ctx)
+	runner, err := e.svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestBrowserGoalParallelSteps(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		fix, err = e.svc.AddReviewFixTask(ctx, tx, runner, api, models.ReviewFix{Index: 2, Round: 1, MaxRounds: 3,
+		fix, err = e.svc.Attempts.AddReviewFixTask(ctx, tx, runner, api, models.ReviewFix{Index: 2, Round: 1, MaxRounds: 3,
 			Findings: "- The endpoint has no rate limit.", Tasks: []string{"api"}})
 		return err
 	})

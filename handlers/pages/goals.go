@@ -37,7 +37,7 @@ func (p *Pages) goalsPage(c echo.Context) error {
 			f.AfterID, v.After = n, n
 		}
 	}
-	list, err := p.d.Service.Store().ListGoals(ctx, f)
+	list, err := p.svc.Store().ListGoals(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	for i, g := range list {
 		ids[i] = g.ID
 	}
-	byGoal, err := p.d.Service.Store().CountTasksByGoal(ctx, ids)
+	byGoal, err := p.svc.Store().CountTasksByGoal(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (p *Pages) newGoalPage(c echo.Context) error {
 // createGoal answers POST /goals: any signed-in agent may create a goal.
 func (p *Pages) createGoal(c echo.Context) error {
 	g := &models.Goal{Title: c.FormValue("title"), Description: c.FormValue("description"), Project: c.FormValue("project")}
-	err := p.d.Service.CreateGoal(c.Request().Context(), SignedIn(c), g)
+	err := p.svc.Goals.CreateGoal(c.Request().Context(), SignedIn(c), g)
 	if isInvalid(err) {
 		v := goals.NewView{CSRF: CSRFToken(c), Title: g.Title, Description: g.Description, Project: g.Project, Errors: fieldErrors(err)}
 		v.Meta = p.meta(c, "New goal", layout.NavGoals)

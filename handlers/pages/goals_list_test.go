@@ -196,7 +196,7 @@ func TestTasksPaging(t *testing.T) {
 		var ids []int64
 		add := func(n int) {
 			for range n {
-				tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Task", Role: "developer"})
+				tk, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Task", Role: "developer"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -66,7 +66,7 @@ func newEnvOn(t testing.TB, db *store.DB, o envOptions) *env {
 	t.Helper()
 	svc := handlertest.NewService(db)
 	p := pages.New(pages.Deps{Service: svc, Log: handlertest.DiscardLog(), Version: "test", Ledger: o.ledger, Banner: o.banner, SandboxPolicy: o.policy,
-		Lander: o.lander, WorkspaceUsage: o.usage, Gateway: o.gateway, Deliverables: o.deliverables, Recheck: drift.NewRechecker(svc, 0, nil)})
+		Lander: o.lander, WorkspaceUsage: o.usage, Gateway: o.gateway, Deliverables: o.deliverables, Recheck: drift.NewRechecker(svc.Store(), svc.Tasks, 0, nil)})
 	extra := append([]func(*echo.Echo){p.Routes}, o.extra...)
 	e, srv := handlertest.Serve(t, handlers.Deps{Service: svc, HTML: p.ErrorPage, Extra: extra})
 	return &env{t: t, db: db, svc: svc, pages: p, echo: e, srv: srv, agents: map[string]*models.Agent{}, tokens: map[string]string{}}

@@ -54,7 +54,7 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 	e.team()
 	ctx := context.Background()
 	rules := models.DefaultRules()
-	must(t, e.svc.SaveRules(ctx, e.agents["lead"], &rules))
+	must(t, e.svc.Templates.SaveRules(ctx, e.agents["lead"], &rules))
 
 	project := filepath.Join(dir, "calc")
 	must(t, os.MkdirAll(project, 0o755))
@@ -75,14 +75,14 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	must(t, err)
 	sharedCache := strings.TrimSpace(string(out))
-	must(t, e.svc.CreateAgent(ctx, models.System, &models.Agent{Name: "coder", Kind: models.KindWorker, Roles: []string{"coder"},
+	must(t, e.svc.Agents.CreateAgent(ctx, models.System, &models.Agent{Name: "coder", Kind: models.KindWorker, Roles: []string{"coder"},
 		Command: worker, Workdir: project, Sandbox: models.AgentSandbox{Write: []string{sharedCache}}}, ""))
 	// One warm Go build cache: the agent's own would start cold.
 	cacheDir := filepath.Join(work, "agents", "coder", "home", ".cache")
 	must(t, os.MkdirAll(cacheDir, 0o750))
 	must(t, os.Symlink(sharedCache, filepath.Join(cacheDir, "go-build")))
 
-	tk, err := e.svc.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: "Make Add add", Brief: "Add must add.", Role: "coder", Assignee: "coder",
+	tk, err := e.svc.Tasks.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: "Make Add add", Brief: "Add must add.", Role: "coder", Assignee: "coder",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 2},
 			Verification: models.Verification{Type: models.VerifyAuto, HeldOut: []models.HeldOutTest{hiddenTest}}}})
 	must(t, err)

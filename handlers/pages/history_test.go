@@ -48,10 +48,10 @@ func TestHistoryOnRulesAndTemplatePages(t *testing.T) {
 		tpl := func(review string) *models.Template {
 			return &models.Template{Name: "ship", Steps: []models.Step{{Role: "developer", Brief: "Build it"}, {Role: "reviewer", Brief: review}}}
 		}
-		if err := e.svc.SaveTemplate(ctx, eve, tpl("Review it")); err != nil {
+		if err := e.svc.Templates.SaveTemplate(ctx, eve, tpl("Review it")); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.svc.SaveTemplate(ctx, ada, tpl("Review it twice")); err != nil {
+		if err := e.svc.Templates.SaveTemplate(ctx, ada, tpl("Review it twice")); err != nil {
 			t.Fatal(err)
 		}
 		h = historyOf(t, c.get("/templates/ship").Body)
@@ -68,7 +68,7 @@ func TestHistoryOnRulesAndTemplatePages(t *testing.T) {
 			t.Fatalf("the entry of v1 lacks who or what:\n%s", v1)
 		}
 		// Another template's changes stay on its own page.
-		if err := e.svc.SaveTemplate(ctx, eve, &models.Template{Name: "other", Steps: []models.Step{{Role: "writer", Brief: "Write"}}}); err != nil {
+		if err := e.svc.Templates.SaveTemplate(ctx, eve, &models.Template{Name: "other", Steps: []models.Step{{Role: "writer", Brief: "Write"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := strings.Count(historyOf(t, c.get("/templates/ship").Body), `data-testid="history-item"`); n != 2 {

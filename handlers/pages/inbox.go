@@ -51,7 +51,7 @@ func (p *Pages) inboxPage(c echo.Context) error {
 // inboxView loads the open inbox items (at most 200), their tasks and their forms.
 func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	items, err := st.ListInbox(ctx, models.InboxFilter{Limit: 200})
 	if err != nil {
 		return nil, err

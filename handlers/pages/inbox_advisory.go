@@ -108,7 +108,7 @@ func (p *Pages) resolveAdvisory(c echo.Context) error {
 		}
 		d.Criteria, lines = crit, l
 	}
-	t, err := p.d.Service.ResolveAdvisoryPrompt(c.Request().Context(), SignedIn(c), id, d)
+	t, err := p.svc.Tasks.ResolveAdvisoryPrompt(c.Request().Context(), SignedIn(c), id, d)
 	if isInvalid(err) {
 		errs := map[string]string{}
 		var crit []string

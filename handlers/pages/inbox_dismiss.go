@@ -36,7 +36,7 @@ func (p *Pages) dismissAdvisory(c echo.Context) error {
 		return err
 	}
 	note := c.FormValue("reason")
-	it, err := p.d.Service.ResolveInboxItem(c.Request().Context(), SignedIn(c), id, note)
+	it, err := p.svc.Inbox.ResolveInboxItem(c.Request().Context(), SignedIn(c), id, note)
 	if isInvalid(err) {
 		errs := map[string]string{}
 		for k, v := range fieldErrors(err) {

@@ -16,20 +16,20 @@ import (
 // with its output waiting in the inbox for a look. It returns the task and the item.
 func (e *env) advisoryTask(title string) (*models.Task, models.InboxItem) {
 	e.t.Helper()
-	t, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
+	t, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.act("runner", t.ID, models.ActStart, models.ActionInput{})
-	runner, _ := e.svc.RunnerAgent(e.ctx())
+	runner, _ := e.svc.Agents.RunnerAgent(e.ctx())
 	err = e.svc.Store().InTx(e.ctx(), func(tx models.Tx) error {
 		lt, err := tx.LockTask(e.ctx(), t.ID)
 		if err != nil {
 			return err
 		}
-		return e.svc.RunnerPass(e.ctx(), tx, runner, lt, "Summary of "+title, "", true)
+		return e.svc.Attempts.RunnerPass(e.ctx(), tx, runner, lt, "Summary of "+title, "", true)
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 // asRunner runs fn as the runner in a transaction on the locked task id.
 func (e *env) asRunner(id int64, fn func(tx models.Tx, runner *models.Agent, t *models.Task) error) {
 	e.t.Helper()
-	runner, err := e.svc.RunnerAgent(e.ctx())
+	runner, err := e.svc.Agents.RunnerAgent(e.ctx())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestInboxNotReadyCheckAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
-	tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Needs a linter", Brief: "Lint it.",
+	tk, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Needs a linter", Brief: "Lint it.",
 		Role: "developer", Assignee: "bot", Contract: models.Contract{Completion: models.Completion{Verify: []string{"no-such-tool-xyz --check"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestInboxNotReadyCheckAgain(t *testing.T) {
 	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
 	missing := `verify command "no-such-tool-xyz --check" needs no-such-tool-xyz, which is not on PATH (/usr/bin:/bin)`
 	e.asRunner(tk.ID, func(tx models.Tx, runner *models.Agent, t *models.Task) error {
-		return e.svc.BlockNotReady(e.ctx(), tx, runner, t, []string{missing})
+		return e.svc.Attempts.BlockNotReady(e.ctx(), tx, runner, t, []string{missing})
 	})
 	it := e.inboxItemOf(tk.ID)
 	exec, dev := e.browser().login("exec"), e.browser().login("dev")
@@ -86,14 +86,14 @@ func TestInboxPausedAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "sqlite")
 	e.team()
-	tk, err := e.svc.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Waits for bot", Brief: "Do it.", Role: "developer", Assignee: "bot"})
+	tk, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Waits for bot", Brief: "Do it.", Role: "developer", Assignee: "bot"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
 	bot := e.agents["bot"]
 	e.asRunner(tk.ID, func(tx models.Tx, runner *models.Agent, t *models.Task) error {
-		return e.svc.PauseAgent(e.ctx(), tx, runner, bot.ID, t, models.AgentPausedPayload{Attempt: 1, ExitCode: 127,
+		return e.svc.Agents.PauseAgent(e.ctx(), tx, runner, bot.ID, t, models.AgentPausedPayload{Attempt: 1, ExitCode: 127,
 			Reason: "sh: 1: no-such-worker-binary: not found"})
 	})
 	it := e.inboxItemOf(tk.ID)
@@ -119,7 +119,7 @@ func TestInboxPausedAgent(t *testing.T) {
 		t.Fatalf("agent %+v %v, want disabled", a, err)
 	}
 	a.Disabled = false
-	if err := e.svc.UpdateAgent(e.ctx(), e.agents["admin"], a); err != nil {
+	if err := e.svc.Agents.UpdateAgent(e.ctx(), e.agents["admin"], a); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.item(it.ID); !got.Resolved || got.Resolution != "agent bot enabled again by admin" {

@@ -27,7 +27,7 @@ func pageHeldOutContent() string {
 func (e *env) judgedTask(title string, pass bool, attempts ...models.Attempt) *models.Task {
 	e.t.Helper()
 	ctx := e.ctx()
-	tk, err := e.svc.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: title, Brief: "Brief of " + title, Role: "developer", Assignee: "bot",
+	tk, err := e.svc.Tasks.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: title, Brief: "Brief of " + title, Role: "developer", Assignee: "bot",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone},
 			Verification: models.Verification{Type: models.VerifyVerifiable,
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: "the tests pass"}},
@@ -48,13 +48,13 @@ func (e *env) judgedTask(title string, pass bool, attempts ...models.Attempt) *m
 		}
 	}
 	if pass {
-		runner, _ := e.svc.RunnerAgent(ctx)
+		runner, _ := e.svc.Agents.RunnerAgent(ctx)
 		err := e.svc.Store().InTx(ctx, func(tx models.Tx) error {
 			lt, err := tx.LockTask(ctx, tk.ID)
 			if err != nil {
 				return err
 			}
-			return e.svc.RunnerPass(ctx, tx, runner, lt, "done", "", false)
+			return e.svc.Attempts.RunnerPass(ctx, tx, runner, lt, "done", "", false)
 		})
 		if err != nil {
 			e.t.Fatal(err)

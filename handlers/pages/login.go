@@ -70,7 +70,7 @@ func (p *Pages) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	// A locked account is refused before its password is looked at, so the answer
 	// tells nothing about the password (and costs the address no attempt).
-	if until, err := p.d.Service.LoginLockedUntil(ctx, name); err != nil {
+	if until, err := p.svc.Tokens.LoginLockedUntil(ctx, name); err != nil {
 		return err
 	} else if !until.IsZero() {
 		return p.renderLocked(c, v, until)
@@ -79,7 +79,7 @@ func (p *Pages) login(c echo.Context) error {
 		v.Error = "too many sign-in attempts from your address: wait a minute and try again"
 		return p.renderLogin(c, http.StatusTooManyRequests, v)
 	}
-	a, err := p.d.Service.Store().GetAgentByName(ctx, name)
+	a, err := p.svc.Store().GetAgentByName(ctx, name)
 	if err != nil && models.ErrorCode(err) != models.ENOTFOUND {
 		return err
 	}
@@ -90,7 +90,7 @@ func (p *Pages) login(c echo.Context) error {
 		_ = bcrypt.CompareHashAndPassword([]byte(dummyHash), []byte(c.FormValue("password")))
 	}
 	if !ok || !a.CanSignIn() {
-		if until, err := p.d.Service.LoginFailed(ctx, name); err != nil {
+		if until, err := p.svc.Tokens.LoginFailed(ctx, name); err != nil {
 			return err
 		} else if !until.IsZero() {
 			p.d.Log.Warn("dashboard account locked after failed sign-ins", "name", name, "until", until)
@@ -99,7 +99,7 @@ func (p *Pages) login(c echo.Context) error {
 		v.Error = wrongLogin
 		return p.renderLogin(c, http.StatusUnauthorized, v)
 	}
-	if err := p.d.Service.LoginSucceeded(ctx, name); err != nil {
+	if err := p.svc.Tokens.LoginSucceeded(ctx, name); err != nil {
 		return err
 	}
 	p.limiter.forgive(clientIP(c))
@@ -107,7 +107,7 @@ func (p *Pages) login(c echo.Context) error {
 	now := time.Now().UTC()
 	s := &models.Session{ID: models.HashSecret(secret), AgentID: a.ID, CSRF: models.NewSecret(""),
 		CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
-	if err := p.d.Service.Store().CreateSession(ctx, s); err != nil {
+	if err := p.svc.Store().CreateSession(ctx, s); err != nil {
 		return err
 	}
 	c.SetCookie(p.sessionCookie(c, secret, int(SessionTTL/time.Second)))
@@ -119,7 +119,7 @@ func (p *Pages) login(c echo.Context) error {
 // renderLocked answers a sign-in to an account locked until until (429): the same
 // for every password, and for names that are no agent's.
 func (p *Pages) renderLocked(c echo.Context, v login.View, until time.Time) error {
-	mins := int(until.Sub(p.d.Service.Now()).Round(time.Minute) / time.Minute)
+	mins := int(until.Sub(p.svc.Now()).Round(time.Minute) / time.Minute)
 	v.Error = fmt.Sprintf("this account is locked after %d failed sign-ins: try again in %d minutes (at %s UTC)",
 		models.MaxFailedLogins, max(mins, 1), until.UTC().Format("15:04"))
 	return p.renderLogin(c, http.StatusTooManyRequests, v)
@@ -128,7 +128,7 @@ func (p *Pages) renderLocked(c echo.Context, v login.View, until time.Time) erro
 // logout answers POST /logout: the session is deleted and the cookie cleared.
 func (p *Pages) logout(c echo.Context) error {
 	if ck, err := c.Cookie(SessionCookie); err == nil && ck.Value != "" {
-		if err := p.d.Service.Store().DeleteSession(c.Request().Context(), models.HashSecret(ck.Value)); err != nil {
+		if err := p.svc.Store().DeleteSession(c.Request().Context(), models.HashSecret(ck.Value)); err != nil {
 			return err
 		}
 	}

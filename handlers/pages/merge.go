@@ -22,7 +22,7 @@ func (p *Pages) branchView(ctx context.Context, me *models.Agent, t *models.Task
 		return nil
 	}
 	b := &task.Branch{Name: t.Branch, Base: t.Base, Commit: t.Commit}
-	r, err := p.d.Service.BranchReport(ctx, t, p.d.Lander)
+	r, err := p.svc.Merges.BranchReport(ctx, t, p.d.Lander)
 	if err != nil {
 		p.d.Log.Warn("reading a task's branch failed", "task_id", t.ID, "err", err)
 		b.Unreadable = true
@@ -43,7 +43,7 @@ func (p *Pages) taskMerge(c echo.Context) error {
 		return err
 	}
 	back := "/tasks/" + itoa(id)
-	l, err := p.d.Service.MergeTask(c.Request().Context(), SignedIn(c), id, p.d.Lander)
+	l, err := p.svc.Merges.MergeTask(c.Request().Context(), SignedIn(c), id, p.d.Lander)
 	if models.ErrorCode(err) == models.ECONFLICT {
 		return fail(c, back, err)
 	}
@@ -60,7 +60,7 @@ func (p *Pages) goalMerge(c echo.Context) error {
 		return err
 	}
 	back := "/goals/" + itoa(id)
-	landed, err := p.d.Service.MergeGoal(c.Request().Context(), SignedIn(c), id, p.d.Lander)
+	landed, err := p.svc.Merges.MergeGoal(c.Request().Context(), SignedIn(c), id, p.d.Lander)
 	if models.ErrorCode(err) == models.ECONFLICT {
 		return fail(c, back, err)
 	}

@@ -38,7 +38,7 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	dev.Workdir, dev.Worktree, dev.TargetBranch = repo, true, "main"
 	must(t, e.db.UpdateAgent(ctx, dev))
 	g := &models.Goal{Title: "Add adds"}
-	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	must(t, e.svc.Goals.CreateGoal(ctx, models.System, g))
 	tk := e.humanTask("Fix Add", &g.ID, models.TaskVerified)
 	doc := e.humanTask("Document Add", &g.ID, models.TaskVerified)
 	branch := "countersign/task-" + itoa64(tk.ID)
@@ -118,7 +118,7 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	if gp := lead.get("/goals/" + itoa64(g.ID)); strings.Contains(gp.Body, `data-testid="goal-merge"`) {
 		t.Fatal("a goal that is not verified offers the merge")
 	}
-	if _, err := e.svc.VerifyGoal(ctx, e.agents["lead"], g.ID, "integrated and tried"); err != nil {
+	if _, err := e.svc.Goals.VerifyGoal(ctx, e.agents["lead"], g.ID, "integrated and tried"); err != nil {
 		t.Fatal(err)
 	}
 	if gp := lead.get("/goals/" + itoa64(g.ID)); !strings.Contains(gp.Body, `data-testid="goal-merge"`) {

@@ -16,7 +16,7 @@ import (
 // days (of agent agentID when it is not 0), for people; the service says who may
 // read it.
 func (p *Pages) modelSpend(c echo.Context, days int, agentID int64, testid string) (components.ModelSpendProps, error) {
-	ms, err := p.d.Service.ModelSpend(c.Request().Context(), SignedIn(c), days, agentID)
+	ms, err := p.svc.Stats.ModelSpend(c.Request().Context(), SignedIn(c), days, agentID)
 	if err != nil {
 		return components.ModelSpendProps{}, err
 	}

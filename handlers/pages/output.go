@@ -16,7 +16,7 @@ import (
 // (behind the session): GET /tasks/:id/output, the API's handler
 // (handlers.OutputAPI) with the signed-in person as the reader.
 func (p *Pages) outputRoutes(g *echo.Group) {
-	g.GET("/tasks/:id/output", handlers.NewOutputAPI(p.d.Service, p.d.Deliverables).Download, signedInActs)
+	g.GET("/tasks/:id/output", handlers.NewOutputAPI(p.svc.Store(), p.d.Deliverables).Download, signedInActs)
 }
 
 // outputView is task t's output as a page shows it: nil when the task has no verified
@@ -67,7 +67,7 @@ func (p *Pages) advisoryOutput(c echo.Context, t *models.Task) (*components.Outp
 	var attempts []models.Attempt
 	if p.d.Deliverables != nil { // without kept copies OpenOutput reads the workspace's file only
 		var err error
-		if attempts, err = p.d.Service.Store().ListAttempts(c.Request().Context(), t.ID); err != nil {
+		if attempts, err = p.svc.Store().ListAttempts(c.Request().Context(), t.ID); err != nil {
 			return nil, err
 		}
 	}

@@ -49,9 +49,9 @@ func TestAdvisoryOutputInTheBrowser(t *testing.T) {
 	report := advisoryReport()
 	src := filepath.Join(dir, "report.md")
 	must(t, os.WriteFile(src, []byte(report), 0o644))
-	must(t, e.svc.CreateAgent(ctx, models.System, &models.Agent{Name: "scribe", Kind: models.KindWorker, Roles: []string{"analyst"},
+	must(t, e.svc.Agents.CreateAgent(ctx, models.System, &models.Agent{Name: "scribe", Kind: models.KindWorker, Roles: []string{"analyst"},
 		Command: `cat > /dev/null; cp '` + src + `' "$COUNTERSIGN_OUTPUT_PATH" && echo TASK_COMPLETE`}, ""))
-	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Investigate the slow API", Brief: "Find out why the API is slow.", Role: "analyst",
+	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Investigate the slow API", Brief: "Find out why the API is slow.", Role: "analyst",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
 			Verification: models.Verification{Type: models.VerifyAdvisory}}})
 	must(t, err)

@@ -19,7 +19,7 @@ const feedLength = 30
 // and the newest events.
 func (p *Pages) overviewPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	counts, err := st.CountTasks(ctx, 0)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (p *Pages) overviewPage(c echo.Context) error {
 // progress, with those tasks.
 func (p *Pages) pool(c echo.Context) ([]overview.Worker, error) {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	agents, err := st.ListAgents(ctx)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,7 @@ type Deps struct {
 // Pages is the dashboard.
 type Pages struct {
 	d       Deps
+	svc     services   // the aggregates of d.Service the pages call
 	limiter *limiter   // failed sign-ins per client address
 	counts  countCache // task counts per goal, valid until the next event
 	usage   usageCache // the workspaces' disk usage, measured at most every usageTTL
@@ -66,7 +67,7 @@ func New(d Deps) *Pages {
 	if d.Deadlines == nil {
 		d.Deadlines = models.DefaultDeadlines
 	}
-	return &Pages{d: d, limiter: newLimiter(loginBurst, loginWindow)}
+	return &Pages{d: d, svc: newServices(d.Service), limiter: newLimiter(loginBurst, loginWindow)}
 }
 
 // Routes registers every page: the public ones (static files, login), then the

@@ -17,7 +17,7 @@ func TestPagesRender(t *testing.T) {
 	e.team()
 	g := e.pendingGoal("Goal " + xss)
 	other := &models.Goal{Title: "Other " + xss}
-	if err := e.svc.CreateGoal(e.ctx(), models.System, other); err != nil {
+	if err := e.svc.Goals.CreateGoal(e.ctx(), models.System, other); err != nil {
 		t.Fatal(err)
 	}
 	bt := e.blockedTask("Blocked "+xss, &other.ID)

@@ -48,8 +48,8 @@ func TestQuestionThroughMCPAnsweredInTheBrowser(t *testing.T) {
 	cmd := `brief=$(cat); case "$brief" in *eu-west-1*) printf '%0120d\n' 0 > "$COUNTERSIGN_OUTPUT_PATH"; echo TASK_COMPLETE;; ` +
 		`*) printf '%s' "$COUNTERSIGN_TOKEN" > '` + tokenFile + `.tmp' && mv '` + tokenFile + `.tmp' '` + tokenFile + `'; ` +
 		`while [ ! -e '` + goFile + `' ]; do sleep 0.05; done; echo "asked"; exit 1;; esac`
-	must(t, e.svc.CreateAgent(ctx, models.System, &models.Agent{Name: "asker", Kind: models.KindWorker, Roles: []string{"analyst"}, Command: cmd}, ""))
-	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Deploy the service", Brief: "Deploy it where it belongs.", Role: "analyst",
+	must(t, e.svc.Agents.CreateAgent(ctx, models.System, &models.Agent{Name: "asker", Kind: models.KindWorker, Roles: []string{"analyst"}, Command: cmd}, ""))
+	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Deploy the service", Brief: "Deploy it where it belongs.", Role: "analyst",
 		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
 			Verification: models.Verification{Type: models.VerifySkip}}})
 	must(t, err)

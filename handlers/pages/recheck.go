@@ -45,7 +45,7 @@ func (p *Pages) goalRecheck(c echo.Context) error {
 	if err := p.requireRecheck(c); err != nil {
 		return err
 	}
-	if _, err := p.d.Service.Store().GetGoal(c.Request().Context(), id); err != nil {
+	if _, err := p.svc.Store().GetGoal(c.Request().Context(), id); err != nil {
 		return err
 	}
 	results, err := p.d.Recheck.Tasks(c.Request().Context(), SignedIn(c), id)
@@ -98,7 +98,7 @@ func recheckText(results []drift.Result) string {
 // standing task.complete, its fingerprint and drift; nil for a task that has neither
 // a completion on the ledger nor a fingerprint.
 func (p *Pages) verificationView(ctx context.Context, me *models.Agent, t *models.Task) (*task.Verification, error) {
-	standing, err := p.d.Service.StandingCompletion(ctx, t.ID)
+	standing, err := p.svc.Ledger.StandingCompletion(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func TestRecheckFromTheTaskPage(t *testing.T) {
 	e.team()
 	ctx := e.ctx()
 	g := &models.Goal{Title: "Reports"}
-	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	must(t, e.svc.Goals.CreateGoal(ctx, models.System, g))
 	tk := e.humanTask("Report", &g.ID, models.TaskVerified)
 	ws := t.TempDir()
 	out := []byte("the verified report\n")
@@ -84,7 +84,7 @@ func TestGoalPageGatesVerifyOnDeferredChecks(t *testing.T) {
 	e.team()
 	ctx := e.ctx()
 	g := &models.Goal{Title: "Checkout"}
-	must(t, e.svc.CreateGoal(ctx, models.System, g))
+	must(t, e.svc.Goals.CreateGoal(ctx, models.System, g))
 	e.humanTask("Cart", &g.ID, models.TaskVerified)
 	stored, err := e.db.GetGoal(ctx, g.ID)
 	must(t, err)

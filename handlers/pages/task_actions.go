@@ -46,7 +46,7 @@ func mayTry(me *models.Agent, t *models.Task, act models.Action, dir *directory)
 }
 
 // actionForms lists the forms of the actions in allowed (those legal from the task's
-// state that the signed-in agent may take: models.Service.ActionsFor).
+// state that the signed-in agent may take: models.TaskService.ActionsFor).
 func actionForms(allowed []string) []task.ActionForm {
 	var out []task.ActionForm
 	for _, a := range allowed {
@@ -80,7 +80,7 @@ func (p *Pages) taskAction(c echo.Context) error {
 	if back != "/inbox" {
 		back = "/tasks/" + itoa(id)
 	}
-	t, err := p.d.Service.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
+	t, err := p.svc.Tasks.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
 	if isInvalid(err) {
 		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary}
 		if back == "/inbox" {

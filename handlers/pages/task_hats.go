@@ -11,7 +11,7 @@ import (
 // current parts (models.WornOn), in the order they first took part; the runner wears
 // none.
 func (p *Pages) taskHats(ctx context.Context, t *models.Task, events []models.Event, dir *directory) ([]task.HatWearer, error) {
-	pilot, err := models.PilotOf(ctx, p.d.Service.Store(), t)
+	pilot, err := models.PilotOf(ctx, p.svc.Store(), t)
 	if err != nil {
 		return nil, err
 	}

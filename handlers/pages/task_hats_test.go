@@ -25,12 +25,12 @@ func TestTaskTimelineShowsHats(t *testing.T) {
 		e.agent("rita", models.KindHuman, "reviewer")
 		e.agent("vic", models.KindHuman, "tester")
 		e.agent("bot", models.KindWorker, "developer")
-		pilotTask, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
+		pilotTask, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.act("ann", pilotTask.ID, models.ActStart, models.ActionInput{})
-		minion, err := e.svc.CreateTask(e.ctx(), e.agents["ann"], models.TaskSpec{Title: "Generate test data", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
+		minion, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["ann"], models.TaskSpec{Title: "Generate test data", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestTaskTimelineShowsHats(t *testing.T) {
 			"bob as builder", "ann as pilot", "rita as reviewer", "vic as tester")
 
 		// A worker's task the runner starts: the runner acts, the worker wears the hat.
-		wt, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Worker's", Assignee: "bot"})
+		wt, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Worker's", Assignee: "bot"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,12 +72,12 @@ func TestDashboardRefusesPilotAndHatConflict(t *testing.T) {
 		e.agent("ann", models.KindHuman, "developer")
 		e.agent("bob", models.KindHuman, "developer")
 		e.agent("rita", models.KindHuman, "reviewer")
-		pilotTask, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
+		pilotTask, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.act("ann", pilotTask.ID, models.ActStart, models.ActionInput{})
-		minion, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
+		minion, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestDashboardRefusesPilotAndHatConflict(t *testing.T) {
 		}
 
 		// bob builds a task, is blocked, and lena gives it to ann: bob may not verify it.
-		other, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
+		other, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,12 +139,12 @@ func TestTaskPageOffersOnlyWhatThePilotAndHatRulesAllow(t *testing.T) {
 			}
 			return strings.Join(got, ",")
 		}
-		pilotTask, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
+		pilotTask, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "The feature", Assignee: "ann", Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.act("ann", pilotTask.ID, models.ActStart, models.ActionInput{})
-		minion, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
+		minion, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Grunt work", Assignee: "bob", SpawnedBy: &pilotTask.ID, Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestTaskPageOffersOnlyWhatThePilotAndHatRulesAllow(t *testing.T) {
 			t.Fatalf("the pilot is offered %q on its approved minion task", got)
 		}
 
-		other, err := e.svc.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
+		other, err := e.svc.Tasks.CreateTask(e.ctx(), e.agents["lena"], models.TaskSpec{Title: "Form", Assignee: "bob", Approve: "any", Verify: "any"})
 		if err != nil {
 			t.Fatal(err)
 		}

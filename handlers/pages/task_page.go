@@ -33,7 +33,7 @@ func (p *Pages) taskPage(c echo.Context) error {
 // taskView loads the task page's model.
 func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	ctx := c.Request().Context()
-	st := p.d.Service.Store()
+	st := p.svc.Store()
 	stored, err := st.GetTask(ctx, id)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	if err := p.budgetView(ctx, SignedIn(c), stored, v); err != nil {
 		return nil, err
 	}
-	allowed, err := p.d.Service.ActionsFor(ctx, SignedIn(c), stored, models.AllowedActions(stored.State))
+	allowed, err := p.svc.Tasks.ActionsFor(ctx, SignedIn(c), stored, models.AllowedActions(stored.State))
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func TestTaskPageReview(t *testing.T) {
 	e.team()
 	reviewed := e.humanTask("Write the runbook", nil, models.TaskInProgress)
 	plain := e.humanTask("Plain", nil, models.TaskPending)
-	runner, err := e.svc.RunnerAgent(e.ctx())
+	runner, err := e.svc.Agents.RunnerAgent(e.ctx())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestTaskPageReview(t *testing.T) {
 		if err := tx.UpdateTask(e.ctx(), r); err != nil {
 			return err
 		}
-		fix, err = e.svc.AddReviewFixTask(e.ctx(), tx, runner, r, models.ReviewFix{Round: 1, MaxRounds: 3, Findings: "- The rollback plan is missing."})
+		fix, err = e.svc.Attempts.AddReviewFixTask(e.ctx(), tx, runner, r, models.ReviewFix{Round: 1, MaxRounds: 3, Findings: "- The rollback plan is missing."})
 		return err
 	})
 	if err != nil {

@@ -59,7 +59,7 @@ func (p *Pages) tasksPage(c echo.Context) error {
 	}
 	v.Errors = fe
 	if len(fe) == 0 {
-		list, err := p.d.Service.Store().ListTasks(ctx, f)
+		list, err := p.svc.Store().ListTasks(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (p *Pages) goalTitle(ctx context.Context, id *int64) string {
 	if id == nil {
 		return ""
 	}
-	g, err := p.d.Service.Store().GetGoal(ctx, *id)
+	g, err := p.svc.Store().GetGoal(ctx, *id)
 	if err != nil {
 		return "goal #" + itoa(*id)
 	}

@@ -263,7 +263,7 @@ func runnerBrief(t *testing.T, e *admEnv, name string, i int, edit func(*models.
 		t.Fatal(err)
 	}
 	edit(&tpl.Steps[i])
-	task, err := e.svc.PreviewStepTask(context.Background(), tpl, i, 42)
+	task, err := e.svc.Templates.PreviewStepTask(context.Background(), tpl, i, 42)
 	if err != nil {
 		t.Fatal(fmt.Errorf("preview task: %w", err))
 	}

@@ -146,7 +146,7 @@ func saveTemplate(t *testing.T, e *admEnv, name string, n int) *models.Template 
 			Verification: models.Verification{Type: models.VerifyVerifiable,
 				Criteria: []models.Criterion{{Activity: "unit-test", Description: "Part " + id + " works"}}}})
 	}
-	if err := e.svc.SaveTemplate(context.Background(), models.System, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(context.Background(), models.System, tpl); err != nil {
 		t.Fatal(err)
 	}
 	return tpl
@@ -167,15 +167,15 @@ func TestPreviewIsTheRunsBrief(t *testing.T) {
 	tpl.Steps[1].Verification = models.Verification{Type: models.VerifyAuto}
 	tpl.Steps[1].Review = &models.Review{Role: "lead", OnExhausted: "proceed_with_warnings"}
 	tpl.Steps[1].Completion.Verify = []string{"go test ./..."}
-	if err := e.svc.SaveTemplate(ctx, models.System, tpl); err != nil {
+	if err := e.svc.Templates.SaveTemplate(ctx, models.System, tpl); err != nil {
 		t.Fatal(err)
 	}
 	lead := e.human("lou", models.RoleLead)
 	g := &models.Goal{Title: "Run the template"}
-	if err := e.svc.CreateGoal(ctx, lead, g); err != nil {
+	if err := e.svc.Goals.CreateGoal(ctx, lead, g); err != nil {
 		t.Fatal(err)
 	}
-	_, tasks, err := e.svc.StartRun(ctx, lead, g.ID, "runs-auto", 0, nil)
+	_, tasks, err := e.svc.Templates.StartRun(ctx, lead, g.ID, "runs-auto", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestPreviewIsTheRunsBrief(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pv, err := e.svc.PreviewStepTask(ctx, tpl, i, run.ID)
+		pv, err := e.svc.Templates.PreviewStepTask(ctx, tpl, i, run.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ const (
 
 // previewStep builds the preview of step i of the form: the contract in plain words
 // and the brief the runner would give the worker of its first attempt, from the same
-// code that builds the task when a run starts (Service.PreviewStepTask) and the brief
+// code that builds the task when a run starts (TemplateService.PreviewStepTask) and the brief
 // when the task runs (runner.PreviewBrief). A step that cannot become a task yet gets
 // the reasons instead of the brief.
 func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Preview, error) {
@@ -48,7 +48,7 @@ func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Pre
 	var task *models.Task
 	if len(pv.Problems) == 0 {
 		var err error
-		task, err = p.d.Service.PreviewStepTask(c.Request().Context(), t, i, previewTaskID)
+		task, err = p.svc.Templates.PreviewStepTask(c.Request().Context(), t, i, previewTaskID)
 		switch {
 		case isInvalid(err):
 			problem(fieldErrors(err), "")

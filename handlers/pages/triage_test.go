@@ -19,17 +19,17 @@ func TestInboxShowsTheTriage(t *testing.T) {
 	e.team()
 	ctx := context.Background()
 	block := func(title string, tri *models.Triage) *models.Task {
-		tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Brief: "b", Role: "developer", Assignee: "bot"})
+		tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Brief: "b", Role: "developer", Assignee: "bot"})
 		must(t, err)
 		e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
-		runner, _ := e.svc.RunnerAgent(ctx)
+		runner, _ := e.svc.Agents.RunnerAgent(ctx)
 		must(t, e.svc.Store().InTx(ctx, func(tx models.Tx) error {
 			lt, err := tx.LockTask(ctx, tk.ID)
 			if err != nil {
 				return err
 			}
 			lt.Triage = tri
-			return e.svc.BlockTask(ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageVerify, Failure: "exit 1"}})
+			return e.svc.Attempts.BlockTask(ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageVerify, Failure: "exit 1"}})
 		}))
 		return tk
 	}
@@ -58,11 +58,11 @@ func TestExecAnswersAQuestionInTheInbox(t *testing.T) {
 	e := newEnv(t, "sqlite")
 	e.team()
 	ctx := context.Background()
-	tk, err := e.svc.CreateTask(ctx, models.System, models.TaskSpec{Title: "Pick a database", Brief: "b", Role: "developer", Assignee: "bot"})
+	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Pick a database", Brief: "b", Role: "developer", Assignee: "bot"})
 	must(t, err)
 	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
-	runner, _ := e.svc.RunnerAgent(ctx)
-	_, err = e.svc.TaskAction(ctx, runner, tk.ID, models.ActAsk, models.ActionInput{Question: "Which <database>?", Attempt: 1})
+	runner, _ := e.svc.Agents.RunnerAgent(ctx)
+	_, err = e.svc.Tasks.TaskAction(ctx, runner, tk.ID, models.ActAsk, models.ActionInput{Question: "Which <database>?", Attempt: 1})
 	must(t, err)
 
 	exec := e.browser().login("exec")

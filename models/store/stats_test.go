@@ -100,7 +100,7 @@ func TestScorecardOfSeededHistory(t *testing.T) {
 		svc := models.NewService(db, nil)
 		svc.SetClock(func() time.Time { return statsNow })
 
-		st, err := svc.AgentStats(ctx, h.w1, h.w1.ID, 7)
+		st, err := svc.Stats.AgentStats(ctx, h.w1, h.w1.ID, 7)
 		must(t, err)
 		sc := st.Scorecard
 		if !sc.Since.Equal(day(3, 0, 0)) {
@@ -142,13 +142,13 @@ func TestScorecardOfSeededHistory(t *testing.T) {
 		}
 
 		// The 30-day window reaches task 5 (1 March): a fifth take, a first pass.
-		st30, err := svc.AgentStats(ctx, h.w1, h.w1.ID, 30)
+		st30, err := svc.Stats.AgentStats(ctx, h.w1, h.w1.ID, 30)
 		must(t, err)
 		if st30.Scorecard.Taken != 5 || st30.Scorecard.FirstPass != 2 || len(st30.Daily) != 30 {
 			t.Fatalf("30 days: taken %d, first pass %d, %d bars", st30.Scorecard.Taken, st30.Scorecard.FirstPass, len(st30.Daily))
 		}
 
-		b, err := svc.ScoreBoard(ctx, h.w1, 7)
+		b, err := svc.Stats.ScoreBoard(ctx, h.w1, 7)
 		must(t, err)
 		if len(b.Agents) != 2 || b.Agents[0].Agent.Name != "w1" || b.Agents[1].Agent.Name != "w2" {
 			t.Fatalf("ranking: %+v", b.Agents)
@@ -168,7 +168,7 @@ func TestScorecardOfSeededHistory(t *testing.T) {
 			t.Fatalf("role dev: %+v", dev)
 		}
 
-		_, err = svc.AgentStats(ctx, h.w1, h.w1.ID, 14)
+		_, err = svc.Stats.AgentStats(ctx, h.w1, h.w1.ID, 14)
 		wantCode(t, err, models.EINVALID)
 		if fe := err.(*models.Error).Fields["days"]; fe != "must be 7 or 30" {
 			t.Fatalf("days error = %q", fe)
@@ -206,7 +206,7 @@ func TestGoalProgressOfSeededHistory(t *testing.T) {
 
 		svc := models.NewService(db, nil)
 		svc.SetClock(func() time.Time { return statsNow })
-		p, err := svc.GoalProgress(ctx, lead, g.ID)
+		p, err := svc.Stats.GoalProgress(ctx, lead, g.ID)
 		must(t, err)
 		want := []int{3, 2, 1, 2, 2, 2} // 4 to 9 March
 		if len(p.BurnDown) != len(want) {

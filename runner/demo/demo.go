@@ -66,7 +66,7 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 	}
 	if lead == nil {
 		lead = &models.Agent{Name: LeadName, Kind: models.KindHuman, Roles: []string{models.RoleLead, models.RoleExec}}
-		if err := svc.CreateAgent(ctx, models.System, lead, ""); err != nil {
+		if err := svc.Agents.CreateAgent(ctx, models.System, lead, ""); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -75,27 +75,27 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 			Command: "sh " + shellQuote(filepath.Join(dir, w.script)),
 			// The scripts live in the data dir, which a confined worker cannot read.
 			Sandbox: models.AgentSandbox{Read: []string{dir}}}
-		if err := svc.CreateAgent(ctx, models.System, a, ""); err != nil {
+		if err := svc.Agents.CreateAgent(ctx, models.System, a, ""); err != nil {
 			return fmt.Errorf("demo: agent %s: %w", w.name, err)
 		}
 	}
 	tester := &models.Agent{Name: TesterName, Kind: models.KindHuman, Roles: []string{"tester", "reviewer"}}
-	if err := svc.CreateAgent(ctx, models.System, tester, ""); err != nil {
+	if err := svc.Agents.CreateAgent(ctx, models.System, tester, ""); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	tpl := Template()
-	if err := svc.SaveTemplate(ctx, lead, tpl); err != nil {
+	if err := svc.Templates.SaveTemplate(ctx, lead, tpl); err != nil {
 		return fmt.Errorf("demo: template: %w", err)
 	}
 	g := &models.Goal{Title: GoalTitle, Project: "demo",
 		Description: "A demo goal: each step is done by a worker script, checked by the runner, and verified or blocked."}
-	if err := svc.CreateGoal(ctx, lead, g); err != nil {
+	if err := svc.Goals.CreateGoal(ctx, lead, g); err != nil {
 		return fmt.Errorf("demo: goal: %w", err)
 	}
-	if _, _, err := svc.StartRun(ctx, lead, g.ID, tpl.Name, 0, map[string]string{"product": "Countersign"}); err != nil {
+	if _, _, err := svc.Templates.StartRun(ctx, lead, g.ID, tpl.Name, 0, map[string]string{"product": "Countersign"}); err != nil {
 		return fmt.Errorf("demo: run: %w", err)
 	}
-	_, err = svc.CreateTask(ctx, lead, models.TaskSpec{
+	_, err = svc.Tasks.CreateTask(ctx, lead, models.TaskSpec{
 		Title:  "Proofread the release notes",
 		Brief:  "Proofread the release notes and write the corrected text.",
 		Role:   "developer",

@@ -41,28 +41,37 @@ func (r Result) String() string {
 	return fmt.Sprintf("task %d: as verified", r.TaskID)
 }
 
+// DriftRecorder is what the Rechecker needs of the task aggregate
+// (models.TaskService): recording drift on a verified task and clearing it.
+type DriftRecorder interface {
+	RecordDrift(ctx context.Context, actor *models.Agent, taskID int64, changed []string) (*models.Task, error)
+	ClearDrift(ctx context.Context, actor *models.Agent, taskID int64) (*models.Task, error)
+}
+
 // Rechecker compares verified tasks' workspaces with their fingerprints and records
-// what it finds through the service (models.Service.RecordDrift, ClearDrift). Start
-// runs it periodically; Task and Tasks run it once.
+// what it finds through the task aggregate (models.TaskService.RecordDrift,
+// ClearDrift). Start runs it periodically; Task and Tasks run it once.
 type Rechecker struct {
-	svc      *models.Service
+	store    models.Store
+	tasks    DriftRecorder
 	log      *slog.Logger
 	interval time.Duration
 	loop     loop.Loop
 }
 
-// NewRechecker returns a Rechecker; interval is the periodic pass's (Start), zero for
+// NewRechecker returns a Rechecker reading tasks from store and recording drift
+// through tasks; interval is the periodic pass's (Start), zero for
 // none. log receives the periodic pass's findings (nil: discarded).
-func NewRechecker(svc *models.Service, interval time.Duration, log *slog.Logger) *Rechecker {
+func NewRechecker(store models.Store, tasks DriftRecorder, interval time.Duration, log *slog.Logger) *Rechecker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Rechecker{svc: svc, interval: interval, log: log}
+	return &Rechecker{store: store, tasks: tasks, interval: interval, log: log}
 }
 
 // Task rechecks one task as actor (who the events name).
 func (r *Rechecker) Task(ctx context.Context, actor *models.Agent, id int64) (Result, error) {
-	t, err := r.svc.Store().GetTask(ctx, id)
+	t, err := r.store.GetTask(ctx, id)
 	if err != nil {
 		return Result{}, err
 	}
@@ -75,7 +84,7 @@ func (r *Rechecker) Tasks(ctx context.Context, actor *models.Agent, goalID int64
 	var out []Result
 	f := models.TaskFilter{State: models.TaskVerified, GoalID: goalID, Limit: 500}
 	for {
-		page, err := r.svc.Store().ListTasks(ctx, f)
+		page, err := r.store.ListTasks(ctx, f)
 		if err != nil {
 			return out, err
 		}
@@ -108,10 +117,10 @@ func (r *Rechecker) check(ctx context.Context, actor *models.Agent, t *models.Ta
 		return res, err
 	case len(changed) > 0:
 		res.Changed = changed
-		_, err = r.svc.RecordDrift(ctx, actor, t.ID, changed)
+		_, err = r.tasks.RecordDrift(ctx, actor, t.ID, changed)
 	case t.Drift != nil:
 		res.Fresh = true
-		_, err = r.svc.ClearDrift(ctx, actor, t.ID)
+		_, err = r.tasks.ClearDrift(ctx, actor, t.ID)
 	}
 	if models.ErrorCode(err) == models.ECONFLICT {
 		// Reopened between the read and the write: no longer verified, nothing to mark.

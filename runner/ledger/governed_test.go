@@ -29,20 +29,20 @@ func TestVerifiedTasksReachHCSExactlyOnce(t *testing.T) {
 			people := map[string]*models.Agent{}
 			for name, role := range map[string]string{"lena": "lead", "bob": "developer", "rita": "reviewer", "vic": "tester"} {
 				a := &models.Agent{Name: name, Kind: models.KindHuman, Roles: []string{role}}
-				if err := svc.CreateAgent(ctx, models.System, a, ""); err != nil {
+				if err := svc.Agents.CreateAgent(ctx, models.System, a, ""); err != nil {
 					t.Fatal(err)
 				}
 				people[name] = a
 			}
 			act := func(id int64, who string, a models.Action, in models.ActionInput) {
 				t.Helper()
-				if _, err := svc.TaskAction(ctx, people[who], id, a, in); err != nil {
+				if _, err := svc.Tasks.TaskAction(ctx, people[who], id, a, in); err != nil {
 					t.Fatalf("task %d %s by %s: %v", id, a, who, err)
 				}
 			}
 			newTask := func(title string) int64 {
 				t.Helper()
-				tk, err := svc.CreateTask(ctx, people["lena"], models.TaskSpec{Title: title, Assignee: "bob", Approve: "any", Verify: "any"})
+				tk, err := svc.Tasks.CreateTask(ctx, people["lena"], models.TaskSpec{Title: title, Assignee: "bob", Approve: "any", Verify: "any"})
 				if err != nil {
 					t.Fatal(err)
 				}

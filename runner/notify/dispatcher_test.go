@@ -137,7 +137,7 @@ func newHookEnv(t *testing.T, dialect string) *hookEnv {
 	db := storetest.Open(t, dialect)
 	svc := models.NewService(db, ledger.Composer{})
 	admin := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	if err := svc.CreateAgent(ctx, models.System, admin, ""); err != nil {
+	if err := svc.Agents.CreateAgent(ctx, models.System, admin, ""); err != nil {
 		t.Fatal(err)
 	}
 	hooks, err := models.NewWebhooks(svc)

@@ -54,8 +54,8 @@ func poolRun(tb testing.TB, dialect string, n int, hole string, timeout time.Dur
 	defer db.Close() // now, not when the benchmark ends: PostgreSQL's connections are few
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	must(tb, svc.CreateAgent(ctx, models.System, boss, ""))
-	must(tb, svc.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
+	must(tb, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
+	must(tb, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
 	if hole != "" {
 		hooks, err := models.NewWebhooks(svc)
 		must(tb, err)
@@ -74,10 +74,10 @@ func poolRun(tb testing.TB, dialect string, n int, hole string, timeout time.Dur
 	}()
 	for i := range 4 {
 		a := &models.Agent{Name: "w" + strconv.Itoa(i), Kind: models.KindWorker, Roles: []string{"developer"}, Command: "cat >/dev/null", Concurrency: 4}
-		must(tb, svc.CreateAgent(ctx, boss, a, ""))
+		must(tb, svc.Agents.CreateAgent(ctx, boss, a, ""))
 	}
 	for i := range n {
-		_, err := svc.CreateTask(ctx, boss, models.TaskSpec{Title: "t" + strconv.Itoa(i), Role: "developer", Contract: blockingContract()})
+		_, err := svc.Tasks.CreateTask(ctx, boss, models.TaskSpec{Title: "t" + strconv.Itoa(i), Role: "developer", Contract: blockingContract()})
 		must(tb, err)
 	}
 	ws, err := workspace.New(filepath.Join(tb.TempDir(), "work"))

@@ -78,7 +78,7 @@ func CreateAgent(t testing.TB, svc *models.Service, name string, kind models.Age
 	if kind == models.KindWorker {
 		a.Command = "true"
 	}
-	if err := svc.CreateAgent(context.Background(), models.System, a, password); err != nil {
+	if err := svc.Agents.CreateAgent(context.Background(), models.System, a, password); err != nil {
 		t.Fatalf("create agent %s: %v", name, err)
 	}
 	return a
@@ -88,7 +88,7 @@ func CreateAgent(t testing.TB, svc *models.Service, name string, kind models.Age
 // and returns its secret. Any error fails the test.
 func CreateToken(t testing.TB, svc *models.Service, name, label string) string {
 	t.Helper()
-	tok, err := svc.CreateToken(context.Background(), models.System, name, label)
+	tok, err := svc.Tokens.CreateToken(context.Background(), models.System, name, label)
 	if err != nil {
 		t.Fatalf("token for %s: %v", name, err)
 	}
