@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
 )
 
@@ -22,14 +23,14 @@ func TestMaxAttemptsBelowOne(t *testing.T) {
 		{"yaml max_iterations 0", "max_iterations: 0", false, 0},
 		{"json -1", `{"max_attempts":-1}`, true, 0},
 		{"yaml -3", "max_attempts: -3", false, 0},
-		{"json left out", `{"type":"none"}`, true, DefaultMaxAttempts},
-		{"yaml left out", "type: none", false, DefaultMaxAttempts},
-		{"json null", `{"max_attempts":null}`, true, DefaultMaxAttempts},
+		{"json left out", `{"type":"none"}`, true, contract.DefaultMaxAttempts},
+		{"yaml left out", "type: none", false, contract.DefaultMaxAttempts},
+		{"json null", `{"max_attempts":null}`, true, contract.DefaultMaxAttempts},
 		{"json 1", `{"max_attempts":1}`, true, 1},
 		{"yaml 7", "max_attempts: 7", false, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cp Completion
+			var cp contract.Completion
 			var err error
 			if tc.json {
 				err = json.Unmarshal([]byte(tc.in), &cp)
@@ -39,7 +40,7 @@ func TestMaxAttemptsBelowOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := Contract{Completion: cp}
+			c := contract.Contract{Completion: cp}
 			c.Normalize()
 			f := fieldsOf(t, c.Validate())
 			if tc.want == 0 {
@@ -79,9 +80,9 @@ func TestMaxAttemptsBelowOne(t *testing.T) {
 		t.Fatalf("task file with max_iterations 0: %v", err)
 	}
 	// A contract built in code with a zero budget still means the default.
-	c := Contract{}
+	c := contract.Contract{}
 	c.Normalize()
-	if c.Completion.MaxAttempts != DefaultMaxAttempts || c.Validate() != nil {
+	if c.Completion.MaxAttempts != contract.DefaultMaxAttempts || c.Validate() != nil {
 		t.Fatalf("%+v", c.Completion)
 	}
 }
@@ -89,8 +90,8 @@ func TestMaxAttemptsBelowOne(t *testing.T) {
 // TestExpandedPaths: what diagnoses, briefs and the blocked payload show has
 // {task_id} expanded.
 func TestExpandedPaths(t *testing.T) {
-	cp := Completion{Type: CompletionFile, Path: "out/{task_id}/report.md", Verify: []string{"test -f x"},
-		Checklist: &Checklist{Path: "{task_id}/todo.md", Count: 2}}
+	cp := contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}/report.md", Verify: []string{"test -f x"},
+		Checklist: &contract.Checklist{Path: "{task_id}/todo.md", Count: 2}}
 	e := cp.Expanded(42)
 	if e.Path != "out/42/report.md" || e.Checklist.Path != "42/todo.md" || e.Checklist.Count != 2 {
 		t.Fatalf("%+v %+v", e, e.Checklist)
@@ -102,18 +103,18 @@ func TestExpandedPaths(t *testing.T) {
 	if cp.Verify[0] != "test -f x" {
 		t.Fatal("Expanded shares the verify commands")
 	}
-	if got := (Completion{Type: CompletionSignal}).Expanded(7).Path; got != "7/signal.json" {
+	if got := (contract.Completion{Type: contract.CompletionSignal}).Expanded(7).Path; got != "7/signal.json" {
 		t.Fatalf("default signal path %q", got)
 	}
-	if got := (Completion{Type: CompletionNone}).Expanded(7).Path; got != "" {
+	if got := (contract.Completion{Type: contract.CompletionNone}).Expanded(7).Path; got != "" {
 		t.Fatalf("type none path %q", got)
 	}
 	b, _ := json.Marshal(e)
-	if strings.Contains(string(b), TaskIDPlaceholder) {
+	if strings.Contains(string(b), contract.TaskIDPlaceholder) {
 		t.Fatalf("still a placeholder: %s", b)
 	}
-	brief := RenderContract(Contract{Completion: cp}, 42)
-	if strings.Contains(brief, TaskIDPlaceholder) || !strings.Contains(brief, "`out/42/report.md`") || !strings.Contains(brief, "`42/todo.md`") {
+	brief := contract.RenderContract(contract.Contract{Completion: cp}, 42)
+	if strings.Contains(brief, contract.TaskIDPlaceholder) || !strings.Contains(brief, "`out/42/report.md`") || !strings.Contains(brief, "`42/todo.md`") {
 		t.Fatalf("brief:\n%s", brief)
 	}
 }
@@ -122,24 +123,24 @@ func TestExpandedPaths(t *testing.T) {
 // as, or that none was, and that a pending contract is completed before the attempt.
 func TestRenderContractStacks(t *testing.T) {
 	rules := DefaultRules()
-	c := ResolveContract(Contract{}, "Fix the parser", "", nil, rules, genNow)
-	if out := RenderContract(c, 3); !strings.Contains(out, "added before your first attempt") {
+	c := contract.ResolveContract(contract.Contract{}, "Fix the parser", "", nil, rules, genNow)
+	if out := contract.RenderContract(c, 3); !strings.Contains(out, "added before your first attempt") {
 		t.Fatalf("pending:\n%s", out)
 	}
 	c.AddStackCriteria(rules, monoFacts)
-	out := RenderContract(c, 3)
+	out := contract.RenderContract(c, 3)
 	for _, want := range []string{"recognised as: go, node", "1. **Unit tests** (unit-test) — Unit tests pass (go.mod found); checked with `go test ./...`",
 		"2. **Vet** (vet)", "3. **Formatting** (format)", "**Unit tests** (unit-test) — Unit tests pass (package.json has a test script; pnpm-lock.yaml found); checked with `pnpm test`"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("brief lacks %q:\n%s", want, out)
 		}
 	}
-	d := ResolveContract(Contract{}, "Fix the parser", "", nil, rules, genNow)
+	d := contract.ResolveContract(contract.Contract{}, "Fix the parser", "", nil, rules, genNow)
 	d.AddStackCriteria(rules, docsFacts)
-	if out := RenderContract(d, 3); !strings.Contains(out, "No language stack") || !strings.Contains(out, "No verification criteria beyond") {
+	if out := contract.RenderContract(d, 3); !strings.Contains(out, "No language stack") || !strings.Contains(out, "No verification criteria beyond") {
 		t.Fatalf("docs-only:\n%s", out)
 	}
-	if out := RenderContract(Contract{Verification: Verification{Type: VerifyAdvisory, Workspace: WorkspaceDetected}}, 3); strings.Contains(out, "recognised") {
+	if out := contract.RenderContract(contract.Contract{Verification: contract.Verification{Type: contract.VerifyAdvisory, Workspace: contract.WorkspaceDetected}}, 3); strings.Contains(out, "recognised") {
 		t.Fatalf("advisory:\n%s", out)
 	}
 }

@@ -7,25 +7,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
 )
 
 var (
-	goFacts   = WorkspaceFacts{Files: []string{"go.mod", "main.go"}}
-	monoFacts = WorkspaceFacts{Files: []string{"go.mod", "package.json", "pnpm-lock.yaml"}, Scripts: []string{"lint", "test"}}
-	docsFacts = WorkspaceFacts{Files: []string{"README.md", "docs/"}}
+	goFacts   = contract.WorkspaceFacts{Files: []string{"go.mod", "main.go"}}
+	monoFacts = contract.WorkspaceFacts{Files: []string{"go.mod", "package.json", "pnpm-lock.yaml"}, Scripts: []string{"lint", "test"}}
+	docsFacts = contract.WorkspaceFacts{Files: []string{"README.md", "docs/"}}
 )
 
 // TestAddStackCriteria: which contracts the workspace completes, and how.
 func TestAddStackCriteria(t *testing.T) {
 	rules := DefaultRules()
-	resolve := func(c Contract, title string) Contract {
-		return ResolveContract(c, title, "", nil, rules, genNow)
+	resolve := func(c contract.Contract, title string) contract.Contract {
+		return contract.ResolveContract(c, title, "", nil, rules, genNow)
 	}
 
 	// Auto, classified verifiable: text criteria now, stack criteria from the workspace.
-	c := resolve(Contract{}, "Fix the parser crash in README.md and parser.go")
-	if c.Verification.Type != VerifyVerifiable || c.Verification.Workspace != WorkspacePending || len(c.Verification.Criteria) != 1 || c.Verification.Criteria[0].Activity != "docs" {
+	c := resolve(contract.Contract{}, "Fix the parser crash in README.md and parser.go")
+	if c.Verification.Type != contract.VerifyVerifiable || c.Verification.Workspace != contract.WorkspacePending || len(c.Verification.Criteria) != 1 || c.Verification.Criteria[0].Activity != "docs" {
 		t.Fatalf("resolved %+v", c.Verification)
 	}
 	created := c
@@ -37,13 +38,13 @@ func TestAddStackCriteria(t *testing.T) {
 	for _, cr := range v.Criteria {
 		acts = append(acts, cr.Stack+"/"+cr.Activity)
 	}
-	if v.Workspace != WorkspaceDetected || !slices.Equal(v.Stacks, []string{"go"}) || !slices.Equal(acts, []string{"/docs", "go/unit-test", "go/vet", "go/format"}) {
+	if v.Workspace != contract.WorkspaceDetected || !slices.Equal(v.Stacks, []string{"go"}) || !slices.Equal(acts, []string{"/docs", "go/unit-test", "go/vet", "go/format"}) {
 		t.Fatalf("completed %+v", v)
 	}
 	if !slices.Equal(v.Criteria[1].Tools, []string{"go"}) || v.Criteria[1].Description != "Unit tests pass (go.mod found)" {
 		t.Fatalf("criterion %+v", v.Criteria[1])
 	}
-	if created.Verification.Workspace != WorkspacePending || len(created.Verification.Criteria) != 1 {
+	if created.Verification.Workspace != contract.WorkspacePending || len(created.Verification.Criteria) != 1 {
 		t.Fatal("AddStackCriteria changed a copy's criteria")
 	}
 	// Idempotent: completed once, whatever the workspace says later.
@@ -57,8 +58,8 @@ func TestAddStackCriteria(t *testing.T) {
 	}
 
 	// A docs-only workspace: no commands, and it says so.
-	d := resolve(Contract{}, "Fix the parser crash")
-	if !d.AddStackCriteria(rules, docsFacts) || d.Verification.Workspace != WorkspaceDetected || len(d.Verification.Stacks) != 0 || len(d.Verification.Criteria) != 0 {
+	d := resolve(contract.Contract{}, "Fix the parser crash")
+	if !d.AddStackCriteria(rules, docsFacts) || d.Verification.Workspace != contract.WorkspaceDetected || len(d.Verification.Stacks) != 0 || len(d.Verification.Criteria) != 0 {
 		t.Fatalf("docs-only %+v", d.Verification)
 	}
 
@@ -66,20 +67,20 @@ func TestAddStackCriteria(t *testing.T) {
 	// with commands, rules without stacks.
 	for _, tc := range []struct {
 		name  string
-		c     Contract
+		c     contract.Contract
 		title string
 		rules ProjectRules
 	}{
-		{"explicit skip", Contract{Verification: Verification{Type: VerifySkip}}, "Fix the parser", rules},
-		{"auto skip", Contract{}, "Update the README", rules},
-		{"explicit advisory", Contract{Verification: Verification{Type: VerifyAdvisory}}, "Fix the parser", rules},
-		{"auto advisory", Contract{}, "Investigate the slow parser", rules},
-		{"verify commands", Contract{Completion: Completion{Verify: []string{"./check.sh"}}}, "Fix the parser", rules},
-		{"explicit criteria", Contract{Verification: Verification{Type: VerifyVerifiable, Criteria: []Criterion{{Activity: "unit-test", Description: "d", Command: "./t.sh"}}}}, "Fix it", rules},
-		{"rules without stacks", Contract{}, "Fix the parser", textRules()},
+		{"explicit skip", contract.Contract{Verification: contract.Verification{Type: contract.VerifySkip}}, "Fix the parser", rules},
+		{"auto skip", contract.Contract{}, "Update the README", rules},
+		{"explicit advisory", contract.Contract{Verification: contract.Verification{Type: contract.VerifyAdvisory}}, "Fix the parser", rules},
+		{"auto advisory", contract.Contract{}, "Investigate the slow parser", rules},
+		{"verify commands", contract.Contract{Completion: contract.Completion{Verify: []string{"./check.sh"}}}, "Fix the parser", rules},
+		{"explicit criteria", contract.Contract{Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "d", Command: "./t.sh"}}}}, "Fix it", rules},
+		{"rules without stacks", contract.Contract{}, "Fix the parser", textRules()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := ResolveContract(tc.c, tc.title, "", nil, tc.rules, genNow)
+			c := contract.ResolveContract(tc.c, tc.title, "", nil, tc.rules, genNow)
 			if c.Verification.Workspace != "" {
 				t.Fatalf("waits for the workspace: %+v", c.Verification)
 			}
@@ -95,13 +96,13 @@ func TestAddStackCriteria(t *testing.T) {
 
 	// Criteria named only by an activity get the command of every matched stack that
 	// has one; nothing else is added.
-	named := Contract{Verification: Verification{Type: VerifyVerifiable, Criteria: []Criterion{
+	named := contract.Contract{Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{
 		{Activity: "unit-test", Description: "Toggle tests pass", Pattern: "Toggle"},
 		{Activity: "docs", Description: "No conflict markers"},
 		{Activity: "fuzz", Description: "Fuzzing finds nothing"},
 	}}}
 	n := resolve(named, "Add a toggle")
-	if n.Verification.Workspace != WorkspacePendingCommands {
+	if n.Verification.Workspace != contract.WorkspacePendingCommands {
 		t.Fatalf("named %+v", n.Verification)
 	}
 	n.AddStackCriteria(rules, monoFacts)
@@ -121,8 +122,8 @@ func TestAddStackCriteria(t *testing.T) {
 
 	// A caller cannot pre-empt the workspace: what it sends in workspace and stacks is
 	// recomputed.
-	forged := resolve(Contract{Verification: Verification{Type: VerifyAuto, Workspace: WorkspaceDetected, Stacks: []string{"rust"}}}, "Fix the parser")
-	if forged.Verification.Workspace != WorkspacePending || forged.Verification.Stacks != nil {
+	forged := resolve(contract.Contract{Verification: contract.Verification{Type: contract.VerifyAuto, Workspace: contract.WorkspaceDetected, Stacks: []string{"rust"}}}, "Fix the parser")
+	if forged.Verification.Workspace != contract.WorkspacePending || forged.Verification.Stacks != nil {
 		t.Fatalf("forged %+v", forged.Verification)
 	}
 }
@@ -130,33 +131,33 @@ func TestAddStackCriteria(t *testing.T) {
 // TestGenerateForWorkspaceRecordsTheWhy: custom rules with every kind of condition.
 func TestGenerateForWorkspaceConditions(t *testing.T) {
 	rules := DefaultRules()
-	rules.Stacks = []Stack{{
+	rules.Stacks = []contract.Stack{{
 		Name:   "elixir",
-		Detect: []Condition{{File: "*.exs"}, {File: "lib/"}},
-		Commands: []StackCommand{
-			{Activity: "unit-test", Command: "mix test", When: []Condition{{Tool: "mix"}}},
+		Detect: []contract.Condition{{File: "*.exs"}, {File: "lib/"}},
+		Commands: []contract.StackCommand{
+			{Activity: "unit-test", Command: "mix test", When: []contract.Condition{{Tool: "mix"}}},
 			{Activity: "unit-test", Command: "docker run elixir mix test"},
-			{Activity: "lint", Command: "mix credo", When: []Condition{{Target: "credo"}}},
+			{Activity: "lint", Command: "mix credo", When: []contract.Condition{{Target: "credo"}}},
 		},
 	}}
 	if err := rules.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	facts := WorkspaceFacts{Files: []string{"mix.exs", "lib"}, Tools: []string{"mix"}, Targets: []string{"credo"}}
-	v := GenerateForWorkspace("Add retries", "", nil, rules, facts, genNow)
+	facts := contract.WorkspaceFacts{Files: []string{"mix.exs", "lib"}, Tools: []string{"mix"}, Targets: []string{"credo"}}
+	v := contract.GenerateForWorkspace("Add retries", "", nil, rules, facts, genNow)
 	if got := stackCommands(v); !slices.Equal(got, []string{"elixir: mix test | Unit tests pass (mix on PATH)", "elixir: mix credo | No lint or formatting errors (Makefile has a credo target)"}) {
 		t.Fatalf("%q", got)
 	}
 	// lib is a file here, not a directory: only the glob detects; without mix, the
 	// general variant.
-	facts = WorkspaceFacts{Files: []string{"mix.exs"}}
-	if got := stackCommands(GenerateForWorkspace("Add retries", "", nil, rules, facts, genNow)); !slices.Equal(got, []string{"elixir: docker run elixir mix test | Unit tests pass (mix.exs found)"}) {
+	facts = contract.WorkspaceFacts{Files: []string{"mix.exs"}}
+	if got := stackCommands(contract.GenerateForWorkspace("Add retries", "", nil, rules, facts, genNow)); !slices.Equal(got, []string{"elixir: docker run elixir mix test | Unit tests pass (mix.exs found)"}) {
 		t.Fatalf("%q", got)
 	}
-	if v := GenerateForWorkspace("Add retries", "", nil, rules, WorkspaceFacts{Files: []string{"lib"}}, genNow); len(v.Stacks) != 0 {
+	if v := contract.GenerateForWorkspace("Add retries", "", nil, rules, contract.WorkspaceFacts{Files: []string{"lib"}}, genNow); len(v.Stacks) != 0 {
 		t.Fatalf("a file named lib matched a directory condition: %+v", v)
 	}
-	if v := GenerateForWorkspace("Add retries", "", nil, rules, WorkspaceFacts{Files: []string{"lib/"}}, genNow); !slices.Equal(v.Stacks, []string{"elixir"}) {
+	if v := contract.GenerateForWorkspace("Add retries", "", nil, rules, contract.WorkspaceFacts{Files: []string{"lib/"}}, genNow); !slices.Equal(v.Stacks, []string{"elixir"}) {
 		t.Fatalf("the directory lib/ did not match: %+v", v)
 	}
 	if r := rules.Tools(); !slices.Equal(r, []string{"mix"}) {
@@ -179,14 +180,16 @@ func TestRulesValidateStacks(t *testing.T) {
 		{"no detection", func(r *ProjectRules) { r.Stacks[0].Detect = nil }, "stacks[0].detect"},
 		{"two fields in a condition", func(r *ProjectRules) { r.Stacks[0].Detect[0].Script = "test" }, "stacks[0].detect[0]"},
 		{"empty condition", func(r *ProjectRules) {
-			r.Stacks[1].Commands[0].When = append(r.Stacks[1].Commands[0].When, Condition{})
+			r.Stacks[1].Commands[0].When = append(r.Stacks[1].Commands[0].When, contract.Condition{})
 		}, "stacks[1].commands[0].when[2]"},
 		{"file with a path", func(r *ProjectRules) { r.Stacks[0].Detect[0].File = "sub/go.mod" }, "stacks[0].detect[0].file"},
 		{"bad file glob", func(r *ProjectRules) { r.Stacks[0].Detect[0].File = "[go" }, "stacks[0].detect[0].file"},
 		{"bad script", func(r *ProjectRules) { r.Stacks[1].Detect[0].Script = "te st" }, "stacks[1].detect[0].script"},
 		{"bad target", func(r *ProjectRules) { r.Stacks[4].Detect[0].Target = "$(X)" }, "stacks[4].detect[0].target"},
 		{"unknown config", func(r *ProjectRules) { r.Stacks[2].Detect[0].Config = "nose" }, "stacks[2].detect[0].config"},
-		{"tool path", func(r *ProjectRules) { r.Stacks[0].Detect = append(r.Stacks[0].Detect, Condition{Tool: "/usr/bin/go"}) }, "stacks[0].detect[1].tool"},
+		{"tool path", func(r *ProjectRules) {
+			r.Stacks[0].Detect = append(r.Stacks[0].Detect, contract.Condition{Tool: "/usr/bin/go"})
+		}, "stacks[0].detect[1].tool"},
 		{"no commands", func(r *ProjectRules) { r.Stacks[3].Commands = nil }, "stacks[3].commands"},
 		{"bad activity", func(r *ProjectRules) { r.Stacks[0].Commands[1].Activity = "Vet!" }, "stacks[0].commands[1].activity"},
 		{"empty command", func(r *ProjectRules) { r.Stacks[0].Commands[0].Command = " " }, "stacks[0].commands[0].command"},
@@ -198,7 +201,7 @@ func TestRulesValidateStacks(t *testing.T) {
 		{"bad protect glob", func(r *ProjectRules) { r.Stacks[2].Protect[0] = "tests/[x" }, "stacks[2].protect[0]"},
 		{"unknown results format", func(r *ProjectRules) { r.Stacks[0].Results[0].Format = "xunit" }, "stacks[0].results[0].format"},
 		{"empty results command", func(r *ProjectRules) { r.Stacks[3].Results[0].Command = "" }, "stacks[3].results[0].command"},
-		{"bad results condition", func(r *ProjectRules) { r.Stacks[1].Results[0].When[0] = Condition{} }, "stacks[1].results[0].when[0]"},
+		{"bad results condition", func(r *ProjectRules) { r.Stacks[1].Results[0].When[0] = contract.Condition{} }, "stacks[1].results[0].when[0]"},
 		{"pattern names an activity nobody defines", func(r *ProjectRules) { r.FilePatterns[0].Activities = []string{"vet", "nosuch"} }, "file_patterns[0].activities[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,7 +215,7 @@ func TestRulesValidateStacks(t *testing.T) {
 	}
 	// An activity only a stack defines is known to file patterns and Always.
 	r := DefaultRules()
-	r.FilePatterns = append(r.FilePatterns, FilePatternRule{Pattern: "*.py", Activities: []string{"unit-test"}})
+	r.FilePatterns = append(r.FilePatterns, contract.FilePatternRule{Pattern: "*.py", Activities: []string{"unit-test"}})
 	r.Always = []string{"format"}
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
@@ -235,7 +238,7 @@ func TestRulesStacksRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ys []Stack
+	var ys []contract.Stack
 	if err := yaml.Unmarshal(y, &ys); err != nil || !reflect.DeepEqual(ys, def.Stacks) {
 		t.Fatalf("YAML: %v\n%s", err, y)
 	}
@@ -248,7 +251,7 @@ func TestRulesChangedNamesStacks(t *testing.T) {
 	before, after := DefaultRules(), DefaultRules()
 	after.Stacks[1].Commands[0].Command = "pnpm test --silent"
 	after.Stacks = slices.Delete(after.Stacks, 3, 4) // rust
-	after.Stacks = append(after.Stacks, Stack{Name: "elixir", Detect: []Condition{{File: "mix.exs"}}, Commands: []StackCommand{{Activity: "unit-test", Command: "mix test"}}})
+	after.Stacks = append(after.Stacks, contract.Stack{Name: "elixir", Detect: []contract.Condition{{File: "mix.exs"}}, Commands: []contract.StackCommand{{Activity: "unit-test", Command: "mix test"}}})
 	if got := rulesFieldsChanged(&before, &after); !slices.Equal(got, []string{"stacks.node", "stacks.elixir", "stacks.rust"}) {
 		t.Fatalf("%q", got)
 	}

@@ -4,13 +4,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestDependenciesMayChangeNeedsCommandAuthority: only an admin, editor or lead may
 // let a task change its dependencies (it loosens the judge as tests_may_change does),
 // never through an attempt token.
 func TestDependenciesMayChangeNeedsCommandAuthority(t *testing.T) {
-	c := Contract{Verification: Verification{DependenciesMayChange: true}}
+	c := contract.Contract{Verification: contract.Verification{DependenciesMayChange: true}}
 	for _, a := range []*Agent{{Name: "w", Roles: []string{"worker"}}, {Name: "d", Roles: []string{"developer"}},
 		{Name: "l", Roles: []string{"lead"}, Scope: &TokenScope{TaskID: 1}}} {
 		err := requireCommandAuthority(a, c, "steps[1]")
@@ -36,12 +38,12 @@ func TestDependenciesMayChangeDecodes(t *testing.T) {
 	if !tpl.Steps[0].Verification.DependenciesMayChange {
 		t.Fatal("dependencies_may_change lost reading a template")
 	}
-	c := ResolveContract(Contract{Verification: tpl.Steps[0].Verification}, "Add a YAML parser", "use a library", nil, DefaultRules(), genNow)
+	c := contract.ResolveContract(contract.Contract{Verification: tpl.Steps[0].Verification}, "Add a YAML parser", "use a library", nil, DefaultRules(), genNow)
 	if !c.Verification.DependenciesMayChange {
 		t.Fatal("contract generation dropped dependencies_may_change")
 	}
 	if !strings.Contains(judgeNote(c.Verification), "You may change the project's dependencies") ||
-		!strings.Contains(judgeNote(Verification{}), "dependencies (lockfiles, dependency lists, vendored code) are fixed") {
+		!strings.Contains(judgeNote(contract.Verification{}), "dependencies (lockfiles, dependency lists, vendored code) are fixed") {
 		t.Fatal("the brief does not say whether dependencies may change")
 	}
 }
@@ -50,8 +52,8 @@ func TestDependenciesMayChangeDecodes(t *testing.T) {
 // dependencies change; its runner configuration is protected either way.
 func TestProtectedForPins(t *testing.T) {
 	r := DefaultRules()
-	fixed := r.ProtectedFor(Verification{Stacks: []string{"go", "node"}})
-	free := r.ProtectedFor(Verification{Stacks: []string{"go", "node"}, DependenciesMayChange: true})
+	fixed := r.ProtectedFor(contract.Verification{Stacks: []string{"go", "node"}})
+	free := r.ProtectedFor(contract.Verification{Stacks: []string{"go", "node"}, DependenciesMayChange: true})
 	for _, p := range []string{"go.mod#replace", "**/vendor/**", "package-lock.json", "package.json#.dependencies"} {
 		if !slices.Contains(fixed, p) || slices.Contains(free, p) {
 			t.Errorf("%s: protected %v with dependencies fixed, %v when they may change", p, slices.Contains(fixed, p), slices.Contains(free, p))
@@ -62,7 +64,7 @@ func TestProtectedForPins(t *testing.T) {
 			t.Errorf("%s not protected when dependencies may change", p)
 		}
 	}
-	if pins := r.PinsFor(Verification{Stacks: []string{"go"}, DependenciesMayChange: true}); !slices.Contains(pins, "go.mod#replace") || slices.Contains(pins, "package-lock.json") {
+	if pins := r.PinsFor(contract.Verification{Stacks: []string{"go"}, DependenciesMayChange: true}); !slices.Contains(pins, "go.mod#replace") || slices.Contains(pins, "package-lock.json") {
 		t.Errorf("PinsFor go: %v", pins)
 	}
 	if slices.Contains(fixed, "requirements*.txt") {
@@ -84,7 +86,7 @@ func TestStackPinsAndInstallValidate(t *testing.T) {
 			return "stacks[1].install[0].tools[0]"
 		},
 		"install when": func(r *ProjectRules) string {
-			r.Stacks[1].Install[0].When = []Condition{{}}
+			r.Stacks[1].Install[0].When = []contract.Condition{{}}
 			return "stacks[1].install[0].when[0]"
 		},
 	} {
@@ -94,7 +96,7 @@ func TestStackPinsAndInstallValidate(t *testing.T) {
 			t.Errorf("%s: want an error on %s, got %v", name, field, f)
 		}
 	}
-	if ProtectPatternProblem("go.mod#replace") != "" || ProtectPatternProblem("go.mod#nosuch") == "" {
+	if contract.ProtectPatternProblem("go.mod#replace") != "" || contract.ProtectPatternProblem("go.mod#nosuch") == "" {
 		t.Error("go.mod directive parts")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // ActionInput carries what an action needs besides the actor: the target agent of
@@ -593,7 +595,7 @@ func verificationKind(t *Task, checked bool) string {
 	switch {
 	case t.Override:
 		return KindOverride
-	case checked && t.Contract.Verification.Type != VerifyAdvisory:
+	case checked && t.Contract.Verification.Type != contract.VerifyAdvisory:
 		return KindRunner
 	default:
 		return KindAdvisory

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner"
 	tplpage "github.com/countersign/countersign/web/pages/template"
 )
@@ -101,20 +102,20 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	var done []string
 	typ := cp.Type
 	if typ == "" && strings.TrimSpace(cp.Path) != "" {
-		typ = models.CompletionFile
+		typ = contract.CompletionFile
 	}
 	out0 := cp.Path
 	if task != nil {
 		out0 = ct.OutputPath(task.ID)
 	}
 	switch typ {
-	case models.CompletionFile:
+	case contract.CompletionFile:
 		s := fmt.Sprintf("the worker writes %s", out0)
 		if cp.MinLength > 0 {
 			s += fmt.Sprintf(" (at least %d bytes)", cp.MinLength)
 		}
 		done = append(done, s)
-	case models.CompletionSignal:
+	case contract.CompletionSignal:
 		done = append(done, fmt.Sprintf("the worker writes %s with the signal %q", out0, cp.Signal))
 	default:
 		done = append(done, "the worker exits cleanly")
@@ -138,11 +139,11 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 
 	// How it is checked.
 	switch vf.Type {
-	case models.VerifyAdvisory:
+	case contract.VerifyAdvisory:
 		out = append(out, "Advisory: no automated checks; a person reads the output.")
-	case models.VerifySkip:
+	case contract.VerifySkip:
 		out = append(out, fmt.Sprintf("Minimal checks only (%s).", plural(len(vf.Criteria), "criterion", "criteria")))
-	case models.VerifyAuto, "":
+	case contract.VerifyAuto, "":
 		out = append(out, "Criteria are generated from the task with the project rules when the run starts.")
 	default:
 		acts := make([]string, 0, len(vf.Criteria))
@@ -162,7 +163,7 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	if r := ct.Review; r != nil {
 		rounds := r.MaxRounds
 		if rounds <= 0 {
-			rounds = models.MaxReviewRounds
+			rounds = contract.MaxReviewRounds
 		}
 		then := "the task is blocked"
 		if r.ProceedsWithWarnings() {
@@ -172,12 +173,12 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	}
 	attempts, timeout := cp.MaxAttempts, cp.Timeout.Duration
 	if attempts <= 0 {
-		attempts = models.DefaultMaxAttempts
+		attempts = contract.DefaultMaxAttempts
 	}
 	if timeout <= 0 {
-		timeout = models.DefaultTimeout
+		timeout = contract.DefaultTimeout
 	}
-	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(attempts, "attempt", "attempts"), models.Duration{Duration: timeout}))
+	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(attempts, "attempt", "attempts"), contract.Duration{Duration: timeout}))
 	return out
 }
 

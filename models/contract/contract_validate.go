@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"crypto/sha512"
@@ -64,8 +64,10 @@ const (
 	maxEvaluateLen    = 20000
 	maxCriteria       = 50
 	maxTokenLen       = 200
-	maxPathLen        = 1024
 )
+
+// MaxPathLen bounds a path in a contract (and a workspace directory).
+const MaxPathLen = 1024
 
 // Normalize puts the contract in its canonical form: trims and lower-cases names,
 // infers an empty completion type (file when a path is given, none otherwise, the
@@ -277,8 +279,8 @@ func checkDuration(fe *FieldErrors, key string, d Duration) {
 // after cleaning, so "a/../../b" is refused while "a/../b" is fine.
 func workspacePathProblem(p string) string {
 	switch {
-	case len(p) > maxPathLen:
-		return fmt.Sprintf("must be at most %d characters", maxPathLen)
+	case len(p) > MaxPathLen:
+		return fmt.Sprintf("must be at most %d characters", MaxPathLen)
 	case strings.ContainsRune(p, 0):
 		return "must not contain NUL"
 	case !utf8.ValidString(p):
@@ -358,7 +360,7 @@ func (v *Verification) validate(fe *FieldErrors) {
 func (r *Review) validate(fe *FieldErrors) {
 	if strings.TrimSpace(r.Role) == "" {
 		fe.Add("review.role", "is required: the role of the reviewer agent")
-	} else if !roleRE.MatchString(r.Role) {
+	} else if !ValidRole(r.Role) {
 		fe.Add("review.role", "must be 1-32 lower-case letters, digits, '_' or '-'")
 	}
 	if r.MaxRounds < 0 {
