@@ -27,7 +27,7 @@ func TestAdvisoryAmbiguous(t *testing.T) {
 		{"Research onboarding flows", "", []string{"docs/onboarding.md"}, false},
 		{"Add a dark mode toggle", "", []string{"src/Toggle.tsx"}, false},
 	} {
-		if got := contract.AdvisoryAmbiguous(c.title, c.brief, c.files, rules); got != c.want {
+		if got := contract.AdvisoryAmbiguous(c.title, c.brief, c.files, rules.Rules); got != c.want {
 			t.Errorf("AdvisoryAmbiguous(%q, %q, %v) = %v, want %v", c.title, c.brief, c.files, got, c.want)
 		}
 	}

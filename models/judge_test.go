@@ -8,45 +8,6 @@ import (
 	"github.com/countersign/countersign/models/contract"
 )
 
-func TestJudgeSettingsValidate(t *testing.T) {
-	ok := contract.Contract{Verification: contract.Verification{Type: contract.VerifyVerifiable,
-		Protect: []string{"spec/**", "package.json#scripts"},
-		HeldOut: []contract.HeldOutTest{{Path: "calc_heldout_test.go", Content: "package calc\n"}}}}
-	ok.Normalize()
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("valid judge settings refused: %v", err)
-	}
-	for name, tc := range map[string]struct {
-		v     contract.Verification
-		field string
-	}{
-		"absolute protect":   {contract.Verification{Protect: []string{"/etc/**"}}, "verification.protect[0]"},
-		"climbing protect":   {contract.Verification{Protect: []string{"../x"}}, "verification.protect[0]"},
-		"bad glob":           {contract.Verification{Protect: []string{"a["}}, "verification.protect[0]"},
-		"empty part":         {contract.Verification{Protect: []string{"package.json#"}}, "verification.protect[0]"},
-		"held-out escapes":   {contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "../x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
-		"held-out absolute":  {contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "/tmp/x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
-		"held-out empty":     {contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "x_test.go"}}}, "verification.held_out[0].content"},
-		"held-out duplicate": {contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "x_test.go", Content: "a"}, {Path: "./x_test.go", Content: "b"}}}, "verification.held_out[1].path"},
-		"held-out too large": {contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "x_test.go", Content: strings.Repeat("a", maxHeldOutBytes+1)}}}, "verification.held_out[0].content"},
-	} {
-		c := contract.Contract{Verification: tc.v}
-		c.Verification.Type = contract.VerifyVerifiable
-		c.Normalize()
-		err := c.Validate()
-		var fe *Error
-		if err == nil || !asError(err, &fe) || fe.Fields[tc.field] == "" {
-			t.Errorf("%s: %v, want a field error on %s", name, err, tc.field)
-		}
-	}
-}
-
-func asError(err error, e **Error) bool {
-	x, ok := err.(*Error)
-	*e = x
-	return ok
-}
-
 func TestHeldOutNeedsCommandAuthority(t *testing.T) {
 	c := contract.Contract{Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
 	if err := requireCommandAuthority(&Agent{Name: "w", Roles: []string{"worker"}}, c, ""); ErrorCode(err) != EFORBIDDEN {

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -376,4 +377,13 @@ func BenchmarkGenerate(b *testing.B) {
 	for b.Loop() {
 		Generate("Add dark mode toggle", desc, files, rules, genNow)
 	}
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

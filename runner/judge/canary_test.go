@@ -141,7 +141,7 @@ func judgedRun(t *testing.T, dir string, canary bool) judged {
 		t.Fatal(err)
 	}
 	var match *contract.StackMatch
-	for _, m := range contract.MatchStacks(models.DefaultRules(), facts) {
+	for _, m := range contract.MatchStacks(models.DefaultRules().Rules, facts) {
 		if m.Results != nil {
 			match = &m
 			break
