@@ -12,8 +12,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Event types of the audit trail of what steers the runner: each change of the project

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestMaxAttemptsBelowOne: a budget given below 1 (0 included) is a field error; one

@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // taskFrontMatter is the YAML front matter of a task file.

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/models/contract"
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Template limits.

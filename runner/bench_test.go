@@ -19,9 +19,6 @@
 package runner
 
 import (
-	"github.com/countersign/countersign/models/contract"
-	"github.com/countersign/countersign/runner/procs"
-	"github.com/countersign/countersign/runner/sandbox"
 	"os"
 	"os/exec"
 	"runtime"
@@ -32,6 +29,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
+	"github.com/countersign/countersign/runner/procs"
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 const noopCommand = "cat >/dev/null"
