@@ -24,7 +24,8 @@ type ProjectRules struct {
 }
 
 // DefaultRules returns the rules used until a project saves its own: the default
-// generation rules (contract.DefaultRules), default prices and hats.
+// generation rules (contract.DefaultRules), with no prices and no hats of their own
+// (DefaultPrices and DefaultHats apply).
 func DefaultRules() ProjectRules { return ProjectRules{Rules: contract.DefaultRules()} }
 
 // Validate checks the rules and returns an EINVALID error keyed by field: prices,
