@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // auditEvents returns the data of every stored event of type typ with its actor id,
@@ -65,8 +66,8 @@ func TestAuditTrailOfRulesAndTemplates(t *testing.T) {
 		e.must(200, "eddie", "PUT", "/rules", rules)
 		rules.Always = []string{"unit-test", "vet"}
 		delete(rules.Activities, "docs")
-		rules.FilePatterns = slices.DeleteFunc(rules.FilePatterns, func(p models.FilePatternRule) bool { return slices.Contains(p.Activities, "docs") })
-		rules.Stacks = slices.DeleteFunc(rules.Stacks, func(s models.Stack) bool { return s.Name == "make" })
+		rules.FilePatterns = slices.DeleteFunc(rules.FilePatterns, func(p contract.FilePatternRule) bool { return slices.Contains(p.Activities, "docs") })
+		rules.Stacks = slices.DeleteFunc(rules.Stacks, func(s contract.Stack) bool { return s.Name == "make" })
 		e.must(200, "lena", "PUT", "/rules", rules)
 		changes, actors := e.auditEvents(models.EventRulesChanged)
 		if len(changes) != 2 || actors[0] != eddie.ID || actors[1] != lena.ID || changes[0].By != "eddie" || changes[1].By != "lena" {

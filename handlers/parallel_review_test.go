@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // parallelTemplate is a template whose steps 2 and 3 form parallel group "build";
@@ -45,17 +46,17 @@ func TestParallelAndReviewRulesAPI(t *testing.T) {
 			t.Fatalf("split group: %d %s", r.Status, r.Raw)
 		}
 		r = e.do("lena", "POST", "/templates", parallelTemplate(false, "sometimes"))
-		if r.Status != 422 || r.errRule() != models.RuleReviewOnExhausted || r.fields()["steps[1].review.on_exhausted"] == nil {
+		if r.Status != 422 || r.errRule() != contract.RuleReviewOnExhausted || r.fields()["steps[1].review.on_exhausted"] == nil {
 			t.Fatalf("bad on_exhausted: %d %s", r.Status, r.Raw)
 		}
 		r = e.do("lena", "POST", "/tasks", map[string]any{"title": "t", "brief": "b", "role": "developer",
 			"contract": map[string]any{"completion": map[string]any{"type": "none"}, "verification": map[string]any{"type": "skip"},
 				"review": map[string]any{"role": "reviewer", "on_exhausted": "retry"}}})
-		if r.Status != 422 || r.errRule() != models.RuleReviewOnExhausted || r.fields()["contract.review.on_exhausted"] == nil {
+		if r.Status != 422 || r.errRule() != contract.RuleReviewOnExhausted || r.fields()["contract.review.on_exhausted"] == nil {
 			t.Fatalf("task contract on_exhausted: %d %s", r.Status, r.Raw)
 		}
 
-		e.must(201, "lena", "POST", "/templates", parallelTemplate(false, models.OnExhaustedProceed))
+		e.must(201, "lena", "POST", "/templates", parallelTemplate(false, contract.OnExhaustedProceed))
 		g := e.must(201, "lena", "POST", "/goals", map[string]any{"title": "G"})
 		run := e.must(201, "lena", "POST", "/goals/"+itoa(g.num("id"))+"/runs", map[string]any{"template": "parallel-flow"})
 		raw, _ := run.Body["tasks"].([]any)

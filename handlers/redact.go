@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Held-out tests leave the server only for the readers who may set them: every task,
@@ -48,7 +49,7 @@ func GoalStatusFor(reader *models.Agent, st *models.GoalStatus) *models.GoalStat
 
 // MayReadHeldOut reports whether reader reads held-out tests (paths and contents).
 func MayReadHeldOut(reader *models.Agent) bool {
-	probe := models.Task{Contract: models.Contract{Verification: models.Verification{HeldOut: []models.HeldOutTest{{}}}}}
+	probe := models.Task{Contract: contract.Contract{Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{}}}}}
 	return len(probe.ForReader(reader).Contract.Verification.HeldOut) == 1
 }
 

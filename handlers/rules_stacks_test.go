@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestRulesAPIStacks: GET and PUT /rules carry the stacks (detection, commands,
@@ -22,27 +23,27 @@ func TestRulesAPIStacks(t *testing.T) {
 		if err := json.Unmarshal(got.Raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(r.Stacks, models.DefaultStacks()) {
+		if !reflect.DeepEqual(r.Stacks, contract.DefaultStacks()) {
 			t.Fatalf("default stacks over the API: %s", got.Raw)
 		}
 
-		r.Stacks = append(r.Stacks, models.Stack{Name: "elixir", Detect: []models.Condition{{File: "mix.exs"}},
-			Commands: []models.StackCommand{{Activity: "unit-test", Command: "mix test", Tools: []string{"mix"}}},
-			Protect:  []string{"test/**"}, Results: []models.TestResults{{Format: models.ResultsJUnitXML, Command: "mix test --formatter JUnitFormatter"}}})
+		r.Stacks = append(r.Stacks, contract.Stack{Name: "elixir", Detect: []contract.Condition{{File: "mix.exs"}},
+			Commands: []contract.StackCommand{{Activity: "unit-test", Command: "mix test", Tools: []string{"mix"}}},
+			Protect:  []string{"test/**"}, Results: []contract.TestResults{{Format: contract.ResultsJUnitXML, Command: "mix test --formatter JUnitFormatter"}}})
 		e.must(200, "eddie", "PUT", "/rules", r)
 		var back models.ProjectRules
 		if err := json.Unmarshal(e.must(200, "lena", "GET", "/rules", nil).Raw, &back); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(back.Stacks); n != len(r.Stacks) || back.Stacks[n-1].Name != "elixir" || back.Stacks[n-1].Results[0].Format != models.ResultsJUnitXML {
+		if n := len(back.Stacks); n != len(r.Stacks) || back.Stacks[n-1].Name != "elixir" || back.Stacks[n-1].Results[0].Format != contract.ResultsJUnitXML {
 			t.Fatalf("saved stacks %+v", back.Stacks)
 		}
 
 		bad := r
-		bad.Stacks = append([]models.Stack(nil), r.Stacks...)
-		bad.Stacks[0].Commands = append([]models.StackCommand(nil), r.Stacks[0].Commands...)
+		bad.Stacks = append([]contract.Stack(nil), r.Stacks...)
+		bad.Stacks[0].Commands = append([]contract.StackCommand(nil), r.Stacks[0].Commands...)
 		bad.Stacks[0].Commands[0].Command = "  "
-		bad.Stacks[1].Detect = []models.Condition{{File: "package.json", Script: "test"}}
+		bad.Stacks[1].Detect = []contract.Condition{{File: "package.json", Script: "test"}}
 		res := e.must(422, "eddie", "PUT", "/rules", bad)
 		f := res.fields()
 		if f["stacks[0].commands[0].command"] == nil || f["stacks[1].detect[0]"] == nil {
@@ -56,7 +57,7 @@ func TestRulesAPIStacks(t *testing.T) {
 		// Task creation: auto waits for the workspace, explicit skip has nothing.
 		task := e.must(201, "lena", "POST", "/tasks", map[string]any{"title": "Fix the crash in the parser"})
 		v := task.Body["contract"].(map[string]any)["verification"].(map[string]any)
-		if v["type"] != "verifiable" || v["workspace"] != models.WorkspacePending || v["criteria"] != nil {
+		if v["type"] != "verifiable" || v["workspace"] != contract.WorkspacePending || v["criteria"] != nil {
 			t.Fatalf("auto task %v", v)
 		}
 		skip := e.must(201, "lena", "POST", "/tasks", map[string]any{"title": "Fix the crash in the parser",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/ledger"
@@ -82,7 +83,7 @@ func asError(err error, de **models.Error) bool {
 func (e *accessEnv) workerTask(title string) *models.Task {
 	e.t.Helper()
 	task, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Role: "developer", Assignee: "bot",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifySkip}}})
 	e.must(err)
 	runner, err := e.svc.Agents.RunnerAgent(e.ctx)
 	e.must(err)

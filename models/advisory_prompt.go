@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The advisory prompt: an advisory task has no automated verification, so before one
@@ -60,8 +62,8 @@ var AdvisoryActions = []string{AdvisoryProceed, AdvisoryMakeVerifiable, Advisory
 // waits, and the criteria generation would give it as a verifiable task (what the
 // "make verifiable" form starts from).
 type AdvisoryPromptPayload struct {
-	Reasons   []string    `json:"reasons"`
-	Suggested []Criterion `json:"suggested,omitempty"`
+	Reasons   []string             `json:"reasons"`
+	Suggested []contract.Criterion `json:"suggested,omitempty"`
 }
 
 // AdvisoryDecision is a person's answer to an advisory prompt: Action is proceed,
@@ -69,9 +71,9 @@ type AdvisoryPromptPayload struct {
 // (make_verifiable only; none: generated from the task's words, as at creation);
 // Reason is an optional note kept with the resolution.
 type AdvisoryDecision struct {
-	Action   string      `json:"action"`
-	Criteria []Criterion `json:"criteria,omitempty"`
-	Reason   string      `json:"reason,omitempty"`
+	Action   string               `json:"action"`
+	Criteria []contract.Criterion `json:"criteria,omitempty"`
+	Reason   string               `json:"reason,omitempty"`
 }
 
 // AdvisoryPromptReasons says why task t, as built, must wait for a person before it is
@@ -80,17 +82,17 @@ type AdvisoryDecision struct {
 // the multi-step case.
 func AdvisoryPromptReasons(ctx context.Context, tx Tx, rules ProjectRules, t *Task, files []string) ([]string, error) {
 	v := t.Contract.Verification
-	if v.Type != VerifyAdvisory {
+	if v.Type != contract.VerifyAdvisory {
 		return nil, nil
 	}
 	var reasons []string
 	if rules.PromptForAdvisory {
 		reasons = append(reasons, AdvisoryReasonSetting)
 	}
-	if v.GeneratedFrom != GeneratedAuto {
+	if v.GeneratedFrom != contract.GeneratedAuto {
 		return reasons, nil // the author chose advisory: only the setting asks again
 	}
-	if AdvisoryAmbiguous(t.Title, t.Brief, files, rules) {
+	if contract.AdvisoryAmbiguous(t.Title, t.Brief, files, rules.Rules) {
 		reasons = append(reasons, AdvisoryReasonAmbiguous)
 	}
 	if t.RunID != nil {
@@ -117,7 +119,7 @@ func AdvisoryPromptReasons(ctx context.Context, tx Tx, rules ProjectRules, t *Ta
 // for a person (an advisory_prompt inbox item, advisory.held) or proceeds at once with
 // its decision logged for review (advisory.proceeded, auto). Other tasks pass.
 func (s *TaskService) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *Task, files []string) error {
-	if t.Contract.Verification.Type != VerifyAdvisory {
+	if t.Contract.Verification.Type != contract.VerifyAdvisory {
 		return nil
 	}
 	rules, err := RulesIn(ctx, tx)
@@ -132,9 +134,8 @@ func (s *TaskService) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *
 		return s.emit(ctx, tx, "advisory.proceeded", actor, &t.ID, t.GoalID, map[string]any{
 			"auto": true, "note": "advisory task: no automated verification; its output is logged for review"})
 	}
-	tt := scanTaskText(t.Title, t.Brief)
 	payload, err := json.Marshal(AdvisoryPromptPayload{Reasons: reasons,
-		Suggested: criteriaFor(VerifyVerifiable, dedupStrings(append(slices.Clip(files), tt.files...)), rules)})
+		Suggested: contract.SuggestedCriteria(t.Title, t.Brief, files, rules.Rules)})
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func (s *TaskService) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *
 // Only an advisory task can have one (making it verifiable resolves it), so other
 // tasks cost no query.
 func openAdvisoryPrompt(ctx context.Context, tx Tx, t *Task) (*InboxItem, error) {
-	if t.Contract.Verification.Type != VerifyAdvisory {
+	if t.Contract.Verification.Type != contract.VerifyAdvisory {
 		return nil, nil
 	}
 	items, err := tx.ListInbox(ctx, InboxFilter{TaskID: t.ID, Kind: InboxAdvisoryPrompt, Limit: 1})
@@ -208,10 +209,10 @@ func (s *TaskService) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, i
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
-	var contract Contract
+	var ct contract.Contract
 	if d.Action == AdvisoryMakeVerifiable {
-		contract.Verification = Verification{Type: VerifyVerifiable, Criteria: d.Criteria, GeneratedFrom: GeneratedUser}
-		if err := requireCommandAuthority(actor, contract, ""); err != nil {
+		ct.Verification = contract.Verification{Type: contract.VerifyVerifiable, Criteria: d.Criteria, GeneratedFrom: contract.GeneratedUser}
+		if err := requireCommandAuthority(actor, ct, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +239,7 @@ func (s *TaskService) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, i
 			}
 			return s.Apply(ctx, tx, actor, t, ActCancel, ActionInput{Reason: reason})
 		case AdvisoryMakeVerifiable:
-			if err := s.makeVerifiable(ctx, tx, t, contract.Verification); err != nil {
+			if err := s.makeVerifiable(ctx, tx, t, ct.Verification); err != nil {
 				return err
 			}
 		}
@@ -277,7 +278,7 @@ func (s *TaskService) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, i
 // makeVerifiable gives t the verifiable verification v, resolved and validated as a
 // new task's contract is (ResolveContract, Normalize, Validate); on a validation error
 // t is left as it was.
-func (s *TaskService) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Verification) error {
+func (s *TaskService) makeVerifiable(ctx context.Context, tx Tx, t *Task, v contract.Verification) error {
 	rules, err := RulesIn(ctx, tx)
 	if err != nil {
 		return err
@@ -287,7 +288,7 @@ func (s *TaskService) makeVerifiable(ctx context.Context, tx Tx, t *Task, v Veri
 	v.DependenciesMayChange = old.DependenciesMayChange
 	c := t.Contract
 	c.Verification = v
-	c = ResolveContract(c, t.Title, t.Brief, nil, rules, s.now())
+	c = contract.ResolveContract(c, t.Title, t.Brief, nil, rules.Rules, s.now())
 	c.Normalize()
 	check := *t
 	check.Contract = c

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store/storetest"
 )
 
@@ -26,7 +27,7 @@ func TestAdvisoryAmbiguous(t *testing.T) {
 		{"Research onboarding flows", "", []string{"docs/onboarding.md"}, false},
 		{"Add a dark mode toggle", "", []string{"src/Toggle.tsx"}, false},
 	} {
-		if got := models.AdvisoryAmbiguous(c.title, c.brief, c.files, rules); got != c.want {
+		if got := contract.AdvisoryAmbiguous(c.title, c.brief, c.files, rules.Rules); got != c.want {
 			t.Errorf("AdvisoryAmbiguous(%q, %q, %v) = %v, want %v", c.title, c.brief, c.files, got, c.want)
 		}
 	}
@@ -87,7 +88,7 @@ func TestAdvisoryPrompt(t *testing.T) {
 			e := newInboxEnv(t, d)
 			// Off (the default): an unambiguous advisory task proceeds, logged.
 			plain := e.create("Investigate why checkout is slow")
-			if plain.Contract.Verification.Type != models.VerifyAdvisory || len(e.prompts()) != 0 {
+			if plain.Contract.Verification.Type != contract.VerifyAdvisory || len(e.prompts()) != 0 {
 				t.Fatalf("plain advisory: %s, %d prompts", plain.Contract.Verification.Type, len(e.prompts()))
 			}
 			evs, err := e.db.ListEventsOfType(e.ctx, "advisory.proceeded", 1<<62, 10)
@@ -130,25 +131,25 @@ func TestAdvisoryPrompt(t *testing.T) {
 			advWantRule(t, err, models.EFORBIDDEN, "lead_or_exec")
 			// Bad criteria: 422 with fields, nothing changed.
 			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: ""}}})
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: ""}}})
 			var me *models.Error
 			if models.ErrorCode(err) != models.EINVALID || !asErr(err, &me) || len(me.Fields) == 0 {
 				t.Fatalf("bad criteria: %v", err)
 			}
-			if got, _ := e.db.GetTask(e.ctx, amb.ID); got.Contract.Verification.Type != models.VerifyAdvisory || len(e.prompts()) != 1 {
+			if got, _ := e.db.GetTask(e.ctx, amb.ID); got.Contract.Verification.Type != contract.VerifyAdvisory || len(e.prompts()) != 1 {
 				t.Fatal("a refused make_verifiable changed something")
 			}
 			// An exec may not put shell into the criteria.
 			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: "tests pass", Command: "go test ./..."}}})
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "tests pass", Command: "go test ./..."}}})
 			advWantRule(t, err, models.EFORBIDDEN, models.RuleCommandsNeedEditor)
 			got, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryMakeVerifiable,
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: "the checkout timeout test passes"}}})
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "the checkout timeout test passes"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			v := got.Contract.Verification
-			if v.Type != models.VerifyVerifiable || v.GeneratedFrom != models.GeneratedUser || len(v.Criteria) != 1 || v.Criteria[0].Description != "the checkout timeout test passes" {
+			if v.Type != contract.VerifyVerifiable || v.GeneratedFrom != contract.GeneratedUser || len(v.Criteria) != 1 || v.Criteria[0].Description != "the checkout timeout test passes" {
 				t.Fatalf("made verifiable: %+v", v)
 			}
 			if len(e.prompts()) != 0 {

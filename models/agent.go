@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // AgentKind says how an agent acts: a worker is run by the runner through its command;
@@ -73,7 +75,6 @@ func (a *Agent) HasRole(role string) bool {
 func (a *Agent) IsRunner() bool { return a != nil && a.Kind == KindSystem && a.Name == RunnerAgentName }
 
 var agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-var roleRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // Normalize trims and lower-cases names and roles, drops duplicate roles and applies
 // defaults, so that validation and storage see one canonical form.
@@ -128,7 +129,7 @@ func (a *Agent) Validate() error {
 		fe.Add("kind", "must be worker or human")
 	}
 	for _, r := range a.Roles {
-		if !roleRE.MatchString(r) {
+		if !contract.ValidRole(r) {
 			fe.Add("roles", "role "+quote(r)+" must be 1-32 lower-case letters, digits, '_' or '-'")
 		}
 	}

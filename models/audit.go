@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Event types of the audit trail of what steers the runner: each change of the project
@@ -125,7 +127,7 @@ func rulesFieldsChanged(before, after *ProjectRules) []string {
 			out = append(out, "activities."+n)
 		}
 	}
-	if !slices.EqualFunc(before.FilePatterns, after.FilePatterns, func(x, y FilePatternRule) bool {
+	if !slices.EqualFunc(before.FilePatterns, after.FilePatterns, func(x, y contract.FilePatternRule) bool {
 		return x.Pattern == y.Pattern && x.Timing == y.Timing && slices.Equal(x.Activities, y.Activities)
 	}) {
 		out = append(out, "file_patterns")
@@ -149,9 +151,9 @@ func rulesFieldsChanged(before, after *ProjectRules) []string {
 
 // stacksChanged names each stack added, removed or changed (stacks.<name>), in the
 // order of after, then those removed.
-func stacksChanged(before, after []Stack) []string {
+func stacksChanged(before, after []contract.Stack) []string {
 	var out []string
-	find := func(list []Stack, name string) *Stack {
+	find := func(list []contract.Stack, name string) *contract.Stack {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
@@ -159,7 +161,7 @@ func stacksChanged(before, after []Stack) []string {
 		}
 		return nil
 	}
-	same := func(a, b *Stack) bool {
+	same := func(a, b *contract.Stack) bool {
 		x, errX := json.Marshal(a)
 		y, errY := json.Marshal(b)
 		return errX == nil && errY == nil && string(x) == string(y)

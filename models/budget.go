@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // StageBudget is the stage of a task stopped by a budget: before an attempt, when
@@ -87,13 +89,8 @@ func (l BudgetLimit) Describe() string {
 	return strings.Join(parts, "; ")
 }
 
-// USD writes an amount of dollars for people: "$1.23", "$0.0042".
-func USD(v float64) string {
-	if v != 0 && v < 0.01 && v > -0.01 {
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
-}
+// USD writes an amount of dollars for people: "$1.23", "$0.0042" (contract.USD).
+func USD(v float64) string { return contract.USD(v) }
 
 // BudgetLimits reads, in tx, the caps on an attempt of t by agent and what was spent
 // against each. A goal with a budget has its row locked, so that attempts under it

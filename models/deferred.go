@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Statuses of a goal's deferred checks.
@@ -38,8 +40,8 @@ type DeferredChecks struct {
 
 // DeferredCriterion is one deferred criterion and the task whose contract has it.
 type DeferredCriterion struct {
-	TaskID    int64     `json:"task_id"`
-	Criterion Criterion `json:"criterion"`
+	TaskID    int64              `json:"task_id"`
+	Criterion contract.Criterion `json:"criterion"`
 }
 
 // DeferredStale is how long a deferred run may go without finishing before another
@@ -61,7 +63,7 @@ func deferredOf(tasks []Task) *DeferredChecks {
 		}
 		for _, c := range t.Contract.Verification.Criteria {
 			key := c.Activity + "\x00" + c.Command
-			if c.Timing != TimingDeferred || seen[key] {
+			if c.Timing != contract.TimingDeferred || seen[key] {
 				continue
 			}
 			seen[key] = true

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Hat is a role a participant wears on one task (builder, tester, reviewer, …) and
@@ -119,7 +121,7 @@ func ValidateHats(table []Hat, fe *FieldErrors) {
 		switch {
 		case h.Name == "":
 			fe.Add(key+".name", "is required")
-		case !roleRE.MatchString(h.Name):
+		case !contract.ValidRole(h.Name):
 			fe.Add(key+".name", "must be 1-32 lower-case letters, digits, '_' or '-' (a role name)")
 		case seen[h.Name]:
 			fe.Add(key+".name", quote(h.Name)+" is declared twice")

@@ -3,6 +3,8 @@ package models
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Kinds of inbox items.
@@ -44,13 +46,13 @@ type InboxItem struct {
 
 // BlockedPayload is the task.blocked payload of completion-verification.md.
 type BlockedPayload struct {
-	Type               string           `json:"type"`
-	TaskID             int64            `json:"task_id"`
-	WorkflowInstanceID *int64           `json:"workflow_instance_id"`
-	StepNum            int              `json:"step_num"`
-	Agent              string           `json:"agent"`
-	CompletionSpec     Completion       `json:"completion_spec"`
-	Attempts           []BlockedAttempt `json:"attempts"`
+	Type               string              `json:"type"`
+	TaskID             int64               `json:"task_id"`
+	WorkflowInstanceID *int64              `json:"workflow_instance_id"`
+	StepNum            int                 `json:"step_num"`
+	Agent              string              `json:"agent"`
+	CompletionSpec     contract.Completion `json:"completion_spec"`
+	Attempts           []BlockedAttempt    `json:"attempts"`
 	// Missing lists what kept a task that was not ready from its first attempt (its
 	// one entry in Attempts has stage readiness); empty otherwise.
 	Missing []string `json:"missing,omitempty"`

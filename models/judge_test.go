@@ -4,53 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
-func TestJudgeSettingsValidate(t *testing.T) {
-	ok := Contract{Verification: Verification{Type: VerifyVerifiable,
-		Protect: []string{"spec/**", "package.json#scripts"},
-		HeldOut: []HeldOutTest{{Path: "calc_heldout_test.go", Content: "package calc\n"}}}}
-	ok.Normalize()
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("valid judge settings refused: %v", err)
-	}
-	for name, tc := range map[string]struct {
-		v     Verification
-		field string
-	}{
-		"absolute protect":   {Verification{Protect: []string{"/etc/**"}}, "verification.protect[0]"},
-		"climbing protect":   {Verification{Protect: []string{"../x"}}, "verification.protect[0]"},
-		"bad glob":           {Verification{Protect: []string{"a["}}, "verification.protect[0]"},
-		"empty part":         {Verification{Protect: []string{"package.json#"}}, "verification.protect[0]"},
-		"held-out escapes":   {Verification{HeldOut: []HeldOutTest{{Path: "../x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
-		"held-out absolute":  {Verification{HeldOut: []HeldOutTest{{Path: "/tmp/x_test.go", Content: "x"}}}, "verification.held_out[0].path"},
-		"held-out empty":     {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go"}}}, "verification.held_out[0].content"},
-		"held-out duplicate": {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go", Content: "a"}, {Path: "./x_test.go", Content: "b"}}}, "verification.held_out[1].path"},
-		"held-out too large": {Verification{HeldOut: []HeldOutTest{{Path: "x_test.go", Content: strings.Repeat("a", maxHeldOutBytes+1)}}}, "verification.held_out[0].content"},
-	} {
-		c := Contract{Verification: tc.v}
-		c.Verification.Type = VerifyVerifiable
-		c.Normalize()
-		err := c.Validate()
-		var fe *Error
-		if err == nil || !asError(err, &fe) || fe.Fields[tc.field] == "" {
-			t.Errorf("%s: %v, want a field error on %s", name, err, tc.field)
-		}
-	}
-}
-
-func asError(err error, e **Error) bool {
-	x, ok := err.(*Error)
-	*e = x
-	return ok
-}
-
 func TestHeldOutNeedsCommandAuthority(t *testing.T) {
-	c := Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
+	c := contract.Contract{Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
 	if err := requireCommandAuthority(&Agent{Name: "w", Roles: []string{"worker"}}, c, ""); ErrorCode(err) != EFORBIDDEN {
 		t.Fatalf("a worker setting held-out tests: %v, want forbidden", err)
 	}
-	may := Contract{Verification: Verification{TestsMayChange: true}}
+	may := contract.Contract{Verification: contract.Verification{TestsMayChange: true}}
 	if err := requireCommandAuthority(&Agent{Name: "w", Roles: []string{"developer"}}, may, ""); ErrorCode(err) != EFORBIDDEN {
 		t.Fatalf("a developer letting the tests change: %v, want forbidden", err)
 	}
@@ -61,7 +24,7 @@ func TestHeldOutNeedsCommandAuthority(t *testing.T) {
 
 func TestTaskForReaderHidesHeldOut(t *testing.T) {
 	secret := "func TestBig(t *testing.T) { if Add(10, 4) != 14 { t.Fatal() } }"
-	task := Task{ID: 1, Contract: Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "big_test.go", Content: secret}}}}}
+	task := Task{ID: 1, Contract: contract.Contract{Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "big_test.go", Content: secret}}}}}
 	scoped := &Agent{Name: "lead-attempt", Roles: []string{"lead"}, Scope: &TokenScope{TaskID: 1}}
 	for _, reader := range []*Agent{nil, {Name: "w", Roles: []string{"worker"}}, {Name: "e", Roles: []string{"exec"}}, scoped} {
 		b, _ := json.Marshal(task.ForReader(reader))
@@ -81,7 +44,7 @@ func TestTaskForReaderHidesHeldOut(t *testing.T) {
 }
 
 func TestAttemptTokenWritesNoCommands(t *testing.T) {
-	c := Contract{Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
+	c := contract.Contract{Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "h_test.go", Content: "package h"}}}}
 	scoped := &Agent{Name: "lead", Roles: []string{"lead"}, Scope: &TokenScope{TaskID: 1}}
 	if err := requireCommandAuthority(scoped, c, ""); ErrorCode(err) != EFORBIDDEN {
 		t.Fatalf("a lead's attempt token setting held-out tests: %v, want forbidden", err)
@@ -92,7 +55,7 @@ func TestTemplateChangeHidesHeldOutContent(t *testing.T) {
 	secret := "if Add(10, 4) != 14"
 	prev := &Template{Name: "t", Version: 1, Steps: []Step{{Name: "a", Role: "dev"}}}
 	next := &Template{Name: "t", Version: 2, Steps: []Step{{Name: "a", Role: "dev",
-		Verification: Verification{HeldOut: []HeldOutTest{{Path: "h_test.go", Content: secret}}}}}}
+		Verification: contract.Verification{HeldOut: []contract.HeldOutTest{{Path: "h_test.go", Content: secret}}}}}}
 	c, err := templateChange(&Agent{Name: "ed"}, prev, next)
 	if err != nil {
 		t.Fatal(err)

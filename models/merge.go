@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Rules and events of merging verified work.
@@ -264,20 +266,20 @@ func (s *AttemptService) BlockOnStepConflict(ctx context.Context, tx Tx, runner 
 	for i, id := range c.Deps {
 		deps[i] = fmt.Sprint(id)
 	}
-	var crit []Criterion
+	var crit []contract.Criterion
 	for _, m := range c.Merge {
-		crit = append(crit, Criterion{Activity: "check", Description: "commit " + m[:12] + " is merged",
+		crit = append(crit, contract.Criterion{Activity: "check", Description: "commit " + m[:12] + " is merged",
 			Command: "git merge-base --is-ancestor " + m + " HEAD"})
 	}
-	crit = append(crit, Criterion{Activity: "check", Description: "no conflict marker is left",
+	crit = append(crit, contract.Criterion{Activity: "check", Description: "no conflict marker is left",
 		Command: `! git grep -n -E '^(<<<<<<<|>>>>>>>)( |$)' -- .`})
 	brief := fmt.Sprintf("Task %d (%s) builds on the verified work of tasks %s, which ran side by side, and their changes conflict in:\n\n- %s\n\n"+
 		"Your worktree starts from %s. Merge %s into it (git merge), resolve the conflicts keeping the intent of every task, and commit the merge.\n\n%s",
 		t.ID, t.Title, strings.Join(deps, ", "), strings.Join(c.Files, "\n- "), c.Base, strings.Join(c.Merge, " and "), Truncate(c.Hunks, 8000))
 	spec := TaskSpec{Title: Truncate(fmt.Sprintf("Resolve the conflict between tasks %s for task %d", strings.Join(deps, ", "), t.ID), 200),
 		Brief: brief, Role: t.Role, GoalID: t.GoalID,
-		Contract: Contract{Completion: Completion{Type: CompletionNone, MaxAttempts: 2},
-			Verification: Verification{Type: VerifyVerifiable, Criteria: crit}}}
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, MaxAttempts: 2},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: crit}}}
 	fix, err := spec.build(ProjectRules{}, s.now())
 	if err != nil {
 		return nil, err

@@ -6,16 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// What a review does when its last round fails (Review.OnExhausted).
-const (
-	// OnExhaustedBlock, the default, blocks the task with stage review and the last
-	// findings, for a person.
-	OnExhaustedBlock = "block"
-	// OnExhaustedProceed lets the task pass with the outstanding findings appended to
-	// it as warnings (Task.ReviewWarnings), shown on its page.
-	OnExhaustedProceed = "proceed_with_warnings"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Rules of parallel steps and review rounds, named in the refusals that enforce them.
@@ -23,28 +15,12 @@ const (
 	// RuleParallelConsecutive refuses a template whose parallel group is split by a
 	// step of another group (or none): a group is consecutive steps.
 	RuleParallelConsecutive = "parallel_group_consecutive"
-	// RuleReviewOnExhausted refuses a review whose on_exhausted is neither block nor
-	// proceed_with_warnings.
-	RuleReviewOnExhausted = "review_on_exhausted"
 	// RuleWaitsForSteps refuses starting a task before every task it waits for is
 	// verified: the step after a parallel group waits for the whole group.
 	RuleWaitsForSteps = "waits_for_steps"
 	// RuleReviewFixRunner: only the runner adds a review's fix task.
 	RuleReviewFixRunner = "runner_only"
 )
-
-// validOnExhausted checks a review's on_exhausted ("" is the default, block).
-func validOnExhausted(v string, fe *FieldErrors) {
-	switch v {
-	case "", OnExhaustedBlock, OnExhaustedProceed:
-	default:
-		fe.Add("review.on_exhausted", "must be block or proceed_with_warnings (rule "+RuleReviewOnExhausted+")")
-	}
-}
-
-// ProceedsWithWarnings reports whether the review lets the task pass with warnings
-// once its rounds run out.
-func (r *Review) ProceedsWithWarnings() bool { return r != nil && r.OnExhausted == OnExhaustedProceed }
 
 // ReviewFix is what a failed review round hands to its fix task.
 type ReviewFix struct {
@@ -279,5 +255,5 @@ func (r ReviewSummary) String() string {
 // under proceed_with_warnings.
 func ExhaustedWarning(rounds int, findings string) string {
 	return fmt.Sprintf("The artifact review gave no REVIEW_PASS in %d rounds; the task proceeded with its best result (on_exhausted: %s). Outstanding findings:\n%s",
-		rounds, OnExhaustedProceed, strings.TrimSpace(findings))
+		rounds, contract.OnExhaustedProceed, strings.TrimSpace(findings))
 }

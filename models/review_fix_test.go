@@ -4,11 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 func TestParallelGroupsValidate(t *testing.T) {
 	step := func(group string) Step {
-		return Step{Role: "developer", Brief: "b", Parallel: group, Completion: Completion{Type: CompletionNone}}
+		return Step{Role: "developer", Brief: "b", Parallel: group, Completion: contract.Completion{Type: contract.CompletionNone}}
 	}
 	ok := &Template{Name: "ok", Steps: []Step{step(""), step("Build "), step("build"), step(""), step("docs"), step("docs")}}
 	if err := ok.Validate(); err != nil {
@@ -37,19 +39,19 @@ func TestParallelGroupsValidate(t *testing.T) {
 
 func TestOnExhaustedValidate(t *testing.T) {
 	for _, v := range []string{"", "block", " Proceed_With_Warnings "} {
-		c := Contract{Completion: Completion{Type: CompletionNone}, Review: &Review{Role: "reviewer", OnExhausted: v}}
+		c := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Review: &contract.Review{Role: "reviewer", OnExhausted: v}}
 		c.Normalize()
 		if err := c.Validate(); err != nil {
 			t.Fatalf("%q refused: %v", v, err)
 		}
 	}
-	c := Contract{Completion: Completion{Type: CompletionNone}, Review: &Review{Role: "reviewer", OnExhausted: "retry"}}
+	c := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Review: &contract.Review{Role: "reviewer", OnExhausted: "retry"}}
 	c.Normalize()
 	e, _ := c.Validate().(*Error)
-	if e == nil || e.Rule != RuleReviewOnExhausted || e.Fields["review.on_exhausted"] == "" {
+	if e == nil || e.Rule != contract.RuleReviewOnExhausted || e.Fields["review.on_exhausted"] == "" {
 		t.Fatalf("retry: %#v", e)
 	}
-	if (&Review{OnExhausted: OnExhaustedProceed}).ProceedsWithWarnings() == false || (&Review{}).ProceedsWithWarnings() {
+	if (&contract.Review{OnExhausted: contract.OnExhaustedProceed}).ProceedsWithWarnings() == false || (&contract.Review{}).ProceedsWithWarnings() {
 		t.Fatal("ProceedsWithWarnings")
 	}
 }

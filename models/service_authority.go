@@ -1,10 +1,11 @@
 package models
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // RuleCommandsNeedEditor names the rule that refuses shell from an untrusted caller:
@@ -21,42 +22,12 @@ const RuleCommandsNeedEditor = "commands_need_editor"
 // and no held-out test, whatever roles its agent holds.
 func mayWriteCommands(a *Agent) bool { return a.Scope == nil && CanEditTemplates(a) }
 
-// CommandFields lists, by field path, every shell command a contract carries: the
-// completion's verify commands and the verification criteria's commands. Blank ones
-// are left out (the runner runs nothing for them).
-func (c Contract) CommandFields() []string {
-	var out []string
-	for i, cmd := range c.Completion.Verify {
-		if strings.TrimSpace(cmd) != "" {
-			out = append(out, fmt.Sprintf("completion.verify[%d]", i))
-		}
-	}
-	for i, cr := range c.Verification.Criteria {
-		if strings.TrimSpace(cr.Command) != "" {
-			out = append(out, fmt.Sprintf("verification.criteria[%d].command", i))
-		}
-	}
-	// Held-out tests are code the judge runs, and what a task is judged by: the same
-	// authority as a command. Protect, tests_may_change and dependencies_may_change
-	// loosen or tighten the judge.
-	if len(c.Verification.HeldOut) > 0 {
-		out = append(out, "verification.held_out")
-	}
-	if c.Verification.TestsMayChange {
-		out = append(out, "verification.tests_may_change")
-	}
-	if c.Verification.DependenciesMayChange {
-		out = append(out, "verification.dependencies_may_change")
-	}
-	return out
-}
-
 // requireCommandAuthority refuses (EFORBIDDEN, commands_need_editor) a contract
 // supplied by actor that carries a shell command unless actor may write commands.
 // It is given the caller's contract as supplied, before generation: what generation
 // adds comes from the project rules, not from the caller. where prefixes the field
 // named in the message ("" for a task's own contract, "steps[2]" for a step).
-func requireCommandAuthority(actor *Agent, c Contract, where string) error {
+func requireCommandAuthority(actor *Agent, c contract.Contract, where string) error {
 	fields := c.CommandFields()
 	if len(fields) == 0 || mayWriteCommands(actor) {
 		return nil

@@ -5,16 +5,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 func TestRequireCommandAuthority(t *testing.T) {
-	shell := Contract{Completion: Completion{Verify: []string{" ", "make check"}},
-		Verification: Verification{Criteria: []Criterion{{Activity: "unit-test"}, {Activity: "lint", Command: "golangci-lint run"}}}}
+	shell := contract.Contract{Completion: contract.Completion{Verify: []string{" ", "make check"}},
+		Verification: contract.Verification{Criteria: []contract.Criterion{{Activity: "unit-test"}, {Activity: "lint", Command: "golangci-lint run"}}}}
 	if got := shell.CommandFields(); !slices.Equal(got, []string{"completion.verify[1]", "verification.criteria[1].command"}) {
 		t.Fatalf("CommandFields = %q", got)
 	}
-	byActivity := Contract{Completion: Completion{Verify: []string{"  "}},
-		Verification: Verification{Criteria: []Criterion{{Activity: "unit-test", Command: " "}}}}
+	byActivity := contract.Contract{Completion: contract.Completion{Verify: []string{"  "}},
+		Verification: contract.Verification{Criteria: []contract.Criterion{{Activity: "unit-test", Command: " "}}}}
 	for _, roles := range [][]string{{"admin"}, {"editor"}, {"lead"}, {"developer", "editor"}} {
 		if err := requireCommandAuthority(&Agent{Name: "a", Roles: roles}, shell, ""); err != nil {
 			t.Fatalf("%v may write commands: %v", roles, err)

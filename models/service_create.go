@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // DefaultTaskRole is the role of a task created without one (the seeds' create_task
@@ -14,17 +16,17 @@ const DefaultTaskRole = "developer"
 // assignee's name, and the files the task is expected to touch (for contract
 // generation).
 type TaskSpec struct {
-	Title     string   `json:"title" yaml:"title"`
-	Brief     string   `json:"brief" yaml:"brief"`
-	Role      string   `json:"role" yaml:"role"`
-	GoalID    *int64   `json:"goal_id,omitempty" yaml:"goal_id,omitempty"`
-	Priority  int      `json:"priority" yaml:"priority"`
-	Approve   Policy   `json:"approve" yaml:"approve"`
-	Verify    Policy   `json:"verify" yaml:"verify"`
-	Contract  Contract `json:"contract" yaml:"contract"`
-	DependsOn []int64  `json:"depends_on" yaml:"depends_on"`
-	Assignee  string   `json:"assignee" yaml:"assignee"`
-	Files     []string `json:"files" yaml:"files"`
+	Title     string            `json:"title" yaml:"title"`
+	Brief     string            `json:"brief" yaml:"brief"`
+	Role      string            `json:"role" yaml:"role"`
+	GoalID    *int64            `json:"goal_id,omitempty" yaml:"goal_id,omitempty"`
+	Priority  int               `json:"priority" yaml:"priority"`
+	Approve   Policy            `json:"approve" yaml:"approve"`
+	Verify    Policy            `json:"verify" yaml:"verify"`
+	Contract  contract.Contract `json:"contract" yaml:"contract"`
+	DependsOn []int64           `json:"depends_on" yaml:"depends_on"`
+	Assignee  string            `json:"assignee" yaml:"assignee"`
+	Files     []string          `json:"files" yaml:"files"`
 	// SpawnedBy names the pilot's task when this is a minion task (see Task.SpawnedBy).
 	SpawnedBy *int64 `json:"spawned_by,omitempty" yaml:"spawned_by,omitempty"`
 }
@@ -40,7 +42,7 @@ func (sp *TaskSpec) build(rules ProjectRules, now time.Time) (*Task, error) {
 	if strings.TrimSpace(t.Role) == "" {
 		t.Role = DefaultTaskRole
 	}
-	t.Contract = ResolveContract(sp.Contract, sp.Title, sp.Brief, sp.Files, rules, now)
+	t.Contract = contract.ResolveContract(sp.Contract, sp.Title, sp.Brief, sp.Files, rules.Rules, now)
 	t.Contract.Normalize()
 	if err := t.Validate(); err != nil {
 		return nil, err

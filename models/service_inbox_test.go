@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/ledger"
@@ -47,7 +48,7 @@ func (e *inboxEnv) workerTask(title string) (*models.Task, *models.Agent) {
 	e.t.Helper()
 	task, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", Assignee: "bot",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package models
 
-import "context"
+import (
+	"context"
+
+	"github.com/countersign/countersign/models/contract"
+)
 
 // writeTaskComplete puts the task.complete entry in the outbox. hash is the verified
 // output's SHA-384; when empty, the newest passed attempt's is used, with its judge's
@@ -43,7 +47,7 @@ func verificationKind(t *Task, checked bool) string {
 	switch {
 	case t.Override:
 		return KindOverride
-	case checked && t.Contract.Verification.Type != VerifyAdvisory:
+	case checked && t.Contract.Verification.Type != contract.VerifyAdvisory:
 		return KindRunner
 	default:
 		return KindAdvisory

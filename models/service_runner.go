@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // RunnerPass moves a task whose attempt passed every check on, inside the runner's
@@ -81,20 +82,9 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
 }
 
-// Truncate shortens s to at most n bytes, cutting at a rune boundary and marking the
-// cut with "…", so that text from workers stays valid UTF-8 (PostgreSQL refuses
-// anything else).
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := max(n-len(mark), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
+// Truncate shortens s to at most n bytes at a rune boundary, marking the cut with
+// "…" (contract.Truncate).
+func Truncate(s string, n int) string { return contract.Truncate(s, n) }
 
 // assigneeName is the name of t's assignee, "" when it has none.
 func assigneeName(ctx context.Context, tx Tx, t *Task) (string, error) {

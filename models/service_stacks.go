@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // EventContractCompleted is the event of a contract completed from its workspace
@@ -21,7 +23,7 @@ const EventContractCompleted = "contract.completed"
 // runner's claim) is left as it is, with no event. Either way t.Contract is set to the
 // stored contract. Only the runner may do it (runner_only), and only while the task is
 // pending, assigned or in progress (ECONFLICT otherwise).
-func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Agent, t *Task, facts WorkspaceFacts) error {
+func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Agent, t *Task, facts contract.WorkspaceFacts) error {
 	if !runner.IsRunner() {
 		return Forbidden("runner_only", "only the runner completes a contract from the task's workspace")
 	}
@@ -30,7 +32,7 @@ func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Ag
 		return err
 	}
 	step := stored.Contract.Verification.Workspace
-	if step != WorkspacePending && step != WorkspacePendingCommands {
+	if step != contract.WorkspacePending && step != contract.WorkspacePendingCommands {
 		t.Contract = stored.Contract
 		return nil
 	}
@@ -48,7 +50,7 @@ func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Ag
 		return err
 	}
 	before := len(stored.Contract.Verification.Criteria)
-	stored.Contract.AddStackCriteria(*rules, facts)
+	stored.Contract.AddStackCriteria(rules.Rules, facts)
 	if err := stored.Contract.Validate(); err != nil {
 		return err
 	}
@@ -73,7 +75,7 @@ func (s *AttemptService) FixStackCriteria(ctx context.Context, tx Tx, runner *Ag
 }
 
 // factsSummary is what an event keeps of the facts: bounded lists.
-func factsSummary(f WorkspaceFacts) map[string]any {
+func factsSummary(f contract.WorkspaceFacts) map[string]any {
 	const most = 50
 	cut := func(l []string) []string {
 		if len(l) > most {
@@ -88,9 +90,9 @@ func factsSummary(f WorkspaceFacts) map[string]any {
 // WorkspaceCheck is what the rules page shows for a directory: the facts read from
 // it and the stacks of the saved rules it matches.
 type WorkspaceCheck struct {
-	Dir     string         `json:"dir"`
-	Facts   WorkspaceFacts `json:"facts"`
-	Matches []StackMatch   `json:"matches"`
+	Dir     string                  `json:"dir"`
+	Facts   contract.WorkspaceFacts `json:"facts"`
+	Matches []contract.StackMatch   `json:"matches"`
 }
 
 // CheckWorkspace reads a directory on the server the way the runner reads a task's
@@ -108,7 +110,7 @@ func (s *TemplateService) CheckWorkspace(ctx context.Context, actor *Agent, dir 
 	switch {
 	case dir == "":
 		return nil, invalid("is required")
-	case len(dir) > maxPathLen:
+	case len(dir) > contract.MaxPathLen:
 		return nil, invalid("is too long")
 	case !filepath.IsAbs(dir):
 		return nil, invalid("must be an absolute path, such as /srv/checkouts/app")
@@ -127,9 +129,9 @@ func (s *TemplateService) CheckWorkspace(ctx context.Context, actor *Agent, dir 
 	if err != nil {
 		return nil, err
 	}
-	facts, err := DetectWorkspace(dir, lookPath, rules.Tools()...)
+	facts, err := contract.DetectWorkspace(dir, lookPath, rules.Tools()...)
 	if err != nil {
 		return nil, invalid("cannot be listed")
 	}
-	return &WorkspaceCheck{Dir: dir, Facts: facts, Matches: MatchStacks(rules, facts)}, nil
+	return &WorkspaceCheck{Dir: dir, Facts: facts, Matches: contract.MatchStacks(rules.Rules, facts)}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store/storetest"
 )
 
@@ -37,14 +38,14 @@ func TestFixStackCriteria(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			e := newInboxEnv(t, dialect)
 			task, runner := e.workerTask("Fix the crash in the parser")
-			if task.Contract.Verification.Workspace != models.WorkspacePending {
+			if task.Contract.Verification.Workspace != contract.WorkspacePending {
 				t.Fatalf("created %+v", task.Contract.Verification)
 			}
 			dir := workspaceDir(t, map[string]string{
 				"pyproject.toml": "[project]\nname = \"calc\"\n[tool.pytest.ini_options]\n[tool.ruff]\n",
 				"Makefile":       "test:\n\tpython3 -m pytest\n",
 			})
-			facts, err := models.DetectWorkspace(dir, noTools)
+			facts, err := contract.DetectWorkspace(dir, noTools)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +81,7 @@ func TestFixStackCriteria(t *testing.T) {
 				"python: ruff check . (ruff) ruff reports no problems (ruff configured in pyproject.toml)",
 				"make: make test (make) make test passes (Makefile has a test target)",
 			}
-			if v.Workspace != models.WorkspaceDetected || !slices.Equal(v.Stacks, []string{"python", "make"}) || !slices.Equal(got, want) {
+			if v.Workspace != contract.WorkspaceDetected || !slices.Equal(v.Stacks, []string{"python", "make"}) || !slices.Equal(got, want) {
 				t.Fatalf("stored %+v\ngot %q", v, got)
 			}
 			if !slices.Equal(lt.Contract.Verification.Stacks, v.Stacks) || len(lt.Contract.Verification.Criteria) != 3 {
@@ -108,7 +109,7 @@ func TestFixStackCriteria(t *testing.T) {
 			if err := json.Unmarshal(evs[0].Data, &data); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(data.Stacks, []string{"python", "make"}) || data.Step != models.WorkspacePending || data.Criteria != 3 ||
+			if !slices.Equal(data.Stacks, []string{"python", "make"}) || data.Step != contract.WorkspacePending || data.Criteria != 3 ||
 				len(data.StackCriteria) != 3 || data.StackCriteria[0]["command"] != "python3 -m pytest -q" ||
 				!slices.Equal(data.Facts.Files, []string{"Makefile", "pyproject.toml"}) || data.Facts.Configured["ruff"] != "pyproject.toml" {
 				t.Fatalf("event data %s", evs[0].Data)
@@ -116,7 +117,7 @@ func TestFixStackCriteria(t *testing.T) {
 
 			// Idempotent: a second attempt's call, even with other facts, keeps the
 			// contract and writes no event.
-			facts = models.WorkspaceFacts{Files: []string{"go.mod"}}
+			facts = contract.WorkspaceFacts{Files: []string{"go.mod"}}
 			if _, err := fix(runner); err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func TestFixStackCriteria(t *testing.T) {
 
 			// An explicit skip waits for nothing: no criteria, no event.
 			skip, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: "Fix the parser", Role: "developer", Assignee: "bot",
-				Contract: models.Contract{Verification: models.Verification{Type: models.VerifySkip}}})
+				Contract: contract.Contract{Verification: contract.Verification{Type: contract.VerifySkip}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +137,7 @@ func TestFixStackCriteria(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, models.WorkspaceFacts{Files: []string{"go.mod"}})
+				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, contract.WorkspaceFacts{Files: []string{"go.mod"}})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -176,7 +177,7 @@ func TestBlockedPayloadExpandsPaths(t *testing.T) {
 			if err := json.Unmarshal(it.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
-			if want := "out/" + strconv.FormatInt(it.TaskID, 10) + ".md"; p.CompletionSpec.Path != want || strings.Contains(string(it.Payload), models.TaskIDPlaceholder) {
+			if want := "out/" + strconv.FormatInt(it.TaskID, 10) + ".md"; p.CompletionSpec.Path != want || strings.Contains(string(it.Payload), contract.TaskIDPlaceholder) {
 				t.Fatalf("path %q, want %q; payload %s", p.CompletionSpec.Path, want, it.Payload)
 			}
 		})

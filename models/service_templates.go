@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Template editors: the roles that may save templates and project rules.
@@ -159,8 +161,8 @@ func stepSpec(st Step, i int, goalID int64, params map[string]string) TaskSpec {
 		title = strings.ReplaceAll(title, "{{"+k+"}}", v)
 	}
 	c := st.Contract()
-	if t := c.Verification.Type; t != "" && t != VerifyAuto && c.Verification.GeneratedFrom == "" {
-		c.Verification.GeneratedFrom = GeneratedTemplate
+	if t := c.Verification.Type; t != "" && t != contract.VerifyAuto && c.Verification.GeneratedFrom == "" {
+		c.Verification.GeneratedFrom = contract.GeneratedTemplate
 	}
 	return TaskSpec{Title: title, Brief: brief, Role: st.Role, GoalID: &goalID, Approve: st.Approve, Verify: st.Verify, Contract: c}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TaskState is a task's lifecycle state.
@@ -122,38 +124,38 @@ const (
 
 // Task is one unit of work.
 type Task struct {
-	ID           int64      `json:"id"`
-	GoalID       *int64     `json:"goal_id,omitempty"`
-	RunID        *int64     `json:"run_id,omitempty"`
-	StepNum      int        `json:"step_num,omitempty"`
-	Title        string     `json:"title"`
-	Brief        string     `json:"brief"`
-	Role         string     `json:"role"`
-	State        TaskState  `json:"state"`
-	Priority     int        `json:"priority"`
-	Approve      Policy     `json:"approve"`
-	Verify       Policy     `json:"verify"`
-	Contract     Contract   `json:"contract"`
-	DependsOn    []int64    `json:"depends_on,omitempty"`
-	CreatorID    int64      `json:"creator_id"`
-	ParentTaskID *int64     `json:"parent_task_id,omitempty"` // created through an attempt token of this task
-	SpawnedBy    *int64     `json:"spawned_by,omitempty"`     // the pilot's task: this is its minion task (see PilotOf)
-	AssigneeID   *int64     `json:"assignee_id,omitempty"`
-	BuilderID    *int64     `json:"builder_id,omitempty"`  // who did the work (set on start)
-	ApproverID   *int64     `json:"approver_id,omitempty"` // who approved in review
-	VerifierID   *int64     `json:"verifier_id,omitempty"` // who verified
-	Summary      string     `json:"summary,omitempty"`     // the builder's submission summary
-	FilesChanged string     `json:"files_changed,omitempty"`
-	Notes        string     `json:"notes,omitempty"`    // the verifier's notes
-	Reason       string     `json:"reason,omitempty"`   // the last rejection reason or guidance; part of the next brief
-	Rejections   int        `json:"rejections"`         // verifier rejections so far
-	AttemptsUsed int        `json:"attempts_used"`      // worker attempts counted against the budget
-	Override     bool       `json:"override,omitempty"` // accepted by the exec without passing checks
-	LeaseOwner   string     `json:"lease_owner,omitempty"`
-	LeaseUntil   *time.Time `json:"lease_until,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
-	VerifiedAt   *time.Time `json:"verified_at,omitempty"`
+	ID           int64             `json:"id"`
+	GoalID       *int64            `json:"goal_id,omitempty"`
+	RunID        *int64            `json:"run_id,omitempty"`
+	StepNum      int               `json:"step_num,omitempty"`
+	Title        string            `json:"title"`
+	Brief        string            `json:"brief"`
+	Role         string            `json:"role"`
+	State        TaskState         `json:"state"`
+	Priority     int               `json:"priority"`
+	Approve      Policy            `json:"approve"`
+	Verify       Policy            `json:"verify"`
+	Contract     contract.Contract `json:"contract"`
+	DependsOn    []int64           `json:"depends_on,omitempty"`
+	CreatorID    int64             `json:"creator_id"`
+	ParentTaskID *int64            `json:"parent_task_id,omitempty"` // created through an attempt token of this task
+	SpawnedBy    *int64            `json:"spawned_by,omitempty"`     // the pilot's task: this is its minion task (see PilotOf)
+	AssigneeID   *int64            `json:"assignee_id,omitempty"`
+	BuilderID    *int64            `json:"builder_id,omitempty"`  // who did the work (set on start)
+	ApproverID   *int64            `json:"approver_id,omitempty"` // who approved in review
+	VerifierID   *int64            `json:"verifier_id,omitempty"` // who verified
+	Summary      string            `json:"summary,omitempty"`     // the builder's submission summary
+	FilesChanged string            `json:"files_changed,omitempty"`
+	Notes        string            `json:"notes,omitempty"`    // the verifier's notes
+	Reason       string            `json:"reason,omitempty"`   // the last rejection reason or guidance; part of the next brief
+	Rejections   int               `json:"rejections"`         // verifier rejections so far
+	AttemptsUsed int               `json:"attempts_used"`      // worker attempts counted against the budget
+	Override     bool              `json:"override,omitempty"` // accepted by the exec without passing checks
+	LeaseOwner   string            `json:"lease_owner,omitempty"`
+	LeaseUntil   *time.Time        `json:"lease_until,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	VerifiedAt   *time.Time        `json:"verified_at,omitempty"`
 	// Branch is a worktree task's own branch (countersign/task-<id>); Base the commit
 	// it started from; Commit the commit that was verified: the checks ran on exactly
 	// its tree. All empty for a task without a git workspace.
@@ -195,11 +197,11 @@ func (t *Task) Validate() error {
 	}
 	if t.Role == "" {
 		fe.Add("role", "is required")
-	} else if !roleRE.MatchString(t.Role) {
+	} else if !contract.ValidRole(t.Role) {
 		fe.Add("role", "must be 1-32 lower-case letters, digits, '_' or '-'")
 	}
 	for name, p := range map[string]Policy{"approve": t.Approve, "verify": t.Verify} {
-		if p != "" && p != PolicyRunner && p != PolicyAny && !roleRE.MatchString(p) {
+		if p != "" && p != PolicyRunner && p != PolicyAny && !contract.ValidRole(p) {
 			fe.Add(name, "must be runner, any or a role")
 		}
 	}

@@ -6,24 +6,26 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // taskFrontMatter is the YAML front matter of a task file.
 type taskFrontMatter struct {
-	ID           yaml.Node    `yaml:"id"`
-	Title        string       `yaml:"title"`
-	Role         string       `yaml:"role"`
-	Priority     yaml.Node    `yaml:"priority"`
-	DependsOn    yaml.Node    `yaml:"depends_on"`
-	Approve      string       `yaml:"approve"`
-	Verify       string       `yaml:"verify"`
-	Status       string       `yaml:"status"`
-	Estimate     string       `yaml:"estimate"`
-	Workstream   string       `yaml:"workstream"`
-	Phase        string       `yaml:"phase"`
-	Completion   Completion   `yaml:"completion"`
-	Verification Verification `yaml:"verification"`
-	Review       *Review      `yaml:"review"`
+	ID           yaml.Node             `yaml:"id"`
+	Title        string                `yaml:"title"`
+	Role         string                `yaml:"role"`
+	Priority     yaml.Node             `yaml:"priority"`
+	DependsOn    yaml.Node             `yaml:"depends_on"`
+	Approve      string                `yaml:"approve"`
+	Verify       string                `yaml:"verify"`
+	Status       string                `yaml:"status"`
+	Estimate     string                `yaml:"estimate"`
+	Workstream   string                `yaml:"workstream"`
+	Phase        string                `yaml:"phase"`
+	Completion   contract.Completion   `yaml:"completion"`
+	Verification contract.Verification `yaml:"verification"`
+	Review       *contract.Review      `yaml:"review"`
 }
 
 // Priority words a task file may use instead of a number; a larger number is more
@@ -66,14 +68,14 @@ func ParseTaskMarkdown(data []byte) (*Task, error) {
 	}
 	var fm taskFrontMatter
 	if strings.TrimSpace(front) != "" {
-		if err := decodeStrictYAML([]byte(front), taskFrontMatterSchema, &fm); err != nil {
-			return nil, badRequest("task front matter", err, []byte(front))
+		if err := contract.DecodeStrictYAML([]byte(front), taskFrontMatterSchema, &fm); err != nil {
+			return nil, contract.BadRequest("task front matter", err, []byte(front))
 		}
 	}
 	t := &Task{
 		Title: strings.TrimSpace(fm.Title), Role: fm.Role, Approve: fm.Approve, Verify: fm.Verify,
 		State:    TaskPending,
-		Contract: Contract{Completion: fm.Completion, Verification: fm.Verification, Review: fm.Review},
+		Contract: contract.Contract{Completion: fm.Completion, Verification: fm.Verification, Review: fm.Review},
 	}
 	var fe FieldErrors
 	if fm.Priority.Kind != 0 {
@@ -150,7 +152,7 @@ func parsePriority(n *yaml.Node) (int, bool) {
 }
 
 func scalarValue(n *yaml.Node) string {
-	n = yamlResolve(n)
+	n = contract.YAMLResolve(n)
 	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		return ""
 	}
@@ -159,7 +161,7 @@ func scalarValue(n *yaml.Node) string {
 
 // listValues reads a scalar or a sequence of scalars.
 func listValues(n *yaml.Node) []string {
-	n = yamlResolve(n)
+	n = contract.YAMLResolve(n)
 	if n == nil {
 		return nil
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 func TestTaskMarkdownSeedSignal(t *testing.T) {
@@ -13,7 +15,7 @@ func TestTaskMarkdownSeedSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := task.Contract.Completion
-	if task.Title != "Say the word" || task.Role != "backend" || c.DoneToken != "FINISHED_HERE" || c.Type != CompletionNone || c.Signal != "" {
+	if task.Title != "Say the word" || task.Role != "backend" || c.DoneToken != "FINISHED_HERE" || c.Type != contract.CompletionNone || c.Signal != "" {
 		t.Errorf("%+v", task)
 	}
 	if !strings.HasPrefix(task.Brief, "Reference: DEMO-007\n\nTidy the scratch") {

@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"github.com/countersign/countersign/models/contract"
+)
 
 // Template is one version of a named workflow template. Versions are immutable: an
 // edit saves a new version; runs keep the version they were started from.
@@ -18,14 +22,14 @@ type Template struct {
 // Completion and Verification are the step's contract; Review optionally asks for an
 // artifact review.
 type Step struct {
-	Name         string       `json:"name,omitempty" yaml:"name,omitempty"`
-	Role         string       `json:"role" yaml:"role"`
-	Brief        string       `json:"brief" yaml:"brief"`
-	Approve      Policy       `json:"approve,omitempty" yaml:"approve,omitempty"`
-	Verify       Policy       `json:"verify,omitempty" yaml:"verify,omitempty"`
-	Completion   Completion   `json:"completion" yaml:"completion,omitempty"`
-	Verification Verification `json:"verification" yaml:"verification,omitempty"`
-	Review       *Review      `json:"review,omitempty" yaml:"review,omitempty"`
+	Name         string                `json:"name,omitempty" yaml:"name,omitempty"`
+	Role         string                `json:"role" yaml:"role"`
+	Brief        string                `json:"brief" yaml:"brief"`
+	Approve      Policy                `json:"approve,omitempty" yaml:"approve,omitempty"`
+	Verify       Policy                `json:"verify,omitempty" yaml:"verify,omitempty"`
+	Completion   contract.Completion   `json:"completion" yaml:"completion,omitempty"`
+	Verification contract.Verification `json:"verification" yaml:"verification,omitempty"`
+	Review       *contract.Review      `json:"review,omitempty" yaml:"review,omitempty"`
 	// Budget caps what each task of the step may spend.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 	// Parallel names a group: consecutive steps with the same group run at the same
@@ -35,8 +39,8 @@ type Step struct {
 }
 
 // Contract returns the step's contract.
-func (s Step) Contract() Contract {
-	return Contract{Completion: s.Completion, Verification: s.Verification, Review: s.Review, Budget: s.Budget}
+func (s Step) Contract() contract.Contract {
+	return contract.Contract{Completion: s.Completion, Verification: s.Verification, Review: s.Review, Budget: s.Budget}
 }
 
 // Run is a template version instantiated for a goal.

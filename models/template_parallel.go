@@ -1,6 +1,10 @@
 package models
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/countersign/countersign/models/contract"
+)
 
 // validateParallel checks the steps' parallel groups: a group's name is like a role's
 // (1-32 lower-case letters, digits, '_' or '-') and its steps are consecutive, so that
@@ -12,7 +16,7 @@ func validateParallel(steps []Step, fe *FieldErrors) {
 		if st.Parallel == "" {
 			continue
 		}
-		if !roleRE.MatchString(st.Parallel) {
+		if !contract.ValidRole(st.Parallel) {
 			fe.Add(p, "must be 1-32 lower-case letters, digits, '_' or '-'")
 			continue
 		}

@@ -2,10 +2,8 @@ package models
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"regexp"
 	"strconv"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Template limits.
@@ -45,63 +45,16 @@ func ParseTemplate(data []byte) (*Template, error) {
 	}
 	var t Template
 	if trimmed[0] == '{' {
-		if err := decodeStrictJSON(data, templateJSONSchema, &t); err != nil {
-			return nil, badRequest("template", err, data)
+		if err := contract.DecodeStrictJSON(data, templateJSONSchema, &t); err != nil {
+			return nil, contract.BadRequest("template", err, data)
 		}
 	} else {
-		if err := decodeStrictYAML(data, templateYAMLSchema, &t); err != nil {
-			return nil, badRequest("template", err, data)
+		if err := contract.DecodeStrictYAML(data, templateYAMLSchema, &t); err != nil {
+			return nil, contract.BadRequest("template", err, data)
 		}
 	}
 	t.ID, t.CreatorID, t.CreatedAt = 0, 0, time.Time{}
 	return &t, nil
-}
-
-// decodeStrictJSON decodes one JSON object into v, first reporting unknown fields by
-// their full path against schema.
-func decodeStrictJSON(data []byte, schema *fieldSchema, v any) error {
-	var generic any
-	if err := json.Unmarshal(data, &generic); err != nil {
-		return err
-	}
-	if _, ok := generic.(map[string]any); !ok {
-		return errors.New("the document must be a JSON object")
-	}
-	var fe FieldErrors
-	schema.checkJSON(generic, "", &fe)
-	if err := unknownFieldsErr(fe); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-// decodeStrictYAML decodes one YAML mapping document into v, first reporting unknown
-// fields by their full path against schema.
-func decodeStrictYAML(data []byte, schema *fieldSchema, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("the document is empty")
-		}
-		return err
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("only one YAML document is allowed (found a second '---')")
-	}
-	root := yamlResolve(&doc)
-	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: the document must be a mapping of fields", root.Line)
-	}
-	var fe FieldErrors
-	schema.checkYAML(root, "", &fe)
-	if err := unknownFieldsErr(fe); err != nil {
-		return err
-	}
-	return root.Decode(v)
 }
 
 // TemplateNameFromFile derives a template name from a file name for `template import`
@@ -181,7 +134,7 @@ func (t *Template) Validate() error {
 		switch {
 		case st.Role == "":
 			fe.Add(p+".role", "is required")
-		case !roleRE.MatchString(st.Role):
+		case !contract.ValidRole(st.Role):
 			fe.Add(p+".role", "must be 1-32 lower-case letters, digits, '_' or '-'")
 		}
 		switch {
@@ -191,7 +144,7 @@ func (t *Template) Validate() error {
 			fe.Add(p+".brief", fmt.Sprintf("must be at most %d characters", maxStepBrief))
 		}
 		for name, pol := range map[string]Policy{"approve": st.Approve, "verify": st.Verify} {
-			if pol != "" && pol != PolicyRunner && pol != PolicyAny && !roleRE.MatchString(pol) {
+			if pol != "" && pol != PolicyRunner && pol != PolicyAny && !contract.ValidRole(pol) {
 				fe.Add(p+"."+name, "must be runner, any or a role")
 			}
 		}

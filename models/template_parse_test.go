@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -27,13 +29,13 @@ func TestTemplateParseSeedSteps(t *testing.T) {
 		t.Fatalf("name %q, %d steps", tpl.Name, len(tpl.Steps))
 	}
 	s0, s1, s2 := tpl.Steps[0].Completion, tpl.Steps[1].Completion, tpl.Steps[2].Completion
-	if s0.Type != CompletionFile || s0.Path != "notes/{task_id}/draft.md" || s0.MinLength != 250 || !strings.HasPrefix(s0.Evaluate, "Every user-visible") {
+	if s0.Type != contract.CompletionFile || s0.Path != "notes/{task_id}/draft.md" || s0.MinLength != 250 || !strings.HasPrefix(s0.Evaluate, "Every user-visible") {
 		t.Errorf("step 0: %+v", s0)
 	}
-	if s1.Type != CompletionSignal || s1.Signal != "signed_off" || s1.Evaluate == "" {
+	if s1.Type != contract.CompletionSignal || s1.Signal != "signed_off" || s1.Evaluate == "" {
 		t.Errorf("step 1: %+v", s1)
 	}
-	if s2.Type != CompletionNone {
+	if s2.Type != contract.CompletionNone {
 		t.Errorf("step 2: %+v", s2)
 	}
 	// Without a name it is not valid until import names it after the file.
@@ -44,7 +46,7 @@ func TestTemplateParseSeedSteps(t *testing.T) {
 	if err := tpl.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if tpl.Name != "release-notes" || tpl.Steps[1].Completion.Path != DefaultSignalOutputPath {
+	if tpl.Name != "release-notes" || tpl.Steps[1].Completion.Path != contract.DefaultSignalOutputPath {
 		t.Errorf("after validate: %q %+v", tpl.Name, tpl.Steps[1].Completion)
 	}
 }
@@ -64,7 +66,7 @@ func TestTemplateParseFull(t *testing.T) {
 	}
 	st := tpl.Steps[0]
 	if st.Approve != "runner" || st.Verify != "lead" || st.Review == nil || st.Review.MaxRounds != 2 ||
-		len(st.Verification.Criteria) != 2 || st.Verification.Criteria[1].Timing != TimingDeferred {
+		len(st.Verification.Criteria) != 2 || st.Verification.Criteria[1].Timing != contract.TimingDeferred {
 		t.Errorf("step %+v", st)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Usage is what one attempt (its worker, and the evaluator's calls) used: tokens,
@@ -233,29 +235,9 @@ func PricesProblem(prices []ModelPrice) string {
 	return ""
 }
 
-// Budget caps what a task (all its attempts), a goal (all its tasks) or an agent (a
-// day) may spend. A nil field is no cap.
-type Budget struct {
-	MaxCostUSD *float64 `json:"max_cost_usd,omitempty" yaml:"max_cost_usd,omitempty"`
-	MaxTokens  *int64   `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
-}
-
-// IsZero reports whether the budget caps nothing.
-func (b *Budget) IsZero() bool { return b == nil || (b.MaxCostUSD == nil && b.MaxTokens == nil) }
-
-// Problem says what is wrong with the budget, "" when nothing is.
-func (b *Budget) Problem() string {
-	if b == nil {
-		return ""
-	}
-	if c := b.MaxCostUSD; c != nil && (*c <= 0 || math.IsNaN(*c) || math.IsInf(*c, 0)) {
-		return "max_cost_usd must be more than 0"
-	}
-	if t := b.MaxTokens; t != nil && *t <= 0 {
-		return "max_tokens must be more than 0"
-	}
-	return ""
-}
+// Budget caps what a task, a goal or an agent may spend (contract.Budget: a task's
+// cap is part of its contract).
+type Budget = contract.Budget
 
 // Spend is what was used against a budget: the cost and tokens of finished attempts,
 // and what running attempts reserved.
@@ -291,7 +273,7 @@ func (u *Usage) Summary() string {
 		what string
 	}{{u.InputTokens, "in"}, {u.OutputTokens, "out"}, {u.CacheReadTokens, "cache read"}, {u.CacheWriteTokens, "cache write"}} {
 		if f.n != nil {
-			parts = append(parts, thousands(*f.n)+" "+f.what)
+			parts = append(parts, contract.Thousands(*f.n)+" "+f.what)
 		}
 	}
 	switch {
@@ -311,22 +293,10 @@ func (u *Usage) Summary() string {
 	return strings.Join(parts, " · ")
 }
 
-// thousands writes n with commas: 1,234,567.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
 // Summary says what was spent: "$1.23 · 45,600 tokens", with what running attempts
 // hold and how many attempts' cost is unknown.
 func (s Spend) Summary() string {
-	out := USD(s.CostUSD) + " · " + thousands(s.Tokens) + " tokens"
+	out := USD(s.CostUSD) + " · " + contract.Thousands(s.Tokens) + " tokens"
 	if s.ReservedUSD > 0 {
 		out += " (" + USD(s.ReservedUSD) + " held by a running attempt)"
 	}
@@ -334,19 +304,4 @@ func (s Spend) Summary() string {
 		out += fmt.Sprintf("; %d attempt(s) of unknown cost", s.Unpriced)
 	}
 	return out
-}
-
-// Summary says what the budget caps: "$3.00, 100,000 tokens"; "" for none.
-func (b *Budget) Summary() string {
-	if b.IsZero() {
-		return ""
-	}
-	var parts []string
-	if b.MaxCostUSD != nil {
-		parts = append(parts, USD(*b.MaxCostUSD))
-	}
-	if b.MaxTokens != nil {
-		parts = append(parts, thousands(*b.MaxTokens)+" tokens")
-	}
-	return strings.Join(parts, ", ")
 }

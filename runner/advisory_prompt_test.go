@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestHeldAdvisoryTaskWaitsForThePrompt: with prompt_for_advisory on, the pool leaves
@@ -18,10 +19,10 @@ func TestHeldAdvisoryTaskWaitsForThePrompt(t *testing.T) {
 	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &r))
 	h.worker("dev", "developer", script(t, "noout.sh"))
 	c := fileContract()
-	c.Verification = models.Verification{Type: models.VerifyAdvisory}
+	c.Verification = contract.Verification{Type: contract.VerifyAdvisory}
 	held := h.task("investigate the slow API", "developer", c)
-	other := h.task("build the fast API", "developer", models.Contract{Completion: models.Completion{Type: models.CompletionNone},
-		Verification: models.Verification{Type: models.VerifySkip}})
+	other := h.task("build the fast API", "developer", contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone},
+		Verification: contract.Verification{Type: contract.VerifySkip}})
 	h.start()
 	h.wait(other.ID, models.TaskVerified, models.TaskBlocked)
 	time.Sleep(3 * h.cfg.Poll) // a few more claims

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/gateway"
 	"github.com/countersign/countersign/runner/worker"
 	"github.com/countersign/countersign/runner/workspace"
@@ -44,9 +45,9 @@ type attemptRun struct {
 	approach string
 
 	ws         *workspace.Workspace
-	tmp        string                 // the attempt's private temp dir, its TMPDIR
-	facts      *models.WorkspaceFacts // what the workspace showed, when the contract waited for it
-	token      string                 // the attempt's bearer token (COUNTERSIGN_TOKEN); "" without an API URL
+	tmp        string                   // the attempt's private temp dir, its TMPDIR
+	facts      *contract.WorkspaceFacts // what the workspace showed, when the contract waited for it
+	token      string                   // the attempt's bearer token (COUNTERSIGN_TOKEN); "" without an API URL
 	tokenID    int64
 	outAbs     string // resolved output path; "" for type none
 	outProblem string // why the output path cannot be used, when it cannot
@@ -288,18 +289,18 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules f
 // nothing is left alone.
 func (p *Pool) completeContract(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
 	c := &tr.task.Contract
-	if w := c.Verification.Workspace; w != models.WorkspacePending && w != models.WorkspacePendingCommands {
+	if w := c.Verification.Workspace; w != contract.WorkspacePending && w != contract.WorkspacePendingCommands {
 		return nil
 	}
 	r, err := rules()
 	if err != nil {
 		return err
 	}
-	facts, err := models.DetectWorkspace(ar.ws.Dir, nil, r.Tools()...)
+	facts, err := contract.DetectWorkspace(ar.ws.Dir, nil, r.Tools()...)
 	if err != nil {
 		return fmt.Errorf("reading the workspace's stacks: %w", err)
 	}
-	c.AddStackCriteria(r, facts)
+	c.AddStackCriteria(r.Rules, facts)
 	ar.facts = &facts
 	return nil
 }
@@ -498,7 +499,7 @@ func attemptTimeout(t *models.Task) time.Duration {
 	if d := t.Contract.Completion.Timeout.Duration; d > 0 {
 		return d
 	}
-	return models.DefaultTimeout
+	return contract.DefaultTimeout
 }
 
 // attemptTokenMargin is how long an attempt token outlives the attempt's timeout, so

@@ -19,8 +19,6 @@
 package runner
 
 import (
-	"github.com/countersign/countersign/runner/procs"
-	"github.com/countersign/countersign/runner/sandbox"
 	"os"
 	"os/exec"
 	"runtime"
@@ -31,6 +29,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
+	"github.com/countersign/countersign/runner/procs"
+	"github.com/countersign/countersign/runner/sandbox"
 )
 
 const noopCommand = "cat >/dev/null"
@@ -39,8 +40,8 @@ const noopCommand = "cat >/dev/null"
 // type skip in a project with no always-run activities, no verify commands. Each verify
 // command is a fork/exec of its own (about as long as the worker's here), which is
 // contract work rather than the runner's overhead.
-func noopContract() models.Contract {
-	return models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}
+func noopContract() contract.Contract {
+	return contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifySkip}}
 }
 
 // benchObserver signals every finished attempt.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 )
 
@@ -72,7 +73,7 @@ func buildBrief(in briefInput) string {
 		}
 		b.WriteString("\n\n")
 	}
-	b.WriteString(models.RenderContract(t.Contract, t.ID))
+	b.WriteString(contract.RenderContract(t.Contract, t.ID))
 	return b.String()
 }
 
@@ -158,7 +159,7 @@ const withheldLine = "[a line naming a held-out test is withheld]"
 // heldOutScrubber returns a function that replaces every line of a text that names a
 // held-out test, its file, or quotes a line of it (the distinctive ones, 16 bytes or
 // more) by withheldLine; without held-out tests it returns the text as it is.
-func heldOutScrubber(heldOut []models.HeldOutTest) func(string) string {
+func heldOutScrubber(heldOut []contract.HeldOutTest) func(string) string {
 	w := checks.NewWithholding(heldOut)
 	if w == nil {
 		return func(s string) string { return s }

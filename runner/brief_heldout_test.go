@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestBriefNeverQuotesAHeldOutTest: should a diagnosis or the output tail of the
@@ -13,10 +14,10 @@ import (
 // those lines; the rest of the diagnosis stays, and without held-out tests it is
 // quoted as it is.
 func TestBriefNeverQuotesAHeldOutTest(t *testing.T) {
-	held := models.HeldOutTest{Path: "calc_hidden_test.go",
+	held := contract.HeldOutTest{Path: "calc_hidden_test.go",
 		Content: "package calc\n\nfunc TestAddLarge(t *testing.T) {\n\tif got := Add(1000, 234); got != 1234 {\n\t\tt.Fail()\n\t}\n}\n"}
-	task := &models.Task{ID: 7, Title: "Fix Add", Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone},
-		Verification: models.Verification{Type: models.VerifyAuto, HeldOut: []models.HeldOutTest{held}}}}
+	task := &models.Task{ID: 7, Title: "Fix Add", Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone},
+		Verification: contract.Verification{Type: contract.VerifyAuto, HeldOut: []contract.HeldOutTest{held}}}}
 	prev := &models.Attempt{Number: 1, Stage: models.StageVerify,
 		Diagnosis:  "go test failed\n--- FAIL: TestAddLarge\ncalc_hidden_test.go:4: oops\n\tif got := Add(1000, 234); got != 1234 {\nkeep this line",
 		OutputTail: "I ran TestAddLarge myself\nTASK_COMPLETE"}

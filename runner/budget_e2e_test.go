@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // usageWorker reports cost USD, 100 input and 50 output tokens of model through the
@@ -19,9 +20,9 @@ func usageWorker(cost, model string) string {
 }
 
 // doneContract passes on the done token alone.
-func doneContract() models.Contract {
-	return models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}}}
+func doneContract() contract.Contract {
+	return contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}}}
 }
 
 // TestGoalBudgetHoldsUnderConcurrency: a goal with budget $3 and eight tasks for one

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/evaluator"
 	"github.com/countersign/countersign/runner/judge"
@@ -74,7 +75,7 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	}
 	timeout := cp.Timeout.Duration
 	if timeout <= 0 {
-		timeout = models.DefaultTimeout
+		timeout = contract.DefaultTimeout
 	}
 	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
 	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
@@ -88,7 +89,7 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !p.takeCandidate(ctx, tr, ar) {
 		return
 	}
-	advisory := t.Contract.Verification.Type == models.VerifyAdvisory
+	advisory := t.Contract.Verification.Type == contract.VerifyAdvisory
 	if advisory {
 		ar.outputHash = p.outputHash(cp, ar)
 		ar.outcome = models.OutcomePassed
@@ -116,7 +117,7 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if !verified || p.interrupted(ctx, ar) || ar.outcome == models.OutcomeInfra {
 		return
 	}
-	skip := t.Contract.Verification.Type == models.VerifySkip
+	skip := t.Contract.Verification.Type == contract.VerifySkip
 	if !skip {
 		workspace := func() models.CheckResult {
 			return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
@@ -214,14 +215,14 @@ func (p *Pool) infraWait(n int) time.Duration {
 // expandedCompletion is t's completion contract with {task_id} expanded in its paths
 // (the output path, the checklist), as the checks resolve them and their diagnoses
 // and the evaluator name them.
-func expandedCompletion(t *models.Task) models.Completion {
+func expandedCompletion(t *models.Task) contract.Completion {
 	cp := t.Contract.Completion
 	if out := t.Contract.OutputPath(t.ID); out != "" {
 		cp.Path = out
 	}
 	if cl := cp.Checklist; cl != nil {
 		expanded := *cl
-		expanded.Path = strings.ReplaceAll(cl.Path, models.TaskIDPlaceholder, strconv.FormatInt(t.ID, 10))
+		expanded.Path = strings.ReplaceAll(cl.Path, contract.TaskIDPlaceholder, strconv.FormatInt(t.ID, 10))
 		cp.Checklist = &expanded
 	}
 	return cp
@@ -245,7 +246,7 @@ func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
 // output path, resolved again now that the worker has finished: it may have made the
 // path, or a directory on it, a symbolic link out of the workspace, which is its
 // failure, with a diagnosis naming the path and the link.
-func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResult {
+func (p *Pool) mechanical(cp contract.Completion, ar *attemptRun) models.CheckResult {
 	if ar.outAbs == "" {
 		return checks.Mechanical(cp, "", nil)
 	}
@@ -266,10 +267,10 @@ func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResu
 func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	cp := t.Contract.Completion
-	var crit []models.Criterion
+	var crit []contract.Criterion
 	var index []int // crit[i] is the contract's criterion index[i]
 	for i, c := range t.Contract.Verification.Criteria {
-		if c.Timing != models.TimingDeferred {
+		if c.Timing != contract.TimingDeferred {
 			crit, index = append(crit, c), append(index, i)
 		}
 	}
@@ -290,7 +291,7 @@ func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		req.ActivityCommands, req.Env, req.Confine, req.ResultsDir = rules.Activities, run.env, run.confine, run.resultsDir
 	}
 	if ar.judge != nil {
-		req.Results = map[int]models.TestResults{}
+		req.Results = map[int]contract.TestResults{}
 		for i, j := range index {
 			if res, ok := ar.judge.results[j]; ok {
 				req.Results[i] = res
@@ -370,7 +371,7 @@ func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has
 // `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
 // error verdict, an infrastructure failure: the task never passes on it.
-func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp models.Completion) models.CheckResult {
+func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	if strings.TrimSpace(cp.Evaluate) == "" {
@@ -440,7 +441,7 @@ func readBounded(f *os.File, max int) ([]byte, error) {
 
 // outputHash is the SHA-384 (hex) of the verified output: the output file, or for type
 // none everything the worker printed.
-func (p *Pool) outputHash(cp models.Completion, ar *attemptRun) string {
+func (p *Pool) outputHash(cp contract.Completion, ar *attemptRun) string {
 	if ar.outAbs == "" {
 		if ar.stream == nil {
 			return ""

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -86,10 +87,10 @@ func TestRealClaudeCodeWorker(t *testing.T) {
 	// lies are what it reads.
 	install := []string{filepath.Dir(bin), filepath.Dir(mustEval(t, bin))}
 
-	contract := func() models.Contract {
-		return models.Contract{
-			Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	contract := func() contract.Contract {
+		return contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 		}
 	}
 	// No port but the fake API's (not even 80 and 443): the run needs no network.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
@@ -81,7 +82,7 @@ func (p *Pool) runDeferred(ctx context.Context, g *models.Goal) ([]models.Criter
 	if err != nil {
 		return nil, "reading the project rules failed: " + err.Error(), ""
 	}
-	crit := make([]models.Criterion, len(g.Deferred.Criteria))
+	crit := make([]contract.Criterion, len(g.Deferred.Criteria))
 	for i, c := range g.Deferred.Criteria {
 		crit[i] = c.Criterion
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestDeferredCriteriaGateTheGoal: a task's deferred criterion does not run with its
@@ -18,11 +19,11 @@ func TestDeferredCriteriaGateTheGoal(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, d, nil)
 			h.worker("dev", "developer", script(t, "ok.sh"))
-			withDeferred := func(check string) models.Contract {
+			withDeferred := func(check string) contract.Contract {
 				c := fileContract()
-				c.Verification.Criteria = []models.Criterion{
-					{Activity: "unit-test", Description: "unit tests pass", Timing: models.TimingImmediate},
-					{Activity: "e2e", Description: "the integrated result works", Command: check, Timing: models.TimingDeferred},
+				c.Verification.Criteria = []contract.Criterion{
+					{Activity: "unit-test", Description: "unit tests pass", Timing: contract.TimingImmediate},
+					{Activity: "e2e", Description: "the integrated result works", Command: check, Timing: contract.TimingDeferred},
 				}
 				return c
 			}

@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // deliverableContract passes when check passes, after one attempt.
-func deliverableContract(check string) models.Contract {
-	return models.Contract{
-		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable,
-			Criteria: []models.Criterion{{Activity: "check", Description: "the files are there", Command: check}}},
+func deliverableContract(check string) contract.Contract {
+	return contract.Contract{
+		Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable,
+			Criteria: []contract.Criterion{{Activity: "check", Description: "the files are there", Command: check}}},
 	}
 }
 

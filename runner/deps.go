@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The narrow interfaces the pool depends on, declared where they are used: the
@@ -46,7 +47,7 @@ type attemptSettler interface {
 	BlockOnBudget(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, limit models.BudgetLimit) error
 	BlockNotReady(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, missing []string) error
 	BlockOnStepConflict(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, c models.StepConflict) (*models.Task, error)
-	FixStackCriteria(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, facts models.WorkspaceFacts) error
+	FixStackCriteria(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, facts contract.WorkspaceFacts) error
 	RunnerPassJudged(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, summary string, outputHash string, judge *models.JudgeReport, advisory bool) error
 	BlockTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, attempts []models.BlockedAttempt) error
 	AddReviewFixTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, f models.ReviewFix) (*models.Task, error)

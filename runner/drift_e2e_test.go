@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/drift"
 )
 
@@ -145,10 +146,10 @@ func TestRecheckOfAWorktreeTask(t *testing.T) {
 	h.worker("fixer", "developer", `sed -i 's/a - b/a + b/' calc.go; echo TASK_COMPLETE`, func(a *models.Agent) {
 		a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main"
 	})
-	task := h.task("Fix Add", "developer", models.Contract{
-		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable,
-			Criteria: []models.Criterion{{Activity: "check", Description: "fixed", Command: `grep -q 'a + b' calc.go`}}},
+	task := h.task("Fix Add", "developer", contract.Contract{
+		Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable,
+			Criteria: []contract.Criterion{{Activity: "check", Description: "fixed", Command: `grep -q 'a + b' calc.go`}}},
 	})
 	h.start()
 	done := h.settled(task.ID, 2*time.Minute)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/evaluator"
 )
 
@@ -15,34 +16,34 @@ import (
 type failureCase struct {
 	name     string
 	command  func(t *testing.T) string
-	contract func(c *models.Contract)
+	contract func(c *contract.Contract)
 	eval     string // testdata evaluator script, if any
 	stage    string
 	diag     string // in the diagnosis of every attempt
 }
 
 func failureCases() []failureCase {
-	noChange := func(*models.Contract) {}
+	noChange := func(*contract.Contract) {}
 	return []failureCase{
 		{name: "no output", command: cmd("noout.sh"), contract: noChange, stage: models.StageMechanical, diag: "output file missing at out/"},
 		{name: "output too short", command: cmd("short.sh"), contract: noChange, stage: models.StageMechanical, diag: "is 4 bytes long; the contract requires at least 100 bytes"},
-		{name: "wrong signal", command: cmd("signal.sh", "rejected"), contract: func(c *models.Contract) {
-			c.Completion = models.Completion{Type: models.CompletionSignal, Path: "review/{task_id}.json", Signal: "approved"}
+		{name: "wrong signal", command: cmd("signal.sh", "rejected"), contract: func(c *contract.Contract) {
+			c.Completion = contract.Completion{Type: contract.CompletionSignal, Path: "review/{task_id}.json", Signal: "approved"}
 		}, stage: models.StageMechanical, diag: `signal "rejected" but "approved" required`},
 		{name: "contradiction", command: cmd("contradiction.sh"), contract: noChange, stage: models.StageContradiction, diag: `"requires manual"`},
 		{name: "missing done token", command: cmd("notoken.sh"), contract: noChange, stage: models.StageDoneToken, diag: `done token "TASK_COMPLETE" not found`},
-		{name: "failing verify command", command: cmd("ok.sh"), contract: func(c *models.Contract) {
+		{name: "failing verify command", command: cmd("ok.sh"), contract: func(c *contract.Contract) {
 			c.Completion.Verify = []string{"test -f missing.txt"}
 		}, stage: models.StageVerify, diag: `verify command "test -f missing.txt" exited with status 1`},
-		{name: "failing criterion", command: cmd("ok.sh"), contract: func(c *models.Contract) {
-			c.Verification.Criteria = []models.Criterion{{Activity: "unit-test", Description: "tests pass"}, {Activity: "failing", Description: "always fails"}}
+		{name: "failing criterion", command: cmd("ok.sh"), contract: func(c *contract.Contract) {
+			c.Verification.Criteria = []contract.Criterion{{Activity: "unit-test", Description: "tests pass"}, {Activity: "failing", Description: "always fails"}}
 		}, stage: models.StageVerify, diag: `criterion failing ("always fails"): command "exit 4" exited with status 4`},
-		{name: "hung worker", command: cmd("hang.sh"), contract: func(c *models.Contract) {
-			c.Completion.Timeout = models.Duration{Duration: time.Second}
+		{name: "hung worker", command: cmd("hang.sh"), contract: func(c *contract.Contract) {
+			c.Completion.Timeout = contract.Duration{Duration: time.Second}
 		}, stage: models.StageProcess, diag: "worker timed out after 1s"},
 		{name: "crash kill -9", command: cmd("crash.sh"), contract: noChange, stage: models.StageProcess, diag: "killed by SIGKILL"},
 		{name: "crash exit 137", command: cmd("exit137.sh"), contract: noChange, stage: models.StageProcess, diag: "exited with status 137"},
-		{name: "evaluator says fail", command: cmd("ok.sh"), contract: func(c *models.Contract) {
+		{name: "evaluator says fail", command: cmd("ok.sh"), contract: func(c *contract.Contract) {
 			c.Completion.Evaluate = "Must handle every error."
 		}, eval: "eval_fail.sh", stage: models.StageEvaluation, diag: "criterion 2 (error handling) is not addressed"},
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/gateway"
 	"github.com/countersign/countersign/runner/sandbox"
 )
@@ -76,8 +77,8 @@ func TestMeteredUsageIsTheUsage(t *testing.T) {
 			api := newFakeAnthropic(t, claudeModel, turn, turn, turn, turn, turn, turn, turn, turn)
 			h := newHarness(t, "sqlite", withGateway(t, api, false))
 			h.worker("w", "dev", c.worker)
-			contract := models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-				Verification: models.Verification{Type: models.VerifySkip}}
+			contract := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+				Verification: contract.Verification{Type: contract.VerifySkip}}
 			if c.budget > 0 {
 				contract.Budget = &models.Budget{MaxCostUSD: &c.budget}
 			}
@@ -151,8 +152,8 @@ func TestTheKeyAndTheNetworkStayWithCountersign(t *testing.T) {
 			a.PassEnv = []string{"ANTHROPIC_API_KEY", "UPSTREAM", "PROBE_OUT", "OTHER_HOST"}
 			a.Sandbox.Write = []string{h.root}
 		})
-		tk := h.task("Probe", "dev", models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifySkip}})
+		tk := h.task("Probe", "dev", contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifySkip}})
 		h.start()
 		h.settled(tk.ID, 2*time.Minute)
 		b, err := os.ReadFile(outFile)
@@ -204,9 +205,9 @@ func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
 	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	var ids []int64
 	for i := 0; i < 8; i++ {
-		tk := h.task("Spend "+itoa(int64(i)), "dev", models.Contract{
-			Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifySkip}}, func(s *models.TaskSpec) { s.GoalID = &g.ID })
+		tk := h.task("Spend "+itoa(int64(i)), "dev", contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifySkip}}, func(s *models.TaskSpec) { s.GoalID = &g.ID })
 		ids = append(ids, tk.ID)
 	}
 	h.start()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/evaluator"
@@ -71,7 +72,7 @@ func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	must(t, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
 	// No project-wide criteria: each test names the checks it wants.
-	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true", "failing": "exit 4"}}))
+	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true", "failing": "exit 4"}}}))
 	root := t.TempDir()
 	ws, err := workspace.New(filepath.Join(root, "work"))
 	must(t, err)
@@ -131,15 +132,15 @@ func (h *harness) worker(name, role, command string, mut ...func(*models.Agent))
 }
 
 // fileContract is a file contract with min_length 100 and done token TASK_COMPLETE.
-func fileContract() models.Contract {
-	return models.Contract{
-		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
-		Verification: models.Verification{Type: models.VerifyVerifiable},
+func fileContract() contract.Contract {
+	return contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable},
 	}
 }
 
 // task creates a task.
-func (h *harness) task(title, role string, c models.Contract, mut ...func(*models.TaskSpec)) *models.Task {
+func (h *harness) task(title, role string, c contract.Contract, mut ...func(*models.TaskSpec)) *models.Task {
 	h.t.Helper()
 	spec := models.TaskSpec{Title: title, Brief: "Do the thing called " + title + ".", Role: role, Contract: c}
 	for _, m := range mut {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/judge"
@@ -30,17 +31,17 @@ type judgeRun struct {
 	cand       *judge.Snapshot // the attempt's result, once the worker is gone
 	commands   bool            // the contract runs commands: there is an Env and a view
 	rules      []judge.Rule
-	dir        string                      // <meta>/judge
-	results    map[int]models.TestResults  // criterion index → its structured-results command
-	atBase     map[int]*testresults.Report // criterion index → results at the base revision
-	activities map[string]string           // the project rules' activity commands
+	dir        string                       // <meta>/judge
+	results    map[int]contract.TestResults // criterion index → its structured-results command
+	atBase     map[int]*testresults.Report  // criterion index → results at the base revision
+	activities map[string]string            // the project rules' activity commands
 	report     models.JudgeReport
 	view       *judge.TreeView
 	opened     bool // the view was prepared: the report is the attempt's
 	// held says which tests are held out (nil without held-out tests); withheld is
 	// what the failing check's diagnosis kept from the worker, for the report.
 	held     *checks.Withholding
-	heldOut  []models.HeldOutTest
+	heldOut  []contract.HeldOutTest
 	withheld string
 	canaries *judgeCanaries // the run's canary pairs, set when the view opens
 	// testFiles are the base's files the rules protect whole: where canaries go.
@@ -60,7 +61,7 @@ func judgeDir(ar *attemptRun) string { return filepath.Join(ar.ws.MetaDir, "judg
 // base. A task that runs no commands and lands nothing needs no judge.
 func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
-	commands := t.Contract.Verification.Type != models.VerifyAdvisory && runsCommands(&t.Contract)
+	commands := t.Contract.Verification.Type != contract.VerifyAdvisory && runsCommands(&t.Contract)
 	reviewed := t.Contract.Review != nil
 	if !commands && !reviewed && ar.ws.Branch() == "" {
 		return nil
@@ -71,7 +72,7 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 		return err
 	}
 	jr := &judgeRun{base: base, commands: commands, dir: judgeDir(ar),
-		results: map[int]models.TestResults{}, atBase: map[int]*testresults.Report{}}
+		results: map[int]contract.TestResults{}, atBase: map[int]*testresults.Report{}}
 	jr.report.Base = base.Revision
 	if !commands {
 		ar.judge = jr
@@ -93,13 +94,13 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 		return err
 	}
 	jr.testFiles = judge.Protected(paths, jr.rules)
-	var facts *models.WorkspaceFacts // read once, and only for a criterion of a stack
+	var facts *contract.WorkspaceFacts // read once, and only for a criterion of a stack
 	for i, c := range t.Contract.Verification.Criteria {
-		if c.Timing == models.TimingDeferred || c.Stack == "" {
+		if c.Timing == contract.TimingDeferred || c.Stack == "" {
 			continue
 		}
 		if facts == nil {
-			f, err := models.DetectWorkspace(base.Env, nil)
+			f, err := contract.DetectWorkspace(base.Env, nil)
 			if err != nil {
 				return err
 			}
@@ -126,7 +127,7 @@ func (p *Pool) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) er
 // the task; when the workspace was a clean git checkout they are kept by commit too,
 // and any task based on the same commit reuses them. A later attempt without them (a
 // task begun under an older version) has no floor.
-func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, stacks []models.Stack) error {
+func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, stacks []contract.Stack) error {
 	var view *judge.TreeView
 	defer func() {
 		if view != nil {
@@ -165,8 +166,8 @@ func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr 
 		if err != nil {
 			return err
 		}
-		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: view.Root(), Criteria: []models.Criterion{c},
-			Results: map[int]models.TestResults{0: res}, ResultsDir: run.resultsDir,
+		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: view.Root(), Criteria: []contract.Criterion{c},
+			Results: map[int]contract.TestResults{0: res}, ResultsDir: run.resultsDir,
 			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: run.env, Confine: run.confine})
 		run.close()
 		if ctx.Err() != nil {
@@ -187,7 +188,7 @@ func (p *Pool) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr 
 	return nil
 }
 
-func resultsKey(res models.TestResults) string {
+func resultsKey(res contract.TestResults) string {
 	sum := sha256.Sum256([]byte(res.Format + "\x00" + res.Command))
 	return hex.EncodeToString(sum[:8])
 }
@@ -302,7 +303,7 @@ func judgeRulesText(rules []judge.Rule) []string {
 
 // contractCommands are the commands a contract runs, for the package.json scripts and
 // Makefile targets protected in part.
-func contractCommands(c *models.Contract, activities map[string]string) []string {
+func contractCommands(c *contract.Contract, activities map[string]string) []string {
 	cmds := slices.Clone(c.Completion.Verify)
 	for _, cr := range c.Verification.Criteria {
 		if cr.Command != "" {
@@ -389,7 +390,7 @@ func shortRevision(rev string) string {
 
 // withhold makes req keep the held-out tests' names and output from the worker, and
 // keeps what it withheld for the report.
-func (jr *judgeRun) withhold(req *checks.VerifyRequest, heldOut []models.HeldOutTest) {
+func (jr *judgeRun) withhold(req *checks.VerifyRequest, heldOut []contract.HeldOutTest) {
 	if len(heldOut) == 0 {
 		return
 	}
@@ -443,12 +444,12 @@ func partNames(cmds []string) []string {
 // runsCommands reports whether verification runs anything in the workspace: verify
 // commands, immediate criteria or held-out tests. Without any there is nothing for a
 // judge's view to judge.
-func runsCommands(c *models.Contract) bool {
+func runsCommands(c *contract.Contract) bool {
 	if len(c.Completion.Verify) > 0 || len(c.Verification.HeldOut) > 0 {
 		return true
 	}
 	for _, cr := range c.Verification.Criteria {
-		if cr.Timing != models.TimingDeferred {
+		if cr.Timing != contract.TimingDeferred {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/judge"
@@ -25,7 +26,7 @@ type judgeCanaries struct {
 // criterion with structured results (criteria of the same runner share a file),
 // beside the protected and held-out test files. The files go into the view as the
 // held-out tests do.
-func (jr *judgeRun) newCanaries(root string, heldOut []models.HeldOutTest) []models.HeldOutTest {
+func (jr *judgeRun) newCanaries(root string, heldOut []contract.HeldOutTest) []contract.HeldOutTest {
 	if canaryOff {
 		return nil
 	}
@@ -36,7 +37,7 @@ func (jr *judgeRun) newCanaries(root string, heldOut []models.HeldOutTest) []mod
 	}
 	testFiles := judge.TestFiles(jr.testFiles, heldOut)
 	jc := &judgeCanaries{nonce: judge.NewNonce(), by: map[int]judge.Canaries{}}
-	var out []models.HeldOutTest
+	var out []contract.HeldOutTest
 	written := map[string]bool{}
 	for _, i := range sortedKeys(jr.results) {
 		files, c := judge.NewCanaries(jc.nonce, jr.results[i], root, testFiles)
@@ -44,7 +45,7 @@ func (jr *judgeRun) newCanaries(root string, heldOut []models.HeldOutTest) []mod
 		for _, f := range files {
 			if !written[f.Rel] {
 				written[f.Rel] = true
-				out = append(out, models.HeldOutTest{Path: f.Rel, Content: string(f.Content)})
+				out = append(out, contract.HeldOutTest{Path: f.Rel, Content: string(f.Content)})
 			}
 		}
 	}
@@ -52,7 +53,7 @@ func (jr *judgeRun) newCanaries(root string, heldOut []models.HeldOutTest) []mod
 	return out
 }
 
-func sortedKeys(m map[int]models.TestResults) []int {
+func sortedKeys(m map[int]contract.TestResults) []int {
 	keys := make([]int, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -115,7 +116,7 @@ func (jc *judgeCanaries) check(runs []checks.TestRun, passed bool, report *model
 }
 
 // heldOutNames are the names of the tests the held-out files define.
-func heldOutNames(heldOut []models.HeldOutTest) []string {
+func heldOutNames(heldOut []contract.HeldOutTest) []string {
 	var names []string
 	for _, h := range heldOut {
 		names = append(names, testresults.DefinedTests(h.Path, h.Content)...)
@@ -126,7 +127,7 @@ func heldOutNames(heldOut []models.HeldOutTest) []string {
 // heldOutNotRun counts the held-out tests no run reported run (nothing failed, but
 // nothing ran: the code under test narrowed the selection, or the run ended early).
 // With no structured results there is nothing to count in.
-func heldOutNotRun(runs []checks.TestRun, heldOut []models.HeldOutTest) int {
+func heldOutNotRun(runs []checks.TestRun, heldOut []contract.HeldOutTest) int {
 	if len(runs) == 0 || heldOutNotRunOff {
 		return 0
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/sandbox"
@@ -131,9 +132,9 @@ func TestTheJudgeHoldsResultsHonest(t *testing.T) {
 			a.Workdir = dir
 			a.Sandbox.Write = []string{sharedCache}
 		})
-		tasks[c.name] = h.task("Fix Add in calc", role, models.Contract{
-			Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyAuto, HeldOut: []models.HeldOutTest{heldOutAdd}},
+		tasks[c.name] = h.task("Fix Add in calc", role, contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyAuto, HeldOut: []contract.HeldOutTest{heldOutAdd}},
 		}).ID
 	}
 	h.start()
@@ -156,7 +157,7 @@ func TestTheJudgeHoldsResultsHonest(t *testing.T) {
 			if strings.Contains(last.Diagnosis, "TestAddMore") || strings.Contains(last.Diagnosis, "MustFail") {
 				t.Errorf("the diagnosis names a held-out test or a canary:\n%s", last.Diagnosis)
 			}
-			if last.Judge == nil || len(last.Judge.Canary) != 1 || last.Judge.Canary[0].Status != c.canary || last.Judge.Canary[0].Kind != models.CanaryGo {
+			if last.Judge == nil || len(last.Judge.Canary) != 1 || last.Judge.Canary[0].Status != c.canary || last.Judge.Canary[0].Kind != contract.CanaryGo {
 				t.Fatalf("canary report %+v, want one go canary %s", last.Judge, c.canary)
 			}
 			matches, _ := filepath.Glob(filepath.Join(h.root, "projects", c.name, "zz_countersign_canary_*"))
@@ -178,7 +179,7 @@ func TestHeldOutNotRun(t *testing.T) {
 	judgeWith := func() models.CheckResult {
 		ar := &attemptRun{judge: &judgeRun{atBase: map[int]*testresults.Report{},
 			report: models.JudgeReport{HeldOut: &models.HeldOutReport{Files: 1}}}}
-		ar.judge.withhold(&checks.VerifyRequest{}, []models.HeldOutTest{heldOutAdd})
+		ar.judge.withhold(&checks.VerifyRequest{}, []contract.HeldOutTest{heldOutAdd})
 		return ar.judgeVerdict(models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictPass},
 			[]checks.TestRun{run})
 	}

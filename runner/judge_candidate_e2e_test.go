@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestTheJudgedTreeLands: what a verified task lands is exactly the tree its checks
@@ -32,11 +33,11 @@ func TestTheJudgedTreeLands(t *testing.T) {
 	h.worker("hider", "hide", `echo right > calc.txt; echo ok > helper.txt; echo helper.txt >> .gitignore; echo TASK_COMPLETE`, wt)
 	h.worker("builder", "build", `echo right > calc.txt; mkdir -p build; echo ok > build/helper.txt; echo TASK_COMPLETE`, wt)
 	h.worker("rewriter", "rewrite", `echo right > calc.txt; printf 'open("late.txt", "w").write("late")\nopen("calc.txt", "w").write("poisoned")\n' > app.py; echo TASK_COMPLETE`, wt)
-	contract := func(check string) models.Contract {
-		return models.Contract{
-			Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyVerifiable,
-				Criteria: []models.Criterion{{Activity: "check", Description: "the helper is there", Command: check}}},
+	contract := func(check string) contract.Contract {
+		return contract.Contract{
+			Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "check", Description: "the helper is there", Command: check}}},
 		}
 	}
 	hidden := h.task("Hide the helper", "hide", contract(`grep -q right calc.txt && grep -q ok helper.txt`))

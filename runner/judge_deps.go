@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -62,7 +63,7 @@ func (p *Pool) installDependencies(ctx context.Context, tr *taskRun, ar *attempt
 			DurationMS: time.Since(start).Milliseconds()})
 		return false
 	}
-	facts, err := models.DetectWorkspace(jr.view.Root(), nil)
+	facts, err := contract.DetectWorkspace(jr.view.Root(), nil)
 	if err != nil {
 		ar.infra("reading the judge's view for its install failed: "+err.Error(), err)
 		return false
@@ -120,7 +121,7 @@ func (p *Pool) blobOrNil(ctx context.Context, id string) ([]byte, error) {
 // the view and a judge-owned install directory writable, the judge's Go module cache
 // writable for Go's downloads, and the runner's connect ports (the registries). It
 // returns the command's output tail when it fails.
-func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in models.InstallCommand, stacks []models.Stack) (string, bool) {
+func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in contract.InstallCommand, stacks []contract.Stack) (string, bool) {
 	jr := ar.judge
 	dir := jr.view.Root()
 	je, err := p.newJudgeEnv(dir, stacks, tr.agent.Sandbox.Write)
@@ -129,7 +130,7 @@ func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in mode
 	}
 	defer je.Close()
 	command := in.Command
-	if strings.Contains(command, models.InstallDirPlaceholder) {
+	if strings.Contains(command, contract.InstallDirPlaceholder) {
 		target := filepath.Join(jr.dir, fmt.Sprintf("deps-%d", ar.num))
 		if err := os.RemoveAll(target); err != nil {
 			return err.Error(), false
@@ -137,7 +138,7 @@ func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in mode
 		if err := os.MkdirAll(target, 0o750); err != nil {
 			return err.Error(), false
 		}
-		command = strings.ReplaceAll(command, models.InstallDirPlaceholder, target)
+		command = strings.ReplaceAll(command, contract.InstallDirPlaceholder, target)
 		jr.installDir = target
 	}
 	// The judge's own downloads: the admin's proxy and checksum settings apply, and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -78,9 +79,9 @@ func TestTheJudgeInstallsChangedDependencies(t *testing.T) {
 			writeFiles(t, dir, nodeDepsProject)
 			gitInit(t, dir)
 			h.worker("w", "dev", c.worker, func(a *models.Agent) { a.Workdir = dir })
-			task := h.task("Make add add, numbers only", "dev", models.Contract{
-				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-				Verification: models.Verification{Type: models.VerifyAuto, DependenciesMayChange: true},
+			task := h.task("Make add add, numbers only", "dev", contract.Contract{
+				Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+				Verification: contract.Verification{Type: contract.VerifyAuto, DependenciesMayChange: true},
 			})
 			h.start()
 			got := h.settled(task.ID, 4*time.Minute)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -24,7 +25,7 @@ var calcModule = map[string]string{
 }
 
 // heldOutAdd is held back from the worker.
-var heldOutAdd = models.HeldOutTest{Path: "calc_heldout_test.go",
+var heldOutAdd = contract.HeldOutTest{Path: "calc_heldout_test.go",
 	Content: "package calc\n\nimport \"testing\"\n\nfunc TestAddMore(t *testing.T) {\n\tif got := Add(10, 4); got != 14 {\n\t\tt.Errorf(\"Add(10, 4) = %d, want 14\", got)\n\t}\n}\n"}
 
 // judgeCase is one worker of TestTheJudgeCatchesGamedTests.
@@ -32,7 +33,7 @@ type judgeCase struct {
 	name     string
 	worker   string
 	files    map[string]string // the project (calcModule when nil)
-	contract func(*models.Verification)
+	contract func(*contract.Verification)
 	verified bool
 	stage    string   // the failing stage, when not verified
 	diag     []string // what the diagnosis must name
@@ -58,8 +59,8 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 		t.Fatalf("Debian's python3 with pytest is needed (.ci/run installs python3-pytest): %v", err)
 	}
 	t.Setenv("PATH", "/usr/bin:/bin:"+os.Getenv("PATH"))
-	mayChange := func(v *models.Verification) { v.TestsMayChange = true }
-	heldOut := func(v *models.Verification) { v.HeldOut = []models.HeldOutTest{heldOutAdd} }
+	mayChange := func(v *contract.Verification) { v.TestsMayChange = true }
+	heldOut := func(v *contract.Verification) { v.HeldOut = []contract.HeldOutTest{heldOutAdd} }
 	skip := `sed -i 's/^func TestAdd(t \*testing.T) {$/&\n\tt.Skip("flaky on CI")/' calc_test.go; echo TASK_COMPLETE`
 	del := `rm calc_test.go; echo TASK_COMPLETE`
 	testMain := `printf 'package calc\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n' > zz_main_test.go; echo TASK_COMPLETE`
@@ -165,17 +166,17 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 			a.Workdir = dir
 			a.Sandbox.Write = []string{sharedCache}
 		})
-		v := models.Verification{Type: models.VerifyAuto}
+		v := contract.Verification{Type: contract.VerifyAuto}
 		if c.contract != nil {
 			c.contract(&v)
 		}
 		if c.noFloor {
 			// Judged by a stack that reports no results.
-			v = models.Verification{Type: models.VerifyVerifiable, TestsMayChange: true, Protect: []string{"*_test.go"},
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: "Unit tests pass", Command: "go test ./...", Stack: "go-no-results"}}}
+			v = contract.Verification{Type: contract.VerifyVerifiable, TestsMayChange: true, Protect: []string{"*_test.go"},
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Unit tests pass", Command: "go test ./...", Stack: "go-no-results"}}}
 		}
-		tasks[c.name] = h.task("Fix Add in calc", role, models.Contract{
-			Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		tasks[c.name] = h.task("Fix Add in calc", role, contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
 			Verification: v,
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -24,7 +25,7 @@ func (p *Pool) judgeRoot() string { return filepath.Join(p.cfg.Workspaces.Root()
 
 // newJudgeEnv makes a fresh environment for one judged run of dir, with the stacks'
 // judge variables; no PATH entry lies in the data dir or in untrusted.
-func (p *Pool) newJudgeEnv(dir string, stacks []models.Stack, untrusted []string) (*judge.Env, error) {
+func (p *Pool) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []string) (*judge.Env, error) {
 	return judge.NewEnv(judge.EnvOptions{Root: p.judgeRoot(), Dir: dir, Stacks: stacks, Path: p.cfg.JudgePath,
 		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache,
 		Unconfined: p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled()})
@@ -47,7 +48,7 @@ type judgedRun struct {
 
 // judged prepares a judged run of dir for attempt ar: the judge's environment and
 // confinement (judgeConfinement), never the agent's home. Call close when it is done.
-func (p *Pool) judged(tr *taskRun, ar *attemptRun, dir string, stacks []models.Stack) (*judgedRun, error) {
+func (p *Pool) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract.Stack) (*judgedRun, error) {
 	if judgeEnvOff {
 		env := append(worker.BaseEnv(), worker.Inherit("GOFLAGS")...)
 		env = append(append(env, p.taskEnv(tr, ar)...), p.confinedEnv(ar, &tr.agent)...)
@@ -93,7 +94,7 @@ const goPrepTimeout = 10 * time.Minute
 // into the judge's shared build cache, which judged runs see read-only under a layer
 // of their own. Neither runs any of the project's code. Failures are logged, not
 // fatal: a judged run that misses a module fails on its own and says which.
-func (p *Pool) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []models.Stack) {
+func (p *Pool) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []contract.Stack) {
 	if judgeEnvOff {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -151,8 +152,8 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 	judgeEnvOff, canaryOff = off, off
 	t.Cleanup(func() { judgeEnvOff, canaryOff = false, false }) // after the pool stops (cleanups run last first)
 	cases := envCases()
-	contract := models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyAuto, TestsMayChange: off}}
+	contract := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyAuto, TestsMayChange: off}}
 	tasks := map[string]*models.Task{}
 	for _, c := range cases {
 		dir := filepath.Join(h.root, "projects", c.name)

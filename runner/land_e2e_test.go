@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -31,11 +32,11 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	// The second step's worker fails unless the first step's change is in its worktree.
 	h.worker("documenter", "writer", `grep -q 'a + b' calc.go || { echo "the fix is not here"; exit 1; }; printf '// Add adds.\n' >> calc.go; echo TASK_COMPLETE`,
 		func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" })
-	contract := func(check string) models.Contract {
-		return models.Contract{
-			Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyVerifiable,
-				Criteria: []models.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
+	contract := func(check string) contract.Contract {
+		return contract.Contract{
+			Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
 		}
 	}
 	// A third worker changes the same line another way, from the same main.
@@ -205,10 +206,10 @@ func TestVerifiedBranchesArePushedMergedAndCleaned(t *testing.T) {
 	onRepo := func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" }
 	h.worker("fixer", "developer", `sed -i 's/a - b/a + b/' calc.go; echo TASK_COMPLETE`, onRepo)
 	h.worker("quitter", "tester", `echo 'package calc' > extra.go; exit 3`, onRepo)
-	contract := models.Contract{
-		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable,
-			Criteria: []models.Criterion{{Activity: "check", Description: "the fix is there", Command: `grep -q 'a + b' calc.go`}}},
+	contract := contract.Contract{
+		Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable,
+			Criteria: []contract.Criterion{{Activity: "check", Description: "the fix is there", Command: `grep -q 'a + b' calc.go`}}},
 	}
 	fix := h.task("Fix Add", "developer", contract)
 	doomed := h.task("Doomed", "tester", contract)
@@ -286,11 +287,11 @@ case "$brief" in
 	git add calc.go && git -c user.name=i -c user.email=i@x commit -qm 'Resolve' && echo TASK_COMPLETE ;;
 *) grep -q 'a + b' calc.go && { grep -q 'adds two' README || grep -q 'a + b + 0' calc.go; } && echo TASK_COMPLETE ;;
 esac`, onRepo)
-	contract := func(check string) models.Contract {
-		return models.Contract{
-			Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyVerifiable,
-				Criteria: []models.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
+	contract := func(check string) contract.Contract {
+		return contract.Contract{
+			Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "check", Description: "the change is there", Command: check}}},
 		}
 	}
 	fix := h.task("Fix Add", "developer", contract(`grep -q 'a + b' calc.go`))
@@ -365,10 +366,10 @@ git branch sneaky HEAD 2>/dev/null && echo "MADE A BRANCH"
 git tag evil 2>/dev/null && echo "MADE A TAG"
 echo TASK_COMPLETE`, func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch = repo, true, "main" })
 	mainAt, releaseAt := git(t, repo, "rev-parse", "main"), git(t, repo, "rev-parse", "release")
-	task := h.task("Fix Add", "developer", models.Contract{
-		Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable,
-			Criteria: []models.Criterion{{Activity: "check", Description: "fixed", Command: `grep -q 'a + b' calc.go`}}},
+	task := h.task("Fix Add", "developer", contract.Contract{
+		Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable,
+			Criteria: []contract.Criterion{{Activity: "check", Description: "fixed", Command: `grep -q 'a + b' calc.go`}}},
 	})
 	h.start()
 	done := h.settled(task.ID, 2*time.Minute)

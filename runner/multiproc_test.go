@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/ledger"
@@ -129,7 +130,7 @@ func pgService(t *testing.T) (string, *store.DB, *models.Service, *models.Agent,
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	must(t, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
-	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
+	must(t, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}))
 	return url, db, svc, boss, ctx
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // settleTimeout bounds the transaction that records an attempt's outcome. It runs on
@@ -98,7 +99,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 			err = p.keepLease(ctx, tx, t) // its next attempt is the batch's review
 			break
 		}
-		advisory := t.Contract.Verification.Type == models.VerifyAdvisory
+		advisory := t.Contract.Verification.Type == contract.VerifyAdvisory
 		judged := ar.judge.judged()
 		if ar.commit != "" {
 			t.Commit = ar.commit
@@ -145,7 +146,7 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 		return decision{done: true}, p.block(ctx, tx, t, false)
 	}
 	var wait time.Duration
-	if budget > models.DefaultMaxAttempts {
+	if budget > contract.DefaultMaxAttempts {
 		// Ralph mode: a fresh iteration after the cooldown.
 		wait = t.Contract.Completion.Cooldown.Duration
 	}

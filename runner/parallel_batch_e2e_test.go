@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestParallelBatchReview is the seed's parallel batch note with real worker
@@ -24,13 +25,13 @@ func TestParallelBatchReview(t *testing.T) {
 			h.worker("dev2", "developer", script(t, "fix_append.sh", "0.6"))
 			h.worker("rev", "reviewer", script(t, "review_once.sh"))
 			fc := fileContract().Completion
-			vf := models.Verification{Type: models.VerifyVerifiable}
-			rv := &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}}
+			vf := contract.Verification{Type: contract.VerifyVerifiable}
+			rv := &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}}
 			tpl := &models.Template{Name: "batch", Steps: []models.Step{
 				{Name: "plan", Role: "developer", Brief: "Plan the feature.", Completion: fc, Verification: vf},
 				{Name: "api", Role: "developer", Brief: "Build the API endpoint.", Completion: fc, Verification: vf, Review: rv, Parallel: "build"},
 				{Name: "ui", Role: "developer", Brief: "Build the settings page.", Completion: fc, Verification: vf, Review: rv, Parallel: "build"},
-				{Name: "ship", Role: "developer", Brief: "Ship it.", Completion: models.Completion{Type: models.CompletionNone}, Verification: vf},
+				{Name: "ship", Role: "developer", Brief: "Ship it.", Completion: contract.Completion{Type: contract.CompletionNone}, Verification: vf},
 			}}
 			must(t, h.svc.Templates.SaveTemplate(h.ctx, h.boss, tpl))
 			g := &models.Goal{Title: "feature"}

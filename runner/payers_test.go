@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/evaluator"
 )
 
@@ -280,7 +281,7 @@ func TestOutputSymlinkOutIsTheWorkersFailure(t *testing.T) {
 				if a.Outcome != models.OutcomeFailed || a.Stage != models.StageMechanical || !strings.Contains(a.Diagnosis, want) {
 					t.Errorf("attempt %d: %s at %s: %q; want failed at mechanical with %q", a.Number, a.Outcome, a.Stage, a.Diagnosis, want)
 				}
-				if strings.Contains(a.Diagnosis, models.TaskIDPlaceholder) || strings.Contains(a.Brief, models.TaskIDPlaceholder) {
+				if strings.Contains(a.Diagnosis, contract.TaskIDPlaceholder) || strings.Contains(a.Brief, contract.TaskIDPlaceholder) {
 					t.Errorf("attempt %d names an unexpanded path", a.Number)
 				}
 			}
@@ -301,9 +302,9 @@ func TestOutputSymlinkOutIsTheWorkersFailure(t *testing.T) {
 func TestChecklistPathExpanded(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", `cat >/dev/null; mkdir -p "$COUNTERSIGN_TASK_ID"; printf -- '- [x] one\n- [ ] two\n' > "$COUNTERSIGN_TASK_ID/todo.md"; echo TASK_COMPLETE`)
-	c := models.Contract{
-		Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Checklist: &models.Checklist{Path: "{task_id}/todo.md", Count: 2}},
-		Verification: models.Verification{Type: models.VerifyVerifiable},
+	c := contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", Checklist: &contract.Checklist{Path: "{task_id}/todo.md", Count: 2}},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable},
 	}
 	task := h.task("tick the boxes", "developer", c)
 	h.start()

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
-func noneContract() models.Contract {
-	return models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifyVerifiable}}
+func noneContract() contract.Contract {
+	return contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifyVerifiable}}
 }
 
 // waitRunning waits until task id has an attempt running.
@@ -90,9 +91,9 @@ func TestWorkflowReleasesNextStep(t *testing.T) {
 			h.worker("dev", "developer", script(t, "ok.sh"))
 			h.worker("rev", "reviewer", script(t, "signal.sh", "approved"))
 			tpl := &models.Template{Name: "flow", Steps: []models.Step{
-				{Name: "build", Role: "developer", Brief: "build {{what}}", Completion: fileContract().Completion, Verification: models.Verification{Type: models.VerifyVerifiable}},
-				{Name: "review", Role: "reviewer", Brief: "review it", Completion: models.Completion{Type: models.CompletionSignal, Signal: "approved"}, Verification: models.Verification{Type: models.VerifyVerifiable}},
-				{Name: "ship", Role: "developer", Brief: "ship it", Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifyVerifiable}},
+				{Name: "build", Role: "developer", Brief: "build {{what}}", Completion: fileContract().Completion, Verification: contract.Verification{Type: contract.VerifyVerifiable}},
+				{Name: "review", Role: "reviewer", Brief: "review it", Completion: contract.Completion{Type: contract.CompletionSignal, Signal: "approved"}, Verification: contract.Verification{Type: contract.VerifyVerifiable}},
+				{Name: "ship", Role: "developer", Brief: "ship it", Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifyVerifiable}},
 			}}
 			must(t, h.svc.Templates.SaveTemplate(h.ctx, h.boss, tpl))
 			g := &models.Goal{Title: "ship the thing"}
@@ -173,7 +174,7 @@ func TestAdvisoryGoesToInbox(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", script(t, "noout.sh"))
 	c := fileContract()
-	c.Verification = models.Verification{Type: models.VerifyAdvisory}
+	c.Verification = contract.Verification{Type: contract.VerifyAdvisory}
 	task := h.task("investigate the slow API", "developer", c)
 	h.start()
 	h.wait(task.ID, models.TaskVerified)
@@ -289,7 +290,7 @@ func TestReviewFixAttempt(t *testing.T) {
 	h.worker("dev", "developer", script(t, "ok.sh"))
 	h.worker("rev", "reviewer", script(t, "review_once.sh"))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}}
 	task := h.task("reviewed", "developer", c)
 	h.start()
 	got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
@@ -309,7 +310,7 @@ func TestReviewRoundsExhausted(t *testing.T) {
 	h.worker("dev", "developer", script(t, "ok.sh"))
 	h.worker("rev", "reviewer", script(t, "review_never.sh"))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewFinal}, MaxRounds: 2}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewFinal}, MaxRounds: 2}
 	task := h.task("never good", "developer", c)
 	h.start()
 	h.wait(task.ID, models.TaskBlocked)
@@ -324,7 +325,7 @@ func TestReviewerMissingIsInfrastructure(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", script(t, "ok.sh"))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer"}
+	c.Review = &contract.Review{Role: "reviewer"}
 	task := h.task("nobody reviews", "developer", c)
 	h.start()
 	got := h.wait(task.ID, models.TaskBlocked)
@@ -354,7 +355,7 @@ func TestRalphModeCooldown(t *testing.T) {
 	h.worker("dev", "developer", script(t, "short.sh"))
 	c := fileContract()
 	c.Completion.MaxAttempts = 3
-	c.Completion.Cooldown = models.Duration{Duration: 300 * time.Millisecond}
+	c.Completion.Cooldown = contract.Duration{Duration: 300 * time.Millisecond}
 	task := h.task("ralph", "developer", c)
 	h.start()
 	h.wait(task.ID, models.TaskBlocked)
@@ -375,7 +376,7 @@ func TestSkipTaskRunsMinimalChecks(t *testing.T) {
 	h := newHarness(t, "sqlite", nil)
 	h.worker("dev", "developer", script(t, "ok.sh"))
 	c := fileContract()
-	c.Verification = models.Verification{Type: models.VerifySkip}
+	c.Verification = contract.Verification{Type: contract.VerifySkip}
 	c.Completion.Evaluate = "Must read well."
 	task := h.task("update README wording", "developer", c)
 	h.start()

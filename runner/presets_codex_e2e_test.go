@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
 	"github.com/countersign/countersign/runner/sandbox"
 )
@@ -88,9 +89,9 @@ func TestRealCodexWorker(t *testing.T) {
 func runCodexTask(t *testing.T, sb *sandbox.Sandbox, bin, command, model string) (*harness, *scriptedapi.Server, []models.Attempt) {
 	t.Helper()
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
-	tk := h.task("Write the report", "developer", models.Contract{
-		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	tk := h.task("Write the report", "developer", contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 	})
 	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 	report := "# Report\n\nThe scripted model wrote this file with a shell command Codex ran, " +

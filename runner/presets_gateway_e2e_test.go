@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/gateway"
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
 )
@@ -64,9 +65,9 @@ func TestPresetsBehindTheGateway(t *testing.T) {
 			}
 			// The output path is known once the task is: a placeholder turn is replaced below.
 			h := newHarness(t, "sqlite", nil)
-			tk := h.task("Write the report", "developer", models.Contract{
-				Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-				Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+			tk := h.task("Write the report", "developer", contract.Contract{
+				Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+				Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 			})
 			out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 			report := "# Report\n\nThe scripted model wrote this through Countersign's model gateway, " +
@@ -139,9 +140,9 @@ func TestClaudeBehindTheGateway(t *testing.T) {
 	}
 	command := shq(bin) + strings.TrimPrefix(Presets["claude"], "claude")
 	h := newHarness(t, "sqlite", nil)
-	tk := h.task("Write the report", "developer", models.Contract{
-		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	tk := h.task("Write the report", "developer", contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 	})
 	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 	report := "# Report\n\nThe scripted model wrote this file with Claude Code's Write tool, through " +

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
 )
 
@@ -37,9 +38,9 @@ func TestRealGeminiWorker(t *testing.T) {
 	}
 
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
-	tk := h.task("Write the report", "developer", models.Contract{
-		Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	tk := h.task("Write the report", "developer", contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 	})
 	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 	report := "# Report\n\nThe scripted model wrote this file with Gemini CLI's write_file tool, " +

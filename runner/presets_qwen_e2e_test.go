@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/internal/scriptedapi"
 	"github.com/countersign/countersign/runner/sandbox"
 )
@@ -36,10 +37,10 @@ func TestRealQwenWorker(t *testing.T) {
 	if !streamsJSON(command) {
 		t.Fatalf("the runner does not decode the qwen preset's output: %q", command)
 	}
-	contract := func() models.Contract {
-		return models.Contract{
-			Completion:   models.Completion{Type: models.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "passes"}}},
+	contract := func() contract.Contract {
+		return contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionFile, Path: "out/report.md", MinLength: 100, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "passes"}}},
 		}
 	}
 	start := func(t *testing.T, h *harness, api *scriptedapi.Server) *models.Agent {
@@ -99,7 +100,7 @@ func TestRealQwenWorker(t *testing.T) {
 // capped runs a task capped at a cent whose first scripted call reports two million
 // priced input tokens, then asks for a slow command and the write that would finish
 // it: the runner must stop the run at stage budget after that call.
-func capped(t *testing.T, sb *sandbox.Sandbox, bin string, c models.Contract, start func(*testing.T, *harness, *scriptedapi.Server) *models.Agent) {
+func capped(t *testing.T, sb *sandbox.Sandbox, bin string, c contract.Contract, start func(*testing.T, *harness, *scriptedapi.Server) *models.Agent) {
 	h := newHarness(t, "sqlite", func(c *Config) { c.Sandbox, c.ConnectPorts = sb, []uint16{} })
 	rules, err := h.svc.Templates.Rules(h.ctx)
 	must(t, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -43,9 +44,9 @@ func TestPlantedBytecodeIsNotJudged(t *testing.T) {
 		`printf 'def add(a, b):\n    return a - b\n' > calc.py && ` +
 		`touch -r "$TMPDIR/ref" calc.py && echo TASK_COMPLETE`
 	h.worker("w-py", "dev-py", plant, func(a *models.Agent) { a.Workdir = dir })
-	task := h.task("Fix the add function and its tests", "dev-py", models.Contract{
-		Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE"},
-		Verification: models.Verification{Type: models.VerifyAuto},
+	task := h.task("Fix the add function and its tests", "dev-py", contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE"},
+		Verification: contract.Verification{Type: contract.VerifyAuto},
 	})
 	h.start()
 	got := h.settled(task.ID, 3*time.Minute)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/evaluator"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -40,7 +41,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 		}
 	}
 	vt := t.Contract.Verification.Type
-	if vt == models.VerifyAdvisory {
+	if vt == contract.VerifyAdvisory {
 		return missing, nil // no automated checks: a person looks at the output
 	}
 	var look *toolLookup // made on first use: most contracts need no lookup at all
@@ -63,7 +64,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 	}
 	var activities map[string]string
 	for _, c := range t.Contract.Verification.Criteria {
-		if c.Timing == models.TimingDeferred {
+		if c.Timing == contract.TimingDeferred {
 			continue
 		}
 		command := strings.TrimSpace(c.Command)
@@ -79,7 +80,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 		}
 		needs(fmt.Sprintf("criterion %s (command %q)", c.Activity, command), command, c.Tools...)
 	}
-	if vt == models.VerifySkip {
+	if vt == contract.VerifySkip {
 		return missing, nil // the workspace and evaluation layers do not run
 	}
 	if cp.Clean {

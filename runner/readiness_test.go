@@ -8,34 +8,35 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/judge"
 )
 
 // notReadyCase is one way a contract cannot be checked before delegation.
 type notReadyCase struct {
 	name     string
-	contract func(h *harness, c *models.Contract)
+	contract func(h *harness, c *contract.Contract)
 	agent    func(h *harness, a *models.Agent)
 	missing  string // in the one missing thing listed
 }
 
 func notReadyCases() []notReadyCase {
 	return []notReadyCase{
-		{name: "verify tool not installed", contract: func(_ *harness, c *models.Contract) {
+		{name: "verify tool not installed", contract: func(_ *harness, c *contract.Contract) {
 			c.Completion.Verify = []string{"no-such-tool-xyz --check"}
 		}, missing: `verify command "no-such-tool-xyz --check" needs no-such-tool-xyz, which is not on PATH`},
-		{name: "activity command's tool not installed", contract: func(h *harness, c *models.Contract) {
-			must(h.t, h.svc.Templates.SaveRules(h.ctx, h.boss, &models.ProjectRules{Activities: map[string]string{
-				"lint": "cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log"}}))
-			c.Verification.Criteria = []models.Criterion{{Activity: "lint", Description: "lints clean"}}
+		{name: "activity command's tool not installed", contract: func(h *harness, c *contract.Contract) {
+			must(h.t, h.svc.Templates.SaveRules(h.ctx, h.boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{
+				"lint": "cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log"}}}))
+			c.Verification.Criteria = []contract.Criterion{{Activity: "lint", Description: "lints clean"}}
 		}, missing: "criterion lint (command \"cd . && LINT_LEVEL=2 no-such-linter-xyz ./... 2>&1 | tee lint.log\") needs no-such-linter-xyz, which is not on PATH"},
-		{name: "a stack command's tool not installed", contract: func(_ *harness, c *models.Contract) {
+		{name: "a stack command's tool not installed", contract: func(_ *harness, c *contract.Contract) {
 			// The tool hides inside a command substitution: only the criterion's Tools
 			// name it.
-			c.Verification.Criteria = []models.Criterion{{Activity: "format", Description: "formatted",
+			c.Verification.Criteria = []contract.Criterion{{Activity: "format", Description: "formatted",
 				Command: `files=$(no-such-fmt-xyz -l .); test -z "$files"`, Tools: []string{"no-such-fmt-xyz"}}}
 		}, missing: "needs no-such-fmt-xyz, which is not on PATH"},
-		{name: "clean asked of a workspace that is no git repository", contract: func(_ *harness, c *models.Contract) {
+		{name: "clean asked of a workspace that is no git repository", contract: func(_ *harness, c *contract.Contract) {
 			c.Completion.Clean = true
 		}, missing: "is not a git repository"},
 		{name: "output path leads out of the workspace", agent: func(h *harness, a *models.Agent) {
@@ -46,7 +47,7 @@ func notReadyCases() []notReadyCase {
 		}, missing: "leads outside the workspace: out is a symbolic link to /etc"},
 		{name: "worktree agent, verify tool not installed", agent: func(h *harness, a *models.Agent) {
 			a.Workdir, a.Worktree = gitRepo(h), true
-		}, contract: func(_ *harness, c *models.Contract) {
+		}, contract: func(_ *harness, c *contract.Contract) {
 			c.Completion.Verify = []string{"no-such-tool-xyz"}
 		}, missing: "needs no-such-tool-xyz, which is not on PATH"},
 	}
@@ -119,7 +120,7 @@ func assertNotReady(t *testing.T, h *harness, got *models.Task, marker, want str
 	if len(p.Attempts) != 1 || p.Attempts[0].Stage != models.StageReadiness || p.Attempts[0].Attempt != 0 || !strings.Contains(p.Attempts[0].Failure, want) {
 		t.Fatalf("payload attempts %+v", p.Attempts)
 	}
-	if strings.Contains(p.Missing[0], models.TaskIDPlaceholder) {
+	if strings.Contains(p.Missing[0], contract.TaskIDPlaceholder) {
 		t.Errorf("unexpanded path in %q", p.Missing[0])
 	}
 	if slices.Contains(h.events(got.ID), "attempt.started") {

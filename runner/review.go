@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/judge/fileparts"
@@ -115,7 +116,7 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	}
 	timeout := t.Contract.Completion.Timeout.Duration
 	if timeout <= 0 {
-		timeout = models.DefaultTimeout
+		timeout = contract.DefaultTimeout
 	}
 	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
 		return errored(err.Error())
@@ -201,7 +202,7 @@ func reviewRoundsFailed(history []models.Attempt) int {
 
 // reviewDue decides the review's triggers for t (see review); a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
-func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (due bool, err error) {
+func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
 		var tasks []models.Task
@@ -221,7 +222,7 @@ func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review,
 		step := t.StepNum
 		if b != nil {
 			step = b.first
-			if b.last == total && (len(rv.When) == 0 || slices.Contains(rv.When, models.ReviewFinal)) {
+			if b.last == total && (len(rv.When) == 0 || slices.Contains(rv.When, contract.ReviewFinal)) {
 				return true, nil // the group ends the run: its review is the final one
 			}
 		}
@@ -257,7 +258,7 @@ func reviewBrief(t *models.Task, ar *attemptRun, round, maxRounds int, artifact 
 		fmt.Fprintf(&b, "# Artifact review of task %d: %s\n\nReview round %d of %d.\n\n", t.ID, t.Title, round, maxRounds)
 		b.WriteString("## The task as given to the worker\n\n" + indent(strings.TrimSpace(t.Brief)) + "\n\n")
 	}
-	b.WriteString("## Its contract\n\n" + models.RenderContract(t.Contract, t.ID) + "\n")
+	b.WriteString("## Its contract\n\n" + contract.RenderContract(t.Contract, t.ID) + "\n")
 	if len(in.files) > 0 {
 		b.WriteString("## Changed files\n\n- " + strings.Join(in.files, "\n- ") + "\n\n")
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -38,7 +39,7 @@ type batch struct {
 	group       string
 	first, last int           // step numbers, 1-based
 	tasks       []models.Task // the group's tasks, in step order
-	review      *models.Review
+	review      *contract.Review
 	goal        []models.Task // every task of the goal as read with the group, for reviewDue
 }
 

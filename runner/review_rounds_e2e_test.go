@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // reviewRounds returns the review.round events' data of task id, oldest first.
@@ -54,7 +55,7 @@ func reviewedTask(h *harness, onExhausted string) (*models.Goal, *models.Task) {
 	g := &models.Goal{Title: "reviewed work"}
 	must(h.t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, OnExhausted: onExhausted}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}, OnExhausted: onExhausted}
 	return g, h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
 }
 
@@ -77,13 +78,13 @@ func TestReviewThreeRoundsProceedWithWarnings(t *testing.T) {
 func threeRoundsProceed(t *testing.T, h *harness) {
 	h.worker("dev", "developer", script(t, "fix_append.sh"))
 	h.worker("rev", "reviewer", script(t, "review_findings.sh"))
-	g, task := reviewedTask(h, models.OnExhaustedProceed)
+	g, task := reviewedTask(h, contract.OnExhaustedProceed)
 	h.start()
 	got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked)
 	if got.State != models.TaskVerified || got.AttemptsUsed != 0 {
 		t.Fatalf("state %s, attempts used %d", got.State, got.AttemptsUsed)
 	}
-	if !strings.Contains(got.ReviewWarnings, "Round 3: the rollback plan is missing.") || !strings.Contains(got.ReviewWarnings, models.OnExhaustedProceed) {
+	if !strings.Contains(got.ReviewWarnings, "Round 3: the rollback plan is missing.") || !strings.Contains(got.ReviewWarnings, contract.OnExhaustedProceed) {
 		t.Fatalf("warnings %q", got.ReviewWarnings)
 	}
 	atts := h.attempts(task.ID)

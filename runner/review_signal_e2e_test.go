@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestReviewOnlyIsNotReadFromTheFindings: whether the next attempt is the review
@@ -19,7 +20,7 @@ func TestReviewOnlyIsNotReadFromTheFindings(t *testing.T) {
 	g := &models.Goal{Title: "reviewed work"}
 	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, MaxRounds: 1}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}, MaxRounds: 1}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
 	h.start()
 	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskBlocked {
@@ -55,7 +56,7 @@ func TestReviewRetryAfterRoundsRanOutRunsTheWorker(t *testing.T) {
 	g := &models.Goal{Title: "reviewed work"}
 	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}, MaxRounds: 2}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}, MaxRounds: 2}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
 	h.start()
 	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskBlocked {
@@ -94,7 +95,7 @@ func TestCancelledReviewFixWithRealWorkers(t *testing.T) {
 	g := &models.Goal{Title: "reviewed work"}
 	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	c := fileContract()
-	c.Review = &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}}
+	c.Review = &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}}
 	task := h.task("write the runbook", "developer", c, func(s *models.TaskSpec) { s.GoalID = &g.ID })
 	h.start()
 	var fix models.Task

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -87,7 +88,7 @@ func TestHostileWorkerConfined(t *testing.T) {
 			api := httptest.NewServer(handlers.NewServer(handlers.Deps{Service: h.svc, Log: h.cfg.Log}))
 			defer api.Close()
 			h.cfg.APIURL = api.URL
-			stranger := h.task("someone else's task", "nobody", models.Contract{Verification: models.Verification{Type: models.VerifySkip}})
+			stranger := h.task("someone else's task", "nobody", contract.Contract{Verification: contract.Verification{Type: contract.VerifySkip}})
 			other := filepath.Join(h.root, "work", "tasks", "999")
 			must(t, os.MkdirAll(other, 0o750))
 			db := filepath.Join(h.root, "countersign.db")
@@ -105,10 +106,10 @@ func TestHostileWorkerConfined(t *testing.T) {
 			}
 			h.worker("mallory", "developer", run(shq(filepath.Join(reports, "worker.txt")), workerArgs...)+"; echo TASK_COMPLETE", readProbeDir)
 			h.worker("rex", "reviewer", run(shq(filepath.Join(reports, "review.txt")))+"; echo REVIEW_PASS", readProbeDir)
-			c := models.Contract{
-				Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run(shq(filepath.Join(judged, "verify.txt")))}},
-				Verification: models.Verification{Type: models.VerifyVerifiable},
-				Review:       &models.Review{Role: "reviewer", When: []string{models.ReviewAlways}},
+			c := contract.Contract{
+				Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", Verify: []string{run(shq(filepath.Join(judged, "verify.txt")))}},
+				Verification: contract.Verification{Type: contract.VerifyVerifiable},
+				Review:       &contract.Review{Role: "reviewer", When: []string{contract.ReviewAlways}},
 			}
 			task := h.task("probe the sandbox", "developer", c)
 			h.start()
@@ -187,9 +188,9 @@ func TestConfinedWorktree(t *testing.T) {
 		`(echo 'touch /tmp/pwned' > "$(git rev-parse --git-common-dir)/hooks/post-checkout" 2>/dev/null && echo hook-planted || echo hook-refused) > hook.txt; ` +
 		`(git config --file "$(git rev-parse --git-common-dir)/config" core.fsmonitor evil 2>/dev/null && echo config-changed || echo config-refused) >> hook.txt; echo TASK_COMPLETE`
 	h.worker("wendy", "developer", cmd, func(a *models.Agent) { a.Workdir, a.Worktree = repo, true })
-	task := h.task("commit in a worktree", "developer", models.Contract{
-		Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE"},
-		Verification: models.Verification{Type: models.VerifySkip},
+	task := h.task("commit in a worktree", "developer", contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE"},
+		Verification: contract.Verification{Type: contract.VerifySkip},
 	})
 	h.start()
 	if got := h.wait(task.ID, models.TaskVerified, models.TaskBlocked); got.State != models.TaskVerified {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -108,9 +109,9 @@ func TestContractsFitTheWorkspace(t *testing.T) {
 		writeFiles(t, dir, r.files)
 		role := "dev-" + r.name
 		h.worker("w-"+r.name, role, r.worker, func(a *models.Agent) { a.Workdir = dir })
-		tasks[r.name] = h.task("Fix the add function and its tests", role, models.Contract{
-			Completion:   models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE"},
-			Verification: models.Verification{Type: models.VerifyAuto},
+		tasks[r.name] = h.task("Fix the add function and its tests", role, contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE"},
+			Verification: contract.Verification{Type: contract.VerifyAuto},
 		})
 	}
 	h.start()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/triage"
 )
 
@@ -76,7 +77,7 @@ func (p *Pool) triage(ctx context.Context, tr *taskRun) decision {
 func (p *Pool) triageRequest(tr *taskRun) triage.Request {
 	t := &tr.task
 	req := triage.Request{TaskID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role,
-		Contract: models.RenderContract(t.Contract, t.ID), Tails: map[int]string{},
+		Contract: contract.RenderContract(t.Contract, t.ID), Tails: map[int]string{},
 		Attempts: roundAttempts(tr.attempts, max(t.AttemptsUsed, 1), false)}
 	for _, a := range tr.attempts {
 		if a.OutputTail != "" {

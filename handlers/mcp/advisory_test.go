@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestResolveAdvisory: an ambiguous advisory task waits undelegated; through MCP its
@@ -35,7 +36,7 @@ func TestResolveAdvisory(t *testing.T) {
 		e.ok("x", "resolve_advisory", map[string]any{"task_id": held, "action": "make_verifiable",
 			"criteria": []map[string]any{{"activity": "unit-test", "description": "a test shows checkout under 200 ms"}}})
 		got, err := e.db.GetTask(context.Background(), held)
-		if err != nil || got.Contract.Verification.Type != models.VerifyVerifiable || got.Contract.Verification.Criteria[0].Description != "a test shows checkout under 200 ms" {
+		if err != nil || got.Contract.Verification.Type != contract.VerifyVerifiable || got.Contract.Verification.Criteria[0].Description != "a test shows checkout under 200 ms" {
 			t.Fatalf("made verifiable: %v %+v", err, got)
 		}
 		e.start(held)

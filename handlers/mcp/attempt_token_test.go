@@ -7,6 +7,7 @@ import (
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestAttemptTokenTools: through MCP an attempt token creates tasks but does not submit its
@@ -23,7 +24,7 @@ func TestAttemptTokenTools(t *testing.T) {
 		}
 		start := func(title string) int64 {
 			tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: title, Assignee: "bot",
-				Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}})
+				Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifySkip}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // ToolNames lists the tools the server offers, in the order they are registered.
@@ -168,8 +169,8 @@ type CreateTaskArgs struct {
 
 // contract decodes the contract argument as the JSON API decodes a task's contract:
 // unknown fields are errors naming the field.
-func (a CreateTaskArgs) contract() (models.Contract, error) {
-	var c models.Contract
+func (a CreateTaskArgs) contract() (contract.Contract, error) {
+	var c contract.Contract
 	if a.Contract == nil {
 		return c, nil
 	}

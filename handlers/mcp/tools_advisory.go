@@ -7,6 +7,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // AdvisoryArgs are the arguments of resolve_advisory.
@@ -37,7 +38,7 @@ func (t *tools) registerAdvisory(srv *sdk.Server) {
 			}
 			d := models.AdvisoryDecision{Action: in.Action, Reason: in.Reason}
 			for _, c := range in.Criteria {
-				d.Criteria = append(d.Criteria, models.Criterion{Activity: c.Activity, Description: c.Description, Timing: c.Timing, Command: c.Command})
+				d.Criteria = append(d.Criteria, contract.Criterion{Activity: c.Activity, Description: c.Description, Timing: c.Timing, Command: c.Command})
 			}
 			task, err := t.svc.Tasks.ResolveAdvisoryPrompt(ctx, a, in.TaskID, d)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // read stores the value of a query action in *dst, so it can run among Do's steps.
@@ -35,9 +36,9 @@ func TestBrowserTemplateEditor(t *testing.T) {
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()
 	tpl := &models.Template{Name: "feature-flow", Description: "Build, then review", Steps: []models.Step{
-		{Name: "Build", Role: "developer", Brief: "Build the dark mode toggle.", Completion: models.Completion{Path: "{task_id}/output.md", MinLength: 100, Verify: []string{"go test ./..."}},
-			Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle"}}}},
-		{Name: "Review", Role: "reviewer", Brief: "Review the toggle.", Completion: models.Completion{Type: models.CompletionNone}},
+		{Name: "Build", Role: "developer", Brief: "Build the dark mode toggle.", Completion: contract.Completion{Path: "{task_id}/output.md", MinLength: 100, Verify: []string{"go test ./..."}},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle"}}}},
+		{Name: "Review", Role: "reviewer", Brief: "Review the toggle.", Completion: contract.Completion{Type: contract.CompletionNone}},
 	}}
 	if err := e.svc.Templates.SaveTemplate(bg, models.System, tpl); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/ledger"
 )
 
@@ -342,8 +343,8 @@ func TestAdminPagesEscapeMarkup(t *testing.T) {
 	ctx := context.Background()
 	const evil = `<script>alert("x")</script>`
 	tpl := &models.Template{Name: "xss", Description: evil, Steps: []models.Step{{Name: evil, Role: "developer", Brief: evil,
-		Completion:   models.Completion{Path: "out.md", Evaluate: evil, Verify: []string{"echo '" + evil + "'"}},
-		Verification: models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{{Activity: "unit-test", Description: evil, Pattern: evil}}}}}}
+		Completion:   contract.Completion{Path: "out.md", Evaluate: evil, Verify: []string{"echo '" + evil + "'"}},
+		Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: evil, Pattern: evil}}}}}}
 	if err := e.svc.Templates.SaveTemplate(ctx, models.System, tpl); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 	"github.com/countersign/countersign/web/pages/rules"
@@ -96,11 +97,11 @@ func (p *Pages) rulesTry(c echo.Context) error {
 		return err
 	}
 	files := splitList(v.Try.Files)
-	ct := models.ResolveContract(models.Contract{Verification: models.Verification{Type: models.VerifyAuto}},
-		v.Try.Title, v.Try.Description, files, saved, time.Now())
+	ct := contract.ResolveContract(contract.Contract{Verification: contract.Verification{Type: contract.VerifyAuto}},
+		v.Try.Title, v.Try.Description, files, saved.Rules, time.Now())
 	res := &rules.TryResult{Type: string(ct.Verification.Type), Pending: ct.Verification.Workspace != ""}
 	seen := map[string]bool{}
-	for _, f := range append(files, models.ExtractFiles(v.Try.Title+"\n"+v.Try.Description)...) {
+	for _, f := range append(files, contract.ExtractFiles(v.Try.Title+"\n"+v.Try.Description)...) {
 		if !seen[f] {
 			seen[f] = true
 			res.Files = append(res.Files, f)
@@ -159,7 +160,7 @@ func parseRulesForm(form url.Values) rules.Form {
 // error of the row that repeats it (a map cannot hold it twice).
 func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
 	fe := models.FieldErrors{}
-	r := models.ProjectRules{Activities: map[string]string{}}
+	r := models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{}}}
 	for i, a := range f.Activities {
 		name := strings.ToLower(a.Name)
 		if name == "" {
@@ -174,12 +175,12 @@ func rulesFromForm(f rules.Form) (models.ProjectRules, models.FieldErrors) {
 	}
 	for _, fp := range f.FilePatterns {
 		acts := splitList(strings.ToLower(fp.Activities))
-		r.FilePatterns = append(r.FilePatterns, models.FilePatternRule{Pattern: fp.Pattern, Activities: acts, Timing: strings.TrimSpace(fp.Timing)})
+		r.FilePatterns = append(r.FilePatterns, contract.FilePatternRule{Pattern: fp.Pattern, Activities: acts, Timing: strings.TrimSpace(fp.Timing)})
 	}
 	r.Always = splitList(strings.ToLower(f.Always))
 	r.AdvisoryWords = splitList(strings.ToLower(f.AdvisoryWords))
 	r.SkipWords = splitList(strings.ToLower(f.SkipWords))
-	stacks, err := parseYAMLList[models.Stack](f.Stacks, "stacks")
+	stacks, err := parseYAMLList[contract.Stack](f.Stacks, "stacks")
 	if err != nil {
 		fe.Add("stacks", err.Error())
 	}

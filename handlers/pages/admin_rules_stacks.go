@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/pages/rules"
 )
 
@@ -63,8 +64,8 @@ func checkResultView(w *models.WorkspaceCheck) *rules.CheckResult {
 }
 
 // stackViews shows the stacks of the rules.
-func stackViews(stacks []models.Stack) []rules.StackView {
-	conds := func(cs []models.Condition, join string) string {
+func stackViews(stacks []contract.Stack) []rules.StackView {
+	conds := func(cs []contract.Condition, join string) string {
 		parts := make([]string, len(cs))
 		for i, c := range cs {
 			parts[i] = c.String()
@@ -131,7 +132,7 @@ var stackErrRE = regexp.MustCompile(`^stacks\[(\d+)\]\.?(.*)$`)
 
 // stackErrorLabel names a stacks error key by the stack's name: stacks[1].commands[0]
 // → "node: commands[0]".
-func stackErrorLabel(key string, stacks []models.Stack) string {
+func stackErrorLabel(key string, stacks []contract.Stack) string {
 	g := stackErrRE.FindStringSubmatch(key)
 	if g == nil {
 		return key

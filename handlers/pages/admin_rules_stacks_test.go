@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestRulesPageStacks: the rules page shows the stacks (detection, commands, when
@@ -40,7 +40,7 @@ func TestRulesPageStacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(saved.Stacks); n != len(models.DefaultStacks())+1 || saved.Stacks[n-1].Name != "elixir" || saved.Stacks[n-1].Commands[0].Command != "mix test" {
+		if n := len(saved.Stacks); n != len(contract.DefaultStacks())+1 || saved.Stacks[n-1].Name != "elixir" || saved.Stacks[n-1].Commands[0].Command != "mix test" {
 			t.Fatalf("saved stacks %+v", saved.Stacks)
 		}
 		page = c.get("/rules")

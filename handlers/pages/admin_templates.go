@@ -16,6 +16,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 	tplpage "github.com/countersign/countersign/web/pages/template"
@@ -334,7 +335,7 @@ func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error 
 }
 
 func newStepForm() tplpage.StepForm {
-	return tplpage.StepForm{CompletionType: string(models.CompletionFile), VerificationType: string(models.VerifyAuto)}
+	return tplpage.StepForm{CompletionType: string(contract.CompletionFile), VerificationType: string(contract.VerifyAuto)}
 }
 
 var opRE = regexp.MustCompile(`^(add|remove|up|down|preview|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
@@ -451,8 +452,8 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 			}
 			return n
 		}
-		dur := func(field, label, v string) models.Duration {
-			var d models.Duration
+		dur := func(field, label, v string) contract.Duration {
+			var d contract.Duration
 			if strings.TrimSpace(v) == "" {
 				return d
 			}
@@ -463,7 +464,7 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		}
 		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify, Parallel: s.Parallel}
 		cp := &st.Completion
-		cp.Type = models.CompletionType(s.CompletionType)
+		cp.Type = contract.CompletionType(s.CompletionType)
 		cp.Path = s.Path
 		cp.MinLength = num("completion.min_length", "min_length", s.MinLength)
 		cp.Signal, cp.DoneToken, cp.Evaluate = s.Signal, s.DoneToken, s.Evaluate
@@ -476,18 +477,18 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		cp.MaxAttempts = num("completion.max_attempts", "max_attempts", s.MaxAttempts)
 		if strings.TrimSpace(s.MaxAttempts) != "" && cp.MaxAttempts < 1 {
 			// Typed, a budget below 1 is refused; left empty it is the default.
-			fe.Add(key("completion.max_attempts"), fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", models.DefaultMaxAttempts))
+			fe.Add(key("completion.max_attempts"), fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", contract.DefaultMaxAttempts))
 		}
 		cp.Timeout = dur("completion.timeout", "timeout", s.Timeout)
 		cp.Cooldown = dur("completion.cooldown", "cooldown", s.Cooldown)
 		cp.Clean = s.Clean
 		if strings.TrimSpace(s.ChecklistPath) != "" || strings.TrimSpace(s.ChecklistCount) != "" {
-			cp.Checklist = &models.Checklist{Path: s.ChecklistPath,
+			cp.Checklist = &contract.Checklist{Path: s.ChecklistPath,
 				Count: num("completion.checklist.count", "count", s.ChecklistCount)}
 		}
-		st.Verification.Type = models.VerificationType(s.VerificationType)
+		st.Verification.Type = contract.VerificationType(s.VerificationType)
 		for _, cr := range s.Criteria {
-			st.Verification.Criteria = append(st.Verification.Criteria, models.Criterion{Activity: cr.Activity,
+			st.Verification.Criteria = append(st.Verification.Criteria, contract.Criterion{Activity: cr.Activity,
 				Description: cr.Description, Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
 		}
 		for _, line := range strings.Split(strings.ReplaceAll(s.Protect, "\r\n", "\n"), "\n") {
@@ -498,10 +499,10 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		st.Verification.TestsMayChange = s.TestsMayChange
 		st.Verification.DependenciesMayChange = s.DependenciesMayChange
 		for _, h := range s.HeldOut {
-			st.Verification.HeldOut = append(st.Verification.HeldOut, models.HeldOutTest{Path: h.Path, Content: h.Content})
+			st.Verification.HeldOut = append(st.Verification.HeldOut, contract.HeldOutTest{Path: h.Path, Content: h.Content})
 		}
 		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds+s.ReviewOnExhausted) != "" {
-			r := &models.Review{Role: s.ReviewRole, OnExhausted: s.ReviewOnExhausted,
+			r := &contract.Review{Role: s.ReviewRole, OnExhausted: s.ReviewOnExhausted,
 				Every:     num("review.every", "every", s.ReviewEvery),
 				MaxRounds: num("review.max_rounds", "max_rounds", s.ReviewMaxRounds)}
 			for _, w := range strings.Split(s.ReviewWhen, ",") {
@@ -550,7 +551,7 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 		}
 		return strconv.Itoa(n)
 	}
-	dur := func(d models.Duration) string {
+	dur := func(d contract.Duration) string {
 		if d.Duration == 0 {
 			return ""
 		}
@@ -567,7 +568,7 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 			s.ChecklistPath, s.ChecklistCount = cp.Checklist.Path, num(cp.Checklist.Count)
 		}
 		if s.VerificationType == "" {
-			s.VerificationType = string(models.VerifyAuto)
+			s.VerificationType = string(contract.VerifyAuto)
 		}
 		for _, cr := range st.Verification.Criteria {
 			s.Criteria = append(s.Criteria, tplpage.CriterionForm{Activity: cr.Activity, Description: cr.Description,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // editorOp submits the form of page (posting to action) with values changed and the
@@ -125,7 +126,7 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 		cp.Cooldown.Duration != 10*time.Second || !cp.Clean || cp.Checklist == nil || cp.Checklist.Count != 2 {
 		t.Fatalf("step 0 completion %+v", cp)
 	}
-	if v := s0.Verification; v.Type != models.VerifyVerifiable || len(v.Criteria) != 1 || v.Criteria[0].Command != "go test ./web/..." || v.Criteria[0].Timing != "immediate" {
+	if v := s0.Verification; v.Type != contract.VerifyVerifiable || len(v.Criteria) != 1 || v.Criteria[0].Command != "go test ./web/..." || v.Criteria[0].Timing != "immediate" {
 		t.Fatalf("step 0 verification %+v", v)
 	}
 	if s1.Review == nil || s1.Review.Role != "reviewer" || strings.Join(s1.Review.When, ",") != "always,final" || s1.Review.MaxRounds != 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // promptAll turns prompt_for_advisory on and creates advisory tasks with the titles,
@@ -75,7 +76,7 @@ func TestAdvisoryPromptForms(t *testing.T) {
 	}
 	got, err := e.db.GetTask(context.Background(), tasks[0].ID)
 	must(t, err)
-	if got.Contract.Verification.Type != models.VerifyAdvisory {
+	if got.Contract.Verification.Type != contract.VerifyAdvisory {
 		t.Fatal("a refused make_verifiable changed the contract")
 	}
 }
@@ -127,7 +128,7 @@ func TestAdvisoryPromptBrowser(t *testing.T) {
 	must(t, err)
 	open, err := e.db.ListInbox(bg, models.InboxFilter{Kind: models.InboxAdvisoryPrompt})
 	must(t, err)
-	if a.Contract.Verification.Type != models.VerifyAdvisory || b.Contract.Verification.Type != models.VerifyVerifiable ||
+	if a.Contract.Verification.Type != contract.VerifyAdvisory || b.Contract.Verification.Type != contract.VerifyVerifiable ||
 		len(b.Contract.Verification.Criteria) != 1 || b.Contract.Verification.Criteria[0].Description != "the onboarding flow test passes" ||
 		c.State != models.TaskCancelled || len(open) != 0 {
 		t.Fatalf("after the clicks: %s / %+v / %s, %d open", a.Contract.Verification.Type, b.Contract.Verification, c.State, len(open))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // team creates the matrix's agents: one per role, a human builder and a worker.
@@ -76,7 +77,7 @@ func (e *env) blockedTask(title string, goal *int64) *models.Task {
 	e.t.Helper()
 	t, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", GoalID: goal, Assignee: "bot",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100,
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MinLength: 100,
 			Verify: []string{"go test ./..."}, MaxAttempts: 2}}})
 	if err != nil {
 		e.t.Fatal(err)

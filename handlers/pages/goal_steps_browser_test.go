@@ -6,6 +6,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // box is an element's place on the page.
@@ -22,7 +23,7 @@ func TestBrowserGoalParallelSteps(t *testing.T) {
 	lead := e.agents["lead"]
 	step := func(name, group string) models.Step {
 		return models.Step{Name: name, Role: "developer", Brief: "Do " + name + ".", Parallel: group,
-			Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}
+			Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifySkip}}
 	}
 	tpl := &models.Template{Name: "side-by-side", Steps: []models.Step{step("plan", ""), step("api", "build"), step("ui", "build"), step("ship", "")}}
 	if err := e.svc.Templates.SaveTemplate(ctx, lead, tpl); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/sandbox"
@@ -23,7 +24,7 @@ import (
 
 // hiddenTest is the held-out test of TestHeldOutFeedbackTeachesTheFix: its name, its
 // file, its input and its expected value must never reach the worker.
-var hiddenTest = models.HeldOutTest{Path: "calc_hidden_test.go",
+var hiddenTest = contract.HeldOutTest{Path: "calc_hidden_test.go",
 	Content: "package calc\n\nimport \"testing\"\n\nfunc TestAddLargeNumbers(t *testing.T) {\n" +
 		"\tif got := Add(1000, 234); got != 1234 {\n\t\tt.Errorf(\"Add(1000, 234) = %d, want 1234\", got)\n\t}\n}\n"}
 
@@ -83,8 +84,8 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 	must(t, os.Symlink(sharedCache, filepath.Join(cacheDir, "go-build")))
 
 	tk, err := e.svc.Tasks.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: "Make Add add", Brief: "Add must add.", Role: "coder", Assignee: "coder",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 2},
-			Verification: models.Verification{Type: models.VerifyAuto, HeldOut: []models.HeldOutTest{hiddenTest}}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 2},
+			Verification: contract.Verification{Type: contract.VerifyAuto, HeldOut: []contract.HeldOutTest{hiddenTest}}}})
 	must(t, err)
 
 	ws, err := workspace.New(work)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 	"github.com/countersign/countersign/web/pages/inbox"
@@ -177,7 +178,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 }
 
 // completionFacts lists a completion contract exactly as the blocked payload has it.
-func completionFacts(cp models.Completion) []components.DefItem {
+func completionFacts(cp contract.Completion) []components.DefItem {
 	items := []components.DefItem{
 		{Term: "type", Value: string(cp.Type)},
 		{Term: "path", Value: cp.Path, Mono: true},

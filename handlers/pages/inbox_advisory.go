@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/pages/inbox"
 )
 
@@ -59,7 +60,7 @@ func advisoryPromptView(it models.InboxItem, me *models.Agent) *inbox.AdvisoryPr
 }
 
 // criteriaLines writes criteria as the form reads them: "activity: description".
-func criteriaLines(cs []models.Criterion) string {
+func criteriaLines(cs []contract.Criterion) string {
 	lines := make([]string, 0, len(cs))
 	for _, c := range cs {
 		lines = append(lines, c.Activity+": "+c.Description)
@@ -71,7 +72,7 @@ func criteriaLines(cs []models.Criterion) string {
 // "activity: description"; blank lines are skipped. A line without the colon is a
 // field error naming it. lines[i] is the form's line (from 1) of criterion i, so that
 // the service's errors, which count criteria, name the line the person wrote.
-func parseCriteriaLines(text string) (crit []models.Criterion, lines []int, bad string) {
+func parseCriteriaLines(text string) (crit []contract.Criterion, lines []int, bad string) {
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -81,7 +82,7 @@ func parseCriteriaLines(text string) (crit []models.Criterion, lines []int, bad 
 		if !ok {
 			return nil, nil, "line " + strconv.Itoa(i+1) + ": write it as activity: description"
 		}
-		crit = append(crit, models.Criterion{Activity: strings.TrimSpace(act), Description: strings.TrimSpace(desc)})
+		crit = append(crit, contract.Criterion{Activity: strings.TrimSpace(act), Description: strings.TrimSpace(desc)})
 		lines = append(lines, i+1)
 	}
 	return crit, lines, ""

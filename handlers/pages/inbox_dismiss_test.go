@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // advisoryTask creates a worker task that the runner passed as advisory: verified,
@@ -18,7 +19,7 @@ func (e *env) advisoryTask(title string) (*models.Task, models.InboxItem) {
 	e.t.Helper()
 	t, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: title, Brief: "Brief of " + title,
 		Role: "developer", Assignee: "bot",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MaxAttempts: 2}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

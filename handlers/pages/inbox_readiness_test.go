@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // asRunner runs fn as the runner in a transaction on the locked task id.
@@ -36,7 +37,7 @@ func TestInboxNotReadyCheckAgain(t *testing.T) {
 	e := newEnv(t, "sqlite")
 	e.team()
 	tk, err := e.svc.Tasks.CreateTask(e.ctx(), models.System, models.TaskSpec{Title: "Needs a linter", Brief: "Lint it.",
-		Role: "developer", Assignee: "bot", Contract: models.Contract{Completion: models.Completion{Verify: []string{"no-such-tool-xyz --check"}}}})
+		Role: "developer", Assignee: "bot", Contract: contract.Contract{Completion: contract.Completion{Verify: []string{"no-such-tool-xyz --check"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The held-out test of these tests: its path and a marker in its content must never
@@ -28,11 +29,11 @@ func (e *env) judgedTask(title string, pass bool, attempts ...models.Attempt) *m
 	e.t.Helper()
 	ctx := e.ctx()
 	tk, err := e.svc.Tasks.CreateTask(ctx, e.agents["lead"], models.TaskSpec{Title: title, Brief: "Brief of " + title, Role: "developer", Assignee: "bot",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionNone},
-			Verification: models.Verification{Type: models.VerifyVerifiable,
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: "the tests pass"}},
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "the tests pass"}},
 				Protect:  []string{"spec/**"},
-				HeldOut:  []models.HeldOutTest{{Path: pageHeldOutPath, Content: pageHeldOutContent()}}}}})
+				HeldOut:  []contract.HeldOutTest{{Path: pageHeldOutPath, Content: pageHeldOutContent()}}}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/workspace"
@@ -52,8 +53,8 @@ func TestAdvisoryOutputInTheBrowser(t *testing.T) {
 	must(t, e.svc.Agents.CreateAgent(ctx, models.System, &models.Agent{Name: "scribe", Kind: models.KindWorker, Roles: []string{"analyst"},
 		Command: `cat > /dev/null; cp '` + src + `' "$COUNTERSIGN_OUTPUT_PATH" && echo TASK_COMPLETE`}, ""))
 	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Investigate the slow API", Brief: "Find out why the API is slow.", Role: "analyst",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
-			Verification: models.Verification{Type: models.VerifyAdvisory}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
+			Verification: contract.Verification{Type: contract.VerifyAdvisory}}})
 	must(t, err)
 
 	ws, err := workspace.New(work)

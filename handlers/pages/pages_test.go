@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 const xss = `<script>alert(1)</script>`
@@ -58,11 +59,11 @@ func TestPagesRender(t *testing.T) {
 			t.Errorf("inbox misses %q", want)
 		}
 	}
-	if strings.Contains(r.Body, models.TaskIDPlaceholder) {
+	if strings.Contains(r.Body, contract.TaskIDPlaceholder) {
 		t.Error("the inbox shows an unexpanded {task_id}")
 	}
 	// So does the task page's contract.
-	if r = b.get("/tasks/" + itoa64(bt.ID)); strings.Contains(r.Body, models.TaskIDPlaceholder) || !strings.Contains(r.Body, "out/"+itoa64(bt.ID)+".md") {
+	if r = b.get("/tasks/" + itoa64(bt.ID)); strings.Contains(r.Body, contract.TaskIDPlaceholder) || !strings.Contains(r.Body, "out/"+itoa64(bt.ID)+".md") {
 		t.Error("the task page shows an unexpanded {task_id}")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/handlers/internal/handlertest"
 	mcpserver "github.com/countersign/countersign/handlers/mcp"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/workspace"
@@ -50,8 +51,8 @@ func TestQuestionThroughMCPAnsweredInTheBrowser(t *testing.T) {
 		`while [ ! -e '` + goFile + `' ]; do sleep 0.05; done; echo "asked"; exit 1;; esac`
 	must(t, e.svc.Agents.CreateAgent(ctx, models.System, &models.Agent{Name: "asker", Kind: models.KindWorker, Roles: []string{"analyst"}, Command: cmd}, ""))
 	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Deploy the service", Brief: "Deploy it where it belongs.", Role: "analyst",
-		Contract: models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
-			Verification: models.Verification{Type: models.VerifySkip}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out/{task_id}.md", MinLength: 100, DoneToken: "TASK_COMPLETE"},
+			Verification: contract.Verification{Type: contract.VerifySkip}}})
 	must(t, err)
 
 	ws, err := workspace.New(filepath.Join(dir, "work"))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestRecheckFromTheTaskPage: the task page says how the task was verified (the
@@ -93,7 +94,7 @@ func TestGoalPageGatesVerifyOnDeferredChecks(t *testing.T) {
 	}
 	stored.Deferred = &models.DeferredChecks{Status: models.DeferredFailed, Diagnosis: "1 of 1 criteria failed",
 		Output:   "e2e (npm run e2e):\n<b>checkout button missing</b>",
-		Criteria: []models.DeferredCriterion{{TaskID: 1, Criterion: models.Criterion{Activity: "e2e", Description: "checkout works", Timing: models.TimingDeferred}}}}
+		Criteria: []models.DeferredCriterion{{TaskID: 1, Criterion: contract.Criterion{Activity: "e2e", Description: "checkout works", Timing: contract.TimingDeferred}}}}
 	must(t, e.db.UpdateGoal(ctx, stored))
 
 	lead := e.browser().login("lead")

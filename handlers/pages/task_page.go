@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 	"github.com/countersign/countersign/web/pages/task"
@@ -53,7 +54,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State),
-		Contract: models.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
+		Contract: contract.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
 		Facts: taskFacts(t, dir, len(attempts)), Agents: dir.options("— choose —")}
 	for _, h := range t.Contract.Verification.HeldOut {
 		v.HeldOut = append(v.HeldOut, task.HeldOutFile{Path: h.Path, Content: h.Content})
@@ -166,7 +167,7 @@ func ids(list []int64) []string {
 }
 
 // contractFacts lists the contract's key fields, paths expanded for task id.
-func contractFacts(ct models.Contract, id int64) []components.DefItem {
+func contractFacts(ct contract.Contract, id int64) []components.DefItem {
 	cp, vf := ct.Completion.Expanded(id), ct.Verification
 	items := []components.DefItem{
 		{Term: "Completion", Value: string(cp.Type)},
@@ -181,9 +182,9 @@ func contractFacts(ct models.Contract, id int64) []components.DefItem {
 		{Term: "Verification", Value: string(vf.Type)},
 	}
 	switch vf.Workspace {
-	case models.WorkspacePending, models.WorkspacePendingCommands:
+	case contract.WorkspacePending, contract.WorkspacePendingCommands:
 		items = append(items, components.DefItem{Term: "Stacks", Value: "from the workspace, before the first attempt"})
-	case models.WorkspaceDetected:
+	case contract.WorkspaceDetected:
 		stacks := strings.Join(vf.Stacks, ", ")
 		if stacks == "" {
 			stacks = "none recognised: no stack commands"

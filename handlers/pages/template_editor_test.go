@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner"
 )
 
@@ -107,7 +108,7 @@ func TestTemplateEditorPreview(t *testing.T) {
 	res.want(t, http.StatusOK, `data-testid="preview-title"`, "Preview: step 2", `data-testid="step-details-1" open`,
 		"# Task 42: Part 2", "Write the {{thing}} docs.", "## What done looks like", "Where to write", "/workspace/42/out-2.md",
 		"A task for the role role-2, released when step 1 is verified.", "Verified by 1 criterion (unit-test).",
-		"Approved by the runner, verified by the role lead.", models.NoProtocolMessages)
+		"Approved by the runner, verified by the role lead.", contract.NoProtocolMessages)
 	if v, _ := e.db.GetTemplate(context.Background(), "three", 0); v.Version != 1 {
 		t.Fatalf("a preview saved version %d", v.Version)
 	}
@@ -142,9 +143,9 @@ func saveTemplate(t *testing.T, e *admEnv, name string, n int) *models.Template 
 			id = "1" + id
 		}
 		tpl.Steps = append(tpl.Steps, models.Step{Name: "Part " + id, Role: "role-" + id, Brief: "Do part " + id + ".", Verify: "lead",
-			Completion: models.Completion{Path: "{task_id}/out-" + id + ".md"},
-			Verification: models.Verification{Type: models.VerifyVerifiable,
-				Criteria: []models.Criterion{{Activity: "unit-test", Description: "Part " + id + " works"}}}})
+			Completion: contract.Completion{Path: "{task_id}/out-" + id + ".md"},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Part " + id + " works"}}}})
 	}
 	if err := e.svc.Templates.SaveTemplate(context.Background(), models.System, tpl); err != nil {
 		t.Fatal(err)
@@ -164,8 +165,8 @@ func TestPreviewIsTheRunsBrief(t *testing.T) {
 	ctx := context.Background()
 	tpl := saveTemplate(t, e, "runs", 2)
 	tpl.Name = "runs-auto"
-	tpl.Steps[1].Verification = models.Verification{Type: models.VerifyAuto}
-	tpl.Steps[1].Review = &models.Review{Role: "lead", OnExhausted: "proceed_with_warnings"}
+	tpl.Steps[1].Verification = contract.Verification{Type: contract.VerifyAuto}
+	tpl.Steps[1].Review = &contract.Review{Role: "lead", OnExhausted: "proceed_with_warnings"}
 	tpl.Steps[1].Completion.Verify = []string{"go test ./..."}
 	if err := e.svc.Templates.SaveTemplate(ctx, models.System, tpl); err != nil {
 		t.Fatal(err)

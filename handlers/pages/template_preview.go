@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner"
 	tplpage "github.com/countersign/countersign/web/pages/template"
 )
@@ -65,21 +66,43 @@ func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Pre
 
 // contractWords says in a sentence each what step i asks and who signs it off. With
 // task (the step as a run would make it) the contract is the resolved one: defaults
-// filled in, auto criteria generated.
+// filled in, auto criteria generated. Either way it is read normalised
+// (contract.Contract.Normalized), so the defaults are the contract's own.
 func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	st := steps[i]
 	ct := st.Contract()
+	out0 := ""
 	if task != nil {
 		ct = task.Contract
+		out0 = ct.OutputPath(task.ID)
 	}
-	cp, vf := ct.Completion, ct.Verification
+	ct = ct.Normalized()
+	if task == nil {
+		out0 = ct.Completion.Path
+	}
 	role := strings.TrimSpace(st.Role)
 	if role == "" {
 		role = models.DefaultTaskRole
 	}
-	var out []string
+	out := []string{fmt.Sprintf("A task for the role %s, %s.", role, releaseWords(steps, i)),
+		"Done when " + strings.Join(doneWords(ct.Completion, out0), ", ") + "."}
+	out = append(out, checkWords(ct.Verification)...)
+	out = append(out, fmt.Sprintf("Approved by %s, verified by %s.", policyWords(st.Approve), policyWords(st.Verify)))
+	if r := ct.Review; r != nil {
+		then := "the task is blocked"
+		if r.ProceedsWithWarnings() {
+			then = "the task goes on with the review's findings as warnings"
+		}
+		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, plural(r.MaxRounds, "round", "rounds"), then))
+	}
+	cp := ct.Completion
+	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(cp.MaxAttempts, "attempt", "attempts"), cp.Timeout))
+	return out
+}
 
-	// When the step starts.
+// releaseWords says when step i starts.
+func releaseWords(steps []models.Step, i int) string {
+	st := steps[i]
 	release := "released when the run starts"
 	if i > 0 {
 		prev := steps[i-1].Parallel
@@ -95,27 +118,22 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	if st.Parallel != "" && (i == 0 || steps[i-1].Parallel != st.Parallel) {
 		release += fmt.Sprintf("; the steps after it in the parallel group %q run at the same time", st.Parallel)
 	}
-	out = append(out, fmt.Sprintf("A task for the role %s, %s.", role, release))
+	return release
+}
 
-	// What done looks like.
+// doneWords lists what the normalised completion contract cp asks for; out is its
+// output path as shown.
+func doneWords(cp contract.Completion, out string) []string {
 	var done []string
-	typ := cp.Type
-	if typ == "" && strings.TrimSpace(cp.Path) != "" {
-		typ = models.CompletionFile
-	}
-	out0 := cp.Path
-	if task != nil {
-		out0 = ct.OutputPath(task.ID)
-	}
-	switch typ {
-	case models.CompletionFile:
-		s := fmt.Sprintf("the worker writes %s", out0)
+	switch cp.Type {
+	case contract.CompletionFile:
+		s := fmt.Sprintf("the worker writes %s", out)
 		if cp.MinLength > 0 {
 			s += fmt.Sprintf(" (at least %d bytes)", cp.MinLength)
 		}
 		done = append(done, s)
-	case models.CompletionSignal:
-		done = append(done, fmt.Sprintf("the worker writes %s with the signal %q", out0, cp.Signal))
+	case contract.CompletionSignal:
+		done = append(done, fmt.Sprintf("the worker writes %s with the signal %q", out, cp.Signal))
 	default:
 		done = append(done, "the worker exits cleanly")
 	}
@@ -131,18 +149,21 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	if cp.Clean {
 		done = append(done, "leaves no uncommitted changes")
 	}
-	if strings.TrimSpace(cp.Evaluate) != "" {
+	if cp.Evaluate != "" {
 		done = append(done, "an evaluator accepts the output")
 	}
-	out = append(out, "Done when "+strings.Join(done, ", ")+".")
+	return done
+}
 
-	// How it is checked.
+// checkWords says how the normalised verification contract vf checks the work.
+func checkWords(vf contract.Verification) []string {
+	var out []string
 	switch vf.Type {
-	case models.VerifyAdvisory:
+	case contract.VerifyAdvisory:
 		out = append(out, "Advisory: no automated checks; a person reads the output.")
-	case models.VerifySkip:
+	case contract.VerifySkip:
 		out = append(out, fmt.Sprintf("Minimal checks only (%s).", plural(len(vf.Criteria), "criterion", "criteria")))
-	case models.VerifyAuto, "":
+	case contract.VerifyAuto:
 		out = append(out, "Criteria are generated from the task with the project rules when the run starts.")
 	default:
 		acts := make([]string, 0, len(vf.Criteria))
@@ -158,26 +179,6 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 	if n := len(vf.HeldOut) + vf.HeldOutCount; n > 0 {
 		out = append(out, fmt.Sprintf("%s the worker never sees run too.", plural(n, "held-out test", "held-out tests")))
 	}
-	out = append(out, fmt.Sprintf("Approved by %s, verified by %s.", policyWords(st.Approve), policyWords(st.Verify)))
-	if r := ct.Review; r != nil {
-		rounds := r.MaxRounds
-		if rounds <= 0 {
-			rounds = models.MaxReviewRounds
-		}
-		then := "the task is blocked"
-		if r.ProceedsWithWarnings() {
-			then = "the task goes on with the review's findings as warnings"
-		}
-		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, plural(rounds, "round", "rounds"), then))
-	}
-	attempts, timeout := cp.MaxAttempts, cp.Timeout.Duration
-	if attempts <= 0 {
-		attempts = models.DefaultMaxAttempts
-	}
-	if timeout <= 0 {
-		timeout = models.DefaultTimeout
-	}
-	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(attempts, "attempt", "attempts"), models.Duration{Duration: timeout}))
 	return out
 }
 

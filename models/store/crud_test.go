@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 )
 
@@ -145,7 +146,7 @@ func TestGoalsRoundTrip(t *testing.T) {
 			CreatorID: lead.ID, VerifierID: &lead.ID, Notes: "checked", VerifiedAt: tsp(3),
 			CreatedAt: ts(1), UpdatedAt: ts(2), Budget: &models.Budget{MaxCostUSD: ptr(3.5), MaxTokens: ptr(int64(900000))},
 			Deferred: &models.DeferredChecks{Status: models.DeferredPassed, Runner: "r1", StartedAt: tsp(4), FinishedAt: tsp(5),
-				Criteria: []models.DeferredCriterion{{TaskID: 7, Criterion: models.Criterion{Activity: "e2e", Command: "npm run e2e", Timing: models.TimingDeferred}}},
+				Criteria: []models.DeferredCriterion{{TaskID: 7, Criterion: contract.Criterion{Activity: "e2e", Command: "npm run e2e", Timing: contract.TimingDeferred}}},
 				Results:  []models.CriterionResult{{Activity: "e2e", Command: "npm run e2e", Status: models.VerdictPass, Attempts: 1}}},
 		}
 		allSet(t, g, "ID")
@@ -197,25 +198,25 @@ func TestGoalsRoundTrip(t *testing.T) {
 }
 
 // fullContract sets every field of a contract.
-func fullContract() models.Contract {
-	return models.Contract{
-		Completion: models.Completion{
-			Type: models.CompletionFile, Path: "feature/{task_id}/output.md", MinLength: 100,
+func fullContract() contract.Contract {
+	return contract.Contract{
+		Completion: contract.Completion{
+			Type: contract.CompletionFile, Path: "feature/{task_id}/output.md", MinLength: 100,
 			Signal: "approved", DoneToken: "TASK_COMPLETE", Verify: []string{"go test ./...", "go vet ./..."},
-			VerifyTimeout: models.Duration{Duration: 5 * time.Minute}, Evaluate: "Must address every criterion.",
-			MaxAttempts: 2, Timeout: models.Duration{Duration: 30 * time.Minute}, Cooldown: models.Duration{Duration: time.Second},
-			Clean: true, Checklist: &models.Checklist{Path: "TODO.md", Count: 3},
+			VerifyTimeout: contract.Duration{Duration: 5 * time.Minute}, Evaluate: "Must address every criterion.",
+			MaxAttempts: 2, Timeout: contract.Duration{Duration: 30 * time.Minute}, Cooldown: contract.Duration{Duration: time.Second},
+			Clean: true, Checklist: &contract.Checklist{Path: "TODO.md", Count: 3},
 		},
-		Verification: models.Verification{
-			Type: models.VerifyVerifiable,
-			Criteria: []models.Criterion{
+		Verification: contract.Verification{
+			Type: contract.VerifyVerifiable,
+			Criteria: []contract.Criterion{
 				{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle", Timing: "immediate", Command: "go test"},
 				{Activity: "typecheck", Description: "No type errors"},
 				{Activity: "vet", Description: "go vet reports no problems (go.mod found)", Command: "go vet ./...", Stack: "go", Tools: []string{"go"}},
 			},
-			GeneratedFrom: "auto", GeneratedAt: tsp(9), Workspace: models.WorkspaceDetected, Stacks: []string{"go", "node"},
+			GeneratedFrom: "auto", GeneratedAt: tsp(9), Workspace: contract.WorkspaceDetected, Stacks: []string{"go", "node"},
 		},
-		Review: &models.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3, OnExhausted: models.OnExhaustedProceed},
+		Review: &contract.Review{Role: "reviewer", When: []string{"always"}, Every: 2, MaxRounds: 3, OnExhausted: contract.OnExhaustedProceed},
 	}
 }
 
@@ -730,12 +731,14 @@ func TestRules(t *testing.T) {
 		_, err := db.GetRules(ctx)
 		wantCode(t, err, models.ENOTFOUND)
 		r := &models.ProjectRules{
-			Activities:        map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
-			FilePatterns:      []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
-			Always:            []string{"lint"},
-			AdvisoryWords:     []string{"research"},
-			SkipWords:         []string{"docs"},
-			Stacks:            models.DefaultStacks(),
+			Rules: contract.Rules{
+				Activities:    map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
+				FilePatterns:  []contract.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
+				Always:        []string{"lint"},
+				AdvisoryWords: []string{"research"},
+				SkipWords:     []string{"docs"},
+				Stacks:        contract.DefaultStacks(),
+			},
 			Prices:            []models.ModelPrice{{Pattern: "claude-x.*", InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}},
 			PromptForAdvisory: true,
 			Hats:              []models.Hat{{Name: "tester", ConflictsWith: []string{"builder", "reviewer"}}, {Name: "auditor"}},
@@ -744,12 +747,14 @@ func TestRules(t *testing.T) {
 		allSet(t, r)
 		recent(t, r.UpdatedAt)
 		want := &models.ProjectRules{
-			Activities:        map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
-			FilePatterns:      []models.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
-			Always:            []string{"lint"},
-			AdvisoryWords:     []string{"research"},
-			SkipWords:         []string{"docs"},
-			Stacks:            models.DefaultStacks(),
+			Rules: contract.Rules{
+				Activities:    map[string]string{"unit-test": "go test ./...", "lint": "go vet ./..."},
+				FilePatterns:  []contract.FilePatternRule{{Pattern: "*.go", Activities: []string{"unit-test"}, Timing: "immediate"}},
+				Always:        []string{"lint"},
+				AdvisoryWords: []string{"research"},
+				SkipWords:     []string{"docs"},
+				Stacks:        contract.DefaultStacks(),
+			},
 			Prices:            r.Prices,
 			PromptForAdvisory: true,
 			Hats:              r.Hats,

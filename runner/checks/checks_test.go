@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 func wantVerdict(t *testing.T, r models.CheckResult, stage, verdict string, diagContains ...string) {
@@ -162,7 +163,7 @@ func TestIndexToken(t *testing.T) {
 func TestMechanicalFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.md")
-	c := models.Completion{Type: models.CompletionFile, Path: "feature/7/out.md", MinLength: 100}
+	c := contract.Completion{Type: contract.CompletionFile, Path: "feature/7/out.md", MinLength: 100}
 
 	r := Mechanical(c, path, nil)
 	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "output file missing at feature/7/out.md ("+path+")")
@@ -196,13 +197,13 @@ func TestMechanicalFile(t *testing.T) {
 	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "missing")
 
 	// The absolute path alone when the contract names none.
-	c = models.Completion{Type: models.CompletionFile}
+	c = contract.Completion{Type: contract.CompletionFile}
 	r = Mechanical(c, filepath.Join(dir, "nope"), nil)
 	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "output file missing at "+filepath.Join(dir, "nope"))
 }
 
 func TestMechanicalReadErrors(t *testing.T) {
-	c := models.Completion{Type: models.CompletionFile, Path: "o.md"}
+	c := contract.Completion{Type: contract.CompletionFile, Path: "o.md"}
 	perm := func(string) ([]byte, error) { return nil, os.ErrPermission }
 	wantVerdict(t, Mechanical(c, "/ws/o.md", perm), models.StageMechanical, models.VerdictFail, "permission denied")
 	io := func(string) ([]byte, error) { return nil, errors.New("input/output error") }
@@ -212,7 +213,7 @@ func TestMechanicalReadErrors(t *testing.T) {
 func TestMechanicalSignal(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "signal.json")
-	c := models.Completion{Type: models.CompletionSignal, Path: "signal.json", Signal: "approved"}
+	c := contract.Completion{Type: contract.CompletionSignal, Path: "signal.json", Signal: "approved"}
 
 	r := Mechanical(c, path, nil)
 	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "signal file missing at signal.json", `{"signal": "approved"}`)
@@ -239,11 +240,11 @@ func TestMechanicalSignal(t *testing.T) {
 }
 
 func TestMechanicalContractProblems(t *testing.T) {
-	wantVerdict(t, Mechanical(models.Completion{Type: models.CompletionNone}, "", nil), models.StageMechanical, models.VerdictPass)
-	wantVerdict(t, Mechanical(models.Completion{}, "", nil), models.StageMechanical, models.VerdictPass)
-	wantVerdict(t, Mechanical(models.Completion{Type: "mystery"}, "/x", nil), models.StageMechanical, models.VerdictError, `unknown completion type "mystery"`)
-	wantVerdict(t, Mechanical(models.Completion{Type: models.CompletionSignal, Path: "s.json"}, "/x", nil), models.StageMechanical, models.VerdictError, "names no signal value")
-	wantVerdict(t, Mechanical(models.Completion{Type: models.CompletionFile, Path: "o.md"}, "", nil), models.StageMechanical, models.VerdictError, "no output path")
+	wantVerdict(t, Mechanical(contract.Completion{Type: contract.CompletionNone}, "", nil), models.StageMechanical, models.VerdictPass)
+	wantVerdict(t, Mechanical(contract.Completion{}, "", nil), models.StageMechanical, models.VerdictPass)
+	wantVerdict(t, Mechanical(contract.Completion{Type: "mystery"}, "/x", nil), models.StageMechanical, models.VerdictError, `unknown completion type "mystery"`)
+	wantVerdict(t, Mechanical(contract.Completion{Type: contract.CompletionSignal, Path: "s.json"}, "/x", nil), models.StageMechanical, models.VerdictError, "names no signal value")
+	wantVerdict(t, Mechanical(contract.Completion{Type: contract.CompletionFile, Path: "o.md"}, "", nil), models.StageMechanical, models.VerdictError, "no output path")
 }
 
 func write(t *testing.T, path, content string) {

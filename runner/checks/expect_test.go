@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TestExpectedFailures: a results command that exits with status 1 because only the
@@ -29,9 +30,9 @@ func TestExpectedFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			req := VerifyRequest{Dir: t.TempDir(), Criteria: []models.Criterion{{Activity: "unit-test"}},
+			req := VerifyRequest{Dir: t.TempDir(), Criteria: []contract.Criterion{{Activity: "unit-test"}},
 				ActivityCommands: map[string]string{"unit-test": "true"},
-				Results:          map[int]models.TestResults{0: {Format: models.ResultsTAP, Command: c.command}}}
+				Results:          map[int]contract.TestResults{0: {Format: contract.ResultsTAP, Command: c.command}}}
 			if c.expect {
 				req.Expect = &ExpectedFailures{Env: []string{"COUNTERSIGN_CANARY=N"}, Fail: func(n string) bool { return strings.Contains(n, "canary N must fail") }}
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Mechanical checks the completion contract against the file the worker left behind.
@@ -28,27 +29,27 @@ import (
 // readFile defaults to os.ReadFile. A contract the check cannot apply (unknown type,
 // signal without a value, no resolved path) or a read error other than missing,
 // directory or permission is Verdict error: not the worker's fault.
-func Mechanical(c models.Completion, resolvedPath string, readFile func(string) ([]byte, error)) models.CheckResult {
+func Mechanical(c contract.Completion, resolvedPath string, readFile func(string) ([]byte, error)) models.CheckResult {
 	start := time.Now()
 	if readFile == nil {
 		readFile = os.ReadFile
 	}
 	typ := c.Type
 	if typ == "" {
-		typ = models.CompletionNone
+		typ = contract.CompletionNone
 		if strings.TrimSpace(c.Path) != "" {
-			typ = models.CompletionFile
+			typ = contract.CompletionFile
 		}
 	}
 	switch typ {
-	case models.CompletionNone:
+	case contract.CompletionNone:
 		return result(models.StageMechanical, models.VerdictPass, "", start)
-	case models.CompletionFile, models.CompletionSignal:
+	case contract.CompletionFile, contract.CompletionSignal:
 	default:
 		return result(models.StageMechanical, models.VerdictError,
 			fmt.Sprintf("unknown completion type %q in the contract", typ), start)
 	}
-	if typ == models.CompletionSignal && c.Signal == "" {
+	if typ == contract.CompletionSignal && c.Signal == "" {
 		return result(models.StageMechanical, models.VerdictError,
 			"the contract has completion type signal but names no signal value", start)
 	}
@@ -59,19 +60,19 @@ func Mechanical(c models.Completion, resolvedPath string, readFile func(string) 
 
 	where := describePath(c.Path, resolvedPath)
 	what := "output file"
-	if typ == models.CompletionSignal {
+	if typ == contract.CompletionSignal {
 		what = "signal file"
 	}
 	data, err := readFile(resolvedPath)
 	if err != nil {
 		verdict, diag := readFailure(what, where, err)
-		if typ == models.CompletionSignal && verdict == models.VerdictFail {
+		if typ == contract.CompletionSignal && verdict == models.VerdictFail {
 			diag += fmt.Sprintf(`; write a JSON object such as {"signal": %q} there`, c.Signal)
 		}
 		return result(models.StageMechanical, verdict, diag, start)
 	}
 
-	if typ == models.CompletionFile {
+	if typ == contract.CompletionFile {
 		if len(bytes.TrimSpace(data)) == 0 {
 			diag := fmt.Sprintf("%s %s is empty", what, where)
 			if len(data) > 0 {

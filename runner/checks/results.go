@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
 
@@ -29,13 +30,13 @@ func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyR
 	command := j.command
 	var file string
 	var stdout *boundedBuffer
-	if strings.Contains(command, models.ResultsFilePlaceholder) {
+	if strings.Contains(command, contract.ResultsFilePlaceholder) {
 		if req.ResultsDir == "" {
 			run.Err = errors.New("no directory for the results file")
-			return runCheckCommand(ctx, dir, strings.ReplaceAll(command, models.ResultsFilePlaceholder, "/dev/null"), req.Timeout, env, req.Confine, nil), run
+			return runCheckCommand(ctx, dir, strings.ReplaceAll(command, contract.ResultsFilePlaceholder, "/dev/null"), req.Timeout, env, req.Confine, nil), run
 		}
 		file = filepath.Join(req.ResultsDir, fmt.Sprintf("results-%d.out", resultsSeq.Add(1)))
-		command = strings.ReplaceAll(command, models.ResultsFilePlaceholder, shellQuote(file))
+		command = strings.ReplaceAll(command, contract.ResultsFilePlaceholder, shellQuote(file))
 	} else {
 		stdout = &boundedBuffer{max: maxResultsBytes}
 	}

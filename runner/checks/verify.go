@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -53,7 +54,7 @@ type verifyJob struct {
 	criterion                               bool
 	skip                                    string // why it will not run, when set
 	index                                   int    // the criterion's index
-	results                                 *models.TestResults
+	results                                 *contract.TestResults
 }
 
 // Verify runs the contract's verify commands, then each criterion's command
@@ -75,7 +76,7 @@ type verifyJob struct {
 // ends, is Verdict error (infrastructure). With nothing to run the check is skipped.
 // Criterion.Timing is not interpreted here: the caller drops what it wants deferred.
 // Every command runs confined by confine (nil: unconfined): it runs the worker's code.
-func Verify(ctx context.Context, dir string, commands []string, criteria []models.Criterion,
+func Verify(ctx context.Context, dir string, commands []string, criteria []contract.Criterion,
 	activityCommands map[string]string, timeout time.Duration, env []string, confine *worker.Confinement) (models.CheckResult, []models.CriterionResult) {
 	res, results, _ := VerifyWith(ctx, VerifyRequest{Dir: dir, Commands: commands, Criteria: criteria,
 		ActivityCommands: activityCommands, Timeout: timeout, Env: env, Confine: confine})
@@ -87,14 +88,14 @@ func Verify(ctx context.Context, dir string, commands []string, criteria []model
 type VerifyRequest struct {
 	Dir              string
 	Commands         []string
-	Criteria         []models.Criterion
+	Criteria         []contract.Criterion
 	ActivityCommands map[string]string
 	Timeout          time.Duration
 	Env              []string
 	Confine          *worker.Confinement
 	// Results maps a criterion's index to the variant of its command that reports
 	// structured results: that variant runs instead, and its results are parsed.
-	Results map[int]models.TestResults
+	Results map[int]contract.TestResults
 	// ResultsDir is where a results file ({results_file}) is written: a directory
 	// the command may write.
 	ResultsDir string
@@ -105,7 +106,7 @@ type VerifyRequest struct {
 	// HeldOut are the held-out tests the run holds; set, it implies Withhold, and the
 	// diagnosis counts the failed held-out tests instead of naming them (see
 	// withheldFailures): nothing of a held-out test reaches the worker.
-	HeldOut []models.HeldOutTest
+	HeldOut []contract.HeldOutTest
 	// Withheld, when set, receives what withholding kept out of the diagnosis of the
 	// failing command (its failed tests with their whole messages, its last output),
 	// for the people who may read held-out tests; never for the worker.

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/internal/proctest"
 )
 
 func TestVerifyAllPass(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "marker"), "ok")
-	criteria := []models.Criterion{
+	criteria := []contract.Criterion{
 		{Activity: "unit-test", Description: "tests", Command: "test -f marker"},
 		{Activity: "typecheck", Description: "types"},
 	}
@@ -39,7 +40,7 @@ func TestVerifyAllPass(t *testing.T) {
 
 func TestVerifyFailStopsAndSkipsTheRest(t *testing.T) {
 	dir := t.TempDir()
-	criteria := []models.Criterion{
+	criteria := []contract.Criterion{
 		{Activity: "unit-test", Description: "Toggle renders", Command: "echo FAIL: TestToggle >&2; exit 3"},
 		{Activity: "lint", Command: "touch ran-lint"},
 		{Activity: "e2e"}, // no command
@@ -142,7 +143,7 @@ func TestVerifyCancelledContextIsInfrastructure(t *testing.T) {
 }
 
 func TestVerifySkippedCriteria(t *testing.T) {
-	r, crs := Verify(t.Context(), t.TempDir(), nil, []models.Criterion{{Activity: "e2e", Description: "browser"}}, map[string]string{"lint": "true"}, 0, nil, nil)
+	r, crs := Verify(t.Context(), t.TempDir(), nil, []contract.Criterion{{Activity: "e2e", Description: "browser"}}, map[string]string{"lint": "true"}, 0, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictSkipped, "none of the 1 verification item(s) has a command")
 	if crs[0].Status != models.VerdictSkipped || !strings.Contains(crs[0].Error, `activity "e2e"`) {
 		t.Errorf("result = %+v", crs[0])
@@ -153,7 +154,7 @@ func TestVerifySkippedCriteria(t *testing.T) {
 		t.Errorf("results = %+v", crs)
 	}
 	// A criterion without a command does not fail the check when others pass.
-	r, crs = Verify(t.Context(), t.TempDir(), []string{" "}, []models.Criterion{{Activity: "e2e"}, {Activity: "lint"}}, map[string]string{"lint": "true"}, 0, nil, nil)
+	r, crs = Verify(t.Context(), t.TempDir(), []string{" "}, []contract.Criterion{{Activity: "e2e"}, {Activity: "lint"}}, map[string]string{"lint": "true"}, 0, nil, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	if crs[0].Error != "empty verify command" || crs[1].Status != models.VerdictSkipped || crs[2].Status != models.VerdictPass {
 		t.Errorf("results = %+v", crs)
@@ -163,7 +164,7 @@ func TestVerifySkippedCriteria(t *testing.T) {
 func TestVerifyEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("COUNTERSIGN_TEST_SECRET", "s3cret")
-	crit := []models.Criterion{{Activity: "unit-test", Pattern: "Dark$Mode; rm -rf /", Command: `printf '%s|%s|%s|%s' "$COUNTERSIGN_CRITERION_ACTIVITY" "$COUNTERSIGN_CRITERION_PATTERN" "$TASK_ID" "$COUNTERSIGN_TEST_SECRET" > env.txt`}}
+	crit := []contract.Criterion{{Activity: "unit-test", Pattern: "Dark$Mode; rm -rf /", Command: `printf '%s|%s|%s|%s' "$COUNTERSIGN_CRITERION_ACTIVITY" "$COUNTERSIGN_CRITERION_PATTERN" "$TASK_ID" "$COUNTERSIGN_TEST_SECRET" > env.txt`}}
 	r, _ := Verify(t.Context(), dir, nil, crit, nil, time.Minute, []string{"PATH=" + os.Getenv("PATH"), "TASK_ID=42"}, nil)
 	wantVerdict(t, r, models.StageVerify, models.VerdictPass)
 	got, err := os.ReadFile(filepath.Join(dir, "env.txt"))

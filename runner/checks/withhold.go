@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
 
@@ -35,7 +35,7 @@ type Withholding struct {
 
 // NewWithholding reads the names of the tests the held-out files define; nil when
 // there are no held-out tests.
-func NewWithholding(heldOut []models.HeldOutTest) *Withholding {
+func NewWithholding(heldOut []contract.HeldOutTest) *Withholding {
 	if len(heldOut) == 0 {
 		return nil
 	}

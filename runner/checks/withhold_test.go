@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
 
-var withheldTests = []models.HeldOutTest{
+var withheldTests = []contract.HeldOutTest{
 	{Path: "calc_hidden_test.go", Content: "package calc\n\nfunc TestAddLarge(t *testing.T) {\n\tt.Run(\"big\", func(t *testing.T) {})\n}\n\n" +
 		"func (s *Suite) TestSuiteHidden() {}\n"},
 	{Path: "tests/test_hidden.py", Content: "def test_big_sum():\n    assert add(1000, 234) == 1234\n\nclass TestHiddenCase:\n    def testOldStyle(self):\n        pass\n"},
@@ -74,8 +75,8 @@ func TestVerifyWithholdsHeldOutTests(t *testing.T) {
 	}
 	var withheld string
 	res, results, _ := VerifyWith(t.Context(), VerifyRequest{Dir: dir,
-		Criteria: []models.Criterion{{Activity: "unit-test", Command: "ignored"}},
-		Results:  map[int]models.TestResults{0: {Format: "tap", Command: "cat run.tap; sed -n 5p run.tap >&2; exit 1"}},
+		Criteria: []contract.Criterion{{Activity: "unit-test", Command: "ignored"}},
+		Results:  map[int]contract.TestResults{0: {Format: "tap", Command: "cat run.tap; sed -n 5p run.tap >&2; exit 1"}},
 		HeldOut:  withheldTests, Withheld: func(d string) { withheld = d }})
 	if res.Verdict != models.VerdictFail {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Diagnosis)
@@ -110,7 +111,7 @@ func TestVerifyLeavesNoPytestCache(t *testing.T) {
 		req := VerifyRequest{Dir: dir, Commands: []string{"/usr/bin/python3 -m pytest -q"},
 			Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + t.TempDir(), "PYTEST_ADDOPTS=-q"}}
 		if held {
-			req.HeldOut = []models.HeldOutTest{{Path: "test_hidden.py", Content: "def test_big_sum():\n    pass\n"}}
+			req.HeldOut = []contract.HeldOutTest{{Path: "test_hidden.py", Content: "def test_big_sum():\n    pass\n"}}
 		}
 		if res, _, _ := VerifyWith(t.Context(), req); res.Verdict != models.VerdictFail {
 			t.Fatalf("held=%v: %s: %s", held, res.Verdict, res.Diagnosis)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -37,7 +38,7 @@ var checkedBoxRE = regexp.MustCompile(`^\s*[-*+]\s+\[[xX]\]`)
 //
 // git runs confined by confine (nil: unconfined): the repository, its config
 // included, is the worker's.
-func Workspace(ctx context.Context, dir string, clean bool, checklist *models.Checklist, resolve func(string) (string, error), confine *worker.Confinement) models.CheckResult {
+func Workspace(ctx context.Context, dir string, clean bool, checklist *contract.Checklist, resolve func(string) (string, error), confine *worker.Confinement) models.CheckResult {
 	start := time.Now()
 	if !clean && checklist == nil {
 		return result(models.StageWorkspace, models.VerdictSkipped, "the contract asks for no workspace checks", start)
@@ -109,7 +110,7 @@ func checkClean(ctx context.Context, dir string, start time.Time, confine *worke
 }
 
 // checkChecklist counts checked boxes in the checklist file.
-func checkChecklist(dir string, cl *models.Checklist, resolve func(string) (string, error), start time.Time) models.CheckResult {
+func checkChecklist(dir string, cl *contract.Checklist, resolve func(string) (string, error), start time.Time) models.CheckResult {
 	if resolve == nil {
 		resolve = func(p string) (string, error) {
 			if !filepath.IsLocal(p) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // gitRepo makes a real repository with one commit in a temp dir.
@@ -81,7 +82,7 @@ func TestWorkspaceNotARepository(t *testing.T) {
 
 func TestWorkspaceChecklist(t *testing.T) {
 	dir := t.TempDir()
-	cl := &models.Checklist{Path: "tasks.md", Count: 3}
+	cl := &contract.Checklist{Path: "tasks.md", Count: 3}
 
 	r := Workspace(t.Context(), dir, false, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "checklist file tasks.md is missing", "at least 3 checked boxes")
@@ -102,14 +103,14 @@ func TestWorkspaceChecklist(t *testing.T) {
 	wantVerdict(t, Workspace(t.Context(), dir, false, cl, nil, nil), models.StageWorkspace, models.VerdictPass)
 
 	// Outside the workspace is refused by the default resolver.
-	r = Workspace(t.Context(), dir, false, &models.Checklist{Path: "../tasks.md", Count: 1}, nil, nil)
+	r = Workspace(t.Context(), dir, false, &contract.Checklist{Path: "../tasks.md", Count: 1}, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictError, `checklist path "../tasks.md" cannot be resolved`)
 
 	// A custom resolver is used as given.
 	other := t.TempDir()
 	write(t, filepath.Join(other, "list.md"), "- [x] one\n")
 	resolve := func(p string) (string, error) { return filepath.Join(other, p), nil }
-	wantVerdict(t, Workspace(t.Context(), dir, false, &models.Checklist{Path: "list.md", Count: 1}, resolve, nil), models.StageWorkspace, models.VerdictPass)
+	wantVerdict(t, Workspace(t.Context(), dir, false, &contract.Checklist{Path: "list.md", Count: 1}, resolve, nil), models.StageWorkspace, models.VerdictPass)
 }
 
 func TestWorkspaceCleanThenChecklist(t *testing.T) {
@@ -117,7 +118,7 @@ func TestWorkspaceCleanThenChecklist(t *testing.T) {
 	write(t, filepath.Join(dir, "tasks.md"), "- [x] a\n")
 	git(t, dir, "add", ".")
 	git(t, dir, "commit", "-q", "-m", "list")
-	cl := &models.Checklist{Path: "tasks.md", Count: 2}
+	cl := &contract.Checklist{Path: "tasks.md", Count: 2}
 	r := Workspace(t.Context(), dir, true, cl, nil, nil)
 	wantVerdict(t, r, models.StageWorkspace, models.VerdictFail, "has 1 checked box(es)")
 

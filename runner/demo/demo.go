@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 //go:embed scripts/*.sh
@@ -101,9 +102,9 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 		Role:   "developer",
 		GoalID: &g.ID,
 		Verify: "tester", // the runner checks, then a person verifies
-		Contract: models.Contract{
-			Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/notes.md", MinLength: 100, DoneToken: "TASK_COMPLETE", Timeout: minute()},
-			Verification: models.Verification{Type: models.VerifySkip, Criteria: []models.Criterion{outputExists()}},
+		Contract: contract.Contract{
+			Completion:   contract.Completion{Type: contract.CompletionFile, Path: "{task_id}/notes.md", MinLength: 100, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+			Verification: contract.Verification{Type: contract.VerifySkip, Criteria: []contract.Criterion{outputExists()}},
 		},
 	})
 	if err != nil {
@@ -116,7 +117,7 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 // reviewer approves it with a signal file; an advisory investigation lands in the
 // inbox; publishing blocks because the worker admits it needs a person.
 func Template() *models.Template {
-	verifiable := models.Verification{Type: models.VerifyVerifiable, Criteria: []models.Criterion{outputExists()}}
+	verifiable := contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{outputExists()}}
 	return &models.Template{
 		Name:        TemplateName,
 		Description: "Demo: write, review, investigate and publish an onboarding guide.",
@@ -124,25 +125,25 @@ func Template() *models.Template {
 			{
 				Name: "Draft the onboarding guide", Role: "writer",
 				Brief:        "Write the onboarding guide for {{product}}: the steps a new user takes, in order.",
-				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/guide.md", MinLength: 300, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+				Completion:   contract.Completion{Type: contract.CompletionFile, Path: "{task_id}/guide.md", MinLength: 300, DoneToken: "TASK_COMPLETE", Timeout: minute()},
 				Verification: verifiable,
 			},
 			{
 				Name: "Review the guide", Role: "reviewer",
 				Brief:        "Review the onboarding guide and record your verdict.",
-				Completion:   models.Completion{Type: models.CompletionSignal, Path: "{task_id}/review.json", Signal: "approved", Timeout: minute()},
+				Completion:   contract.Completion{Type: contract.CompletionSignal, Path: "{task_id}/review.json", Signal: "approved", Timeout: minute()},
 				Verification: verifiable,
 			},
 			{
 				Name: "Investigate onboarding drop-off", Role: "developer",
 				Brief:        "Investigate where new users of {{product}} drop off during onboarding and recommend a change.",
-				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/findings.md", Timeout: minute()},
-				Verification: models.Verification{Type: models.VerifyAdvisory},
+				Completion:   contract.Completion{Type: contract.CompletionFile, Path: "{task_id}/findings.md", Timeout: minute()},
+				Verification: contract.Verification{Type: contract.VerifyAdvisory},
 			},
 			{
 				Name: "Publish the guide", Role: "ops",
 				Brief:        "Publish the reviewed guide to production.",
-				Completion:   models.Completion{Type: models.CompletionFile, Path: "{task_id}/publish.log", MinLength: 20, DoneToken: "TASK_COMPLETE", Timeout: minute()},
+				Completion:   contract.Completion{Type: contract.CompletionFile, Path: "{task_id}/publish.log", MinLength: 20, DoneToken: "TASK_COMPLETE", Timeout: minute()},
 				Verification: verifiable,
 			},
 		},
@@ -151,12 +152,12 @@ func Template() *models.Template {
 
 // outputExists is the demo's one criterion, with its own command so that the demo
 // does not depend on the project rules' activity commands.
-func outputExists() models.Criterion {
-	return models.Criterion{Activity: "output", Description: "The output file exists and is not empty",
-		Timing: models.TimingImmediate, Command: `test -s "$COUNTERSIGN_OUTPUT_PATH"`}
+func outputExists() contract.Criterion {
+	return contract.Criterion{Activity: "output", Description: "The output file exists and is not empty",
+		Timing: contract.TimingImmediate, Command: `test -s "$COUNTERSIGN_OUTPUT_PATH"`}
 }
 
-func minute() models.Duration { return models.Duration{Duration: time.Minute} }
+func minute() contract.Duration { return contract.Duration{Duration: time.Minute} }
 
 // writeScripts writes the embedded scripts to dir, executable.
 func writeScripts(dir string) error {

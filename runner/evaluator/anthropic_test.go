@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 const testKey = "sk-ant-test-0123456789-secret"
@@ -90,7 +91,7 @@ func (f *fakeMessagesAPI) evaluator(t *testing.T, mut func(*AnthropicConfig)) *A
 var sampleRequest = Request{
 	Brief:        "Write the design note for the dark-mode toggle.",
 	Evaluate:     "Must cover persistence of the preference and the default.",
-	Completion:   models.Completion{Type: models.CompletionFile, Path: "feature/7/output.md", MinLength: 100},
+	Completion:   contract.Completion{Type: contract.CompletionFile, Path: "feature/7/output.md", MinLength: 100},
 	Output:       []byte("# Design\nThe preference is stored in localStorage; default follows the OS.\n"),
 	ContractHash: "c0ffee",
 }

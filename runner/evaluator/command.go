@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -37,13 +37,13 @@ const commandKillGrace = 2 * time.Second
 //
 // The other fields are the request itself for commands that judge on their own.
 type CommandInput struct {
-	Brief        string            `json:"brief"`
-	Evaluate     string            `json:"evaluate"`
-	Completion   models.Completion `json:"completion"`
-	Output       string            `json:"output"`
-	OutputBytes  int               `json:"output_bytes"` // length before bounding
-	ContractHash string            `json:"contract_hash,omitempty"`
-	Prompt       string            `json:"prompt"`
+	Brief        string              `json:"brief"`
+	Evaluate     string              `json:"evaluate"`
+	Completion   contract.Completion `json:"completion"`
+	Output       string              `json:"output"`
+	OutputBytes  int                 `json:"output_bytes"` // length before bounding
+	ContractHash string              `json:"contract_hash,omitempty"`
+	Prompt       string              `json:"prompt"`
 }
 
 // Command evaluates by running a program: the request goes to its stdin as a

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Verdict is an evaluator's judgement of one output.
@@ -46,7 +47,7 @@ type Verdict struct {
 type Request struct {
 	Brief        string
 	Evaluate     string
-	Completion   models.Completion
+	Completion   contract.Completion
 	Output       []byte
 	ContractHash string
 }

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
 
@@ -59,7 +59,7 @@ func NewNonce() string {
 // (relative to root), beside the shallowest of which the canary goes, where the
 // runner collects. A runner that carries no canary, or a workspace with no place for
 // one, gives no files and a Canaries whose Reason says why.
-func NewCanaries(nonce string, res models.TestResults, root string, testFiles []string) ([]File, Canaries) {
+func NewCanaries(nonce string, res contract.TestResults, root string, testFiles []string) ([]File, Canaries) {
 	c := Canaries{Kind: res.Canary, Nonce: nonce}
 	if c.Kind == "" {
 		return nil, Canaries{Reason: fmt.Sprintf("the %s results of %q carry no canary", res.Format, res.Command)}
@@ -67,11 +67,11 @@ func NewCanaries(nonce string, res models.TestResults, root string, testFiles []
 	var f File
 	var ok bool
 	switch c.Kind {
-	case models.CanaryGo:
+	case contract.CanaryGo:
 		f, ok = goCanary(&c, root, testFiles)
-	case models.CanaryPytest:
+	case contract.CanaryPytest:
 		f, ok = pytestCanary(&c, testFiles)
-	case models.CanaryNodeTest, models.CanaryJest, models.CanaryVitest, models.CanaryMocha:
+	case contract.CanaryNodeTest, contract.CanaryJest, contract.CanaryVitest, contract.CanaryMocha:
 		f, ok = jsCanary(&c, root, testFiles)
 	default:
 		return nil, Canaries{Reason: "unknown canary kind " + c.Kind}
@@ -260,17 +260,17 @@ func jsCanarySource(c *Canaries, esm bool) string {
 	gate := fmt.Sprintf("process.env[%q] === %q", EnvCanary, c.Nonce)
 	failBody := `() => { throw new Error("the judge's canary: this test must fail"); }`
 	switch c.Kind {
-	case models.CanaryNodeTest:
+	case contract.CanaryNodeTest:
 		if esm {
 			head += "import test from 'node:test';\n"
 		} else {
 			head += "const test = require('node:test');\n"
 		}
 		return head + fmt.Sprintf("test(%q, { skip: !(%s) }, %s);\ntest(%q, () => {});\n", c.Fail, gate, failBody, c.Pass)
-	case models.CanaryVitest:
+	case contract.CanaryVitest:
 		head += "import { test } from 'vitest';\n"
 		return head + fmt.Sprintf("test.skipIf(!(%s))(%q, %s);\ntest(%q, () => {});\n", gate, c.Fail, failBody, c.Pass)
-	case models.CanaryMocha:
+	case contract.CanaryMocha:
 		return head + fmt.Sprintf("((%s) ? it : it.skip)(%q, %s);\nit(%q, () => {});\n", gate, c.Fail, failBody, c.Pass)
 	}
 	return head + fmt.Sprintf("((%s) ? test : test.skip)(%q, %s);\ntest(%q, () => {});\n", gate, c.Fail, failBody, c.Pass)
@@ -338,7 +338,7 @@ func (c Canaries) FailReportedNotFailed(rep testresults.Report) bool {
 
 // TestFiles lists the files beside which a canary may go: the protected files the
 // base holds and the held-out tests.
-func TestFiles(protected []string, heldOut []models.HeldOutTest) []string {
+func TestFiles(protected []string, heldOut []contract.HeldOutTest) []string {
 	out := append([]string(nil), protected...)
 	for _, h := range heldOut {
 		out = append(out, h.Path)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
@@ -135,12 +136,12 @@ type judged struct {
 // project when canary is set (switched off, neither the files nor the check).
 func judgedRun(t *testing.T, dir string, canary bool) judged {
 	t.Helper()
-	facts, err := models.DetectWorkspace(dir, nil)
+	facts, err := contract.DetectWorkspace(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var match *models.StackMatch
-	for _, m := range models.MatchStacks(models.DefaultRules(), facts) {
+	var match *contract.StackMatch
+	for _, m := range contract.MatchStacks(models.DefaultRules().Rules, facts) {
 		if m.Results != nil {
 			match = &m
 			break
@@ -151,8 +152,8 @@ func judgedRun(t *testing.T, dir string, canary bool) judged {
 	}
 	res := *match.Results
 	var j judged
-	req := checks.VerifyRequest{Dir: dir, Results: map[int]models.TestResults{0: res}, ResultsDir: t.TempDir(), Timeout: 3 * time.Minute,
-		Criteria: []models.Criterion{{Activity: "unit-test", Stack: match.Name, Command: match.Commands[0].Command}}}
+	req := checks.VerifyRequest{Dir: dir, Results: map[int]contract.TestResults{0: res}, ResultsDir: t.TempDir(), Timeout: 3 * time.Minute,
+		Criteria: []contract.Criterion{{Activity: "unit-test", Stack: match.Name, Command: match.Commands[0].Command}}}
 	if canary {
 		var files []File
 		files, j.canaries = NewCanaries(NewNonce(), res, dir, testFilesOf(t, dir))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks/testresults"
 )
 
@@ -33,26 +33,26 @@ func TestNewCanariesPlacement(t *testing.T) {
 	cases := []struct {
 		kind, want, content string
 	}{
-		{models.CanaryGo, "pkg/zz_countersign_canary_N_test.go", "package pkg_test"},
-		{models.CanaryPytest, "tests/test_countersign_canary_N.py", "def test_countersign_canary_N_must_fail"},
-		{models.CanaryNodeTest, "web/src/countersign-canary-N.spec.mjs", "import test from 'node:test'"},
-		{models.CanaryVitest, "web/src/countersign-canary-N.spec.mjs", "from 'vitest'"},
-		{models.CanaryJest, "web/src/countersign-canary-N.spec.mjs", "? test : test.skip"},
-		{models.CanaryMocha, "web/src/countersign-canary-N.spec.mjs", "? it : it.skip"},
+		{contract.CanaryGo, "pkg/zz_countersign_canary_N_test.go", "package pkg_test"},
+		{contract.CanaryPytest, "tests/test_countersign_canary_N.py", "def test_countersign_canary_N_must_fail"},
+		{contract.CanaryNodeTest, "web/src/countersign-canary-N.spec.mjs", "import test from 'node:test'"},
+		{contract.CanaryVitest, "web/src/countersign-canary-N.spec.mjs", "from 'vitest'"},
+		{contract.CanaryJest, "web/src/countersign-canary-N.spec.mjs", "? test : test.skip"},
+		{contract.CanaryMocha, "web/src/countersign-canary-N.spec.mjs", "? it : it.skip"},
 	}
 	for _, c := range cases {
-		got, can := NewCanaries("N", models.TestResults{Canary: c.kind}, root, files)
+		got, can := NewCanaries("N", contract.TestResults{Canary: c.kind}, root, files)
 		if len(got) != 1 || got[0].Rel != c.want || !strings.Contains(string(got[0].Content), c.content) || can.Kind != c.kind {
 			t.Errorf("%s: %+v %+v, want %s holding %q", c.kind, got, can, c.want, c.content)
 		}
 	}
-	if got, can := NewCanaries("N", models.TestResults{Format: "cargo-test", Command: "cargo test"}, root, files); got != nil || can.Kind != "" || !strings.Contains(can.Reason, "carry no canary") {
+	if got, can := NewCanaries("N", contract.TestResults{Format: "cargo-test", Command: "cargo test"}, root, files); got != nil || can.Kind != "" || !strings.Contains(can.Reason, "carry no canary") {
 		t.Errorf("cargo: %+v %+v", got, can)
 	}
-	if got, can := NewCanaries("N", models.TestResults{Canary: models.CanaryGo}, root, []string{"held_out_test.go"}); got != nil || !strings.Contains(can.Reason, "no go test file") {
+	if got, can := NewCanaries("N", contract.TestResults{Canary: contract.CanaryGo}, root, []string{"held_out_test.go"}); got != nil || !strings.Contains(can.Reason, "no go test file") {
 		t.Errorf("go without a readable test file: %+v %+v", got, can)
 	}
-	if got, _ := NewCanaries("N", models.TestResults{Canary: models.CanaryPytest}, root, nil); len(got) != 1 || got[0].Rel != "test_countersign_canary_N.py" {
+	if got, _ := NewCanaries("N", contract.TestResults{Canary: contract.CanaryPytest}, root, nil); len(got) != 1 || got[0].Rel != "test_countersign_canary_N.py" {
 		t.Errorf("pytest with no test file: %+v", got)
 	}
 	if a, b := NewNonce(), NewNonce(); len(a) != 16 || a == b {
@@ -64,7 +64,7 @@ func TestNewCanariesPlacement(t *testing.T) {
 // once is honest; anything else is tampering, and a failure is expected only of the
 // must-fail canary.
 func TestCanaryCheck(t *testing.T) {
-	c := Canaries{Kind: models.CanaryGo, Nonce: "N", Fail: "TestCanaryNMustFail", Pass: "TestCanaryNMustPass"}
+	c := Canaries{Kind: contract.CanaryGo, Nonce: "N", Fail: "TestCanaryNMustFail", Pass: "TestCanaryNMustPass"}
 	res := func(fail, pass testresults.Status, extra ...testresults.Result) testresults.Report {
 		var rs []testresults.Result
 		if fail != "" {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The judge's environment.
@@ -58,7 +58,7 @@ type EnvOptions struct {
 	// Dir is the directory being judged; no PATH entry lies inside it.
 	Dir string
 	// Stacks are the project rules' stacks: their JudgeEnv and JudgeConnect apply.
-	Stacks []models.Stack
+	Stacks []contract.Stack
 	// Path are the PATH candidates (DefaultPath when nil), filtered by JudgePath.
 	Path []string
 	// Untrusted are hierarchies a worker may write (the workspaces root, agents'
@@ -120,7 +120,7 @@ func NewEnv(opt EnvOptions) (*Env, error) {
 			if !ok || k == "" || slices.Contains(reservedKeys, k) {
 				continue
 			}
-			usesGoCache = usesGoCache || strings.Contains(v, models.JudgeGoCache)
+			usesGoCache = usesGoCache || strings.Contains(v, contract.JudgeGoCache)
 			if err := e.makeEtcFiles(v); err != nil {
 				_ = os.RemoveAll(run)
 				return nil, err
@@ -196,15 +196,15 @@ func (e *Env) baseVars(path []string) []string {
 
 // expand replaces the placeholders of a JudgeEnv value with the run's places.
 func (e *Env) expand(v string) string {
-	return strings.NewReplacer(models.JudgeHome, e.Home, models.JudgeTmp, e.Tmp, models.JudgeEtc, e.Etc,
-		models.JudgeGoCache, e.GoCache, models.JudgeGoModCache, e.GoModCache, models.JudgePySite, e.PySite).Replace(v)
+	return strings.NewReplacer(contract.JudgeHome, e.Home, contract.JudgeTmp, e.Tmp, contract.JudgeEtc, e.Etc,
+		contract.JudgeGoCache, e.GoCache, contract.JudgeGoModCache, e.GoModCache, contract.JudgePySite, e.PySite).Replace(v)
 }
 
 // makeEtcFiles makes, empty, each {etc}/name file a value names: a configuration file
 // the run reads (npm's user config) and cannot write.
 func (e *Env) makeEtcFiles(v string) error {
 	for _, part := range strings.Split(v, ":") {
-		name, ok := strings.CutPrefix(part, models.JudgeEtc+"/")
+		name, ok := strings.CutPrefix(part, contract.JudgeEtc+"/")
 		if !ok {
 			continue
 		}

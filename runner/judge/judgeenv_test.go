@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 func envMap(vars []string) map[string]string {
@@ -30,8 +30,8 @@ func TestEnvIsBuiltFromNothingTheWorkerWrote(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	root, dir := t.TempDir(), t.TempDir()
-	stacks := models.DefaultStacks()
-	stacks = append(stacks, models.Stack{Name: "evil", JudgeEnv: []string{"PATH=/tmp", "HOME=/tmp", "TMPDIR=/tmp"}})
+	stacks := contract.DefaultStacks()
+	stacks = append(stacks, contract.Stack{Name: "evil", JudgeEnv: []string{"PATH=/tmp", "HOME=/tmp", "TMPDIR=/tmp"}})
 	e1, err := NewEnv(EnvOptions{Root: root, Dir: dir, Stacks: stacks, GoCache: t.TempDir()})
 	must(t, err)
 	defer e1.Close()
@@ -41,7 +41,7 @@ func TestEnvIsBuiltFromNothingTheWorkerWrote(t *testing.T) {
 	m := envMap(e1.Vars())
 	allowed := []string{"PATH", "HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
 		"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_TERMINAL_PROMPT", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME"}
-	for _, st := range models.DefaultStacks() {
+	for _, st := range contract.DefaultStacks() {
 		for _, kv := range st.JudgeEnv {
 			k, _, _ := strings.Cut(kv, "=")
 			allowed = append(allowed, k)
@@ -112,7 +112,7 @@ func TestJudgePathDropsWhatAWorkerCouldWrite(t *testing.T) {
 func TestGoCacheLayerKeepsRunsApart(t *testing.T) {
 	root, dir, shared := t.TempDir(), t.TempDir(), t.TempDir()
 	must(t, os.WriteFile(filepath.Join(shared, "warm"), []byte("judge"), 0o640))
-	stacks := models.DefaultStacks()
+	stacks := contract.DefaultStacks()
 	e1, err := NewEnv(EnvOptions{Root: root, Dir: dir, Stacks: stacks, GoCache: shared})
 	must(t, err)
 	if !e1.Overlay {

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // protectedBy says how the default rules protect rel for a task of stacks (with the
 // dependency pins unless depsMayChange): "" when not at all, "whole", or the parts
 // ("package.json#.devDependencies").
 func protectedBy(stacks []string, depsMayChange bool, rel string) string {
-	v := models.Verification{Stacks: stacks, DependenciesMayChange: depsMayChange}
+	v := contract.Verification{Stacks: stacks, DependenciesMayChange: depsMayChange}
 	rules := ParseRules(models.DefaultRules().ProtectedFor(v))
 	whole, parts := classify(rules, rel)
 	if whole {
@@ -115,8 +116,8 @@ func TestDependencyPinsFollowTheContract(t *testing.T) {
 		}
 	}
 	rules := models.DefaultRules()
-	facts := models.WorkspaceFacts{Files: []string{"package.json", "package-lock.json", "go.mod", "requirements.txt"}}
-	v := models.Verification{Stacks: []string{"go", "node", "python"}, DependenciesMayChange: true}
+	facts := contract.WorkspaceFacts{Files: []string{"package.json", "package-lock.json", "go.mod", "requirements.txt"}}
+	v := contract.Verification{Stacks: []string{"go", "node", "python"}, DependenciesMayChange: true}
 	var cmds []string
 	for _, in := range rules.InstallFor(v, facts) {
 		cmds = append(cmds, in.Command)

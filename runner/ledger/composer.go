@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Composer implements models.LedgerComposer: the service calls it inside the
@@ -21,7 +22,7 @@ const RunnerName = "runner"
 // ContractHash returns the SHA-384 hex of the JSON encoding of c: the "contract"
 // field of task.complete. The contract is fixed before delegation, so the hash names
 // exactly what the work was checked against.
-func ContractHash(c models.Contract) (string, error) {
+func ContractHash(c contract.Contract) (string, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("ledger: encode contract: %w", err)

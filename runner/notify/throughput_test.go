@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner"
@@ -38,9 +39,9 @@ func (f *finished) Dispatched(time.Duration)          {}
 func (f *finished) AttemptFinished(outcome, _ string) { f.n.Add(1) }
 
 // blockingContract asks for a file the no-op worker never writes, with one attempt.
-func blockingContract() models.Contract {
-	return models.Contract{Completion: models.Completion{Type: models.CompletionFile, Path: "out-{task_id}.md", MaxAttempts: 1},
-		Verification: models.Verification{Type: models.VerifySkip}}
+func blockingContract() contract.Contract {
+	return contract.Contract{Completion: contract.Completion{Type: contract.CompletionFile, Path: "out-{task_id}.md", MaxAttempts: 1},
+		Verification: contract.Verification{Type: contract.VerifySkip}}
 }
 
 // poolRun runs n blocking tasks through a fresh pool (4 workers of concurrency 4) on a
@@ -55,7 +56,7 @@ func poolRun(tb testing.TB, dialect string, n int, hole string, timeout time.Dur
 	svc := models.NewService(db, ledger.Composer{})
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	must(tb, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
-	must(tb, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}))
+	must(tb, svc.Templates.SaveRules(ctx, boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}))
 	if hole != "" {
 		hooks, err := models.NewWebhooks(svc)
 		must(tb, err)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner/ledger"
 )
@@ -60,7 +61,7 @@ func openSite(ctx context.Context, cfg store.Config, concurrency int) (s *site, 
 	if err = s.svc.CreateAgent(ctx, models.System, s.boss, ""); err != nil {
 		return nil, err
 	}
-	if err = s.svc.SaveRules(ctx, s.boss, &models.ProjectRules{Activities: map[string]string{"unit-test": "true"}}); err != nil {
+	if err = s.svc.SaveRules(ctx, s.boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}); err != nil {
 		return nil, err
 	}
 	w := &models.Agent{Name: "bench", Kind: models.KindWorker, Roles: []string{workerRole}, Command: Command, Concurrency: concurrency}

@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func validateStacks(stacks []Stack, fe *FieldErrors) {
 			fe.Add(key+".protect", fmt.Sprintf("at most %d paths", maxStackEntries))
 		}
 		for j, p := range st.Protect {
-			if len(p) > maxPathLen || !validProtectGlob(p) {
+			if len(p) > MaxPathLen || !validProtectGlob(p) {
 				fe.Add(key+".protect["+strconv.Itoa(j)+"]", "must be a relative glob with forward slashes and no '..' (*_test.go, tests/**)")
 			}
 		}
@@ -95,7 +95,7 @@ func validateProtectList(key string, pats []string, fe *FieldErrors) {
 		fe.Add(key, fmt.Sprintf("at most %d paths", maxStackEntries))
 	}
 	for j, p := range pats {
-		if len(p) > maxPathLen || !validProtectGlob(p) {
+		if len(p) > MaxPathLen || !validProtectGlob(p) {
 			fe.Add(key+"["+strconv.Itoa(j)+"]", "must be a relative glob with forward slashes and no '..' (go.sum, vendor/**, go.mod#replace)")
 		}
 	}

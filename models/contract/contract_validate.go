@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"crypto/sha512"
@@ -64,8 +64,10 @@ const (
 	maxEvaluateLen    = 20000
 	maxCriteria       = 50
 	maxTokenLen       = 200
-	maxPathLen        = 1024
 )
+
+// MaxPathLen bounds a path in a contract (and a workspace directory).
+const MaxPathLen = 1024
 
 // Normalize puts the contract in its canonical form: trims and lower-cases names,
 // infers an empty completion type (file when a path is given, none otherwise, the
@@ -77,10 +79,62 @@ const (
 // so that Validate names it.
 func (c *Contract) Normalize() {
 	c.Verification.HeldOutCount = 0 // a redacted contract's count is never stored
-	for i, p := range c.Verification.Protect {
-		c.Verification.Protect[i] = strings.TrimSpace(p)
+	c.Completion.normalize()
+	c.Verification.normalize()
+	if c.Review != nil {
+		r := *c.Review
+		r.normalize()
+		c.Review = &r
 	}
-	cp := &c.Completion
+}
+
+// Normalized returns a normalised deep copy of c, c itself untouched: what every
+// renderer (the worker's brief, the template preview) shows, so that none works out
+// the defaults again. Unlike Normalize it keeps HeldOutCount, which a redacted
+// contract tells its reader although it is never stored.
+func (c Contract) Normalized() Contract {
+	out := c.Clone()
+	out.Normalize()
+	out.Verification.HeldOutCount = c.Verification.HeldOutCount
+	return out
+}
+
+// Clone returns a deep copy of c: the copy shares no slice, map or pointer with c.
+func (c Contract) Clone() Contract {
+	out := c
+	cp := &out.Completion
+	cp.Verify = slices.Clone(cp.Verify)
+	cp.Checklist = clonePtr(cp.Checklist)
+	v := &out.Verification
+	v.Criteria = slices.Clone(v.Criteria)
+	for i := range v.Criteria {
+		v.Criteria[i].Tools = slices.Clone(v.Criteria[i].Tools)
+	}
+	v.GeneratedAt = clonePtr(v.GeneratedAt)
+	v.Stacks, v.Protect, v.HeldOut = slices.Clone(v.Stacks), slices.Clone(v.Protect), slices.Clone(v.HeldOut)
+	if c.Review != nil {
+		r := *c.Review
+		r.When = slices.Clone(r.When)
+		out.Review = &r
+	}
+	if c.Budget != nil {
+		b := Budget{MaxCostUSD: clonePtr(c.Budget.MaxCostUSD), MaxTokens: clonePtr(c.Budget.MaxTokens)}
+		out.Budget = &b
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// normalize is Normalize's part for the completion contract: the type inferred, the
+// default output path, the budget defaults.
+func (cp *Completion) normalize() {
 	cp.Type = CompletionType(strings.ToLower(strings.TrimSpace(string(cp.Type))))
 	cp.Path = strings.TrimSpace(cp.Path)
 	cp.Signal = strings.TrimSpace(cp.Signal)
@@ -121,8 +175,14 @@ func (c *Contract) Normalize() {
 		cl.Path = strings.TrimSpace(cl.Path)
 		cp.Checklist = &cl
 	}
+}
 
-	v := &c.Verification
+// normalize is Normalize's part for the verification contract: canonical case, an
+// empty type auto.
+func (v *Verification) normalize() {
+	for i, p := range v.Protect {
+		v.Protect[i] = strings.TrimSpace(p)
+	}
 	v.Type = VerificationType(strings.ToLower(strings.TrimSpace(string(v.Type))))
 	if v.Type == "" {
 		v.Type = VerifyAuto
@@ -149,24 +209,24 @@ func (c *Contract) Normalize() {
 		}
 		v.Criteria = crit
 	}
+}
 
-	if c.Review != nil {
-		r := *c.Review
-		r.Role = strings.ToLower(strings.TrimSpace(r.Role))
-		r.OnExhausted = strings.ToLower(strings.TrimSpace(r.OnExhausted))
-		if r.MaxRounds == 0 {
-			r.MaxRounds = MaxReviewRounds
+// normalize is Normalize's part for a review: canonical case, max_rounds 3 and when
+// [always] by default.
+func (r *Review) normalize() {
+	r.Role = strings.ToLower(strings.TrimSpace(r.Role))
+	r.OnExhausted = strings.ToLower(strings.TrimSpace(r.OnExhausted))
+	if r.MaxRounds == 0 {
+		r.MaxRounds = MaxReviewRounds
+	}
+	if len(r.When) == 0 {
+		r.When = []string{ReviewAlways}
+	} else {
+		w := make([]string, len(r.When))
+		for i, s := range r.When {
+			w[i] = strings.ToLower(strings.TrimSpace(s))
 		}
-		if len(r.When) == 0 {
-			r.When = []string{ReviewAlways}
-		} else {
-			w := make([]string, len(r.When))
-			for i, s := range r.When {
-				w[i] = strings.ToLower(strings.TrimSpace(s))
-			}
-			r.When = w
-		}
-		c.Review = &r
+		r.When = w
 	}
 }
 
@@ -277,8 +337,8 @@ func checkDuration(fe *FieldErrors, key string, d Duration) {
 // after cleaning, so "a/../../b" is refused while "a/../b" is fine.
 func workspacePathProblem(p string) string {
 	switch {
-	case len(p) > maxPathLen:
-		return fmt.Sprintf("must be at most %d characters", maxPathLen)
+	case len(p) > MaxPathLen:
+		return fmt.Sprintf("must be at most %d characters", MaxPathLen)
 	case strings.ContainsRune(p, 0):
 		return "must not contain NUL"
 	case !utf8.ValidString(p):
@@ -358,7 +418,7 @@ func (v *Verification) validate(fe *FieldErrors) {
 func (r *Review) validate(fe *FieldErrors) {
 	if strings.TrimSpace(r.Role) == "" {
 		fe.Add("review.role", "is required: the role of the reviewer agent")
-	} else if !roleRE.MatchString(r.Role) {
+	} else if !ValidRole(r.Role) {
 		fe.Add("review.role", "must be 1-32 lower-case letters, digits, '_' or '-'")
 	}
 	if r.MaxRounds < 0 {

@@ -1,7 +1,8 @@
-package models
+package contract
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ func TestRulesDefaultValid(t *testing.T) {
 
 // textRules are rules without stacks, as projects saved them before stacks existed
 // (the old Go defaults): generation works from the text alone.
-func textRules() ProjectRules {
+func textRules() Rules {
 	r := DefaultRules()
 	r.Stacks = nil
 	r.Activities = map[string]string{
@@ -53,31 +54,31 @@ func textRules() ProjectRules {
 func TestRulesValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(r *ProjectRules)
+		edit  func(r *Rules)
 		field string
 	}{
-		{"no activities", func(r *ProjectRules) { r.Activities = nil; r.FilePatterns = nil; r.Always = nil }, "activities"},
-		{"bad activity name", func(r *ProjectRules) { r.Activities["Unit Test"] = "x" }, "activities.Unit Test"},
-		{"empty command", func(r *ProjectRules) { r.Activities["lint"] = "  " }, "activities.lint"},
-		{"long command", func(r *ProjectRules) { r.Activities["lint"] = strings.Repeat("x", 5000) }, "activities.lint"},
-		{"NUL command", func(r *ProjectRules) { r.Activities["lint"] = "a\x00" }, "activities.lint"},
-		{"empty pattern", func(r *ProjectRules) { r.FilePatterns[1].Pattern = "" }, "file_patterns[1].pattern"},
-		{"bad glob", func(r *ProjectRules) { r.FilePatterns[0].Pattern = "[a-" }, "file_patterns[0].pattern"},
-		{"backslash glob", func(r *ProjectRules) { r.FilePatterns[0].Pattern = `src\*.go` }, "file_patterns[0].pattern"},
-		{"no activities in pattern", func(r *ProjectRules) { r.FilePatterns[2].Activities = nil }, "file_patterns[2].activities"},
-		{"unknown activity in pattern", func(r *ProjectRules) { r.FilePatterns[4].Activities = []string{"frontend-test", "fuzz"} }, "file_patterns[4].activities[1]"},
-		{"bad timing", func(r *ProjectRules) { r.FilePatterns[0].Timing = "soon" }, "file_patterns[0].timing"},
-		{"unknown always", func(r *ProjectRules) { r.Always = append(r.Always, "vibes") }, "always[2]"},
-		{"bad advisory word", func(r *ProjectRules) { r.AdvisoryWords = append(r.AdvisoryWords, "look into!") }, "advisory_words[22]"},
-		{"upper-case skip word", func(r *ProjectRules) { r.SkipWords[0] = "README" }, "skip_words[0]"},
-		{"word in both lists", func(r *ProjectRules) { r.SkipWords = append(r.SkipWords, "plan") }, "skip_words[9]"},
-		{"too many patterns", func(r *ProjectRules) {
+		{"no activities", func(r *Rules) { r.Activities = nil; r.FilePatterns = nil; r.Always = nil }, "activities"},
+		{"bad activity name", func(r *Rules) { r.Activities["Unit Test"] = "x" }, "activities.Unit Test"},
+		{"empty command", func(r *Rules) { r.Activities["lint"] = "  " }, "activities.lint"},
+		{"long command", func(r *Rules) { r.Activities["lint"] = strings.Repeat("x", 5000) }, "activities.lint"},
+		{"NUL command", func(r *Rules) { r.Activities["lint"] = "a\x00" }, "activities.lint"},
+		{"empty pattern", func(r *Rules) { r.FilePatterns[1].Pattern = "" }, "file_patterns[1].pattern"},
+		{"bad glob", func(r *Rules) { r.FilePatterns[0].Pattern = "[a-" }, "file_patterns[0].pattern"},
+		{"backslash glob", func(r *Rules) { r.FilePatterns[0].Pattern = `src\*.go` }, "file_patterns[0].pattern"},
+		{"no activities in pattern", func(r *Rules) { r.FilePatterns[2].Activities = nil }, "file_patterns[2].activities"},
+		{"unknown activity in pattern", func(r *Rules) { r.FilePatterns[4].Activities = []string{"frontend-test", "fuzz"} }, "file_patterns[4].activities[1]"},
+		{"bad timing", func(r *Rules) { r.FilePatterns[0].Timing = "soon" }, "file_patterns[0].timing"},
+		{"unknown always", func(r *Rules) { r.Always = append(r.Always, "vibes") }, "always[2]"},
+		{"bad advisory word", func(r *Rules) { r.AdvisoryWords = append(r.AdvisoryWords, "look into!") }, "advisory_words[22]"},
+		{"upper-case skip word", func(r *Rules) { r.SkipWords[0] = "README" }, "skip_words[0]"},
+		{"word in both lists", func(r *Rules) { r.SkipWords = append(r.SkipWords, "plan") }, "skip_words[9]"},
+		{"too many patterns", func(r *Rules) {
 			r.FilePatterns = make([]FilePatternRule, 201)
 			for i := range r.FilePatterns {
 				r.FilePatterns[i] = FilePatternRule{Pattern: "*.go", Activities: []string{"lint"}}
 			}
 		}, "file_patterns"},
-		{"too many words", func(r *ProjectRules) {
+		{"too many words", func(r *Rules) {
 			r.SkipWords = make21("x")
 			r.SkipWords = append(r.SkipWords, make([]string, 190)...)
 		}, "skip_words"},
@@ -173,7 +174,7 @@ func TestGenerateCriteria(t *testing.T) {
 		t.Errorf("%+v", v)
 	}
 	// Rules with an activity no command is defined for, and without unit-test.
-	r := ProjectRules{Always: []string{"smoke"}, FilePatterns: []FilePatternRule{{Pattern: "*.py", Activities: []string{"pytest", ""}}}}
+	r := Rules{Always: []string{"smoke"}, FilePatterns: []FilePatternRule{{Pattern: "*.py", Activities: []string{"pytest", ""}}}}
 	v = Generate("Add endpoint", "", []string{"api.py"}, r, genNow)
 	if len(v.Criteria) != 2 || v.Criteria[0].Description != "smoke passes" || v.Criteria[1].Activity != "pytest" || v.Criteria[1].Command != "" {
 		t.Errorf("%+v", v.Criteria)
@@ -255,7 +256,7 @@ func TestGenerateResolveContract(t *testing.T) {
 	}
 	// An explicit skip gets no generated criteria, whatever the rules: not even the
 	// Always activities an auto-classified skip gets.
-	for _, r := range []ProjectRules{rules, DefaultRules()} {
+	for _, r := range []Rules{rules, DefaultRules()} {
 		got = ResolveContract(Contract{Verification: Verification{Type: " Skip "}}, "Fix the parser", "in parser.go", []string{"a.go"}, r, genNow)
 		if got.Verification.Type != VerifySkip || len(got.Verification.Criteria) != 0 || got.Verification.Workspace != "" || got.Verification.GeneratedAt != nil {
 			t.Errorf("explicit skip: %+v", got.Verification)
@@ -376,4 +377,13 @@ func BenchmarkGenerate(b *testing.B) {
 	for b.Loop() {
 		Generate("Add dark mode toggle", desc, files, rules, genNow)
 	}
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,4 +1,4 @@
-package models
+package contract
 
 import "slices"
 
@@ -11,7 +11,7 @@ var AlwaysProtected = []string{".github/workflows/**", ".gitlab-ci.yml", ".pre-c
 // stacks its workspace matched (v.Stacks, as the rules define them now) with their
 // dependency pins unless v.DependenciesMayChange, the contract's own (v.Protect) and
 // AlwaysProtected, sorted, without repeats.
-func (r ProjectRules) ProtectedFor(v Verification) []string {
+func (r Rules) ProtectedFor(v Verification) []string {
 	out := slices.Clone(AlwaysProtected)
 	for _, st := range r.Stacks {
 		if slices.Contains(v.Stacks, st.Name) {
@@ -29,7 +29,7 @@ func (r ProjectRules) ProtectedFor(v Verification) []string {
 // TestResultsFor returns how to read structured results for criterion c: the first
 // Results entry of c's stack whose conditions hold in the workspace. Only a stack's
 // unit-test criterion has one; ok is false for anything else, or when no entry applies.
-func (r ProjectRules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestResults, bool) {
+func (r Rules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestResults, bool) {
 	if c.Stack == "" || c.Activity != "unit-test" {
 		return TestResults{}, false
 	}
@@ -49,7 +49,7 @@ func (r ProjectRules) TestResultsFor(c Criterion, facts WorkspaceFacts) (TestRes
 // PinsFor lists the dependency pins (Stack.Pins) of the stacks v's workspace matched,
 // sorted, without repeats, whether or not v lets them change: the files whose changes
 // the judge reports as dependencies (runner/judge.ChangedDependencies) when they may.
-func (r ProjectRules) PinsFor(v Verification) []string {
+func (r Rules) PinsFor(v Verification) []string {
 	var out []string
 	for _, st := range r.Stacks {
 		if slices.Contains(v.Stacks, st.Name) {
@@ -65,7 +65,7 @@ func (r ProjectRules) PinsFor(v Verification) []string {
 // matched (v.Stacks), in the rules' order, the first Install entry whose conditions
 // hold. It is empty unless v.DependenciesMayChange: with the pins protected the
 // judge's dependency trees are the base's and nothing needs installing.
-func (r ProjectRules) InstallFor(v Verification, facts WorkspaceFacts) []InstallCommand {
+func (r Rules) InstallFor(v Verification, facts WorkspaceFacts) []InstallCommand {
 	if !v.DependenciesMayChange {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"encoding/json"
@@ -29,26 +29,38 @@ const NoProtocolMessages = "Do not post any completion or protocol messages (tas
 // must exit 0, the evaluation criteria, the verification criteria as a numbered list
 // with activity, description and timing, the review, the budget, and the instruction
 // not to post protocol messages. It is Markdown-flavoured text without raw JSON, except
-// the example of the signal file a signal contract asks for. Unset values are shown
-// with their defaults (see Contract.Normalize).
+// the example of the signal file a signal contract asks for. It renders the
+// normalised contract (Contract.Normalized), so unset values are shown with their
+// defaults.
 func RenderContract(c Contract, taskID int64) string {
+	n := c.Normalized()
 	var b strings.Builder
-	cp := c.Completion
 	b.WriteString("## What done looks like\n\n")
-
-	typ := CompletionType(strings.ToLower(strings.TrimSpace(string(cp.Type))))
-	if typ == "" {
-		typ = CompletionNone
-		if strings.TrimSpace(cp.Path) != "" {
-			typ = CompletionFile
-		}
+	renderCompletion(&b, n, taskID)
+	b.WriteString("\n## Verification contract\n\n")
+	renderVerification(&b, n.Verification)
+	if r := n.Review; r != nil {
+		fmt.Fprintf(&b, "\nA reviewer with the role %s will review your work (at most %d rounds).\n", r.Role, r.MaxRounds)
 	}
-	out := c.OutputPath(taskID)
-	switch typ {
+	fmt.Fprintf(&b, "\nTime limit: %s per attempt. ", formatDuration(n.Completion.Timeout.Duration))
+	if attempts := n.Completion.MaxAttempts; attempts > 1 {
+		fmt.Fprintf(&b, "If a check fails you will be told exactly why and get another attempt (%d attempts in all).\n", attempts)
+	} else {
+		b.WriteString("There is one attempt.\n")
+	}
+	b.WriteString("\n" + NoProtocolMessages + "\n")
+	return b.String()
+}
+
+// renderCompletion writes what the completion contract n (normalised) asks for.
+func renderCompletion(b *strings.Builder, n Contract, taskID int64) {
+	cp := n.Completion
+	out := n.OutputPath(taskID)
+	switch cp.Type {
 	case CompletionFile:
-		fmt.Fprintf(&b, "- Write your output to `%s` (relative to your working directory). ", out)
+		fmt.Fprintf(b, "- Write your output to `%s` (relative to your working directory). ", out)
 		if cp.MinLength > 0 {
-			fmt.Fprintf(&b, "It must not be empty and must be at least %d bytes long.\n", cp.MinLength)
+			fmt.Fprintf(b, "It must not be empty and must be at least %d bytes long.\n", cp.MinLength)
 		} else {
 			b.WriteString("It must not be empty.\n")
 		}
@@ -57,43 +69,41 @@ func RenderContract(c Contract, taskID int64) string {
 			Signal    string `json:"signal"`
 			Reasoning string `json:"reasoning"`
 		}{cp.Signal, "why you decided so"})
-		fmt.Fprintf(&b, "- Write a JSON file to `%s` (relative to your working directory) whose \"signal\" field is exactly %q, for example:\n\n", out, cp.Signal)
-		fmt.Fprintf(&b, "      %s\n\n", example)
+		fmt.Fprintf(b, "- Write a JSON file to `%s` (relative to your working directory) whose \"signal\" field is exactly %q, for example:\n\n", out, cp.Signal)
+		fmt.Fprintf(b, "      %s\n\n", example)
 	default:
 		b.WriteString("- No output file is checked: finishing cleanly (exit status 0) completes the mechanical check.\n")
 	}
 	if cp.DoneToken != "" {
-		fmt.Fprintf(&b, "- When, and only when, the work is complete, print `%s` on a line of its own.\n", cp.DoneToken)
+		fmt.Fprintf(b, "- When, and only when, the work is complete, print `%s` on a line of its own.\n", cp.DoneToken)
 	}
 	if len(cp.Verify) > 0 {
-		vt := cp.VerifyTimeout.Duration
-		if vt <= 0 {
-			vt = DefaultVerifyTimeout
-		}
-		fmt.Fprintf(&b, "- These commands must exit with status 0 in your working directory (at most %s each):\n", formatDuration(vt))
+		fmt.Fprintf(b, "- These commands must exit with status 0 in your working directory (at most %s each):\n", formatDuration(cp.VerifyTimeout.Duration))
 		for _, cmd := range cp.Verify {
-			fmt.Fprintf(&b, "    - `%s`\n", strings.TrimSpace(cmd))
+			fmt.Fprintf(b, "    - `%s`\n", cmd)
 		}
 	}
 	if cl := cp.Checklist; cl != nil {
-		fmt.Fprintf(&b, "- The Markdown file `%s` must have at least %d checked boxes (`- [x]`).\n", expandTaskID(cl.Path, taskID), cl.Count)
+		fmt.Fprintf(b, "- The Markdown file `%s` must have at least %d checked boxes (`- [x]`).\n", expandTaskID(cl.Path, taskID), cl.Count)
 	}
 	if cp.Clean {
 		b.WriteString("- Commit your changes: the workspace must have no uncommitted changes when you finish.\n")
 	}
-	if ev := strings.TrimSpace(cp.Evaluate); ev != "" {
+	if cp.Evaluate != "" {
 		b.WriteString("- An evaluator will read your output against these criteria:\n")
-		for _, line := range strings.Split(ev, "\n") {
-			fmt.Fprintf(&b, "    > %s\n", strings.TrimRight(line, " \t"))
+		for _, line := range strings.Split(cp.Evaluate, "\n") {
+			fmt.Fprintf(b, "    > %s\n", strings.TrimRight(line, " \t"))
 		}
 	}
+}
 
-	b.WriteString("\n## Verification contract\n\n")
-	v := c.Verification
+// renderVerification writes how the verification contract v (normalised) checks the
+// work: the stacks recognised, the criteria, and how the tests are held.
+func renderVerification(b *strings.Builder, v Verification) {
 	if v.Type != VerifyAdvisory {
 		switch {
 		case v.Workspace == WorkspaceDetected && len(v.Stacks) > 0:
-			fmt.Fprintf(&b, "Your workspace was recognised as: %s. The checks below were chosen for it.\n\n", strings.Join(v.Stacks, ", "))
+			fmt.Fprintf(b, "Your workspace was recognised as: %s. The checks below were chosen for it.\n\n", strings.Join(v.Stacks, ", "))
 		case v.Workspace == WorkspaceDetected:
 			b.WriteString("No language stack (Go, Node, Python, Rust, a Makefile test target) was recognised in your workspace, so no test commands were added.\n\n")
 		case v.Workspace == WorkspacePending || v.Workspace == WorkspacePendingCommands:
@@ -113,60 +123,39 @@ func RenderContract(c Contract, taskID int64) string {
 		}
 		b.WriteString("Your work will be verified by:\n\n")
 		for i, cr := range v.Criteria {
-			label := activityLabels[cr.Activity]
-			if label == "" {
-				label = cr.Activity
-			}
-			fmt.Fprintf(&b, "%d. **%s** (%s) — %s", i+1, label, cr.Activity, strings.TrimSpace(cr.Description))
-			var notes []string
-			if cr.Pattern != "" {
-				notes = append(notes, fmt.Sprintf("tests matching %q", cr.Pattern))
-			}
-			switch cr.Timing {
-			case TimingImmediate:
-				notes = append(notes, "runs immediately after your attempt")
-			case TimingDeferred:
-				notes = append(notes, "runs later, with the integrated result")
-			}
-			if cr.Command != "" {
-				notes = append(notes, fmt.Sprintf("checked with `%s`", cr.Command))
-			}
-			if len(notes) > 0 {
-				b.WriteString("; " + strings.Join(notes, "; "))
-			}
-			b.WriteString("\n")
+			renderCriterion(b, i, cr)
 		}
 		b.WriteString("\nWrite your work knowing these criteria will be checked.\n")
 	}
+	if v.Type != VerifyAdvisory {
+		b.WriteString(judgeNote(v))
+	}
+}
 
-	if c.Verification.Type != VerifyAdvisory {
-		b.WriteString(judgeNote(c.Verification))
+// renderCriterion writes criterion i as an item of a numbered list.
+func renderCriterion(b *strings.Builder, i int, cr Criterion) {
+	label := activityLabels[cr.Activity]
+	if label == "" {
+		label = cr.Activity
 	}
-
-	if r := c.Review; r != nil {
-		rounds := r.MaxRounds
-		if rounds <= 0 {
-			rounds = MaxReviewRounds
-		}
-		fmt.Fprintf(&b, "\nA reviewer with the role %s will review your work (at most %d rounds).\n", r.Role, rounds)
+	fmt.Fprintf(b, "%d. **%s** (%s) — %s", i+1, label, cr.Activity, cr.Description)
+	var notes []string
+	if cr.Pattern != "" {
+		notes = append(notes, fmt.Sprintf("tests matching %q", cr.Pattern))
 	}
-
-	attempts := cp.MaxAttempts
-	if attempts <= 0 {
-		attempts = DefaultMaxAttempts
+	switch cr.Timing {
+	case TimingImmediate:
+		notes = append(notes, "runs immediately after your attempt")
+	case TimingDeferred:
+		notes = append(notes, "runs later, with the integrated result")
 	}
-	timeout := cp.Timeout.Duration
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if cr.Command != "" {
+		notes = append(notes, fmt.Sprintf("checked with `%s`", cr.Command))
 	}
-	fmt.Fprintf(&b, "\nTime limit: %s per attempt. ", formatDuration(timeout))
-	if attempts > 1 {
-		fmt.Fprintf(&b, "If a check fails you will be told exactly why and get another attempt (%d attempts in all).\n", attempts)
-	} else {
-		b.WriteString("There is one attempt.\n")
+	if len(notes) > 0 {
+		b.WriteString("; " + strings.Join(notes, "; "))
 	}
-	b.WriteString("\n" + NoProtocolMessages + "\n")
-	return b.String()
+	b.WriteString("\n")
 }
 
 func expandTaskID(p string, taskID int64) string {

@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"slices"
@@ -38,7 +38,7 @@ const (
 
 // Tools lists the programs the rules name, in stack conditions and stack commands,
 // sorted: what DetectWorkspace should look for on PATH.
-func (r ProjectRules) Tools() []string {
+func (r Rules) Tools() []string {
 	var out []string
 	add := func(conds []Condition) {
 		for _, c := range conds {
@@ -63,7 +63,7 @@ func (r ProjectRules) Tools() []string {
 }
 
 // stackProvides reports whether some stack of the rules has a command for activity.
-func (r ProjectRules) stackProvides(activity string) bool {
+func (r Rules) stackProvides(activity string) bool {
 	for _, st := range r.Stacks {
 		for _, sc := range st.Commands {
 			if sc.Activity == activity {
@@ -76,7 +76,7 @@ func (r ProjectRules) stackProvides(activity string) bool {
 
 // workspaceStep decides what a resolved contract waits for from its workspace (see
 // the steps above). generated says whether ResolveContract generated the criteria.
-func workspaceStep(v Verification, cp Completion, rules ProjectRules, generated bool) string {
+func workspaceStep(v Verification, cp Completion, rules Rules, generated bool) string {
 	if len(rules.Stacks) == 0 || v.Type == VerifyAdvisory {
 		return ""
 	}
@@ -99,7 +99,7 @@ func workspaceStep(v Verification, cp Completion, rules ProjectRules, generated 
 // are there. Then Workspace is "detected" and Stacks names the matched stacks. It
 // reports whether it changed the contract: any other contract (explicit criteria or
 // verify commands, skip, advisory, already detected) is left as it is. Pure.
-func (c *Contract) AddStackCriteria(rules ProjectRules, facts WorkspaceFacts) bool {
+func (c *Contract) AddStackCriteria(rules Rules, facts WorkspaceFacts) bool {
 	v := &c.Verification
 	if v.Workspace != WorkspacePending && v.Workspace != WorkspacePendingCommands {
 		return false
@@ -177,7 +177,7 @@ func withReason(desc, reason string) string {
 // GenerateForWorkspace is contract generation with the workspace known: Generate's
 // classification and text criteria, completed by AddStackCriteria from facts, as the
 // runner completes an auto contract before the first attempt. Pure.
-func GenerateForWorkspace(title, description string, expectedFiles []string, rules ProjectRules, facts WorkspaceFacts, now time.Time) Verification {
+func GenerateForWorkspace(title, description string, expectedFiles []string, rules Rules, facts WorkspaceFacts, now time.Time) Verification {
 	c := ResolveContract(Contract{Verification: Verification{Type: VerifyAuto}}, title, description, expectedFiles, rules, now)
 	c.AddStackCriteria(rules, facts)
 	return c.Verification

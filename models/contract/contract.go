@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"time"
@@ -131,8 +131,9 @@ type Criterion struct {
 	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
 }
 
-// ProjectRules are the editable rules contract generation uses.
-type ProjectRules struct {
+// Rules are the editable rules contract generation uses: the part of the project's
+// rules (models.Rules embeds it) that says which checks a task gets.
+type Rules struct {
 	// Activities maps an activity (unit-test, typecheck, lint, e2e, …) to the command
 	// that checks it in the workspace.
 	Activities map[string]string `json:"activities" yaml:"activities"`
@@ -149,16 +150,6 @@ type ProjectRules struct {
 	// forms) or short phrases, case-insensitive.
 	AdvisoryWords []string `json:"advisory_words" yaml:"advisory_words"`
 	SkipWords     []string `json:"skip_words" yaml:"skip_words"`
-	// Prices are what attempts are charged per model (DefaultPrices when empty).
-	Prices []ModelPrice `json:"prices,omitempty" yaml:"prices,omitempty"`
-	// PromptForAdvisory makes every advisory task wait in the inbox before it is
-	// delegated (see the advisory prompt rule); off, only ambiguous or multi-step
-	// advisory tasks wait.
-	PromptForAdvisory bool `json:"prompt_for_advisory" yaml:"prompt_for_advisory,omitempty"`
-	// Hats are the roles people and agents wear on one task and which of them may
-	// not be worn by the same participant (see Hat); empty means DefaultHats.
-	Hats      []Hat     `json:"hats,omitempty" yaml:"hats,omitempty"`
-	UpdatedAt time.Time `json:"updated_at" yaml:"-"`
 }
 
 // FilePatternRule maps a glob of expected files to activities.

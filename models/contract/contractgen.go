@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 // Contract generation (verifiable-task-completion-prd.md): before a task is delegated,
 // its verification contract is classified as verifiable, advisory or skip from its
-// words and its expected files, using editable ProjectRules.
+// words and its expected files, using editable Rules.
 
 // DefaultRules returns the rules used until a project saves its own. They know
 // stacks, not one language: the commands that check a task come from the stacks its
@@ -31,8 +31,8 @@ import (
 // changelog, wording. Words match whole words and their common forms (investigating,
 // analysis, planning, documentation, comments) but not agent nouns (reviewer,
 // planner, evaluator); in a phrase only the first word varies.
-func DefaultRules() ProjectRules {
-	return ProjectRules{
+func DefaultRules() Rules {
+	return Rules{
 		Activities: map[string]string{
 			"docs": `! grep -rIlE --include='*.md' '^(<<<<<<<|>>>>>>>)( |$)' .`,
 		},
@@ -74,12 +74,15 @@ const maxRuleEntries = 200
 // activities.<name>, file_patterns[2].pattern, file_patterns[2].activities[0],
 // always[1], advisory_words[3], skip_words[0], stacks[1].commands[0].command, …
 // An activity is known when activities defines it or a stack has a command for it.
-func (r ProjectRules) Validate() error {
+func (r Rules) Validate() error {
 	var fe FieldErrors
-	if msg := PricesProblem(r.Prices); msg != "" {
-		fe.Add("prices", msg)
-	}
-	ValidateHats(r.Hats, &fe)
+	r.Check(&fe)
+	return fe.Err()
+}
+
+// Check records every problem of the rules in fe, keyed as Validate keys them, so
+// that a caller holding more rules (models.Rules) reports them all at once.
+func (r Rules) Check(fe *FieldErrors) {
 	if len(r.Activities) == 0 && len(r.Stacks) == 0 {
 		fe.Add("activities", "at least one activity (or one stack) is required")
 	}
@@ -94,7 +97,7 @@ func (r ProjectRules) Validate() error {
 			fe.Add(key, "activity names are 1-64 lower-case letters, digits, '.', '_' or '-'")
 			continue
 		}
-		validateCommand(key, r.Activities[name], &fe)
+		validateCommand(key, r.Activities[name], fe)
 	}
 	known := func(key, act string) {
 		if _, ok := r.Activities[act]; !ok && !r.stackProvides(act) {
@@ -149,8 +152,7 @@ func (r ProjectRules) Validate() error {
 			fe.Add("skip_words["+strconv.Itoa(i)+"]", quote(w)+" is also an advisory word")
 		}
 	}
-	validateStacks(r.Stacks, &fe)
-	return fe.Err()
+	validateStacks(r.Stacks, fe)
 }
 
 // Classify decides the verification type of a task from its words and its expected
@@ -171,13 +173,13 @@ func (r ProjectRules) Validate() error {
 //
 // Words match whole words and their common forms (investigating, analysis, planning,
 // documentation), so "planet" or "explanation" do not count as "plan".
-func Classify(title, description string, expectedFiles []string, rules ProjectRules) VerificationType {
+func Classify(title, description string, expectedFiles []string, rules Rules) VerificationType {
 	tt := scanTaskText(title, description)
 	files := dedupStrings(append(slices.Clip(expectedFiles), tt.files...))
 	return classify(&tt, files, rules)
 }
 
-func classify(tt *taskText, files []string, rules ProjectRules) VerificationType {
+func classify(tt *taskText, files []string, rules Rules) VerificationType {
 	adv := newWordMatcher(rules.AdvisoryWords)
 	skip := newWordMatcher(rules.SkipWords)
 	code, docs := 0, 0
@@ -238,7 +240,7 @@ func classify(tt *taskText, files []string, rules ProjectRules) VerificationType
 // (ExtractFiles). Generate knows only the text; the workspace's stacks are added by
 // AddStackCriteria (GenerateForWorkspace does both). Generation is pure and cheap (a
 // few microseconds): no regexp is compiled and nothing is read from disk.
-func Generate(title, description string, expectedFiles []string, rules ProjectRules, now time.Time) Verification {
+func Generate(title, description string, expectedFiles []string, rules Rules, now time.Time) Verification {
 	tt := scanTaskText(title, description)
 	files := dedupStrings(append(slices.Clip(expectedFiles), tt.files...))
 	typ := classify(&tt, files, rules)
@@ -252,7 +254,7 @@ func Generate(title, description string, expectedFiles []string, rules ProjectRu
 }
 
 // criteriaFor lists the criteria of a contract of type typ.
-func criteriaFor(typ VerificationType, files []string, rules ProjectRules) []Criterion {
+func criteriaFor(typ VerificationType, files []string, rules Rules) []Criterion {
 	if typ == VerifyAdvisory {
 		return nil
 	}
@@ -326,6 +328,14 @@ func criteriaFor(typ VerificationType, files []string, rules ProjectRules) []Cri
 	return out
 }
 
+// SuggestedCriteria are the criteria a verifiable contract of the task would get
+// from its words and files (the expected files plus those the text names): what the
+// advisory prompt offers when a person makes an advisory task verifiable.
+func SuggestedCriteria(title, brief string, files []string, rules Rules) []Criterion {
+	tt := scanTaskText(title, brief)
+	return criteriaFor(VerifyVerifiable, dedupStrings(append(slices.Clip(files), tt.files...)), rules)
+}
+
 // testPattern infers the name tests for a file are likely to carry: the base name
 // without extensions and test suffixes (src/DarkModeToggle.test.tsx → DarkModeToggle).
 func testPattern(f string) string {
@@ -347,7 +357,7 @@ func testPattern(f string) string {
 // not kept. An unknown type is left alone for Validate to report. The completion
 // contract is not touched; c is not modified (the result shares nothing mutable with
 // it).
-func ResolveContract(c Contract, title, brief string, files []string, rules ProjectRules, now time.Time) Contract {
+func ResolveContract(c Contract, title, brief string, files []string, rules Rules, now time.Time) Contract {
 	out := c
 	out.Completion.Verify = slices.Clone(c.Completion.Verify)
 	if c.Completion.Checklist != nil {

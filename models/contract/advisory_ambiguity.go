@@ -1,4 +1,4 @@
-package models
+package contract
 
 import "slices"
 
@@ -15,7 +15,7 @@ import "slices"
 //
 // It does not classify: Classify decides the type, this only says how sure the words
 // let it be. Pure and cheap, like Classify.
-func AdvisoryAmbiguous(title, description string, files []string, rules ProjectRules) bool {
+func AdvisoryAmbiguous(title, description string, files []string, rules Rules) bool {
 	tt := scanTaskText(title, description)
 	all := dedupStrings(append(slices.Clip(files), tt.files...))
 	adv := newWordMatcher(rules.AdvisoryWords)

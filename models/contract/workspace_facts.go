@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"regexp"
@@ -132,7 +132,7 @@ type MatchedCommand struct {
 
 // MatchStacks returns the stacks of rules that the workspace matches, in rule order,
 // each with the commands that apply to it. Pure: it reads nothing but its arguments.
-func MatchStacks(rules ProjectRules, facts WorkspaceFacts) []StackMatch {
+func MatchStacks(rules Rules, facts WorkspaceFacts) []StackMatch {
 	var out []StackMatch
 	for _, st := range rules.Stacks {
 		reason, ok := "", false

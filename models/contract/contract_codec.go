@@ -1,4 +1,4 @@
-package models
+package contract
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -113,7 +114,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // UnmarshalYAML reads "30m", "90s" or a whole number of seconds; null is zero.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	n = yamlResolve(n)
+	n = YAMLResolve(n)
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: a duration must be a single value such as \"30m\"", n.Line)
 	}
@@ -160,7 +161,7 @@ func (c *commandList) UnmarshalJSON(b []byte) error {
 
 // UnmarshalYAML accepts a scalar, a sequence of scalars or null.
 func (c *commandList) UnmarshalYAML(n *yaml.Node) error {
-	n = yamlResolve(n)
+	n = YAMLResolve(n)
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
@@ -172,7 +173,7 @@ func (c *commandList) UnmarshalYAML(n *yaml.Node) error {
 	case yaml.SequenceNode:
 		l := make(commandList, 0, len(n.Content))
 		for _, e := range n.Content {
-			e = yamlResolve(e)
+			e = YAMLResolve(e)
 			if e.Kind != yaml.ScalarNode {
 				return fmt.Errorf("line %d: each verify command must be a string", e.Line)
 			}
@@ -184,7 +185,12 @@ func (c *commandList) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: verify must be a command or a list of commands", n.Line)
 }
 
-// completionWire is Completion as it is written, with the seed aliases.
+// completionWire is Completion as it is written, with the seed aliases. Its fields
+// are Completion's, by name and tags (TestCompletionWireMatches holds them to it),
+// with three kinds of difference the conversion follows without naming a field: a
+// pointer where presence matters or a zero value must be left out (max_attempts, the
+// durations), a convertible type where the text form is looser (verify), and the
+// alias max_iterations, which only the wire has.
 type completionWire struct {
 	Type          CompletionType `json:"type,omitempty" yaml:"type,omitempty"`
 	Path          string         `json:"path,omitempty" yaml:"path,omitempty"`
@@ -202,10 +208,54 @@ type completionWire struct {
 	Checklist     *Checklist     `json:"checklist,omitempty" yaml:"checklist,omitempty"`
 }
 
+// wireAliases are the wire fields that are not Completion's: the seed aliases.
+var wireAliases = map[string]bool{"MaxIterations": true}
+
+// fieldPair is one field of Completion and its wire field, by index.
+type fieldPair struct {
+	c, w    int
+	pointer bool // the wire field is a pointer to the Completion field's type
+}
+
+// completionPairs pairs every exported field of Completion with its wire field.
+var completionPairs = pairFields(reflect.TypeFor[Completion](), reflect.TypeFor[completionWire]())
+
+// pairFields pairs the exported fields of c with the fields of w of the same name: the
+// same type, a pointer to it, or a type convertible to it. A field of c that w lacks,
+// or holds in a type of none of these kinds, is a programming error caught by every
+// test of the package.
+func pairFields(c, w reflect.Type) []fieldPair {
+	var out []fieldPair
+	for cf := range c.Fields() {
+		if !cf.IsExported() {
+			continue
+		}
+		wf, ok := w.FieldByName(cf.Name)
+		switch {
+		case !ok:
+			panic("contract: completionWire has no field " + cf.Name)
+		case wf.Type.Kind() == reflect.Pointer && wf.Type.Elem() == cf.Type:
+			out = append(out, fieldPair{c: cf.Index[0], w: wf.Index[0], pointer: true})
+		case wf.Type.ConvertibleTo(cf.Type) && cf.Type.ConvertibleTo(wf.Type):
+			out = append(out, fieldPair{c: cf.Index[0], w: wf.Index[0]})
+		default:
+			panic("contract: completionWire." + cf.Name + " has a type Completion's cannot be read from")
+		}
+	}
+	return out
+}
+
 func (w completionWire) completion() (Completion, error) {
-	c := Completion{
-		Type: w.Type, Path: w.Path, MinLength: w.MinLength, Signal: w.Signal, DoneToken: w.DoneToken,
-		Verify: []string(w.Verify), Evaluate: w.Evaluate, Clean: w.Clean, Checklist: w.Checklist,
+	var c Completion
+	cv, wv := reflect.ValueOf(&c).Elem(), reflect.ValueOf(w)
+	for _, p := range completionPairs {
+		from, to := wv.Field(p.w), cv.Field(p.c)
+		switch {
+		case !p.pointer:
+			to.Set(from.Convert(to.Type()))
+		case !from.IsNil():
+			to.Set(from.Elem())
+		}
 	}
 	if w.MaxAttempts != nil && w.MaxIterations != nil {
 		return c, errors.New("give max_attempts or its alias max_iterations, not both")
@@ -214,14 +264,6 @@ func (w completionWire) completion() (Completion, error) {
 		if n != nil {
 			// Given as 0 is not "the default" (which is left out): Validate refuses it.
 			c.MaxAttempts, c.zeroMaxAttempts = *n, *n == 0
-		}
-	}
-	for _, p := range []struct {
-		from *Duration
-		to   *Duration
-	}{{w.VerifyTimeout, &c.VerifyTimeout}, {w.Timeout, &c.Timeout}, {w.Cooldown, &c.Cooldown}} {
-		if p.from != nil {
-			*p.to = *p.from
 		}
 	}
 	// The seeds' `completion: {signal: "ALL_DONE"}` has no type: the signal is a token
@@ -235,23 +277,21 @@ func (w completionWire) completion() (Completion, error) {
 	return c, nil
 }
 
+// wire is the form c is written in: a pointer field is left out when its value is
+// zero (a plain struct would write "0s" for every unset duration).
 func (c Completion) wire() completionWire {
-	w := completionWire{
-		Type: c.Type, Path: c.Path, MinLength: c.MinLength, Signal: c.Signal, DoneToken: c.DoneToken,
-		Verify: commandList(c.Verify), Evaluate: c.Evaluate, Clean: c.Clean, Checklist: c.Checklist,
-	}
-	if c.MaxAttempts != 0 {
-		n := c.MaxAttempts
-		w.MaxAttempts = &n
-	}
-	if c.VerifyTimeout.Duration != 0 {
-		w.VerifyTimeout = &Duration{c.VerifyTimeout.Duration}
-	}
-	if c.Timeout.Duration != 0 {
-		w.Timeout = &Duration{c.Timeout.Duration}
-	}
-	if c.Cooldown.Duration != 0 {
-		w.Cooldown = &Duration{c.Cooldown.Duration}
+	var w completionWire
+	cv, wv := reflect.ValueOf(c), reflect.ValueOf(&w).Elem()
+	for _, p := range completionPairs {
+		from, to := cv.Field(p.c), wv.Field(p.w)
+		switch {
+		case !p.pointer:
+			to.Set(from.Convert(to.Type()))
+		case !from.IsZero():
+			ptr := reflect.New(from.Type())
+			ptr.Elem().Set(from)
+			to.Set(ptr)
+		}
 	}
 	return w
 }
@@ -283,7 +323,7 @@ func (c *Completion) UnmarshalJSON(b []byte) error {
 
 // UnmarshalYAML reads the completion contract strictly, like UnmarshalJSON.
 func (c *Completion) UnmarshalYAML(n *yaml.Node) error {
-	n = yamlResolve(n)
+	n = YAMLResolve(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
 	}
@@ -305,193 +345,4 @@ func (c *Completion) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*c = v
 	return nil
-}
-
-// fieldSchema lists the keys a mapping may have, so that an unknown key is reported
-// with its full path. A nil schema accepts any value; list means the value is a
-// sequence whose elements are mappings with these keys.
-type fieldSchema struct {
-	keys map[string]*fieldSchema
-	list bool
-}
-
-var (
-	checklistSchema  = &fieldSchema{keys: map[string]*fieldSchema{"path": nil, "count": nil}}
-	completionSchema = &fieldSchema{keys: map[string]*fieldSchema{
-		"type": nil, "path": nil, "min_length": nil, "signal": nil, "done_token": nil, "verify": nil,
-		"verify_timeout": nil, "evaluate": nil, "max_attempts": nil, "max_iterations": nil,
-		"timeout": nil, "cooldown": nil, "clean": nil, "checklist": checklistSchema,
-	}}
-	criteriaSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{
-		"activity": nil, "description": nil, "pattern": nil, "timing": nil, "command": nil,
-		"stack": nil, "tools": nil,
-	}}
-	verificationSchema = &fieldSchema{keys: map[string]*fieldSchema{
-		"type": nil, "criteria": criteriaSchema, "generated_from": nil, "generated_at": nil,
-		"workspace": nil, "stacks": nil, "protect": nil, "tests_may_change": nil, "dependencies_may_change": nil,
-		"held_out": heldOutSchema, "held_out_count": nil,
-	}}
-	heldOutSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{"path": nil, "content": nil}}
-	reviewSchema  = &fieldSchema{keys: map[string]*fieldSchema{
-		"role": nil, "when": nil, "every": nil, "max_rounds": nil, "on_exhausted": nil,
-	}}
-	stepsSchema = &fieldSchema{list: true, keys: map[string]*fieldSchema{
-		"name": nil, "role": nil, "brief": nil, "approve": nil, "verify": nil, "parallel": nil,
-		"completion": completionSchema, "verification": verificationSchema, "review": reviewSchema,
-	}}
-	templateYAMLSchema = &fieldSchema{keys: map[string]*fieldSchema{
-		"name": nil, "version": nil, "description": nil, "steps": stepsSchema,
-	}}
-	// JSON templates may be API output, which also carries the identity fields.
-	templateJSONSchema = &fieldSchema{keys: map[string]*fieldSchema{
-		"id": nil, "name": nil, "version": nil, "description": nil, "steps": stepsSchema,
-		"creator_id": nil, "created_at": nil,
-	}}
-	// The task front matter accepts the seed's own keys (estimate, workstream, phase,
-	// status) so a seed task file imports as written.
-	taskFrontMatterSchema = &fieldSchema{keys: map[string]*fieldSchema{
-		"id": nil, "title": nil, "role": nil, "priority": nil, "depends_on": nil,
-		"approve": nil, "verify": nil, "status": nil, "estimate": nil, "workstream": nil, "phase": nil,
-		"completion": completionSchema, "verification": verificationSchema, "review": reviewSchema,
-	}}
-)
-
-func joinField(prefix, key string) string {
-	if prefix == "" {
-		return key
-	}
-	return prefix + "." + key
-}
-
-// checkYAML records every key of n (a mapping, or a sequence of mappings when s.list)
-// that s does not know.
-func (s *fieldSchema) checkYAML(n *yaml.Node, prefix string, fe *FieldErrors) {
-	if s == nil || n == nil {
-		return
-	}
-	n = yamlResolve(n)
-	if s.list {
-		if n.Kind != yaml.SequenceNode {
-			return // the decoder reports the type error
-		}
-		elem := &fieldSchema{keys: s.keys}
-		for i, e := range n.Content {
-			elem.checkYAML(e, fmt.Sprintf("%s[%d]", prefix, i), fe)
-		}
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		return
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == "<<" { // a merge key: check what it merges
-			v = yamlResolve(v)
-			if v.Kind == yaml.SequenceNode {
-				for _, e := range v.Content {
-					s.checkYAML(e, prefix, fe)
-				}
-			} else {
-				s.checkYAML(v, prefix, fe)
-			}
-			continue
-		}
-		child, ok := s.keys[k.Value]
-		if !ok {
-			fe.Add(joinField(prefix, k.Value), fmt.Sprintf("unknown field (line %d)", k.Line))
-			continue
-		}
-		child.checkYAML(v, joinField(prefix, k.Value), fe)
-	}
-}
-
-// checkJSON is checkYAML for a document decoded into any. Keys match case-insensitively,
-// as encoding/json matches them.
-func (s *fieldSchema) checkJSON(v any, prefix string, fe *FieldErrors) {
-	if s == nil {
-		return
-	}
-	if s.list {
-		l, ok := v.([]any)
-		if !ok {
-			return
-		}
-		elem := &fieldSchema{keys: s.keys}
-		for i, e := range l {
-			elem.checkJSON(e, fmt.Sprintf("%s[%d]", prefix, i), fe)
-		}
-		return
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return
-	}
-	for k, val := range m {
-		child, ok := s.keys[strings.ToLower(k)]
-		if !ok {
-			fe.Add(joinField(prefix, k), "unknown field")
-			continue
-		}
-		child.checkJSON(val, joinField(prefix, k), fe)
-	}
-}
-
-func unknownFieldsErr(fe FieldErrors) error {
-	if len(fe) == 0 {
-		return nil
-	}
-	e := fe.Err().(*Error)
-	if len(fe) == 1 {
-		for k := range fe {
-			e.Message = "unknown field " + quote(k)
-		}
-	} else {
-		e.Message = "unknown fields"
-	}
-	return e
-}
-
-// yamlResolve follows document and alias nodes to the node that holds the value.
-func yamlResolve(n *yaml.Node) *yaml.Node {
-	for n != nil {
-		switch {
-		case n.Kind == yaml.DocumentNode && len(n.Content) > 0:
-			n = n.Content[0]
-		case n.Kind == yaml.AliasNode && n.Alias != nil:
-			n = n.Alias
-		default:
-			return n
-		}
-	}
-	return n
-}
-
-// badRequest turns a parser error into an EBADREQUEST *Error, keeping the parser's
-// line information; *Error values (unknown fields, alias conflicts) pass through.
-func badRequest(what string, err error, data []byte) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	msg := err.Error()
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		msg = fmt.Sprintf("line %d: %s", lineOf(data, se.Offset), se.Error())
-	case errors.As(err, &te):
-		msg = fmt.Sprintf("line %d: %s", lineOf(data, te.Offset), te.Error())
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	return &Error{Code: EBADREQUEST, Message: what + ": " + msg}
-}
-
-func lineOf(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
 }
