@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/makefile"
 )
 
 // ScriptsRun lists the package.json scripts that shell commands run, sorted, each
@@ -99,7 +101,7 @@ func shellCommands(s string, makeRefs bool, depth int) [][]string {
 			inWord = true
 			i += 2
 		case makeRefs && c == '$' && i+1 < len(s) && (s[i+1] == '(' || s[i+1] == '{'):
-			e := skipMakeRef(s, i)
+			e := makefile.SkipRef(s, i)
 			word.WriteString(s[i:e])
 			inWord = true
 			i = e
@@ -164,29 +166,6 @@ func shellCommands(s string, makeRefs bool, depth int) [][]string {
 		}
 	}
 	return cmds
-}
-
-// skipMakeRef returns the end of the make reference $( or ${ starting at s[i],
-// counting nested parentheses (or braces) of the same kind as GNU make does.
-func skipMakeRef(s string, i int) int {
-	open := s[i+1]
-	close := byte(')')
-	if open == '{' {
-		close = '}'
-	}
-	count := 0
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case open:
-			count++
-		case close:
-			count--
-			if count == 0 {
-				return j + 1
-			}
-		}
-	}
-	return len(s)
 }
 
 // wrappers are commands that run another command given after their own options
