@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/countersign/countersign/models/formats/makefile"
 )
 
 // Bounds of DetectWorkspace: a workspace is read, never trusted.
@@ -113,7 +115,7 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 	}
 	for _, name := range makefileNames {
 		if s, ok := read(name); ok {
-			f.Targets = makeTargets(s)
+			f.Targets = makefile.Targets([]byte(s))
 			break
 		}
 	}
@@ -203,36 +205,6 @@ func packageScripts(s string) (map[string]string, error) {
 		out[name] = Truncate(cmd, maxScriptCommand)
 	}
 	return out, nil
-}
-
-// makeTargets returns the explicit targets of a Makefile, sorted: the names before a
-// rule's colon on lines that are not recipes, comments, variable assignments (=, :=,
-// ::=, ?=, +=) or special targets (.PHONY).
-func makeTargets(s string) []string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		if line == "" || line[0] == '\t' || line[0] == '#' || line[0] == ' ' {
-			continue
-		}
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
-		head, rest := line[:colon], line[colon+1:]
-		if strings.ContainsAny(head, "=$%") || strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ":=") {
-			continue
-		}
-		for _, name := range strings.Fields(head) {
-			if !strings.HasPrefix(name, ".") && !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // globMatch matches a glob against one name ('*' does not cross a slash); a bad
