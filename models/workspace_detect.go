@@ -8,13 +8,13 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/countersign/countersign/models/formats/glob"
 	"github.com/countersign/countersign/models/formats/makefile"
 )
 
@@ -207,13 +207,6 @@ func packageScripts(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// globMatch matches a glob against one name ('*' does not cross a slash); a bad
-// pattern matches nothing.
-func globMatch(pattern, name string) bool {
-	ok, _ := path.Match(pattern, name)
-	return ok
-}
-
 // validProtectGlob reports whether p is a protected-path glob: relative, forward
 // slashes, no "..", each segment "**" or a path.Match pattern.
 func validProtectGlob(p string) bool {
@@ -233,7 +226,7 @@ func validProtectGlob(p string) bool {
 		if seg == "**" {
 			continue
 		}
-		if _, err := path.Match(seg, ""); err != nil {
+		if !glob.Valid(seg) {
 			return false
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // JSON parts (package.json#scripts, file.json#.member).
@@ -477,7 +479,7 @@ func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) 
 			}
 			globs = append(globs, n)
 			for name := range bm {
-				if globMatch(n, name) {
+				if glob.MatchTask(n, name) {
 					queue = append(queue, name)
 				}
 			}
@@ -518,33 +520,12 @@ func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) 
 			return true
 		}
 		for _, g := range globs {
-			if globMatch(g, n) ||
-				(strings.HasPrefix(n, "pre") && globMatch(g, n[3:])) ||
-				(strings.HasPrefix(n, "post") && globMatch(g, n[4:])) {
+			if glob.MatchTask(g, n) ||
+				(strings.HasPrefix(n, "pre") && glob.MatchTask(g, n[3:])) ||
+				(strings.HasPrefix(n, "post") && glob.MatchTask(g, n[4:])) {
 				return true
 			}
 		}
 		return false
 	}
-}
-
-// globMatch matches name against a pattern in which '*' stands for any run of
-// characters (npm-run-all's "lint:*", over-approximated: '*' also crosses ':').
-func globMatch(pattern, name string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	name = name[len(parts[0]):]
-	for i := 1; i < len(parts)-1; i++ {
-		j := strings.Index(name, parts[i])
-		if j < 0 {
-			return false
-		}
-		name = name[j+len(parts[i]):]
-	}
-	return strings.HasSuffix(name, parts[len(parts)-1])
 }
