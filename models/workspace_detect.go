@@ -1,7 +1,6 @@
 package models
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/models/formats/glob"
 	"github.com/countersign/countersign/models/formats/makefile"
+	"github.com/countersign/countersign/models/formats/pkgjson"
 )
 
 // Bounds of DetectWorkspace: a workspace is read, never trusted.
@@ -187,19 +187,13 @@ const maxScriptCommand = 1024
 // packageScripts returns package.json's scripts by name, each command cut to
 // maxScriptCommand bytes, leaving out npm's placeholder test script.
 func packageScripts(s string) (map[string]string, error) {
-	var pkg struct {
-		Scripts map[string]json.RawMessage `json:"scripts"`
-	}
-	if err := json.Unmarshal([]byte(s), &pkg); err != nil {
-		return nil, errors.New("not valid JSON: scripts unknown")
+	scripts, err := pkgjson.Scripts([]byte(s))
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]string{}
-	for name, raw := range pkg.Scripts {
-		var cmd string
-		if json.Unmarshal(raw, &cmd) != nil || strings.TrimSpace(cmd) == "" {
-			continue
-		}
-		if name == "test" && strings.Contains(cmd, npmPlaceholder) {
+	for name, cmd := range scripts {
+		if strings.TrimSpace(cmd) == "" || (name == "test" && strings.Contains(cmd, npmPlaceholder)) {
 			continue
 		}
 		out[name] = Truncate(cmd, maxScriptCommand)
