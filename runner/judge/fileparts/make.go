@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models/formats/makefile"
+	"github.com/countersign/countersign/models/formats/shellword"
 )
 
 // Makefile parts (Makefile#targets).
@@ -262,7 +263,7 @@ func (s *mkSpec) addTargets(f *makefile.File, text string) {
 
 // runs protects the targets that recipe text runs with make.
 func (s *mkSpec) runs(f *makefile.File, text string) {
-	for _, words := range shellCommands(text, true, 0) {
+	for _, words := range shellword.Split(text, true) {
 		makeTargetsIn(words, func(t string) {
 			if t == DefaultGoal {
 				for _, g := range s.goals {
