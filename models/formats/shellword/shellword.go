@@ -12,10 +12,12 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// Parse parses src as bash, comments kept. It is the only place a shell parser
-// is made, so every caller reads the same grammar.
-func Parse(src string) (*syntax.File, error) {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+// Parse parses src as bash. This package is the only place a shell parser is
+// made, so every caller reads the same grammar.
+func Parse(src string) (*syntax.File, error) { return parse(src, false) }
+
+func parse(src string, comments bool) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(comments)).Parse(strings.NewReader(src), "")
 }
 
 // Word is one word of a simple command as the shell hands it to the program.
@@ -34,7 +36,7 @@ type Word struct {
 // written. ok is false for anything else: expansions, globs, escapes, comments,
 // operators, assignments, a second command or text the grammar cannot read.
 func Plain(command string) (words []Word, ok bool) {
-	f, err := Parse(command)
+	f, err := parse(command, true) // a comment is a reason to give up
 	if err != nil || len(f.Stmts) != 1 || len(f.Last) > 0 {
 		return nil, false
 	}

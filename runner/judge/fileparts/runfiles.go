@@ -122,7 +122,7 @@ func (r *runFinder) shell(text string, st runState, depth int) {
 	for _, t := range TargetsRun([]string{text}) {
 		r.targets[t] = true
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
+	f, err := shellword.Parse(text)
 	if err != nil {
 		// Not shell this grammar reads (a bash extension it lacks, or a hostile
 		// text): take the commands the simple splitter sees, none of them resolved.
