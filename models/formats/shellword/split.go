@@ -18,96 +18,119 @@ import (
 func Split(s string, makeRefs bool) [][]string { return split(s, makeRefs, 0) }
 
 func split(s string, makeRefs bool, depth int) [][]string {
-	var cmds [][]string
-	var cur []string
-	var word strings.Builder
-	inWord := false
-	var quoted []string
-	flushWord := func() {
-		if inWord {
-			cur = append(cur, word.String())
-			word.Reset()
-			inWord = false
-		}
-	}
-	flushCmd := func() {
-		flushWord()
-		if len(cur) > 0 {
-			cmds = append(cmds, cur)
-			cur = nil
-		}
-	}
+	sp := &splitter{s: s, makeRefs: makeRefs}
 	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case makeRefs && c == '$' && i+1 < len(s) && s[i+1] == '$':
-			word.WriteByte('$')
-			inWord = true
-			i += 2
-		case makeRefs && c == '$' && i+1 < len(s) && (s[i+1] == '(' || s[i+1] == '{'):
-			e := makefile.SkipRef(s, i)
-			word.WriteString(s[i:e])
-			inWord = true
-			i = e
-		case c == '\\' && i+1 < len(s):
-			if s[i+1] != '\n' {
-				word.WriteByte(s[i+1])
-				inWord = true
-			}
-			i += 2
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			end := len(s)
-			if j >= 0 {
-				end = i + 1 + j
-			}
-			word.WriteString(s[i+1 : end])
-			quoted = append(quoted, s[i+1:end])
-			inWord = true
-			i = end + 1
-		case c == '"':
-			var q strings.Builder
-			j := i + 1
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' && j+1 < len(s) {
-					q.WriteByte(s[j+1])
-					j += 2
-					continue
-				}
-				q.WriteByte(s[j])
-				j++
-			}
-			word.WriteString(q.String())
-			quoted = append(quoted, q.String())
-			inWord = true
-			i = j + 1
-		case c == ' ' || c == '\t' || c == '\r':
-			flushWord()
-			i++
-		case c == '&' && inWord && strings.HasSuffix(word.String(), ">"),
-			c == '&' && i+1 < len(s) && s[i+1] == '>':
-			word.WriteByte(c) // 2>&1, &>file
-			inWord = true
-			i++
-		case c == '$' && i+1 < len(s) && s[i+1] == '(':
-			flushCmd()
-			i += 2
-		case strings.IndexByte(";&|()\n`", c) >= 0:
-			flushCmd()
-			i++
-		default:
-			word.WriteByte(c)
-			inWord = true
-			i++
-		}
+		i = sp.step(i)
 	}
-	flushCmd()
+	sp.flushCmd()
 	if depth < 4 {
-		for _, q := range quoted {
+		for _, q := range sp.quoted {
 			if strings.ContainsAny(q, " \t\n;&|") {
-				cmds = append(cmds, split(q, makeRefs, depth+1)...)
+				sp.cmds = append(sp.cmds, split(q, makeRefs, depth+1)...)
 			}
 		}
 	}
-	return cmds
+	return sp.cmds
+}
+
+// splitter is Split's state: the commands so far, the current one and its word,
+// and the quoted strings seen (read again as commands).
+type splitter struct {
+	s        string
+	makeRefs bool
+	cmds     [][]string
+	cur      []string
+	word     strings.Builder
+	inWord   bool
+	quoted   []string
+}
+
+func (sp *splitter) flushWord() {
+	if sp.inWord {
+		sp.cur = append(sp.cur, sp.word.String())
+		sp.word.Reset()
+		sp.inWord = false
+	}
+}
+
+func (sp *splitter) flushCmd() {
+	sp.flushWord()
+	if len(sp.cur) > 0 {
+		sp.cmds = append(sp.cmds, sp.cur)
+		sp.cur = nil
+	}
+}
+
+// add appends text to the current word.
+func (sp *splitter) add(text string) {
+	sp.word.WriteString(text)
+	sp.inWord = true
+}
+
+// step reads what starts at s[i] and returns where the next thing starts.
+func (sp *splitter) step(i int) int {
+	s, c := sp.s, sp.s[i]
+	switch {
+	case sp.makeRefs && c == '$' && i+1 < len(s) && s[i+1] == '$':
+		sp.add("$")
+		return i + 2
+	case sp.makeRefs && c == '$' && i+1 < len(s) && (s[i+1] == '(' || s[i+1] == '{'):
+		e := makefile.SkipRef(s, i)
+		sp.add(s[i:e])
+		return e
+	case c == '\\' && i+1 < len(s):
+		if s[i+1] != '\n' {
+			sp.add(s[i+1 : i+2])
+		}
+		return i + 2
+	case c == '\'':
+		return sp.singleQuoted(i)
+	case c == '"':
+		return sp.doubleQuoted(i)
+	case c == ' ' || c == '\t' || c == '\r':
+		sp.flushWord()
+	case c == '&' && sp.inWord && strings.HasSuffix(sp.word.String(), ">"),
+		c == '&' && i+1 < len(s) && s[i+1] == '>':
+		sp.add("&") // 2>&1, &>file
+	case c == '$' && i+1 < len(s) && s[i+1] == '(':
+		sp.flushCmd()
+		return i + 2
+	case strings.IndexByte(";&|()\n`", c) >= 0:
+		sp.flushCmd()
+	default:
+		sp.add(s[i : i+1])
+	}
+	return i + 1
+}
+
+// singleQuoted reads '…' starting at s[i] (to the end when unclosed).
+func (sp *splitter) singleQuoted(i int) int {
+	s := sp.s
+	end := len(s)
+	if j := strings.IndexByte(s[i+1:], '\''); j >= 0 {
+		end = i + 1 + j
+	}
+	sp.add(s[i+1 : end])
+	sp.quoted = append(sp.quoted, s[i+1:end])
+	return end + 1
+}
+
+// doubleQuoted reads "…" starting at s[i], a backslash taking the next byte as
+// itself.
+func (sp *splitter) doubleQuoted(i int) int {
+	s := sp.s
+	var q strings.Builder
+	j := i + 1
+	for j < len(s) && s[j] != '"' {
+		if s[j] == '\\' && j+1 < len(s) {
+			q.WriteByte(s[j+1])
+			j += 2
+			continue
+		}
+		q.WriteByte(s[j])
+		j++
+	}
+	sp.add(q.String())
+	sp.quoted = append(sp.quoted, q.String())
+	return j + 1
 }
