@@ -54,7 +54,7 @@ func readWord(w *syntax.Word) Word {
 			if i == 0 {
 				out.Assigns = IsAssignment(p.Value)
 			}
-			out.Text += unescape(p.Value)
+			out.Text += unescape(p.Value, false)
 		case *syntax.SglQuoted:
 			out.Text, out.Quoted = out.Text+p.Value, true
 			out.Expands = out.Expands || p.Dollar
@@ -62,7 +62,7 @@ func readWord(w *syntax.Word) Word {
 			out.Quoted = true
 			for _, q := range p.Parts {
 				if lit, ok := q.(*syntax.Lit); ok {
-					out.Text += unescapeQuoted(lit.Value)
+					out.Text += unescape(lit.Value, true)
 				} else {
 					out.Expands = true
 				}
@@ -74,34 +74,16 @@ func readWord(w *syntax.Word) Word {
 	return out
 }
 
-// unescape removes the backslashes of an unquoted literal (a\ b is "a b"), and
-// line continuations.
-func unescape(s string) string {
+// unescape removes the backslashes a literal's backslashes give a meaning:
+// before any byte outside quotes (a\ b is "a b"), before $ ` " \ and a newline
+// inside double quotes; a backslash and newline go together (a continuation).
+func unescape(s string, dquoted bool) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unescapeQuoted removes the backslashes a double-quoted literal gives a meaning
-// (before $ ` " \ and a newline); the others stay.
-func unescapeQuoted(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+		if s[i] == '\\' && i+1 < len(s) && (!dquoted || strings.IndexByte("$`\"\\\n", s[i+1]) >= 0) {
 			i++
 			if s[i] == '\n' {
 				continue
