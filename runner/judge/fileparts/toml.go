@@ -241,34 +241,23 @@ func (t *tomlScanner) multiString(p int) (int, bool) {
 
 // array skips an array starting at p.
 func (t *tomlScanner) array(p, depth int) (int, bool) {
-	d := t.d
-	q := p + 1
-	for {
-		q = t.skipSpaceLines(q)
-		if q >= len(d) {
-			return q, false
-		}
-		if d[q] == ']' {
-			return q + 1, true
-		}
-		var ok bool
-		if q, ok = t.value(q, depth+1); !ok {
-			return q, false
-		}
-		q = t.skipSpaceLines(q)
-		if q < len(d) && d[q] == ',' {
-			q++
-			continue
-		}
-		if q < len(d) && d[q] == ']' {
-			return q + 1, true
-		}
-		return q, false
-	}
+	return t.list(p, ']', func(q int) (int, bool) { return t.value(q, depth+1) })
 }
 
 // inlineTable skips an inline table starting at p.
 func (t *tomlScanner) inlineTable(p, depth int) (int, bool) {
+	return t.list(p, '}', func(q int) (int, bool) {
+		_, k, ok := t.key(q)
+		if !ok || k >= len(t.d) || t.d[k] != '=' {
+			return k, false
+		}
+		return t.value(t.skipBlank(k+1), depth+1)
+	})
+}
+
+// list skips the items (read by item) of an array or inline table opening at p
+// and closed by close, commas between them and blank lines anywhere.
+func (t *tomlScanner) list(p int, close byte, item func(int) (int, bool)) (int, bool) {
 	d := t.d
 	q := p + 1
 	for {
@@ -276,14 +265,11 @@ func (t *tomlScanner) inlineTable(p, depth int) (int, bool) {
 		if q >= len(d) {
 			return q, false
 		}
-		if d[q] == '}' {
+		if d[q] == close {
 			return q + 1, true
 		}
-		_, k, ok := t.key(q)
-		if !ok || k >= len(d) || d[k] != '=' {
-			return k, false
-		}
-		if q, ok = t.value(t.skipBlank(k+1), depth+1); !ok {
+		var ok bool
+		if q, ok = item(q); !ok {
 			return q, false
 		}
 		q = t.skipSpaceLines(q)
@@ -291,7 +277,7 @@ func (t *tomlScanner) inlineTable(p, depth int) (int, bool) {
 			q++
 			continue
 		}
-		if q < len(d) && d[q] == '}' {
+		if q < len(d) && d[q] == close {
 			return q + 1, true
 		}
 		return q, false
