@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/shellword"
 )
 
 // StageReadiness is the stage of a task blocked before its first attempt because its
@@ -119,7 +121,7 @@ var shellStops = map[string]bool{
 
 // CommandPrograms lists the programs a shell command line (a verify command, an
 // activity's command) runs that must be found where a shell would look for them: the
-// first word of each simple command (split at ;, &, |, newlines and parentheses),
+// first word of each simple command as package shellword reads the line,
 // after variable assignments and words such as `then`, `!`, `exec` or `env`. Shell
 // builtins and keywords are left out, as are words a shell would expand ($, `, globs,
 // ~) and programs named by a relative path (the workspace's own, which the worker may
@@ -128,7 +130,7 @@ var shellStops = map[string]bool{
 // leaves out.
 func CommandPrograms(command string) []string {
 	var out []string
-	cmds, funcs := simpleCommands(command)
+	cmds, funcs, _ := shellword.Simple(command)
 	seen := map[string]bool{}
 	for _, words := range cmds {
 		prog := programOf(words)
@@ -141,200 +143,41 @@ func CommandPrograms(command string) []string {
 	return out
 }
 
-// shellWord is one word of a simple command: its text with quotes removed, and
-// whether a shell would expand it or it is an assignment.
-type shellWord struct {
-	text     string
-	expands  bool // $, `, an unquoted glob or a leading ~
-	assigns  bool // NAME=value, the name unquoted
-	redirect bool // the target of a redirection
-}
-
 // programOf picks the program of a simple command's words, "" when none applies.
-func programOf(words []shellWord) string {
+func programOf(words []shellword.Word) string {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		switch {
-		case w.redirect:
+		case w.Redirect:
 			continue
-		case w.assigns:
+		case w.Assigns:
 			continue
-		case w.expands:
+		case w.Expands:
 			return ""
-		case shellStops[w.text]:
+		case shellStops[w.Text]:
 			return ""
-		case w.text == "function":
+		case w.Text == "function":
 			i++ // function name { …: the body's first word follows
 			continue
-		case w.text == "env":
+		case w.Text == "env":
 			// env [-i] [-u NAME] [NAME=value…] program
-			for i+1 < len(words) && strings.HasPrefix(words[i+1].text, "-") {
-				if words[i+1].text == "-u" {
+			for i+1 < len(words) && strings.HasPrefix(words[i+1].Text, "-") {
+				if words[i+1].Text == "-u" {
 					i++
 				}
 				i++
 			}
 			continue
-		case shellPrefixes[w.text]:
+		case shellPrefixes[w.Text]:
 			continue
-		case shellBuiltins[w.text]:
+		case shellBuiltins[w.Text]:
 			return ""
-		case strings.HasPrefix(w.text, "/"):
-			return w.text
-		case strings.ContainsRune(w.text, '/') || w.text == "":
+		case strings.HasPrefix(w.Text, "/"):
+			return w.Text
+		case strings.ContainsRune(w.Text, '/') || w.Text == "":
 			return ""
 		}
-		return w.text
+		return w.Text
 	}
 	return ""
-}
-
-// simpleCommands splits a command line into its simple commands' words, and names
-// the functions it defines (`name() {…}`, `function name {…}`), which are no programs.
-func simpleCommands(s string) ([][]shellWord, map[string]bool) {
-	funcs := map[string]bool{}
-	var (
-		cmds     [][]shellWord
-		cur      []shellWord
-		word     strings.Builder
-		inWord   bool
-		w        shellWord
-		quoted   bool // a quote appeared in the current word
-		redirect bool // the next word is a redirection's target
-	)
-	endWord := func() {
-		if !inWord {
-			return
-		}
-		w.text = word.String()
-		if !quoted {
-			w.assigns = isAssignment(w.text)
-		}
-		w.redirect = redirect
-		redirect = false
-		cur = append(cur, w)
-		word.Reset()
-		inWord, quoted, w = false, false, shellWord{}
-	}
-	// quote notes a quote in the current word: NAME="a b" is still an assignment.
-	quote := func() {
-		if !quoted && isAssignment(word.String()) {
-			w.assigns = true
-		}
-		inWord, quoted = true, true
-	}
-	endCmd := func() {
-		endWord()
-		if len(cur) > 1 && cur[0].text == "function" {
-			funcs[cur[1].text] = true
-		}
-		if len(cur) > 0 {
-			cmds = append(cmds, cur)
-		}
-		cur = nil
-	}
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		switch {
-		case c == '\'':
-			quote()
-			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				word.WriteRune(rs[j])
-				j++
-			}
-			i = j
-		case c == '"':
-			quote()
-			j := i + 1
-			for ; j < len(rs) && rs[j] != '"'; j++ {
-				if rs[j] == '\\' && j+1 < len(rs) {
-					j++
-				} else if rs[j] == '$' || rs[j] == '`' {
-					w.expands = true
-				}
-				word.WriteRune(rs[j])
-			}
-			i = j
-		case c == '\\':
-			inWord = true
-			if i+1 < len(rs) {
-				i++
-				if rs[i] != '\n' {
-					word.WriteRune(rs[i])
-				}
-			}
-		case c == '$' || c == '`':
-			inWord, w.expands = true, true
-			word.WriteRune(c)
-		case c == '*' || c == '?' || (c == '[' && inWord):
-			inWord, w.expands = true, true
-			word.WriteRune(c)
-		case c == '~' && !inWord:
-			inWord, w.expands = true, true
-			word.WriteRune(c)
-		case c == '#' && !inWord:
-			for i < len(rs) && rs[i] != '\n' {
-				i++
-			}
-			endCmd()
-		case c == ' ' || c == '\t':
-			endWord()
-		case c == '<' || c == '>':
-			if inWord && isDigits(word.String()) && !quoted {
-				// 2>&1: the digits name a file descriptor.
-				word.Reset()
-				inWord = false
-			}
-			endWord()
-			for i+1 < len(rs) && strings.ContainsRune("<>&|", rs[i+1]) {
-				i++
-			}
-			redirect = true
-		case c == '(':
-			if inWord || len(cur) > 0 {
-				// name() { …; }: a function definition, not a program.
-				if inWord && len(cur) == 0 {
-					funcs[word.String()] = true
-				}
-				word.Reset()
-				inWord, quoted, w, cur = false, false, shellWord{}, nil
-			}
-			endCmd()
-		case c == ';' || c == '&' || c == '|' || c == '\n' || c == ')':
-			endCmd()
-		default:
-			inWord = true
-			word.WriteRune(c)
-		}
-	}
-	endCmd()
-	return cmds, funcs
-}
-
-// isAssignment reports whether a word is NAME=value.
-func isAssignment(s string) bool {
-	name, _, ok := strings.Cut(s, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for i, r := range name {
-		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

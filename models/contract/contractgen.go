@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // Contract generation (verifiable-task-completion-prd.md): before a task is delegated,
@@ -116,7 +118,7 @@ func (r Rules) Check(fe *FieldErrors) {
 		case strings.Contains(p, `\`):
 			fe.Add(key+".pattern", "must use forward slashes")
 		default:
-			if _, err := path.Match(p, ""); err != nil {
+			if !glob.Valid(p) {
 				fe.Add(key+".pattern", "is not a valid glob")
 			}
 		}

@@ -1,10 +1,11 @@
 package contract
 
 import (
-	"path"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // The words and files of a task's text, as contract generation reads them: rule-word
@@ -314,13 +315,12 @@ func MatchFilePattern(pattern, file string) bool {
 		return false
 	}
 	if !strings.Contains(pattern, "/") {
-		ok, _ := path.Match(pattern, file[strings.LastIndexByte(file, '/')+1:])
-		return ok
+		return glob.Match(pattern, file[strings.LastIndexByte(file, '/')+1:])
 	}
 	for s := 0; s < len(file); {
 		for e := s; e <= len(file); e++ {
 			if e == len(file) || file[e] == '/' {
-				if ok, _ := path.Match(pattern, file[s:e]); ok {
+				if glob.Match(pattern, file[s:e]) {
 					return true
 				}
 			}

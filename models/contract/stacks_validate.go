@@ -3,11 +3,12 @@ package contract
 import (
 	"fmt"
 	"maps"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // Limits of the stacks in the project rules.
@@ -158,7 +159,7 @@ func validateConditions(key string, conds []Condition, fe *FieldErrors) {
 			name := strings.TrimSuffix(c.File, "/")
 			if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || len(name) > 255 {
 				fe.Add(ck+".file", "must be a top-level file name or glob (go.mod, playwright.config.*), with a trailing slash for a directory")
-			} else if _, err := path.Match(name, ""); err != nil {
+			} else if !glob.Valid(name) {
 				fe.Add(ck+".file", "is not a valid glob")
 			}
 		case c.Script != "":

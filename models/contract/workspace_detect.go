@@ -1,19 +1,21 @@
 package contract
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/countersign/countersign/models/formats/glob"
+	"github.com/countersign/countersign/models/formats/makefile"
+	"github.com/countersign/countersign/models/formats/pkgjson"
 )
 
 // Bounds of DetectWorkspace: a workspace is read, never trusted.
@@ -113,7 +115,7 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 	}
 	for _, name := range makefileNames {
 		if s, ok := read(name); ok {
-			f.Targets = makeTargets(s)
+			f.Targets = makefile.Targets([]byte(s))
 			break
 		}
 	}
@@ -185,61 +187,18 @@ const maxScriptCommand = 1024
 // packageScripts returns package.json's scripts by name, each command cut to
 // maxScriptCommand bytes, leaving out npm's placeholder test script.
 func packageScripts(s string) (map[string]string, error) {
-	var pkg struct {
-		Scripts map[string]json.RawMessage `json:"scripts"`
-	}
-	if err := json.Unmarshal([]byte(s), &pkg); err != nil {
-		return nil, errors.New("not valid JSON: scripts unknown")
+	scripts, err := pkgjson.Scripts([]byte(s))
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]string{}
-	for name, raw := range pkg.Scripts {
-		var cmd string
-		if json.Unmarshal(raw, &cmd) != nil || strings.TrimSpace(cmd) == "" {
-			continue
-		}
-		if name == "test" && strings.Contains(cmd, npmPlaceholder) {
+	for name, cmd := range scripts {
+		if strings.TrimSpace(cmd) == "" || (name == "test" && strings.Contains(cmd, npmPlaceholder)) {
 			continue
 		}
 		out[name] = Truncate(cmd, maxScriptCommand)
 	}
 	return out, nil
-}
-
-// makeTargets returns the explicit targets of a Makefile, sorted: the names before a
-// rule's colon on lines that are not recipes, comments, variable assignments (=, :=,
-// ::=, ?=, +=) or special targets (.PHONY).
-func makeTargets(s string) []string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		if line == "" || line[0] == '\t' || line[0] == '#' || line[0] == ' ' {
-			continue
-		}
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
-		head, rest := line[:colon], line[colon+1:]
-		if strings.ContainsAny(head, "=$%") || strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ":=") {
-			continue
-		}
-		for _, name := range strings.Fields(head) {
-			if !strings.HasPrefix(name, ".") && !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// globMatch matches a glob against one name ('*' does not cross a slash); a bad
-// pattern matches nothing.
-func globMatch(pattern, name string) bool {
-	ok, _ := path.Match(pattern, name)
-	return ok
 }
 
 // validProtectGlob reports whether p is a protected-path glob: relative, forward
@@ -261,7 +220,7 @@ func validProtectGlob(p string) bool {
 		if seg == "**" {
 			continue
 		}
-		if _, err := path.Match(seg, ""); err != nil {
+		if !glob.Valid(seg) {
 			return false
 		}
 	}

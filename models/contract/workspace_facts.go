@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // WorkspaceFacts is what stack detection knows about a workspace: its top-level
@@ -76,7 +78,7 @@ func (f WorkspaceFacts) file(pattern string) (string, bool) {
 		if wantDir && !isDir {
 			continue
 		}
-		if name == pattern || globMatch(pattern, name) {
+		if name == pattern || glob.Match(pattern, name) {
 			return name, true
 		}
 	}

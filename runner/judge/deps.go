@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/countersign/countersign/models/formats/pkgjson"
 	"golang.org/x/mod/modfile"
 )
 
@@ -44,8 +45,8 @@ func ChangedDependencies(file string, base, cand []byte) []string {
 	name := path.Base(file)
 	switch {
 	case name == "package.json":
-		bm, ok1 = packageDeps(base)
-		cm, ok2 = packageDeps(cand)
+		bm, ok1 = pkgjson.Dependencies(base)
+		cm, ok2 = pkgjson.Dependencies(cand)
 	case name == "package-lock.json" || name == "npm-shrinkwrap.json":
 		bm, ok1 = lockDeps(base)
 		cm, ok2 = lockDeps(cand)
@@ -97,41 +98,6 @@ func localMark(v string) string {
 		return LocalPath
 	}
 	return ""
-}
-
-// packageDeps reads package.json's dependency lists: "dependencies chai" -> "^4.3.0".
-func packageDeps(data []byte) (map[string]string, bool) {
-	out := map[string]string{}
-	if data == nil {
-		return out, true
-	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")), &doc) != nil {
-		return nil, false
-	}
-	for _, sec := range []string{"dependencies", "devDependencies", "optionalDependencies", "peerDependencies", "overrides", "resolutions"} {
-		raw, ok := doc[sec]
-		if !ok {
-			continue
-		}
-		var deps map[string]json.RawMessage
-		if json.Unmarshal(raw, &deps) != nil {
-			out[sec] = string(raw)
-			continue
-		}
-		for name, v := range deps {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				s = string(v) // overrides nest objects
-			}
-			key := name
-			if sec != "dependencies" {
-				key = sec + " " + name
-			}
-			out[key] = s
-		}
-	}
-	return out, true
 }
 
 // lockDeps reads an npm lockfile's packages: "node_modules/chai" -> "4.3.10".

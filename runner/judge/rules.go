@@ -1,8 +1,9 @@
 package judge
 
 import (
-	"path"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // Rule is one protect pattern: a glob relative to the workspace, and optionally a
@@ -41,43 +42,7 @@ func ParseRules(patterns []string) []Rule {
 // "**/*.test.*" any such file at any depth). A glob starting with "/" is anchored at
 // the workspace root and matches the whole path: "/run.sh" is run.sh at the root and
 // no other (the exact paths fileparts.FilesRun returns).
-func (r Rule) Match(rel string) bool { return matchGlob(r.Glob, rel) }
-
-func matchGlob(glob, rel string) bool {
-	if anchored, ok := strings.CutPrefix(glob, "/"); ok {
-		return anchored != "" && matchSegments(strings.Split(anchored, "/"), strings.Split(rel, "/"))
-	}
-	if !strings.Contains(glob, "/") {
-		ok, _ := path.Match(glob, path.Base(rel))
-		return ok
-	}
-	return matchSegments(strings.Split(glob, "/"), strings.Split(rel, "/"))
-}
-
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			if len(rest) == 0 {
-				return len(name) > 0
-			}
-			for i := 0; i <= len(name); i++ {
-				if matchSegments(rest, name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
-}
+func (r Rule) Match(rel string) bool { return glob.MatchPath(r.Glob, rel) }
 
 // classify reports whether rel is protected whole by one of rules, and otherwise the
 // partial rules that match it.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/countersign/countersign/models/formats/shellword"
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
@@ -46,84 +47,28 @@ var shellOnly = map[string]bool{
 // might do anything else: expansions ($, `, ~, globs), operators (; & | < ( ) and
 // newlines), comments, escapes, assignments, builtins and keywords.
 func parseDirect(command string) (dc directCommand, ok bool) {
-	words, ok := splitPlainWords(command)
+	words, ok := shellword.Plain(command)
 	if !ok || len(words) == 0 {
 		return directCommand{}, false
 	}
 	for _, w := range words {
 		switch {
-		case w.quoted || !strings.ContainsRune(w.text, '>'):
-			if len(dc.argv) == 0 && (shellOnly[w.text] && !w.quoted || strings.ContainsRune(w.text, '=')) {
+		case w.Quoted || !strings.ContainsRune(w.Text, '>'):
+			if len(dc.argv) == 0 && (shellOnly[w.Text] && !w.Quoted || strings.ContainsRune(w.Text, '=')) {
 				return directCommand{}, false
 			}
-			dc.argv = append(dc.argv, w.text)
-		case w.text == ">/dev/null" || w.text == "1>/dev/null":
+			dc.argv = append(dc.argv, w.Text)
+		case w.Text == ">/dev/null" || w.Text == "1>/dev/null":
 			dc.nullStdout = true
-		case w.text == "2>/dev/null":
+		case w.Text == "2>/dev/null":
 			dc.nullStderr, dc.stderrToStdout = true, false
-		case w.text == "2>&1":
+		case w.Text == "2>&1":
 			dc.nullStderr, dc.stderrToStdout = dc.nullStdout, !dc.nullStdout
 		default:
 			return directCommand{}, false
 		}
 	}
 	return dc, len(dc.argv) > 0
-}
-
-// plainWord is one word of a command, with whether any of it was quoted.
-type plainWord struct {
-	text   string
-	quoted bool
-}
-
-// splitPlainWords splits command at blanks into words made of safe characters and
-// quoted strings with nothing to expand; ok=false for anything else.
-func splitPlainWords(command string) (words []plainWord, ok bool) {
-	var cur strings.Builder
-	in, quoted := false, false
-	flush := func() {
-		if in {
-			words = append(words, plainWord{cur.String(), quoted})
-		}
-		cur.Reset()
-		in, quoted = false, false
-	}
-	for i := 0; i < len(command); i++ {
-		c := command[i]
-		switch {
-		case c == ' ' || c == '\t':
-			flush()
-		case c == '\'' || c == '"':
-			end := strings.IndexByte(command[i+1:], c)
-			if end < 0 {
-				return nil, false
-			}
-			s := command[i+1 : i+1+end]
-			if c == '"' && strings.ContainsAny(s, "$`\\") {
-				return nil, false
-			}
-			cur.WriteString(s)
-			in, quoted = true, true
-			i += end + 1
-		case isPlain(c) || c == '>' || (c == '&' && strings.HasSuffix(cur.String(), ">")):
-			// '>' and '&' only make redirection words, which parseDirect checks whole.
-			cur.WriteByte(c)
-			in = true
-		default:
-			return nil, false
-		}
-	}
-	flush()
-	return words, true
-}
-
-// isPlain reports whether c means itself to a shell anywhere in a word.
-func isPlain(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-_./:=@%+,", c) >= 0
 }
 
 // lookPathIn finds file in the PATH of env the way a shell would, returning "" when

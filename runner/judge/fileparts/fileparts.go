@@ -379,13 +379,68 @@ type edit struct {
 // after the base unit before it, or before the first matched one, or at the spec's
 // anchor.
 func splice(s unitSpec, base, worker []byte, bus, wus []unit) ([]byte, []string) {
+	match, wMatched := matchUnits(bus, wus)
+	p := &splicePlan{}
+	text := func(b unit) []byte { return base[b.start:b.end] }
+	anchor := -1
+	var pending []int
+	for i, b := range bus {
+		wi := match[i]
+		if wi < 0 {
+			p.note(b.names)
+			if anchor >= 0 {
+				p.add(edit{start: anchor, end: anchor, text: text(b), insert: true})
+			} else {
+				pending = append(pending, i)
+			}
+			continue
+		}
+		w := wus[wi]
+		for _, k := range pending {
+			p.add(edit{start: w.start, end: w.start, text: text(bus[k]), insert: true})
+		}
+		pending = nil
+		if w.norm == b.norm {
+			p.add(edit{start: w.start, end: w.end, text: worker[w.start:w.end]})
+		} else {
+			p.note(b.names)
+			p.note(w.names)
+			t := text(b)
+			if !bytes.HasSuffix(t, []byte("\n")) && w.end < len(worker) {
+				t = append(append([]byte{}, t...), '\n')
+			}
+			p.add(edit{start: w.start, end: w.end, text: t})
+		}
+		anchor = w.end
+	}
+	for _, k := range pending {
+		pos := s.anchor(worker, wus, bus[k])
+		p.add(edit{start: pos, end: pos, text: text(bus[k]), insert: true})
+	}
+	for i, w := range wus {
+		if !wMatched[i] {
+			p.note(w.names)
+			p.add(edit{start: w.start, end: w.end})
+		}
+	}
+	var names []string
+	for n := range p.changed {
+		names = append(names, n)
+	}
+	return applyEdits(worker, base, p.edits), sortedNames(names)
+}
+
+// matchUnits pairs each base unit with the first worker unit of the same key and
+// context after the previous pair (-1: none), and says which worker units are
+// paired.
+func matchUnits(bus, wus []unit) (match []int, wMatched []bool) {
 	queues := map[string][]int{}
 	for i, u := range wus {
 		k := u.key + "\x00" + u.ctx
 		queues[k] = append(queues[k], i)
 	}
-	match := make([]int, len(bus))
-	wMatched := make([]bool, len(wus))
+	match = make([]int, len(bus))
+	wMatched = make([]bool, len(wus))
 	last := -1
 	for i, b := range bus {
 		match[i] = -1
@@ -400,62 +455,33 @@ func splice(s unitSpec, base, worker []byte, bus, wus []unit) ([]byte, []string)
 		}
 		queues[k] = q
 	}
+	return match, wMatched
+}
 
-	var edits []edit
-	changed := map[string]bool{}
-	note := func(names []string) {
-		for _, n := range names {
-			changed[n] = true
-		}
+// splicePlan collects splice's edits, numbered in the order made, and the names
+// of the units they change.
+type splicePlan struct {
+	edits   []edit
+	changed map[string]bool
+}
+
+func (p *splicePlan) note(names []string) {
+	if p.changed == nil {
+		p.changed = map[string]bool{}
 	}
-	seq := 0
-	add := func(e edit) {
-		e.seq = seq
-		seq++
-		edits = append(edits, e)
+	for _, n := range names {
+		p.changed[n] = true
 	}
-	text := func(b unit) []byte { return base[b.start:b.end] }
-	anchor := -1
-	var pending []int
-	for i, b := range bus {
-		wi := match[i]
-		if wi < 0 {
-			note(b.names)
-			if anchor >= 0 {
-				add(edit{start: anchor, end: anchor, text: text(b), insert: true})
-			} else {
-				pending = append(pending, i)
-			}
-			continue
-		}
-		w := wus[wi]
-		for _, p := range pending {
-			add(edit{start: w.start, end: w.start, text: text(bus[p]), insert: true})
-		}
-		pending = nil
-		if w.norm == b.norm {
-			add(edit{start: w.start, end: w.end, text: worker[w.start:w.end]})
-		} else {
-			note(b.names)
-			note(w.names)
-			t := text(b)
-			if !bytes.HasSuffix(t, []byte("\n")) && w.end < len(worker) {
-				t = append(append([]byte{}, t...), '\n')
-			}
-			add(edit{start: w.start, end: w.end, text: t})
-		}
-		anchor = w.end
-	}
-	for _, p := range pending {
-		pos := s.anchor(worker, wus, bus[p])
-		add(edit{start: pos, end: pos, text: text(bus[p]), insert: true})
-	}
-	for i, w := range wus {
-		if !wMatched[i] {
-			note(w.names)
-			add(edit{start: w.start, end: w.end})
-		}
-	}
+}
+
+func (p *splicePlan) add(e edit) {
+	e.seq = len(p.edits)
+	p.edits = append(p.edits, e)
+}
+
+// applyEdits applies edits to worker in order of position (inserts before a
+// replacement at the same place, then in the order made).
+func applyEdits(worker, base []byte, edits []edit) []byte {
 	sort.SliceStable(edits, func(i, j int) bool {
 		a, b := edits[i], edits[j]
 		if a.start != b.start {
@@ -486,10 +512,5 @@ func splice(s unitSpec, base, worker []byte, bus, wus []unit) ([]byte, []string)
 		}
 		cur = e.end
 	}
-	out = append(out, worker[cur:]...)
-	var names []string
-	for n := range changed {
-		names = append(names, n)
-	}
-	return out, sortedNames(names)
+	return append(out, worker[cur:]...)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 // JSON parts (package.json#scripts, file.json#.member).
@@ -321,53 +323,17 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 	if base == nil && worker == nil {
 		return nil, nil, nil
 	}
-	// The base's protected members: bm by name, border in order.
-	var bobj jobject
-	var bm map[string]jmember
-	var border []string
-	var bdoc []byte // the document bm's offsets refer to
-	isProt := func(string) bool { return false }
-	if base != nil {
-		var ok bool
-		if bobj, ok = parseJSONObject(base); !ok {
-			return nil, nil, errors.New("fileparts: the base file is not a JSON object")
-		}
-		bdoc = base
-		top, order := effective(bobj.members)
-		if spec.scripts {
-			if s, ok := top["scripts"]; ok && base[s.valStart] == '{' {
-				sobj, ok := parseJSONMembers(base, s.valStart)
-				if !ok {
-					return nil, nil, errors.New("fileparts: the base file is not a JSON object")
-				}
-				bm, border = effective(sobj.members)
-			}
-		} else {
-			bm, border = top, order
-		}
-	}
-	if spec.scripts {
-		isProt = scriptSet(spec.names, bdoc, bm)
-	} else {
-		isProt = func(n string) bool { return n == spec.member }
-	}
-	var bprot []string
-	for _, n := range border {
-		if isProt(n) {
-			bprot = append(bprot, n)
-		}
-	}
-	prefix := ""
-	if spec.scripts {
-		prefix = "scripts."
+	bj, err := readBaseJSON(base, spec)
+	if err != nil {
+		return nil, nil, err
 	}
 	if worker == nil {
-		if len(bprot) == 0 {
+		if len(bj.prot) == 0 {
 			return nil, nil, nil
 		}
 		var names []string
-		for _, n := range bprot {
-			names = append(names, prefix+n)
+		for _, n := range bj.prot {
+			names = append(names, bj.prefix+n)
 		}
 		return clone(base), sortedNames(names, WholeFile), nil
 	}
@@ -379,14 +345,62 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 		return wholeBase(base, worker, nil)
 	}
 	if !spec.scripts {
-		out, changed := protectMembers(worker, wobj, isProt, bdoc, bm, border, "")
+		out, changed := protectMembers(worker, wobj, bj.isProt, bj.doc, bj.bm, bj.order, "")
 		if out == nil {
 			return clone(worker), nil, nil
 		}
 		return splicedJSON(worker, wobj.open, wobj.close+1, out), sortedNames(changed), nil
 	}
+	return restoreScripts(base, worker, wobj, bj)
+}
 
-	// scripts: first drop earlier duplicates of "scripts" at the top level.
+// baseJSON is what restoreJSON protects, read from the base: the protected
+// object's members (bm by name, order as they stand; their offsets are into doc),
+// which of them are protected, those in order, and the prefix of their names.
+type baseJSON struct {
+	doc    []byte
+	bm     map[string]jmember
+	order  []string
+	isProt func(string) bool
+	prot   []string
+	prefix string
+}
+
+func readBaseJSON(base []byte, spec jsonSpec) (baseJSON, error) {
+	var bj baseJSON
+	if base != nil {
+		bobj, ok := parseJSONObject(base)
+		if !ok {
+			return bj, errors.New("fileparts: the base file is not a JSON object")
+		}
+		bj.doc = base
+		top, order := effective(bobj.members)
+		if !spec.scripts {
+			bj.bm, bj.order = top, order
+		} else if s, ok := top["scripts"]; ok && base[s.valStart] == '{' {
+			sobj, ok := parseJSONMembers(base, s.valStart)
+			if !ok {
+				return bj, errors.New("fileparts: the base file is not a JSON object")
+			}
+			bj.bm, bj.order = effective(sobj.members)
+		}
+	}
+	if spec.scripts {
+		bj.isProt, bj.prefix = scriptSet(spec.names, bj.doc, bj.bm), "scripts."
+	} else {
+		bj.isProt = func(n string) bool { return n == spec.member }
+	}
+	for _, n := range bj.order {
+		if bj.isProt(n) {
+			bj.prot = append(bj.prot, n)
+		}
+	}
+	return bj, nil
+}
+
+// restoreScripts protects the scripts of worker's package.json (wobj): earlier
+// duplicates of "scripts" dropped, then the protected scripts made the base's.
+func restoreScripts(base, worker []byte, wobj jobject, bj baseJSON) ([]byte, []string, error) {
 	var changed []string
 	doc := worker
 	weff, _ := effective(wobj.members)
@@ -403,6 +417,7 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 		out, _ := protectMembers(worker, wobj, onlyLast, worker, keep, []string{"scripts"}, "")
 		doc = splicedJSON(worker, wobj.open, wobj.close+1, out)
 		changed = append(changed, "scripts")
+		var ok bool
 		if wobj, ok = parseJSONObject(doc); !ok {
 			return wholeBase(base, worker, nil)
 		}
@@ -415,40 +430,46 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 		if !ok {
 			return wholeBase(base, worker, nil)
 		}
-		out, ch := protectMembers(doc, sobj, isProt, bdoc, bm, border, prefix)
+		out, ch := protectMembers(doc, sobj, bj.isProt, bj.doc, bj.bm, bj.order, bj.prefix)
 		if out != nil {
 			doc = splicedJSON(doc, s.valStart, s.valEnd, out)
 			changed = append(changed, ch...)
 		}
-	case has && len(bprot) > 0:
+	case has && len(bj.prot) > 0:
 		// "scripts" is not an object: replace it by the base's protected scripts.
 		lead := doc[s.leadStart:s.keyStart]
-		doc = splicedJSON(doc, s.valStart, s.valEnd, newObject(bdoc, bm, bprot, lead))
+		doc = splicedJSON(doc, s.valStart, s.valEnd, newObject(bj.doc, bj.bm, bj.prot, lead))
 		changed = append(changed, "scripts")
-		for _, n := range bprot {
-			changed = append(changed, prefix+n)
+		for _, n := range bj.prot {
+			changed = append(changed, bj.prefix+n)
 		}
-	case !has && len(bprot) > 0:
-		lead := guessLead(doc, wobj)
-		body := append([]byte(`"scripts": `), newObject(bdoc, bm, bprot, lead)...)
-		var pieces []piece
-		for _, m := range wobj.members {
-			pieces = append(pieces, piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]})
-		}
-		pieces = append(pieces, piece{lead: lead, body: body})
-		tail := doc[wobj.open+1 : wobj.close]
-		if n := len(wobj.members); n > 0 {
-			tail = doc[wobj.members[n-1].valEnd:wobj.close]
-		}
-		doc = splicedJSON(doc, wobj.open, wobj.close+1, rebuildObject(pieces, tail))
-		for _, n := range bprot {
-			changed = append(changed, prefix+n)
+	case !has && len(bj.prot) > 0:
+		doc = appendScripts(doc, wobj, bj)
+		for _, n := range bj.prot {
+			changed = append(changed, bj.prefix+n)
 		}
 	}
 	if len(changed) == 0 {
 		return clone(worker), nil, nil
 	}
 	return doc, sortedNames(changed), nil
+}
+
+// appendScripts adds a "scripts" member holding the base's protected scripts to
+// the object wobj of doc, which has none.
+func appendScripts(doc []byte, wobj jobject, bj baseJSON) []byte {
+	lead := guessLead(doc, wobj)
+	body := append([]byte(`"scripts": `), newObject(bj.doc, bj.bm, bj.prot, lead)...)
+	var pieces []piece
+	for _, m := range wobj.members {
+		pieces = append(pieces, piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]})
+	}
+	pieces = append(pieces, piece{lead: lead, body: body})
+	tail := doc[wobj.open+1 : wobj.close]
+	if n := len(wobj.members); n > 0 {
+		tail = doc[wobj.members[n-1].valEnd:wobj.close]
+	}
+	return splicedJSON(doc, wobj.open, wobj.close+1, rebuildObject(pieces, tail))
 }
 
 func splicedJSON(doc []byte, start, end int, mid []byte) []byte {
@@ -477,7 +498,7 @@ func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) 
 			}
 			globs = append(globs, n)
 			for name := range bm {
-				if globMatch(n, name) {
+				if glob.MatchTask(n, name) {
 					queue = append(queue, name)
 				}
 			}
@@ -518,33 +539,12 @@ func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) 
 			return true
 		}
 		for _, g := range globs {
-			if globMatch(g, n) ||
-				(strings.HasPrefix(n, "pre") && globMatch(g, n[3:])) ||
-				(strings.HasPrefix(n, "post") && globMatch(g, n[4:])) {
+			if glob.MatchTask(g, n) ||
+				(strings.HasPrefix(n, "pre") && glob.MatchTask(g, n[3:])) ||
+				(strings.HasPrefix(n, "post") && glob.MatchTask(g, n[4:])) {
 				return true
 			}
 		}
 		return false
 	}
-}
-
-// globMatch matches name against a pattern in which '*' stands for any run of
-// characters (npm-run-all's "lint:*", over-approximated: '*' also crosses ':').
-func globMatch(pattern, name string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	name = name[len(parts[0]):]
-	for i := 1; i < len(parts)-1; i++ {
-		j := strings.Index(name, parts[i])
-		if j < 0 {
-			return false
-		}
-		name = name[j+len(parts[i]):]
-	}
-	return strings.HasSuffix(name, parts[len(parts)-1])
 }

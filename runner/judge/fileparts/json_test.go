@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/models/formats/glob"
 )
 
 const basePackageJSON = `{
@@ -326,8 +328,8 @@ func TestGlobMatch(t *testing.T) {
 		{"lint:*", "lint:js", true}, {"lint:*", "lint", false}, {"*", "x", true},
 		{"a*b*c", "aXbYc", true}, {"a*b*c", "aXc", false}, {"test", "test", true},
 	} {
-		if got := globMatch(c.pat, c.name); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.name, got)
+		if got := glob.MatchTask(c.pat, c.name); got != c.want {
+			t.Errorf("glob.MatchTask(%q, %q) = %v", c.pat, c.name, got)
 		}
 	}
 	if strings.Contains("x", "*") {

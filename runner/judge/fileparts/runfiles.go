@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/countersign/countersign/models/formats/shellword"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -121,11 +122,11 @@ func (r *runFinder) shell(text string, st runState, depth int) {
 	for _, t := range TargetsRun([]string{text}) {
 		r.targets[t] = true
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
+	f, err := shellword.Parse(text)
 	if err != nil {
 		// Not shell this grammar reads (a bash extension it lacks, or a hostile
 		// text): take the commands the simple splitter sees, none of them resolved.
-		for _, words := range shellCommands(text, false, 0) {
+		for _, words := range shellword.Split(text, false) {
 			r.command(words, nil, st, depth)
 		}
 		return

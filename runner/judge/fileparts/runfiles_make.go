@@ -3,6 +3,8 @@ package fileparts
 import (
 	"regexp"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/makefile"
 )
 
 // makefileNames are the files GNU make reads, in its order of preference.
@@ -38,23 +40,23 @@ func (r *runFinder) makeRecipes() {
 		if err != nil {
 			continue
 		}
-		f, ok := parseMake(data)
+		f, ok := makefile.Parse(data)
 		if !ok {
 			continue
 		}
-		for i := range f.lines {
-			L := &f.lines[i]
+		for i := range f.Lines {
+			L := &f.Lines[i]
 			_, asRecipe, prot := spec.lineNamesAs(f, i)
 			var text string
 			switch {
 			case !prot:
 				continue
 			case asRecipe:
-				text = L.raw
-			case L.kind == mkRule && L.recipe != "":
-				text = L.recipe
-			case L.kind == mkDirective && (L.word == "include" || L.word == "-include" || L.word == "sinclude"):
-				queue = append(queue, r.included(f, L.value)...)
+				text = L.Raw
+			case L.Kind == makefile.Rule && L.Recipe != "":
+				text = L.Recipe
+			case L.Kind == makefile.Directive && (L.Word == "include" || L.Word == "-include" || L.Word == "sinclude"):
+				queue = append(queue, r.included(f, L.Value)...)
 				continue
 			default:
 				continue
@@ -79,7 +81,7 @@ var makeVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 // value the Makefile writes literally to that value (each value it may have, one
 // text per value, at most a few), $(shell x) to the shell's $(x), $(MAKE) to make,
 // and anything else to a shell variable FilesRun cannot resolve.
-func expandMake(f *mkFile, text string, depth int) []string {
+func expandMake(f *makefile.File, text string, depth int) []string {
 	outs := []string{""}
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -99,7 +101,7 @@ func expandMake(f *mkFile, text string, depth int) []string {
 			i += 2
 			continue
 		}
-		end := skipMakeRef(text, i)
+		end := makefile.SkipRef(text, i)
 		inner := text[i+2 : max(i+2, end-1)]
 		i = end
 		outs = expandRef(f, inner, outs, depth)
@@ -114,7 +116,7 @@ func appendAll(outs []string, s string) {
 }
 
 // expandRef appends the expansions of one $(inner) to every text in outs.
-func expandRef(f *mkFile, inner string, outs []string, depth int) []string {
+func expandRef(f *makefile.File, inner string, outs []string, depth int) []string {
 	if fn, arg, ok := strings.Cut(inner, " "); ok && fn == "shell" {
 		appendAll(outs, "$("+arg+")")
 		return outs
@@ -126,12 +128,12 @@ func expandRef(f *mkFile, inner string, outs []string, depth int) []string {
 	case inner == "CURDIR":
 		appendAll(outs, ".")
 		return outs
-	case !makeVarName.MatchString(inner) || depth > 4 || len(f.values[inner]) == 0:
+	case !makeVarName.MatchString(inner) || depth > 4 || len(f.Values(inner)) == 0:
 		appendAll(outs, "${MAKE_UNRESOLVED}")
 		return outs
 	}
 	var next []string
-	for _, v := range f.values[inner] {
+	for _, v := range f.Values(inner) {
 		for _, e := range expandMake(f, strings.TrimSpace(v), depth+1) {
 			for _, o := range outs {
 				if len(next) < 16 {
@@ -145,7 +147,7 @@ func expandRef(f *mkFile, inner string, outs []string, depth int) []string {
 
 // included protects the makefiles an include line names (its words, make's
 // variables expanded) and returns them for reading.
-func (r *runFinder) included(f *mkFile, value string) []string {
+func (r *runFinder) included(f *makefile.File, value string) []string {
 	var out []string
 	for _, text := range expandMake(f, value, 0) {
 		for _, w := range strings.Fields(text) {

@@ -196,21 +196,7 @@ func (t *tomlScanner) value(p, depth int) (int, bool) {
 	d := t.d
 	switch {
 	case strings.HasPrefix(string(d[p:min(p+3, len(d))]), `"""`), strings.HasPrefix(string(d[p:min(p+3, len(d))]), `'''`):
-		quote := d[p]
-		for q := p + 3; q < len(d); q++ {
-			if d[q] == '\\' && quote == '"' {
-				q++
-				continue
-			}
-			if d[q] == quote && q+2 < len(d) && d[q+1] == quote && d[q+2] == quote {
-				r := 3
-				for q+r < len(d) && d[q+r] == quote && r < 5 {
-					r++
-				}
-				return q + r, true
-			}
-		}
-		return len(d), false
+		return t.multiString(p)
 	case d[p] == '"':
 		_, e, ok := t.basicString(p)
 		return e, ok
@@ -225,70 +211,94 @@ func (t *tomlScanner) value(p, depth int) (int, bool) {
 		}
 		return len(d), false
 	case d[p] == '[':
-		q := p + 1
-		for {
-			q = t.skipSpaceLines(q)
-			if q >= len(d) {
-				return q, false
-			}
-			if d[q] == ']' {
-				return q + 1, true
-			}
-			var ok bool
-			if q, ok = t.value(q, depth+1); !ok {
-				return q, false
-			}
-			q = t.skipSpaceLines(q)
-			if q < len(d) && d[q] == ',' {
-				q++
-				continue
-			}
-			if q < len(d) && d[q] == ']' {
-				return q + 1, true
-			}
-			return q, false
-		}
+		return t.array(p, depth)
 	case d[p] == '{':
-		q := p + 1
-		for {
-			q = t.skipSpaceLines(q)
-			if q >= len(d) {
-				return q, false
+		return t.inlineTable(p, depth)
+	}
+	return t.bare(p)
+}
+
+// multiString skips a multi-line string (three double or three single quotes)
+// starting at p.
+func (t *tomlScanner) multiString(p int) (int, bool) {
+	d := t.d
+	quote := d[p]
+	for q := p + 3; q < len(d); q++ {
+		if d[q] == '\\' && quote == '"' {
+			q++
+			continue
+		}
+		if d[q] == quote && q+2 < len(d) && d[q+1] == quote && d[q+2] == quote {
+			r := 3
+			for q+r < len(d) && d[q+r] == quote && r < 5 {
+				r++
 			}
-			if d[q] == '}' {
-				return q + 1, true
-			}
-			_, k, ok := t.key(q)
-			if !ok || k >= len(d) || d[k] != '=' {
-				return k, false
-			}
-			if q, ok = t.value(t.skipBlank(k+1), depth+1); !ok {
-				return q, false
-			}
-			q = t.skipSpaceLines(q)
-			if q < len(d) && d[q] == ',' {
-				q++
-				continue
-			}
-			if q < len(d) && d[q] == '}' {
-				return q + 1, true
-			}
+			return q + r, true
+		}
+	}
+	return len(d), false
+}
+
+// array skips an array starting at p.
+func (t *tomlScanner) array(p, depth int) (int, bool) {
+	return t.list(p, ']', func(q int) (int, bool) { return t.value(q, depth+1) })
+}
+
+// inlineTable skips an inline table starting at p.
+func (t *tomlScanner) inlineTable(p, depth int) (int, bool) {
+	return t.list(p, '}', func(q int) (int, bool) {
+		_, k, ok := t.key(q)
+		if !ok || k >= len(t.d) || t.d[k] != '=' {
+			return k, false
+		}
+		return t.value(t.skipBlank(k+1), depth+1)
+	})
+}
+
+// list skips the items (read by item) of an array or inline table opening at p
+// and closed by close, commas between them and blank lines anywhere.
+func (t *tomlScanner) list(p int, close byte, item func(int) (int, bool)) (int, bool) {
+	d := t.d
+	q := p + 1
+	for {
+		q = t.skipSpaceLines(q)
+		if q >= len(d) {
 			return q, false
 		}
-	default:
-		q := p
+		if d[q] == close {
+			return q + 1, true
+		}
+		var ok bool
+		if q, ok = item(q); !ok {
+			return q, false
+		}
+		q = t.skipSpaceLines(q)
+		if q < len(d) && d[q] == ',' {
+			q++
+			continue
+		}
+		if q < len(d) && d[q] == close {
+			return q + 1, true
+		}
+		return q, false
+	}
+}
+
+// bare skips a number, boolean or date-time starting at p.
+func (t *tomlScanner) bare(p int) (int, bool) {
+	d := t.d
+	q := p
+	for q < len(d) && !strings.ContainsRune(" \t\r\n,]}#", rune(d[q])) {
+		q++
+	}
+	// A date and a time may be separated by a space.
+	if q-p == 10 && q+1 < len(d) && d[q] == ' ' && d[q+1] >= '0' && d[q+1] <= '9' && d[p+4] == '-' {
+		q++
 		for q < len(d) && !strings.ContainsRune(" \t\r\n,]}#", rune(d[q])) {
 			q++
 		}
-		// A date and a time may be separated by a space.
-		if q-p == 10 && q+1 < len(d) && d[q] == ' ' && d[q+1] >= '0' && d[q+1] <= '9' && d[p+4] == '-' {
-			q++
-			for q < len(d) && !strings.ContainsRune(" \t\r\n,]}#", rune(d[q])) {
-				q++
-			}
-		}
-		return q, q > p
 	}
+	return q, q > p
 }
 
 // restOfLine checks that only blanks and a comment follow p on its line, and
