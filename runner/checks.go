@@ -48,7 +48,7 @@ func (ar *attemptRun) record(r models.CheckResult) bool {
 // A layer after the worker that cannot give a verdict (an error verdict: the evaluator
 // is down, a verify command could not start) is tried again on its own, against the
 // same output (see layer): the worker is never run again for it.
-func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
 	cp := expandedCompletion(t)
 	if ar.outcome != "" {
@@ -168,7 +168,7 @@ func agentCommandFailed(ar *attemptRun, agent *models.Agent) bool {
 // all, each failed try kept with the attempt's checks; the worker never runs again
 // for it. If no try gives a verdict the attempt is an infrastructure failure that
 // blocks the task at once (layerExhausted).
-func (p *Pool) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
+func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
 	tries := max(p.cfg.MaxInfraFailures, 1)
 	for try := 1; ; try++ {
 		r := run()
@@ -203,7 +203,7 @@ func (p *Pool) layer(ctx context.Context, ar *attemptRun, run func() models.Chec
 
 // infraWait is the backoff after the n-th infrastructure failure in a row:
 // InfraBackoff, doubled each time, at most MaxInfraBackoff.
-func (p *Pool) infraWait(n int) time.Duration {
+func (p *attemptRunner) infraWait(n int) time.Duration {
 	wait := p.cfg.InfraBackoff << min(max(n-1, 0), 20)
 	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
 		wait = p.cfg.MaxInfraBackoff
@@ -229,7 +229,7 @@ func expandedCompletion(t *models.Task) models.Completion {
 
 // interrupted turns a cancelled task context (Stop after the grace period, a lost
 // lease) into an infrastructure failure naming the cause.
-func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
+func (p *attemptRunner) interrupted(ctx context.Context, ar *attemptRun) bool {
 	if ctx.Err() == nil && !ar.res.Cancelled {
 		return false
 	}
@@ -245,7 +245,7 @@ func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
 // output path, resolved again now that the worker has finished: it may have made the
 // path, or a directory on it, a symbolic link out of the workspace, which is its
 // failure, with a diagnosis naming the path and the link.
-func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) mechanical(cp models.Completion, ar *attemptRun) models.CheckResult {
 	if ar.outAbs == "" {
 		return checks.Mechanical(cp, "", nil)
 	}
@@ -263,7 +263,7 @@ func (p *Pool) mechanical(cp models.Completion, ar *attemptRun) models.CheckResu
 // verify runs the contract's verify commands and its immediate criteria (deferred
 // ones run later, with the integrated result), with the project rules' activity
 // commands.
-func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	cp := t.Contract.Completion
 	var crit []models.Criterion
@@ -316,45 +316,14 @@ const rulesTTL = time.Second
 
 // rules returns the project rules, read at most once per rulesTTL unless another
 // writer's events arrived since.
-func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
+func (p *attemptRunner) rules(ctx context.Context) (models.ProjectRules, error) {
 	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Rules(ctx) })
 }
 
 // rulesIn is rules read through tx when the copy is stale: inside a claim, whose
 // transaction may hold the only connection (SQLite).
-func (p *Pool) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
+func (p *attemptRunner) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
 	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.RulesIn(ctx, tx) })
-}
-
-// cachedRules returns the cached project rules while they are fresh, else reads them
-// with read and caches them unless forgetRules ran meanwhile.
-func (p *Pool) cachedRules(read func() (models.ProjectRules, error)) (models.ProjectRules, error) {
-	p.rulesMu.Lock()
-	gen, cached, at := p.rulesGen, p.rulesVal, p.rulesAt
-	p.rulesMu.Unlock()
-	if cached != nil && time.Since(at) < rulesTTL {
-		return *cached, nil
-	}
-	at = time.Now()
-	r, err := read()
-	if err != nil {
-		return r, err
-	}
-	p.rulesMu.Lock()
-	if p.rulesGen == gen {
-		p.rulesVal, p.rulesAt = &r, at
-	}
-	p.rulesMu.Unlock()
-	return r, nil
-}
-
-// forgetRules drops the cached project rules: an event from another writer may have
-// been rules.changed.
-func (p *Pool) forgetRules() {
-	p.rulesMu.Lock()
-	p.rulesGen++
-	p.rulesVal = nil
-	p.rulesMu.Unlock()
 }
 
 // checkEnv is the environment of a judged run (verify commands, criteria, the floor's
@@ -363,14 +332,14 @@ func (p *Pool) forgetRules() {
 // and the task facts. Nothing of the worker's agent home, nor of the runner's own
 // environment beyond the judge's short list: a verify command runs the worker's code,
 // and a home the worker wrote would configure the tools that judge it.
-func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
+func (p *attemptRunner) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
 	return append(ar.judge.withInstallDir(je.Vars()), p.taskEnv(tr, ar)...)
 }
 
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has
 // `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
 // error verdict, an infrastructure failure: the task never passes on it.
-func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp models.Completion) models.CheckResult {
+func (p *attemptRunner) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp models.Completion) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	if strings.TrimSpace(cp.Evaluate) == "" {
@@ -403,7 +372,7 @@ func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp mod
 
 // artifact returns what the evaluator and a reviewer judge: the output file (its head
 // and tail when large), or for type none the tail of what the worker printed.
-func (p *Pool) artifact(ar *attemptRun) ([]byte, error) {
+func (p *attemptRunner) artifact(ar *attemptRun) ([]byte, error) {
 	if ar.outAbs == "" {
 		return ar.res.Tail, nil
 	}
@@ -440,7 +409,7 @@ func readBounded(f *os.File, max int) ([]byte, error) {
 
 // outputHash is the SHA-384 (hex) of the verified output: the output file, or for type
 // none everything the worker printed.
-func (p *Pool) outputHash(cp models.Completion, ar *attemptRun) string {
+func (p *attemptRunner) outputHash(cp models.Completion, ar *attemptRun) string {
 	if ar.outAbs == "" {
 		if ar.stream == nil {
 			return ""

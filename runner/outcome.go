@@ -24,7 +24,7 @@ const tailBytes = 8 << 10
 // failed with budget left (stays in progress for a revision), failed with the budget
 // used up or an infrastructure failure past the bound (BlockTask: inbox item and
 // task.blocked ledger entry), or released (stopping).
-func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
+func (p *attemptRunner) settle(tr *taskRun, ar *attemptRun) decision {
 	tr.settled.Store(true)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tr.ctx), settleTimeout)
 	defer cancel()
@@ -52,7 +52,7 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 	return d
 }
 
-func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) (decision, error) {
+func (p *attemptRunner) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) (decision, error) {
 	t, err := tx.LockTask(ctx, tr.task.ID)
 	if err != nil {
 		return decision{}, err
@@ -121,7 +121,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 }
 
 // failed charges a work failure and decides between a revision and blocking.
-func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+func (p *attemptRunner) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if ar.reviewAgain {
 		// A fix task for the reviewer's findings was added and the task waits for it,
 		// its lease released (reviewSettled): not charged (see review).
@@ -158,7 +158,7 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 // could not run pauses its agent and lets the task wait for it (no lease, no charge);
 // a check layer that gave no verdict in all its tries (see layer) blocks the task at
 // once, the worker having run once.
-func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+func (p *attemptRunner) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if errors.Is(ar.cause, ErrStopping) || errors.Is(ar.cause, ErrLeaseLost) {
 		t.LeaseOwner, t.LeaseUntil = "", nil
 		return decision{done: true}, tx.UpdateTask(ctx, t)
@@ -183,7 +183,7 @@ func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar
 // pauseAgent pauses the agent whose command could not run (models.Service.PauseAgent)
 // and lets its task go without a lease: it stays in progress, assigned to the agent,
 // and runs again once an admin has enabled the agent (or a person cancels it).
-func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+func (p *attemptRunner) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: models.Truncate(ar.diagnosis, 1500)}
 	if err := p.svc.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
 		return err
@@ -193,14 +193,14 @@ func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar 
 }
 
 // keepLease saves t (its budget) with a fresh lease for the next attempt.
-func (p *Pool) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
+func (p *attemptRunner) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
 	until := time.Now().Add(p.cfg.Lease)
 	t.LeaseUntil = &until
 	return tx.UpdateTask(ctx, t)
 }
 
 // block blocks t with every attempt of this round in the payload.
-func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
+func (p *attemptRunner) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bo
 
 // saveAttempt writes the attempt row (creating it when the attempt failed before it
 // began) and its attempt.finished event.
-func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun, t *models.Task) error {
+func (p *attemptRunner) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun, t *models.Task) error {
 	now := time.Now().UTC()
 	row := ar.row
 	if row == nil {

@@ -61,7 +61,7 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     created first); its concurrency is not counted, since a review is part of the
 //     builder's slot. No such agent, or a reviewer that crashes or cannot start, is an
 //     infrastructure failure (an error verdict, which check tries again on its own).
-func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	ar.reviewAgain, ar.deferredTo = false, nil
@@ -201,7 +201,7 @@ func reviewRoundsFailed(history []models.Attempt) int {
 
 // reviewDue decides the review's triggers for t (see review); a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
-func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (due bool, err error) {
+func (p *attemptRunner) reviewDue(ctx context.Context, t *models.Task, rv *models.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
 		var tasks []models.Task
@@ -233,7 +233,7 @@ func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *models.Review,
 }
 
 // pickReviewer finds an enabled worker agent with role that is not the builder.
-func (p *Pool) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
+func (p *attemptRunner) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
 	agents, err := p.store.ListAgents(ctx)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ var AgentConfigPaths = []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/**", "A
 // configuration (AgentConfigPaths) as the base had them. nil when the task has no
 // Env (a contract that runs nothing and asks for no review of its own, reviewed in a
 // parallel group's batch): the reviewer then reads the workspace, as before.
-func (p *Pool) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
+func (p *attemptRunner) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
 	jr := ar.judge
 	if jr == nil || jr.cand == nil || jr.base.Env == "" {
 		return nil, nil
