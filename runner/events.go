@@ -182,4 +182,3 @@ func unwrapTx(tx models.Tx) models.Tx {
 	}
 	return tx
 }
-

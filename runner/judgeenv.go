@@ -20,7 +20,9 @@ var judgeEnvOff bool
 
 // judgeRoot is the judge-owned root of judged runs' environments (runs, caches): in
 // the data dir, out of every worker's reach.
-func (p *attemptRunner) judgeRoot() string { return filepath.Join(p.cfg.Workspaces.Root(), "judge-env") }
+func (p *attemptRunner) judgeRoot() string {
+	return filepath.Join(p.cfg.Workspaces.Root(), "judge-env")
+}
 
 // newJudgeEnv makes a fresh environment for one judged run of dir, with the stacks'
 // judge variables; no PATH entry lies in the data dir or in untrusted.

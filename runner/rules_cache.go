@@ -46,4 +46,3 @@ func (p *rulesCache) forgetRules() {
 	p.rulesVal = nil
 	p.rulesMu.Unlock()
 }
-
