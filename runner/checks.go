@@ -54,33 +54,10 @@ func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) 
 	if ar.outcome != "" {
 		return // decided while it ran (a budget stop, a log that could not be made)
 	}
-	if p.interrupted(ctx, ar) {
+	if p.interrupted(ctx, ar) || !workerRan(tr, ar) {
 		return
 	}
-	var se *worker.StartError
-	var oe *worker.OutputError
-	switch {
-	case errors.As(ar.runErr, &se):
-		ar.infra("the worker command could not be started: "+se.Error(), se)
-		return
-	case errors.As(ar.runErr, &oe):
-		ar.infra("the worker's log could not be written, so its evidence is incomplete: "+oe.Error(), oe)
-		return
-	case ar.runErr != nil:
-		ar.infra("running the worker failed: "+ar.runErr.Error(), ar.runErr)
-		return
-	case agentCommandFailed(ar, &tr.agent):
-		return
-	}
-	timeout := cp.Timeout.Duration
-	if timeout <= 0 {
-		timeout = models.DefaultTimeout
-	}
-	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
-	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
-		proc.Diagnosis = fmt.Sprintf("worker was killed by %s before it exited (it crashed or was killed); it must exit with status 0 when the work is done", ar.res.Signal)
-	}
-	if !ar.record(proc) {
+	if !ar.record(processCheck(cp, ar)) {
 		return
 	}
 	// Every process of the worker is gone: its result is fixed now, and everything
@@ -94,45 +71,92 @@ func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) 
 		ar.outcome = models.OutcomePassed
 		return
 	}
-	output := string(ar.res.Tail)
-	if !ar.record(checks.Contradiction(output, checks.ClaimTokens(cp.DoneToken), p.cfg.ContradictionPhrases)) {
-		return
-	}
-	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
-		return
-	}
-	if !p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) }) {
-		return
-	}
-	if !p.openView(ctx, tr, ar) {
-		return
-	}
-	if !p.installDependencies(ctx, tr, ar) {
-		p.closeView(ar)
-		return
-	}
-	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
-	p.closeView(ar)
-	if !verified || p.interrupted(ctx, ar) || ar.outcome == models.OutcomeInfra {
+	if !p.outputLayers(ctx, ar, cp) || !p.verifyInView(ctx, tr, ar) {
 		return
 	}
 	skip := t.Contract.Verification.Type == models.VerifySkip
-	if !skip {
-		workspace := func() models.CheckResult {
-			return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
-		}
-		if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
-			return
-		}
-		if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
-			return
-		}
-		if !p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
-			return
-		}
+	if !skip && !p.judgedLayers(ctx, tr, ar, cp) {
+		return
 	}
 	ar.outputHash = p.outputHash(cp, ar)
 	ar.outcome = models.OutcomePassed
+}
+
+// workerRan reports whether the worker's command ran at all; when it did not, the
+// attempt is decided (an infrastructure failure, or the agent's).
+func workerRan(tr *taskRun, ar *attemptRun) bool {
+	var se *worker.StartError
+	var oe *worker.OutputError
+	switch {
+	case errors.As(ar.runErr, &se):
+		ar.infra("the worker command could not be started: "+se.Error(), se)
+		return false
+	case errors.As(ar.runErr, &oe):
+		ar.infra("the worker's log could not be written, so its evidence is incomplete: "+oe.Error(), oe)
+		return false
+	case ar.runErr != nil:
+		ar.infra("running the worker failed: "+ar.runErr.Error(), ar.runErr)
+		return false
+	case agentCommandFailed(ar, &tr.agent):
+		return false
+	}
+	return true
+}
+
+// processCheck is the process layer: how the worker's process ended.
+func processCheck(cp models.Completion, ar *attemptRun) models.CheckResult {
+	timeout := cp.Timeout.Duration
+	if timeout <= 0 {
+		timeout = models.DefaultTimeout
+	}
+	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
+	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
+		proc.Diagnosis = fmt.Sprintf("worker was killed by %s before it exited (it crashed or was killed); it must exit with status 0 when the work is done", ar.res.Signal)
+	}
+	return proc
+}
+
+// outputLayers runs the layers that read the worker's output and files as they are:
+// contradiction, done token, mechanical.
+func (p *attemptRunner) outputLayers(ctx context.Context, ar *attemptRun, cp models.Completion) bool {
+	output := string(ar.res.Tail)
+	if !ar.record(checks.Contradiction(output, checks.ClaimTokens(cp.DoneToken), p.cfg.ContradictionPhrases)) {
+		return false
+	}
+	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
+		return false
+	}
+	return p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) })
+}
+
+// verifyInView runs the verify layer in the judge's view of the candidate, with its
+// dependencies installed, and reports whether the attempt may go on.
+func (p *attemptRunner) verifyInView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+	if !p.openView(ctx, tr, ar) {
+		return false
+	}
+	if !p.installDependencies(ctx, tr, ar) {
+		p.closeView(ar)
+		return false
+	}
+	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
+	p.closeView(ar)
+	return verified && !p.interrupted(ctx, ar) && ar.outcome != models.OutcomeInfra
+}
+
+// judgedLayers runs the layers after verify: the workspace's, the evaluator's, the
+// review's.
+func (p *attemptRunner) judgedLayers(ctx context.Context, tr *taskRun, ar *attemptRun, cp models.Completion) bool {
+	workspace := func() models.CheckResult {
+		return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
+	}
+	if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
+		return false
+	}
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
+		return false
+	}
+	return p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) && !p.interrupted(ctx, ar)
 }
 
 // ErrAgentCommand is the cause of an attempt whose worker command could not run at all
