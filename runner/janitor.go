@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/internal/loop"
+	"log/slog"
 )
 
 // cleanup removes, at start and every LandingConfig.CleanupEvery, the worktrees of
@@ -13,7 +14,10 @@ import (
 // Pool.Start, before any attempt runs.)
 type cleanup struct {
 	loop.Loop
-	*attemptRunner
+	cfg   Config
+	store models.Store
+	log   *slog.Logger
+	exec  *executor // the tasks running here, whose worktrees stay
 }
 
 // Start cleans at once and then periodically, unless CleanupEvery is negative;

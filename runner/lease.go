@@ -3,9 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/internal/loop"
 )
 
@@ -14,7 +16,10 @@ import (
 // lost. It runs from before the first task until after the last one ended.
 type heartbeat struct {
 	loop.Loop
-	*attemptRunner
+	cfg     Config
+	claimer models.Claimer
+	log     *slog.Logger
+	exec    *executor // the tasks whose leases it renews
 }
 
 // Start renews leases until Stop; cancelling ctx does not stop it (tasks outlive ctx).
@@ -24,7 +29,7 @@ func (p *heartbeat) Start(ctx context.Context) error {
 
 // renew extends this runner's leases once and cancels the tasks it no longer holds.
 func (p *heartbeat) renew(ctx context.Context) {
-	ids := p.runningIDs()
+	ids := p.exec.runningIDs()
 	if len(ids) == 0 {
 		return
 	}
