@@ -39,8 +39,9 @@ type attemptRunner struct {
 	// opened by Pool.Start.
 	judgeStore *judge.Store
 
-	events *publisher // remembers the events attempts append (inTx)
-	exec   *executor  // the tasks running: whether the pool is stopping
+	events   *publisher // remembers the events attempts append (inTx)
+	exec     *executor  // the tasks running: whether the pool is stopping
+	settling *settler   // records each attempt's outcome (settle)
 }
 
 // newAttemptRunner builds the attempt runner of a pool over cfg, its defaults applied.
@@ -59,6 +60,7 @@ func newAttemptRunner(cfg Config, events *publisher, exec *executor) *attemptRun
 		private:     canMakePrivateNetwork(cfg),
 		gwPort:      gatewayPortOf(cfg),
 	}
+	p.settling = &settler{attemptRunner: p}
 	p.revoker.do = p.revokeAttemptTokens
 	// Recycled only where no process of an attempt can outlive it, or where nothing
 	// confined it anyway.
@@ -78,3 +80,8 @@ func (p *attemptRunner) isStopping() bool { return p.exec.isStopping() }
 
 // runningIDs lists the tasks this pool runs, which a claim must not hand out again.
 func (p *attemptRunner) runningIDs() []int64 { return p.exec.runningIDs() }
+
+// settle records the attempt's outcome and what follows from it (see settler.settle).
+func (p *attemptRunner) settle(tr *taskRun, ar *attemptRun) decision {
+	return p.settling.settle(tr, ar)
+}
