@@ -117,7 +117,7 @@ type decision struct {
 
 // runTask runs attempts of a claimed task until it passes, blocks, is lost or the
 // pool stops.
-func (p *Pool) runTask(tr *taskRun) {
+func (p *attemptRunner) runTask(tr *taskRun) {
 	ctx := tr.ctx
 	for first := true; ; first = false {
 		if !first && p.isStopping() {
@@ -159,7 +159,7 @@ func (p *Pool) runTask(tr *taskRun) {
 // attempt makes one attempt: prepare, record its start, run the worker, check, and
 // record the outcome with the state change in one transaction. The first attempt of a
 // claim was usually prepared and begun by the claim itself.
-func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
+func (p *attemptRunner) attempt(ctx context.Context, tr *taskRun) decision {
 	ar := tr.next
 	tr.next = nil
 	if ar == nil {
@@ -215,7 +215,7 @@ func (p *Pool) attempt(ctx context.Context, tr *taskRun) decision {
 
 // newAttempt starts the next attempt of tr's task, numbered after the attempts the
 // pool knows of.
-func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
+func (p *attemptRunner) newAttempt(tr *taskRun) *attemptRun {
 	attempts := tr.attempts[:len(tr.attempts):len(tr.attempts)]
 	ar := &attemptRun{num: len(attempts) + 1, history: attempts, previous: lastFailure(attempts), start: time.Now(),
 		approach: triageApproach(&tr.task, attempts)}
@@ -227,7 +227,7 @@ func (p *Pool) newAttempt(tr *taskRun) *attemptRun {
 // checks its readiness: missing lists what keeps the contract from being checked, in
 // which case no attempt may begin. An agent workdir that cannot be used is missing
 // too, not an error: no worker can do anything about it.
-func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) (missing []string, err error) {
+func (p *attemptRunner) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) (missing []string, err error) {
 	err = p.prepare(ctx, tr, ar, rules)
 	var sc *stepConflictError
 	if errors.As(err, &sc) {
@@ -254,7 +254,7 @@ func (p *Pool) prepareReady(ctx context.Context, tr *taskRun, ar *attemptRun, ru
 // the workspace's stacks, resolves the output path and writes the brief. An output
 // path that cannot be used is noted in ar.outProblem, for readiness to report (or for
 // a revision, an error).
-func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
+func (p *attemptRunner) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
 	t := &tr.task
 	req := workspace.Request{TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree}
 	if tr.agent.Worktree {
@@ -287,7 +287,7 @@ func (p *Pool) prepare(ctx context.Context, tr *taskRun, ar *attemptRun, rules f
 // …), in memory, so that readiness and the brief see them; recordStart (or the
 // readiness block) stores them before any worker starts. A contract that waits for
 // nothing is left alone.
-func (p *Pool) completeContract(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
+func (p *attemptRunner) completeContract(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) error {
 	c := &tr.task.Contract
 	if w := c.Verification.Workspace; w != contract.WorkspacePending && w != contract.WorkspacePendingCommands {
 		return nil
@@ -307,7 +307,7 @@ func (p *Pool) completeContract(tr *taskRun, ar *attemptRun, rules func() (model
 
 // fixContract stores, in tx, the stack criteria completeContract added, with their
 // contract.completed event; a no-op when it added none.
-func (p *Pool) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+func (p *attemptRunner) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	if ar == nil || ar.facts == nil {
 		return nil
 	}
@@ -320,7 +320,7 @@ func (p *Pool) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar
 // doing, already charged to it (the mechanical check failed on it): it is removed, the
 // link alone, so this attempt can write there. Whatever else keeps the path from use
 // goes to ar.outProblem.
-func (p *Pool) prepareOutput(ar *attemptRun, rel string) {
+func (p *attemptRunner) prepareOutput(ar *attemptRun, rel string) {
 	abs, err := ar.ws.Resolve(rel)
 	if err != nil && len(ar.history) > 0 {
 		if link, target := ar.ws.Escape(rel); link != "" {
@@ -361,7 +361,7 @@ func relTo(dir, path string) string {
 // begin records the attempt as running, after checking the lease is still ours and
 // that a budget leaves room for it. When it does not start, the decision says what the
 // task's goroutine does: wait for running attempts' reservations to settle, or stop.
-func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) (decision, bool) {
+func (p *attemptRunner) begin(ctx context.Context, tr *taskRun, ar *attemptRun) (decision, bool) {
 	lost := false
 	var stop error
 	err := p.inTx(ctx, func(tx models.Tx) error {
@@ -401,7 +401,7 @@ func (p *Pool) begin(ctx context.Context, tr *taskRun, ar *attemptRun) (decision
 // it reserved of its budgets, in tx. A budget with no room left for it is
 // errBudgetWait (running attempts hold the rest) or errBudgetSpent (the task was
 // blocked in tx); nothing is recorded then.
-func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
+func (p *attemptRunner) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
 	reserve, err := p.reserveBudget(ctx, tx, tr)
 	if err != nil {
 		return err
@@ -437,7 +437,7 @@ func (p *Pool) recordStart(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 
 // execute runs the worker with the brief on stdin and the task facts in its
 // environment.
-func (p *Pool) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
 	timeout := attemptTimeout(t)
 	ar.stream = sha512.New384()
@@ -509,21 +509,21 @@ const attemptTokenMargin = time.Minute
 // revokeAttemptToken ends the attempt's token once its worker has exited, before
 // anything else runs in its workspace. Attempts that end together share one statement
 // (see groupCommit). A failure is logged: the token expires on its own shortly after.
-func (p *Pool) revokeAttemptToken(id, taskID int64) {
+func (p *attemptRunner) revokeAttemptToken(id, taskID int64) {
 	if err := p.revoker.submit(id); err != nil {
 		p.log.Warn("revoking an attempt token failed; it expires on its own", "task_id", taskID, "token_id", id, "err", err)
 	}
 }
 
 // revokeAttemptTokens revokes a batch of attempt tokens (see revokeAttemptToken).
-func (p *Pool) revokeAttemptTokens(ids []int64) error {
+func (p *attemptRunner) revokeAttemptTokens(ids []int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return p.svc.Tokens.RevokeAttemptTokens(ctx, ids)
 }
 
 // taskEnv is the worker's environment beyond worker.BaseEnv.
-func (p *Pool) taskEnv(tr *taskRun, ar *attemptRun) []string {
+func (p *attemptRunner) taskEnv(tr *taskRun, ar *attemptRun) []string {
 	return []string{
 		EnvTaskID + "=" + strconv.FormatInt(tr.task.ID, 10),
 		EnvOutputPath + "=" + ar.outAbs,

@@ -37,7 +37,7 @@ func budgetWait(n int) time.Duration {
 // reserveBudget decides, in tx with the task's row locked, whether tr's next attempt
 // may start under its task's, goal's and agent's budgets, and what it reserves. A
 // spent budget blocks the task (stage budget) in tx.
-func (p *Pool) reserveBudget(ctx context.Context, tx models.Tx, tr *taskRun) (models.BudgetDecision, error) {
+func (p *attemptRunner) reserveBudget(ctx context.Context, tx models.Tx, tr *taskRun) (models.BudgetDecision, error) {
 	limits, err := p.svc.Attempts.BudgetLimits(ctx, tx, &tr.task, &tr.agent)
 	if err != nil || len(limits) == 0 {
 		return models.BudgetDecision{}, err

@@ -49,39 +49,16 @@ func (ar *attemptRun) record(r models.CheckResult) bool {
 // A layer after the worker that cannot give a verdict (an error verdict: the evaluator
 // is down, a verify command could not start) is tried again on its own, against the
 // same output (see layer): the worker is never run again for it.
-func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
 	cp := expandedCompletion(t)
 	if ar.outcome != "" {
 		return // decided while it ran (a budget stop, a log that could not be made)
 	}
-	if p.interrupted(ctx, ar) {
+	if p.interrupted(ctx, ar) || !workerRan(tr, ar) {
 		return
 	}
-	var se *worker.StartError
-	var oe *worker.OutputError
-	switch {
-	case errors.As(ar.runErr, &se):
-		ar.infra("the worker command could not be started: "+se.Error(), se)
-		return
-	case errors.As(ar.runErr, &oe):
-		ar.infra("the worker's log could not be written, so its evidence is incomplete: "+oe.Error(), oe)
-		return
-	case ar.runErr != nil:
-		ar.infra("running the worker failed: "+ar.runErr.Error(), ar.runErr)
-		return
-	case agentCommandFailed(ar, &tr.agent):
-		return
-	}
-	timeout := cp.Timeout.Duration
-	if timeout <= 0 {
-		timeout = contract.DefaultTimeout
-	}
-	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
-	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
-		proc.Diagnosis = fmt.Sprintf("worker was killed by %s before it exited (it crashed or was killed); it must exit with status 0 when the work is done", ar.res.Signal)
-	}
-	if !ar.record(proc) {
+	if !ar.record(processCheck(cp, ar)) {
 		return
 	}
 	// Every process of the worker is gone: its result is fixed now, and everything
@@ -95,45 +72,92 @@ func (p *Pool) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 		ar.outcome = models.OutcomePassed
 		return
 	}
-	output := string(ar.res.Tail)
-	if !ar.record(checks.Contradiction(output, checks.ClaimTokens(cp.DoneToken), p.cfg.ContradictionPhrases)) {
-		return
-	}
-	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
-		return
-	}
-	if !p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) }) {
-		return
-	}
-	if !p.openView(ctx, tr, ar) {
-		return
-	}
-	if !p.installDependencies(ctx, tr, ar) {
-		p.closeView(ar)
-		return
-	}
-	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
-	p.closeView(ar)
-	if !verified || p.interrupted(ctx, ar) || ar.outcome == models.OutcomeInfra {
+	if !p.outputLayers(ctx, ar, cp) || !p.verifyInView(ctx, tr, ar) {
 		return
 	}
 	skip := t.Contract.Verification.Type == contract.VerifySkip
-	if !skip {
-		workspace := func() models.CheckResult {
-			return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
-		}
-		if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
-			return
-		}
-		if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
-			return
-		}
-		if !p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
-			return
-		}
+	if !skip && !p.judgedLayers(ctx, tr, ar, cp) {
+		return
 	}
 	ar.outputHash = p.outputHash(cp, ar)
 	ar.outcome = models.OutcomePassed
+}
+
+// workerRan reports whether the worker's command ran at all; when it did not, the
+// attempt is decided (an infrastructure failure, or the agent's).
+func workerRan(tr *taskRun, ar *attemptRun) bool {
+	var se *worker.StartError
+	var oe *worker.OutputError
+	switch {
+	case errors.As(ar.runErr, &se):
+		ar.infra("the worker command could not be started: "+se.Error(), se)
+		return false
+	case errors.As(ar.runErr, &oe):
+		ar.infra("the worker's log could not be written, so its evidence is incomplete: "+oe.Error(), oe)
+		return false
+	case ar.runErr != nil:
+		ar.infra("running the worker failed: "+ar.runErr.Error(), ar.runErr)
+		return false
+	case agentCommandFailed(ar, &tr.agent):
+		return false
+	}
+	return true
+}
+
+// processCheck is the process layer: how the worker's process ended.
+func processCheck(cp contract.Completion, ar *attemptRun) models.CheckResult {
+	timeout := cp.Timeout.Duration
+	if timeout <= 0 {
+		timeout = contract.DefaultTimeout
+	}
+	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
+	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
+		proc.Diagnosis = fmt.Sprintf("worker was killed by %s before it exited (it crashed or was killed); it must exit with status 0 when the work is done", ar.res.Signal)
+	}
+	return proc
+}
+
+// outputLayers runs the layers that read the worker's output and files as they are:
+// contradiction, done token, mechanical.
+func (p *attemptRunner) outputLayers(ctx context.Context, ar *attemptRun, cp contract.Completion) bool {
+	output := string(ar.res.Tail)
+	if !ar.record(checks.Contradiction(output, checks.ClaimTokens(cp.DoneToken), p.cfg.ContradictionPhrases)) {
+		return false
+	}
+	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
+		return false
+	}
+	return p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) })
+}
+
+// verifyInView runs the verify layer in the judge's view of the candidate, with its
+// dependencies installed, and reports whether the attempt may go on.
+func (p *attemptRunner) verifyInView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+	if !p.openView(ctx, tr, ar) {
+		return false
+	}
+	if !p.installDependencies(ctx, tr, ar) {
+		p.closeView(ar)
+		return false
+	}
+	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
+	p.closeView(ar)
+	return verified && !p.interrupted(ctx, ar) && ar.outcome != models.OutcomeInfra
+}
+
+// judgedLayers runs the layers after verify: the workspace's, the evaluator's, the
+// review's.
+func (p *attemptRunner) judgedLayers(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) bool {
+	workspace := func() models.CheckResult {
+		return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
+	}
+	if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
+		return false
+	}
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
+		return false
+	}
+	return p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) && !p.interrupted(ctx, ar)
 }
 
 // ErrAgentCommand is the cause of an attempt whose worker command could not run at all
@@ -169,7 +193,7 @@ func agentCommandFailed(ar *attemptRun, agent *models.Agent) bool {
 // all, each failed try kept with the attempt's checks; the worker never runs again
 // for it. If no try gives a verdict the attempt is an infrastructure failure that
 // blocks the task at once (layerExhausted).
-func (p *Pool) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
+func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
 	tries := max(p.cfg.MaxInfraFailures, 1)
 	for try := 1; ; try++ {
 		r := run()
@@ -204,7 +228,7 @@ func (p *Pool) layer(ctx context.Context, ar *attemptRun, run func() models.Chec
 
 // infraWait is the backoff after the n-th infrastructure failure in a row:
 // InfraBackoff, doubled each time, at most MaxInfraBackoff.
-func (p *Pool) infraWait(n int) time.Duration {
+func (p *attemptRunner) infraWait(n int) time.Duration {
 	wait := p.cfg.InfraBackoff << min(max(n-1, 0), 20)
 	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
 		wait = p.cfg.MaxInfraBackoff
@@ -230,7 +254,7 @@ func expandedCompletion(t *models.Task) contract.Completion {
 
 // interrupted turns a cancelled task context (Stop after the grace period, a lost
 // lease) into an infrastructure failure naming the cause.
-func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
+func (p *attemptRunner) interrupted(ctx context.Context, ar *attemptRun) bool {
 	if ctx.Err() == nil && !ar.res.Cancelled {
 		return false
 	}
@@ -246,7 +270,7 @@ func (p *Pool) interrupted(ctx context.Context, ar *attemptRun) bool {
 // output path, resolved again now that the worker has finished: it may have made the
 // path, or a directory on it, a symbolic link out of the workspace, which is its
 // failure, with a diagnosis naming the path and the link.
-func (p *Pool) mechanical(cp contract.Completion, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) mechanical(cp contract.Completion, ar *attemptRun) models.CheckResult {
 	if ar.outAbs == "" {
 		return checks.Mechanical(cp, "", nil)
 	}
@@ -264,7 +288,7 @@ func (p *Pool) mechanical(cp contract.Completion, ar *attemptRun) models.CheckRe
 // verify runs the contract's verify commands and its immediate criteria (deferred
 // ones run later, with the integrated result), with the project rules' activity
 // commands.
-func (p *Pool) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	cp := t.Contract.Completion
 	var crit []contract.Criterion
@@ -317,45 +341,14 @@ const rulesTTL = time.Second
 
 // rules returns the project rules, read at most once per rulesTTL unless another
 // writer's events arrived since.
-func (p *Pool) rules(ctx context.Context) (models.ProjectRules, error) {
+func (p *attemptRunner) rules(ctx context.Context) (models.ProjectRules, error) {
 	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Templates.Rules(ctx) })
 }
 
 // rulesIn is rules read through tx when the copy is stale: inside a claim, whose
 // transaction may hold the only connection (SQLite).
-func (p *Pool) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
+func (p *attemptRunner) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
 	return p.cachedRules(func() (models.ProjectRules, error) { return models.RulesIn(ctx, tx) })
-}
-
-// cachedRules returns the cached project rules while they are fresh, else reads them
-// with read and caches them unless forgetRules ran meanwhile.
-func (p *Pool) cachedRules(read func() (models.ProjectRules, error)) (models.ProjectRules, error) {
-	p.rulesMu.Lock()
-	gen, cached, at := p.rulesGen, p.rulesVal, p.rulesAt
-	p.rulesMu.Unlock()
-	if cached != nil && time.Since(at) < rulesTTL {
-		return *cached, nil
-	}
-	at = time.Now()
-	r, err := read()
-	if err != nil {
-		return r, err
-	}
-	p.rulesMu.Lock()
-	if p.rulesGen == gen {
-		p.rulesVal, p.rulesAt = &r, at
-	}
-	p.rulesMu.Unlock()
-	return r, nil
-}
-
-// forgetRules drops the cached project rules: an event from another writer may have
-// been rules.changed.
-func (p *Pool) forgetRules() {
-	p.rulesMu.Lock()
-	p.rulesGen++
-	p.rulesVal = nil
-	p.rulesMu.Unlock()
 }
 
 // checkEnv is the environment of a judged run (verify commands, criteria, the floor's
@@ -364,14 +357,14 @@ func (p *Pool) forgetRules() {
 // and the task facts. Nothing of the worker's agent home, nor of the runner's own
 // environment beyond the judge's short list: a verify command runs the worker's code,
 // and a home the worker wrote would configure the tools that judge it.
-func (p *Pool) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
+func (p *attemptRunner) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
 	return append(ar.judge.withInstallDir(je.Vars()), p.taskEnv(tr, ar)...)
 }
 
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has
 // `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
 // error verdict, an infrastructure failure: the task never passes on it.
-func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) models.CheckResult {
+func (p *attemptRunner) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	if strings.TrimSpace(cp.Evaluate) == "" {
@@ -404,7 +397,7 @@ func (p *Pool) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp con
 
 // artifact returns what the evaluator and a reviewer judge: the output file (its head
 // and tail when large), or for type none the tail of what the worker printed.
-func (p *Pool) artifact(ar *attemptRun) ([]byte, error) {
+func (p *attemptRunner) artifact(ar *attemptRun) ([]byte, error) {
 	if ar.outAbs == "" {
 		return ar.res.Tail, nil
 	}
@@ -441,7 +434,7 @@ func readBounded(f *os.File, max int) ([]byte, error) {
 
 // outputHash is the SHA-384 (hex) of the verified output: the output file, or for type
 // none everything the worker printed.
-func (p *Pool) outputHash(cp contract.Completion, ar *attemptRun) string {
+func (p *attemptRunner) outputHash(cp contract.Completion, ar *attemptRun) string {
 	if ar.outAbs == "" {
 		if ar.stream == nil {
 			return ""

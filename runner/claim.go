@@ -59,7 +59,7 @@ func (tr *taskRun) settling() bool { return tr.settled.Load() }
 // A claim that began runs to its end whatever happens to ctx: cancelling it during the
 // commit could leave a claim committed that the pool believes failed (a lease and a
 // running attempt that only the lease's expiry would recover).
-func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error) {
+func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	err = p.inTx(ctx, func(tx models.Tx) error {
@@ -128,7 +128,7 @@ func (p *Pool) claim(ctx context.Context) (runs []*taskRun, more bool, err error
 // keep t from every other agent on every wake. A nil taskRun with a nil error means no
 // agent could take t now. The claim's writes are buffered (claimTask), so a refused
 // try leaves nothing behind; each try starts from t as it was read.
-func (p *Pool) claimWithSomeAgent(ctx context.Context, tx models.Tx, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
+func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
 	for {
 		l := pickAgent(t, idle, refused...)
@@ -181,7 +181,7 @@ func pickAgent(t *models.Task, idle []*models.WorkerLoad, except ...int64) *mode
 // claimTask moves one locked ready task to in_progress for agent under this runner's
 // lease, in tx. Its events are stored together at the end, and not at all when it
 // fails, so that a refused claim leaves nothing behind for the rest of the batch.
-func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
+func (p *claimLoop) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	buf := models.BufferEvents(tx)
 	tr, err := p.claimTaskIn(ctx, buf, t, agent, now)
 	if err != nil {
@@ -190,7 +190,7 @@ func (p *Pool) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agen
 	return tr, buf.Flush(ctx)
 }
 
-func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
+func (p *claimLoop) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress, fresh: t.State != models.TaskInProgress}
 	// A task that was never started (start sets the builder) has no attempts: only
 	// the runner records attempts, of tasks in progress.
@@ -265,7 +265,7 @@ func (p *Pool) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, ag
 // is not ready (see readiness) is blocked right here, t being its locked row: no
 // attempt is recorded and nothing runs (tr.blocked). Workspaces that are git worktrees
 // are prepared outside the transaction (git may be slow), by the attempt itself.
-func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task) error {
+func (p *claimLoop) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task) error {
 	if tr.agent.Worktree || triagePending(t) {
 		return nil // prepared by the attempt; a pending triage asks before any attempt
 	}
@@ -304,7 +304,7 @@ func (p *Pool) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun, t *m
 // readyTime is when t became ready: its last change, its last dependency's
 // verification, a dead runner's lease expiry, or this pool's start, whichever is
 // latest.
-func (p *Pool) readyTime(ctx context.Context, tx models.Tx, t *models.Task) (time.Time, error) {
+func (p *claimLoop) readyTime(ctx context.Context, tx models.Tx, t *models.Task) (time.Time, error) {
 	ready := t.UpdatedAt
 	if len(t.DependsOn) > 0 {
 		deps, err := tx.GetTasks(ctx, t.DependsOn)
@@ -328,7 +328,7 @@ func (p *Pool) readyTime(ctx context.Context, tx models.Tx, t *models.Task) (tim
 
 // abandonAttempts records the attempts a dead runner left running as infrastructure
 // failures, and returns the task's attempts as they are now.
-func (p *Pool) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task, prevOwner string, now time.Time) ([]models.Attempt, error) {
+func (p *claimLoop) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task, prevOwner string, now time.Time) ([]models.Attempt, error) {
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func (p *Pool) abandonAttempts(ctx context.Context, tx models.Tx, t *models.Task
 }
 
 // event appends an event about t by the runner in tx.
-func (p *Pool) event(ctx context.Context, tx models.Tx, typ string, t *models.Task, data any) error {
+func (p *attemptRunner) event(ctx context.Context, tx models.Tx, typ string, t *models.Task, data any) error {
 	e := &models.Event{Type: typ, TaskID: &t.ID, GoalID: t.GoalID, CreatedAt: time.Now().UTC()}
 	if p.runner != nil && p.runner.ID != 0 {
 		id := p.runner.ID
@@ -378,7 +378,7 @@ func (p *Pool) event(ctx context.Context, tx models.Tx, typ string, t *models.Ta
 	return tx.AppendEvent(ctx, e)
 }
 
-func (p *Pool) observeAttempt(outcome, stage string) {
+func (p *attemptRunner) observeAttempt(outcome, stage string) {
 	if p.cfg.Observer != nil {
 		p.cfg.Observer.AttemptFinished(outcome, stage)
 	}
@@ -391,7 +391,7 @@ type UsageObserver interface {
 }
 
 // observeUsage reports a finished attempt's usage to an Observer that counts it.
-func (p *Pool) observeUsage(agent string, u *models.Usage) {
+func (p *attemptRunner) observeUsage(agent string, u *models.Usage) {
 	if o, ok := p.cfg.Observer.(UsageObserver); ok && u != nil {
 		o.Used(agent, u)
 	}

@@ -6,35 +6,33 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
+	"github.com/countersign/countersign/runner/internal/loop"
 	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
 
-// deferredLoop runs goals' deferred checks (models.DeferredChecks) until ctx ends: at
-// start and every Poll it looks for goals waiting for verification whose checks are
+// rechecker runs goals' deferred checks (models.DeferredChecks) until Stop: at start
+// and every Poll it looks for goals waiting for verification whose checks are
 // pending, or whose runner has not finished them in models.DeferredStale, claims each
-// and runs it. Like the janitor it looks rather than being told: a goal reaches
+// and runs it. Like the cleanup it looks rather than being told: a goal reaches
 // pending_verify in whatever transaction verifies its last task.
-func (p *Pool) deferredLoop(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Poll)
-	defer t.Stop()
-	for {
-		p.runDeferredOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+type rechecker struct {
+	loop.Loop
+	*attemptRunner
+}
+
+// Start runs the deferred checks at once and every Poll; cancelling ctx does not stop
+// it.
+func (p *rechecker) Start(ctx context.Context) error {
+	return p.Loop.Start(context.WithoutCancel(ctx), p.cfg.Poll, true, p.runDeferredOnce)
 }
 
 // runDeferredOnce claims and runs every deferred run waiting now.
-func (p *Pool) runDeferredOnce(ctx context.Context) {
+func (p *attemptRunner) runDeferredOnce(ctx context.Context) {
 	goals, err := p.store.ListGoals(ctx, models.GoalFilter{State: models.GoalPendingVerify, Limit: 100})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -73,7 +71,7 @@ func (p *Pool) runDeferredOnce(ctx context.Context) {
 // verified last, which in a workflow holds every earlier step's work — confined as
 // verify commands are, with the project rules' activity commands. It returns the
 // criteria's results, and on failure a diagnosis and the failing commands' output.
-func (p *Pool) runDeferred(ctx context.Context, g *models.Goal) ([]models.CriterionResult, string, string) {
+func (p *attemptRunner) runDeferred(ctx context.Context, g *models.Goal) ([]models.CriterionResult, string, string) {
 	dir, err := p.finalWorkspace(ctx, g.ID)
 	if err != nil {
 		return nil, "the goal's final workspace: " + err.Error(), ""
@@ -112,7 +110,7 @@ func (p *Pool) runDeferred(ctx context.Context, g *models.Goal) ([]models.Criter
 
 // finalWorkspace is the workspace of the goal's task verified last among those the
 // runner fingerprinted, while it exists.
-func (p *Pool) finalWorkspace(ctx context.Context, goalID int64) (string, error) {
+func (p *attemptRunner) finalWorkspace(ctx context.Context, goalID int64) (string, error) {
 	tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: goalID, State: models.TaskVerified, Limit: 500})
 	if err != nil {
 		return "", err
@@ -139,7 +137,7 @@ func (p *Pool) finalWorkspace(ctx context.Context, goalID int64) (string, error)
 
 // deferredConfinement confines the deferred checks as a judged run is
 // (judgeConfinement): dir and the run's own places writable, no agent's home.
-func (p *Pool) deferredConfinement(je *judge.Env, dir string) *worker.Confinement {
+func (p *attemptRunner) deferredConfinement(je *judge.Env, dir string) *worker.Confinement {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return nil
 	}

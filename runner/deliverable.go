@@ -82,7 +82,7 @@ func hasGit(ws *workspace.Workspace) bool { return ws.Branch() != "" || ws.Repo(
 // (its first attempt; or a task begun under an older version, from what its earlier
 // attempts left). Call it before the worker runs. A base that cannot be taken costs
 // the attempt nothing: it is logged, and the attempt keeps no deliverable.
-func (p *Pool) prepareDeliverable(tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) prepareDeliverable(tr *taskRun, ar *attemptRun) {
 	if ar.ws == nil || hasGit(ar.ws) {
 		return
 	}
@@ -201,7 +201,7 @@ func stampOf(fi os.FileInfo) fileStamp {
 // added or changed since the task's base (see the top of this file), for saveAttempt
 // to record on the attempt. Keeping it is not a check: whatever goes wrong is logged
 // and the attempt keeps no deliverable, and its verdict stands.
-func (p *Pool) keepDeliverable(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) keepDeliverable(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if ar.deliv == nil || ar.outcome != models.OutcomePassed || hasGit(ar.ws) {
 		return
 	}

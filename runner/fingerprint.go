@@ -16,7 +16,7 @@ import (
 // files the kept deliverable holds (what the task added or changed); and in both the
 // output file. Like the deliverable it is evidence, not a check: whatever goes wrong
 // is logged and the task is verified without one.
-func (p *Pool) takeFingerprint(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *attemptRunner) takeFingerprint(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if ar.ws == nil || ar.outcome != models.OutcomePassed {
 		return
 	}
@@ -28,7 +28,7 @@ func (p *Pool) takeFingerprint(ctx context.Context, tr *taskRun, ar *attemptRun)
 	ar.fingerprint = fp
 }
 
-func (p *Pool) fingerprintOf(ctx context.Context, tr *taskRun, ar *attemptRun) (*models.Fingerprint, error) {
+func (p *attemptRunner) fingerprintOf(ctx context.Context, tr *taskRun, ar *attemptRun) (*models.Fingerprint, error) {
 	fp := &models.Fingerprint{Dir: ar.ws.Dir, At: time.Now().UTC()}
 	base := tr.task.Base
 	if base == "" {
@@ -66,7 +66,7 @@ func (p *Pool) fingerprintOf(ctx context.Context, tr *taskRun, ar *attemptRun) (
 // fingerprintOutput adds the output file to fp when it is in the workspace and not
 // among the changed files already (a task that rewrote its output with the same
 // content changed nothing, yet its output is still what was verified).
-func (p *Pool) fingerprintOutput(fp *models.Fingerprint, ar *attemptRun) error {
+func (p *attemptRunner) fingerprintOutput(fp *models.Fingerprint, ar *attemptRun) error {
 	if ar.outAbs == "" {
 		return nil
 	}

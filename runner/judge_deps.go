@@ -33,7 +33,7 @@ const installTimeout = 10 * time.Minute
 // since it would swap code the tests import for the worker's. A failing install fails the attempt at the
 // verify stage with the command's output: the candidate's manifests do not install.
 // It reports whether verification may go on.
-func (p *Pool) installDependencies(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+func (p *attemptRunner) installDependencies(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr := ar.judge
 	v := &tr.task.Contract.Verification
 	if jr == nil || jr.view == nil || !v.DependenciesMayChange || depsInstallOff {
@@ -82,7 +82,7 @@ func (p *Pool) installDependencies(ctx context.Context, tr *taskRun, ar *attempt
 
 // changedDependencies lists the dependencies the candidate changed in the files pins
 // match, read from the judge's store on both sides (never from the workspace).
-func (p *Pool) changedDependencies(ctx context.Context, jr *judgeRun, pins []string) ([]string, error) {
+func (p *attemptRunner) changedDependencies(ctx context.Context, jr *judgeRun, pins []string) ([]string, error) {
 	if len(pins) == 0 {
 		return nil, nil
 	}
@@ -110,7 +110,7 @@ func (p *Pool) changedDependencies(ctx context.Context, jr *judgeRun, pins []str
 	return slices.Compact(out), nil
 }
 
-func (p *Pool) blobOrNil(ctx context.Context, id string) ([]byte, error) {
+func (p *attemptRunner) blobOrNil(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func (p *Pool) blobOrNil(ctx context.Context, id string) ([]byte, error) {
 // the view and a judge-owned install directory writable, the judge's Go module cache
 // writable for Go's downloads, and the runner's connect ports (the registries). It
 // returns the command's output tail when it fails.
-func (p *Pool) install(ctx context.Context, tr *taskRun, ar *attemptRun, in contract.InstallCommand, stacks []contract.Stack) (string, bool) {
+func (p *attemptRunner) install(ctx context.Context, tr *taskRun, ar *attemptRun, in contract.InstallCommand, stacks []contract.Stack) (string, bool) {
 	jr := ar.judge
 	dir := jr.view.Root()
 	je, err := p.newJudgeEnv(dir, stacks, tr.agent.Sandbox.Write)

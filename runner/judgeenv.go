@@ -21,11 +21,13 @@ var judgeEnvOff bool
 
 // judgeRoot is the judge-owned root of judged runs' environments (runs, caches): in
 // the data dir, out of every worker's reach.
-func (p *Pool) judgeRoot() string { return filepath.Join(p.cfg.Workspaces.Root(), "judge-env") }
+func (p *attemptRunner) judgeRoot() string {
+	return filepath.Join(p.cfg.Workspaces.Root(), "judge-env")
+}
 
 // newJudgeEnv makes a fresh environment for one judged run of dir, with the stacks'
 // judge variables; no PATH entry lies in the data dir or in untrusted.
-func (p *Pool) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []string) (*judge.Env, error) {
+func (p *attemptRunner) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []string) (*judge.Env, error) {
 	return judge.NewEnv(judge.EnvOptions{Root: p.judgeRoot(), Dir: dir, Stacks: stacks, Path: p.cfg.JudgePath,
 		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache,
 		Unconfined: p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled()})
@@ -33,7 +35,7 @@ func (p *Pool) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []stri
 
 // judgePath is the PATH of the agent's judged runs: the judge's candidates without
 // what the agent's workers could write.
-func (p *Pool) judgePath(a *models.Agent, dir string) []string {
+func (p *attemptRunner) judgePath(a *models.Agent, dir string) []string {
 	return judge.JudgePath(judge.PathCandidates(p.cfg.JudgePath), append([]string{dir, p.cfg.Workspaces.Root()}, a.Sandbox.Write...))
 }
 
@@ -48,7 +50,7 @@ type judgedRun struct {
 
 // judged prepares a judged run of dir for attempt ar: the judge's environment and
 // confinement (judgeConfinement), never the agent's home. Call close when it is done.
-func (p *Pool) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract.Stack) (*judgedRun, error) {
+func (p *attemptRunner) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract.Stack) (*judgedRun, error) {
 	if judgeEnvOff {
 		env := append(worker.BaseEnv(), worker.Inherit("GOFLAGS")...)
 		env = append(append(env, p.taskEnv(tr, ar)...), p.confinedEnv(ar, &tr.agent)...)
@@ -74,7 +76,7 @@ func (p *Pool) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract
 // judge's own: the repository's git directory (a worktree's), the task's meta dir
 // (its briefs), and the paths an admin lets the agent read (its tools). Nothing there
 // is the worker's to write.
-func (p *Pool) judgeReads(tr *taskRun, ar *attemptRun) []string {
+func (p *attemptRunner) judgeReads(tr *taskRun, ar *attemptRun) []string {
 	gitRead, _ := ar.ws.GitPaths()
 	// The judge's view has a git repository of the judge's whose history is the user's
 	// repository's: a checkout used in place lends its .git (read only).
@@ -94,7 +96,7 @@ const goPrepTimeout = 10 * time.Minute
 // into the judge's shared build cache, which judged runs see read-only under a layer
 // of their own. Neither runs any of the project's code. Failures are logged, not
 // fatal: a judged run that misses a module fails on its own and says which.
-func (p *Pool) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []contract.Stack) {
+func (p *attemptRunner) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []contract.Stack) {
 	if judgeEnvOff {
 		return
 	}
@@ -132,7 +134,7 @@ func (p *Pool) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []
 }
 
 // goPrep runs one of the judge's Go preparation commands in dir and logs a failure.
-func (p *Pool) goPrep(ctx context.Context, dir string, env []string, conf *worker.Confinement, argv ...string) {
+func (p *attemptRunner) goPrep(ctx context.Context, dir string, env []string, conf *worker.Confinement, argv ...string) {
 	res, err := worker.Run(ctx, worker.Spec{Argv: argv, Dir: dir, Env: env, ExactEnv: true, Timeout: goPrepTimeout,
 		KillGrace: p.cfg.KillGrace, TailBytes: 2048, Confine: conf})
 	if err != nil || res.ExitCode != 0 {

@@ -3,28 +3,33 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/internal/loop"
 )
 
-// heartbeat renews the leases of the running tasks every Lease/3, so that two renewals
-// can fail before a lease expires, and cancels the tasks whose lease was lost.
-func (p *Pool) heartbeat(ctx context.Context) {
-	t := time.NewTicker(max(p.cfg.Lease/3, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.renew(ctx)
-		}
-	}
+// heartbeat renews the leases of the running tasks every Lease/3, so that two
+// renewals can fail before a lease expires, and cancels the tasks whose lease was
+// lost. It runs from before the first task until after the last one ended.
+type heartbeat struct {
+	loop.Loop
+	cfg     Config
+	claimer models.Claimer
+	log     *slog.Logger
+	exec    *executor // the tasks whose leases it renews
+}
+
+// Start renews leases until Stop; cancelling ctx does not stop it (tasks outlive ctx).
+func (p *heartbeat) Start(ctx context.Context) error {
+	return p.Loop.Start(context.WithoutCancel(ctx), max(p.cfg.Lease/3, 10*time.Millisecond), false, p.renew)
 }
 
 // renew extends this runner's leases once and cancels the tasks it no longer holds.
-func (p *Pool) renew(ctx context.Context) {
-	ids := p.runningIDs()
+func (p *heartbeat) renew(ctx context.Context) {
+	ids := p.exec.runningIDs()
 	if len(ids) == 0 {
 		return
 	}
@@ -43,9 +48,7 @@ func (p *Pool) renew(ctx context.Context) {
 		if slices.Contains(kept, id) {
 			continue
 		}
-		p.mu.Lock()
-		tr := p.running[id]
-		p.mu.Unlock()
+		tr := p.exec.get(id)
 		if tr != nil && !tr.settling() {
 			p.log.Warn("lease lost: stopping the task's worker", "task_id", id)
 			tr.cancel(ErrLeaseLost)
@@ -55,7 +58,7 @@ func (p *Pool) renew(ctx context.Context) {
 
 // releaseLease gives up the lease of a task this runner will not continue (stopping,
 // or a result that could not be recorded), so another runner may take it at once.
-func (p *Pool) releaseLease(tr *taskRun) {
+func (p *attemptRunner) releaseLease(tr *taskRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.claimer.ReleaseLease(ctx, p.cfg.RunnerID, tr.task.ID); err != nil {

@@ -19,13 +19,21 @@ const settleTimeout = 30 * time.Second
 // tailBytes bounds the output tail stored with an attempt.
 const tailBytes = 8 << 10
 
+// settler records attempts' outcomes and moves their tasks on: settling runs in the
+// task's goroutine, once per attempt, on a context of its own, and has no background
+// work (the executor's Stop waits for settlements under way with their tasks). It
+// reads the pool's configuration and store through the attempt runner it embeds.
+type settler struct {
+	*attemptRunner
+}
+
 // settle records the attempt and its consequence in one transaction: the attempt row
 // with every check, the attempt.finished event, and the task's state change — passed
 // (RunnerPass: review/approve/verify per policy, ledger entry, next step released),
 // failed with budget left (stays in progress for a revision), failed with the budget
 // used up or an infrastructure failure past the bound (BlockTask: inbox item and
 // task.blocked ledger entry), or released (stopping).
-func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
+func (p *settler) settle(tr *taskRun, ar *attemptRun) decision {
 	tr.settled.Store(true)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tr.ctx), settleTimeout)
 	defer cancel()
@@ -53,7 +61,7 @@ func (p *Pool) settle(tr *taskRun, ar *attemptRun) decision {
 	return d
 }
 
-func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) (decision, error) {
+func (p *settler) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) (decision, error) {
 	t, err := tx.LockTask(ctx, tr.task.ID)
 	if err != nil {
 		return decision{}, err
@@ -122,7 +130,7 @@ func (p *Pool) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *atte
 }
 
 // failed charges a work failure and decides between a revision and blocking.
-func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+func (p *settler) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if ar.reviewAgain {
 		// A fix task for the reviewer's findings was added and the task waits for it,
 		// its lease released (reviewSettled): not charged (see review).
@@ -159,7 +167,7 @@ func (p *Pool) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *att
 // could not run pauses its agent and lets the task wait for it (no lease, no charge);
 // a check layer that gave no verdict in all its tries (see layer) blocks the task at
 // once, the worker having run once.
-func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
+func (p *settler) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) (decision, error) {
 	if errors.Is(ar.cause, ErrStopping) || errors.Is(ar.cause, ErrLeaseLost) {
 		t.LeaseOwner, t.LeaseUntil = "", nil
 		return decision{done: true}, tx.UpdateTask(ctx, t)
@@ -184,7 +192,7 @@ func (p *Pool) infraFailed(ctx context.Context, tx models.Tx, t *models.Task, ar
 // pauseAgent pauses the agent whose command could not run (models.Service.PauseAgent)
 // and lets its task go without a lease: it stays in progress, assigned to the agent,
 // and runs again once an admin has enabled the agent (or a person cancels it).
-func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+func (p *settler) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: models.Truncate(ar.diagnosis, 1500)}
 	if err := p.svc.Agents.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
 		return err
@@ -194,14 +202,14 @@ func (p *Pool) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar 
 }
 
 // keepLease saves t (its budget) with a fresh lease for the next attempt.
-func (p *Pool) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
+func (p *attemptRunner) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
 	until := time.Now().Add(p.cfg.Lease)
 	t.LeaseUntil = &until
 	return tx.UpdateTask(ctx, t)
 }
 
 // block blocks t with every attempt of this round in the payload.
-func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
+func (p *attemptRunner) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
 		return err
@@ -211,7 +219,7 @@ func (p *Pool) block(ctx context.Context, tx models.Tx, t *models.Task, infra bo
 
 // saveAttempt writes the attempt row (creating it when the attempt failed before it
 // began) and its attempt.finished event.
-func (p *Pool) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun, t *models.Task) error {
+func (p *settler) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun, t *models.Task) error {
 	now := time.Now().UTC()
 	row := ar.row
 	if row == nil {

@@ -17,14 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/runner/judge"
-	"github.com/countersign/countersign/runner/sandbox"
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Causes a task's context is cancelled with; attempts cut short by them are
@@ -37,50 +36,26 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 )
 
-// Pool claims and runs tasks. Create it with New, then Start and Stop it once.
+// Pool claims and runs tasks. Create it with New, then Start and Stop it once. It
+// only wires its services: each runs in the background between its Start and Stop
+// (on startstop.Base), and holds the state it alone changes.
 type Pool struct {
-	cfg     Config
-	svc     services
-	store   models.Store
-	claimer models.Claimer
-	log     *slog.Logger
+	cfg Config
+	log *slog.Logger
 
-	runner *models.Agent // the system agent the pool acts as
+	run     *attemptRunner // runs one claimed task's attempts, settling each
+	events  *publisher     // the pool's own events; wake-ups for everyone else's
+	beat    *heartbeat     // renews the running tasks' leases
+	clean   *cleanup       // removes worktrees no task needs, and spare temp dirs
+	recheck *rechecker     // runs goals' deferred checks
+	exec    *executor      // the running tasks, the grace period at Stop
+	claims  *claimLoop     // claims ready tasks with idle agents
 
-	systemPaths []string // what every confined run may read: sandbox.SystemReadPaths, once
-	private     bool     // confined runs get a private network (privateNetwork), decided once
-	gwPort      uint16   // the model gateway's port (gatewayPort), 0 without one
-
-	mu        sync.Mutex
-	running   map[int64]*taskRun
-	started   bool
-	stopping  bool
-	startedAt time.Time
-
-	wake       chan struct{}
-	loopCancel context.CancelFunc
-	loopDone   chan struct{}
-	hbCancel   context.CancelFunc
-	hbDone     chan struct{}
-	taskCancel context.CancelCauseFunc
-	tasks      sync.WaitGroup
+	mu      sync.Mutex
+	started bool
 
 	stopOnce sync.Once
 	stopErr  error
-
-	rulesMu  sync.Mutex
-	rulesVal *models.ProjectRules // cached by rules; nil when none
-	rulesAt  time.Time
-	rulesGen int // bumped by forgetRules
-
-	evMu sync.Mutex
-	own  map[int64]bool // ids of events this pool appended that no wake-up has covered yet
-	seen int64          // the newest event id a wake-up covered
-
-	revoker groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
-	tmpDirs *tmpDirs           // attempts' private temp dirs
-	// judgeStore is the judge's own object store: every base and candidate snapshot.
-	judgeStore *judge.Store
 }
 
 // New checks cfg, applies its defaults and returns a Pool that has not started.
@@ -88,27 +63,31 @@ func New(cfg Config) (*Pool, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	st := cfg.Service.Store()
-	p := &Pool{
+	exec := &executor{running: map[int64]*taskRun{}}
+	run := newAttemptRunner(cfg, nil, exec)
+	run.events = newPublisher(run.store, run.forgetRules)
+	exec.run = run
+	claims := &claimLoop{attemptRunner: run, wake: make(chan struct{}, 1)}
+	exec.freed = claims.notify
+	return &Pool{
 		cfg:     cfg,
-		svc:     newServices(cfg.Service),
-		store:   st,
-		claimer: st.(models.Claimer),
-		log:     cfg.Log.With("runner_id", cfg.RunnerID),
-		running: map[int64]*taskRun{},
-		wake:    make(chan struct{}, 1),
-		own:     map[int64]bool{},
+		log:     run.log,
+		run:     run,
+		events:  run.events,
+		beat:    &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec},
+		clean:   &cleanup{cfg: cfg, store: run.store, log: run.log, exec: exec},
+		recheck: &rechecker{attemptRunner: run},
+		exec:    exec,
+		claims:  claims,
+	}, nil
+}
 
-		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
-		private:     canMakePrivateNetwork(cfg),
-		gwPort:      gatewayPortOf(cfg),
-	}
-	p.revoker.do = p.revokeAttemptTokens
-	// Recycled only where no process of an attempt can outlive it, or where nothing
-	// confined it anyway.
-	sb := cfg.Sandbox
-	p.tmpDirs = newTmpDirs(filepath.Join(cfg.Workspaces.Root(), "tmp"), sb == nil || !sb.Enabled() || sb.KillsEscapees())
-	return p, nil
+// services lists the pool's services in the order they start; they stop in the
+// reverse order. The heartbeat starts before the tasks run and stops after they ended,
+// so that no running task loses its lease to a stop; the claim loop starts last and
+// stops first, so that no task is claimed that nothing would run.
+func (p *Pool) services() []startstop.Service {
+	return []startstop.Service{p.events, p.beat, p.clean, p.recheck, p.exec, p.claims}
 }
 
 // Start begins claiming: at once, then whenever events are committed (a task was
@@ -121,77 +100,82 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.started {
 		return errors.New("runner: pool already started")
 	}
-	runner, err := p.svc.Agents.RunnerAgent(ctx)
+	if err := p.prepare(ctx); err != nil {
+		return err
+	}
+	p.started = true
+	var running []startstop.Service
+	for _, s := range p.services() {
+		if err := s.Start(ctx); err != nil {
+			_ = startstop.StopAll(context.WithoutCancel(ctx), running...)
+			return err
+		}
+		running = append(running, s)
+	}
+	p.log.Info("runner pool started", "lease", p.cfg.Lease, "poll", p.cfg.Poll)
+	return nil
+}
+
+// prepare does, before any service starts, what must precede every claim: who the
+// pool acts as, what earlier runners left behind, the judge's store.
+func (p *Pool) prepare(ctx context.Context) error {
+	runner, err := p.run.svc.Agents.RunnerAgent(ctx)
 	if err != nil {
 		return err
 	}
-	p.runner = runner
-	if p.cfg.Procs != nil {
-		// Before any claim: what a runner that died on this host left running must not
-		// write beside the attempts this one starts.
-		n, err := p.cfg.Procs.ReapAll(ctx)
-		if err != nil {
-			return fmt.Errorf("runner: reaping the processes an earlier runner left: %w", err)
-		}
-		if n > 0 {
-			p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
-		}
+	p.run.runner = runner
+	if err := p.reapEarlier(ctx); err != nil {
+		return err
 	}
-	// Upgrade path (judge.RecoverAll): a runner of the previous version that died
-	// mid-check left a workspace as its in-place judge's view, held-out tests in it and
-	// the worker's tests replaced; the worker's files go back before a worker runs there.
-	if closed, err := judge.RecoverAll(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
-		return fmt.Errorf("runner: putting back the workspaces a previous version's judge left: %w", err)
-	} else if len(closed) > 0 {
-		p.log.Warn("put back the workspaces of in-place judge's views a previous runner left", "views", len(closed))
-	}
-	if removed, err := judge.RecoverViews(filepath.Join(p.cfg.Workspaces.Root(), "meta")); err != nil {
-		return fmt.Errorf("runner: removing the judge's views an earlier runner left: %w", err)
-	} else if len(removed) > 0 {
-		p.log.Warn("removed judge's views an earlier runner left", "views", len(removed))
+	if err := p.recoverJudge(); err != nil {
+		return err
 	}
 	store, err := judge.OpenStore(ctx, p.cfg.Workspaces.Root())
 	if err != nil {
 		return fmt.Errorf("runner: opening the judge's store: %w", err)
 	}
-	p.judgeStore = store
-	p.tmpDirs.removeSpares()
+	p.run.judgeStore = store
+	p.run.tmpDirs.removeSpares()
 	// Expired attempt tokens authenticate nobody; their rows need not pile up.
-	if _, err := p.svc.Tokens.PruneAttemptTokens(ctx); err != nil {
+	if _, err := p.run.svc.Tokens.PruneAttemptTokens(ctx); err != nil {
 		p.log.Warn("pruning expired attempt tokens failed", "err", err)
 	}
-	p.started = true
-	p.startedAt = time.Now()
+	p.run.startedAt = time.Now()
+	return nil
+}
 
-	// Tasks outlive ctx: only Stop cancels them, after the grace period.
-	taskCtx, taskCancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	p.taskCancel = taskCancel
-	loopCtx, loopCancel := context.WithCancel(ctx)
-	p.loopCancel, p.loopDone = loopCancel, make(chan struct{})
-	hbCtx, hbCancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.hbCancel, p.hbDone = hbCancel, make(chan struct{})
+// reapEarlier kills, before any claim, what a runner that died on this host left
+// running: it must not write beside the attempts this one starts.
+func (p *Pool) reapEarlier(ctx context.Context) error {
+	if p.cfg.Procs == nil {
+		return nil
+	}
+	n, err := p.cfg.Procs.ReapAll(ctx)
+	if err != nil {
+		return fmt.Errorf("runner: reaping the processes an earlier runner left: %w", err)
+	}
+	if n > 0 {
+		p.log.Warn("reaped process groups an earlier runner left running", "groups", n)
+	}
+	return nil
+}
 
-	events := p.store.Subscribe(loopCtx)
-	go func() {
-		defer close(p.loopDone)
-		p.loop(loopCtx, taskCtx, events)
-	}()
-	go func() {
-		defer close(p.hbDone)
-		janitorDone, deferredDone := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(janitorDone)
-			p.janitor(hbCtx)
-		}()
-		go func() {
-			defer close(deferredDone)
-			p.deferredLoop(hbCtx)
-		}()
-		p.heartbeat(hbCtx)
-		<-janitorDone
-		<-deferredDone
-	}()
-	p.log.Info("runner pool started", "lease", p.cfg.Lease, "poll", p.cfg.Poll)
+// recoverJudge puts back what an earlier runner's judge left in the workspaces.
+// Upgrade path (judge.RecoverAll): a runner of the previous version that died
+// mid-check left a workspace as its in-place judge's view, held-out tests in it and
+// the worker's tests replaced; the worker's files go back before a worker runs there.
+func (p *Pool) recoverJudge() error {
+	meta := filepath.Join(p.cfg.Workspaces.Root(), "meta")
+	if closed, err := judge.RecoverAll(meta); err != nil {
+		return fmt.Errorf("runner: putting back the workspaces a previous version's judge left: %w", err)
+	} else if len(closed) > 0 {
+		p.log.Warn("put back the workspaces of in-place judge's views a previous runner left", "views", len(closed))
+	}
+	if removed, err := judge.RecoverViews(meta); err != nil {
+		return fmt.Errorf("runner: removing the judge's views an earlier runner left: %w", err)
+	} else if len(removed) > 0 {
+		p.log.Warn("removed judge's views an earlier runner left", "views", len(removed))
+	}
 	return nil
 }
 
@@ -205,45 +189,31 @@ func (p *Pool) Stop(ctx context.Context) error {
 	return p.stopErr
 }
 
+// stop stops the services in the reverse of their start order. Only the running
+// tasks' wait is bounded by ctx; the other services end promptly once told, and are
+// always waited for.
 func (p *Pool) stop(ctx context.Context) error {
+	p.exec.beginStop()
 	p.mu.Lock()
-	p.stopping = true
 	started := p.started
 	p.mu.Unlock()
 	if !started {
 		return nil
 	}
-	p.loopCancel()
-	<-p.loopDone
-
-	done := make(chan struct{})
-	go func() {
-		p.tasks.Wait()
-		close(done)
-	}()
-	grace := time.NewTimer(p.cfg.Grace)
-	defer grace.Stop()
 	var err error
-	select {
-	case <-done:
-	case <-grace.C:
-		p.log.Info("grace period over: cancelling running workers", "tasks", p.runningCount())
-		p.taskCancel(ErrStopping)
-		select {
-		case <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
+	svcs := p.services()
+	for i := len(svcs) - 1; i >= 0; i-- {
+		sctx := context.WithoutCancel(ctx)
+		if svcs[i] == startstop.Service(p.exec) {
+			sctx = ctx
 		}
-	case <-ctx.Done():
-		p.taskCancel(ErrStopping)
-		err = ctx.Err()
+		if serr := svcs[i].Stop(sctx); serr != nil && err == nil {
+			err = serr
+		}
 	}
-	p.taskCancel(ErrStopping)
-	p.hbCancel()
-	<-p.hbDone
 	if err == nil {
 		// Only once every task is done: a task still running reads the store.
-		_ = p.judgeStore.Close()
+		_ = p.run.judgeStore.Close()
 	}
 	if gs := p.cfg.GatewayService; gs != nil {
 		// Its last calls are the workers' that just ended.
@@ -255,216 +225,11 @@ func (p *Pool) stop(ctx context.Context) error {
 	return err
 }
 
-// isStopping reports whether Stop was called: no new attempts start.
-func (p *Pool) isStopping() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stopping
-}
+// EffectivePolicy describes, one grant per line, what a's confined processes may
+// touch in any attempt — with <task> and <n> standing for the task and attempt — and
+// whether the sandbox confines them at all; for the agent page.
+func (p *Pool) EffectivePolicy(a *models.Agent) []string { return p.run.EffectivePolicy(a) }
 
-func (p *Pool) runningCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.running)
-}
-
-// notify wakes the claim loop (an agent slot was freed).
-func (p *Pool) notify() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-// loop claims until ctx ends, waking on events, on freed slots and on the poll tick.
-// Events this pool appended itself wake no claim: none of them makes work claimable
-// that the pool's own wake-up (a task goroutine ending frees its slot and follows any
-// task its outcome released) does not already cover.
-func (p *Pool) loop(ctx, taskCtx context.Context, events <-chan int64) {
-	tick := time.NewTicker(p.cfg.Poll)
-	defer tick.Stop()
-	claim := true
-	for {
-		if claim {
-			p.claimAll(ctx, taskCtx)
-		}
-		claim = true
-		select {
-		case <-ctx.Done():
-			return
-		case id, ok := <-events:
-			if !ok {
-				events = nil // the store closed: polling still works
-				p.evMu.Lock()
-				p.own = nil
-				p.evMu.Unlock()
-				continue
-			}
-			claim = !p.onlyOwn(id)
-			if claim {
-				p.forgetRules()
-			}
-		case <-p.wake:
-		case <-tick.C:
-		}
-	}
-}
-
-// maxOwnEvents bounds the ids remembered by ownEvents; forgetting them only costs
-// claims that find nothing.
-const maxOwnEvents = 4096
-
-// onlyOwn reports whether every event up to id that no earlier wake-up covered was
-// appended by this pool. Ids are committed in order, so a wake-up for id covers every
-// event up to it; a gap (another writer's event, a rolled-back id) counts as foreign.
-func (p *Pool) onlyOwn(id int64) bool {
-	p.evMu.Lock()
-	defer p.evMu.Unlock()
-	if p.own == nil {
-		return false
-	}
-	only := id <= p.seen || int(id-p.seen) <= len(p.own)
-	for i := p.seen + 1; only && i <= id; i++ {
-		only = p.own[i]
-	}
-	for k := range p.own {
-		if k <= id {
-			delete(p.own, k)
-		}
-	}
-	p.seen = max(p.seen, id)
-	return only
-}
-
-// ownEvents remembers (add) or forgets (a transaction that did not commit) ids of
-// events this pool appended.
-func (p *Pool) ownEvents(ids []int64, add bool) {
-	if len(ids) == 0 {
-		return
-	}
-	p.evMu.Lock()
-	defer p.evMu.Unlock()
-	if p.own == nil {
-		return
-	}
-	if add && len(p.own)+len(ids) > maxOwnEvents {
-		clear(p.own)
-	}
-	for _, id := range ids {
-		if add {
-			p.own[id] = true
-		} else {
-			delete(p.own, id)
-		}
-	}
-}
-
-// inTx runs fn in a transaction of the store whose Tx remembers the events it
-// appends as this pool's (see loop). They are remembered before the commit, so that
-// the wake-up the commit causes finds them, and forgotten when fn fails, before the
-// rollback: an id that never commits may be handed out again to someone else.
-func (p *Pool) inTx(ctx context.Context, fn func(tx models.Tx) error) error {
-	var ids []int64
-	err := p.store.InTx(ctx, func(tx models.Tx) (err error) {
-		ids = ids[:0]
-		ok := false
-		defer func() {
-			if !ok {
-				p.ownEvents(ids, false)
-			}
-		}()
-		err = fn(ownTx{Tx: tx, p: p, ids: &ids})
-		ok = err == nil
-		return err
-	})
-	if err != nil {
-		p.ownEvents(ids, false)
-	}
-	return err
-}
-
-// ownTx is a Tx whose appended events are remembered as the pool's.
-type ownTx struct {
-	models.Tx
-	p   *Pool
-	ids *[]int64
-}
-
-func (o ownTx) AppendEvent(ctx context.Context, e *models.Event) error {
-	return o.AppendEvents(ctx, []*models.Event{e})
-}
-
-func (o ownTx) AppendEvents(ctx context.Context, es []*models.Event) error {
-	if err := o.Tx.AppendEvents(ctx, es); err != nil {
-		return err
-	}
-	// The store gives events their ids just before the commit.
-	o.Tx.BeforeCommit(func() {
-		ids := make([]int64, len(es))
-		for i, e := range es {
-			ids[i] = e.ID
-		}
-		*o.ids = append(*o.ids, ids...)
-		o.p.ownEvents(ids, true)
-	})
-	return nil
-}
-
-// unwrapTx returns the store's own Tx behind tx.
-func unwrapTx(tx models.Tx) models.Tx {
-	if o, ok := tx.(ownTx); ok {
-		return o.Tx
-	}
-	return tx
-}
-
-// claimAll claims batches until nothing more can be claimed now: a batch that was
-// not full considered every ready task an idle agent could take.
-func (p *Pool) claimAll(ctx, taskCtx context.Context) {
-	for ctx.Err() == nil {
-		runs, more, err := p.claim(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("claim failed; retrying on the next wake-up", "err", err)
-			}
-			return
-		}
-		for _, tr := range runs {
-			p.launch(taskCtx, tr)
-		}
-		if len(runs) == 0 || !more {
-			return
-		}
-	}
-}
-
-// launch registers a claimed task and runs it in its own goroutine.
-func (p *Pool) launch(parent context.Context, tr *taskRun) {
-	tr.ctx, tr.cancel = context.WithCancelCause(parent)
-	p.mu.Lock()
-	p.running[tr.task.ID] = tr
-	p.mu.Unlock()
-	p.tasks.Add(1)
-	go func() {
-		defer p.tasks.Done()
-		defer func() {
-			tr.cancel(nil)
-			p.mu.Lock()
-			delete(p.running, tr.task.ID)
-			p.mu.Unlock()
-			p.notify()
-		}()
-		p.runTask(tr)
-	}()
-}
-
-// runningIDs lists the tasks this pool runs, which a claim must not hand out again.
-func (p *Pool) runningIDs() []int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := make([]int64, 0, len(p.running))
-	for id := range p.running {
-		ids = append(ids, id)
-	}
-	return ids
-}
+// GatewayStatus says what the pool's model gateway serves and how its confined runs
+// reach the network, for the dashboard.
+func (p *Pool) GatewayStatus() models.GatewayStatus { return p.run.GatewayStatus() }

@@ -146,7 +146,7 @@ func TestConcurrencyRespected(t *testing.T) {
 				return
 			default:
 			}
-			if n := int64(p.runningCount()); n > peak.Load() {
+			if n := int64(p.exec.runningCount()); n > peak.Load() {
 				peak.Store(n)
 			}
 			time.Sleep(5 * time.Millisecond)

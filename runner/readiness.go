@@ -26,7 +26,7 @@ import (
 // checks, skip tasks no workspace or evaluation layer). Nothing is
 // run: a few stats, so that a task that cannot be judged costs no worker. rules gives
 // the project rules (activity commands) when a criterion needs them.
-func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) ([]string, error) {
+func (p *attemptRunner) readiness(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) ([]string, error) {
 	t := &tr.task
 	cp := t.Contract.Completion
 	var missing []string
@@ -98,7 +98,7 @@ func (p *Pool) readiness(tr *taskRun, ar *attemptRun, rules func() (models.Proje
 
 // gitRepo says why the workspace is not a git repository a confined git can read, ""
 // when it is: the nearest .git at or above it decides, as for git itself.
-func (p *Pool) gitRepo(tr *taskRun, ar *attemptRun) string {
+func (p *attemptRunner) gitRepo(tr *taskRun, ar *attemptRun) string {
 	for dir := ar.ws.Dir; ; dir = filepath.Dir(dir) {
 		gitDir := filepath.Join(dir, ".git")
 		if _, err := os.Stat(gitDir); err == nil {
@@ -115,7 +115,7 @@ func (p *Pool) gitRepo(tr *taskRun, ar *attemptRun) string {
 
 // readablePaths are the hierarchies a confined process of the attempt may read and
 // execute; nil when the attempt runs unconfined.
-func (p *Pool) readablePaths(tr *taskRun, ar *attemptRun) []string {
+func (p *attemptRunner) readablePaths(tr *taskRun, ar *attemptRun) []string {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return nil
 	}
@@ -134,7 +134,7 @@ type toolLookup struct {
 
 // newJudgeToolLookup looks for programs as a judged run's shell would (verify
 // commands, criteria): on the judge's PATH, within what judgeConfinement lets it read.
-func (p *Pool) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
+func (p *attemptRunner) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	if judgeEnvOff {
 		return p.newToolLookup(tr, ar)
 	}
@@ -146,7 +146,7 @@ func (p *Pool) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	return &toolLookup{path: strings.Join(path, string(filepath.ListSeparator)), readable: readable, seen: map[string]string{}}
 }
 
-func (p *Pool) newToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
+func (p *attemptRunner) newToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	path := ""
 	for _, kv := range worker.BaseEnv() {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
@@ -225,7 +225,7 @@ func under(path string, roots []string) bool {
 // notReady blocks a claimed task that is not ready, in its own transaction (the
 // attempt prepared a worktree outside the claim): no attempt is recorded and no worker
 // started.
-func (p *Pool) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missing []string) decision {
+func (p *attemptRunner) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missing []string) decision {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	err := p.inTx(sctx, func(tx models.Tx) error {
@@ -258,6 +258,6 @@ func (p *Pool) notReady(ctx context.Context, tr *taskRun, ar *attemptRun, missin
 	return decision{done: true}
 }
 
-func (p *Pool) logNotReady(tr *taskRun, missing []string) {
+func (p *attemptRunner) logNotReady(tr *taskRun, missing []string) {
 	p.log.Info("task not ready: blocked before any attempt", "task_id", tr.task.ID, "agent", tr.agent.Name, "missing", missing)
 }

@@ -62,7 +62,7 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     created first); its concurrency is not counted, since a review is part of the
 //     builder's slot. No such agent, or a reviewer that crashes or cannot start, is an
 //     infrastructure failure (an error verdict, which check tries again on its own).
-func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *attemptRunner) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	ar.reviewAgain, ar.deferredTo = false, nil
@@ -99,32 +99,55 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 	if err != nil {
 		return errored(err.Error())
 	}
-	maxRounds := rv.MaxRounds
-	if maxRounds <= 0 {
-		maxRounds = checks.DefaultReviewRounds
+	rr := reviewRound{rv: rv, b: b, reviewer: reviewer, maxRounds: rv.MaxRounds}
+	if rr.maxRounds <= 0 {
+		rr.maxRounds = checks.DefaultReviewRounds
 	}
-	round := 1 + reviewRoundsFailed(ar.history)
+	rr.round = 1 + reviewRoundsFailed(ar.history)
+	res, diag := p.runReviewer(ctx, tr, ar, &rr)
+	if diag != "" {
+		return errored(diag)
+	}
+	return rr.decide(ar, res, time.Since(start).Milliseconds())
+}
+
+// reviewRound is one round of an artifact review: who reviews, which round of how
+// many, and what the reviewer was given.
+type reviewRound struct {
+	rv        *contract.Review
+	b         *batch
+	reviewer  *models.Agent
+	round     int
+	maxRounds int
+	in        reviewInput
+}
+
+// runReviewer writes the review brief and runs the reviewer on the candidate (in the
+// judge's view of it when there is one). A non-empty diagnosis says why no verdict
+// came: an error verdict.
+func (p *attemptRunner) runReviewer(ctx context.Context, tr *taskRun, ar *attemptRun, rr *reviewRound) (worker.Result, string) {
+	t, reviewer := &tr.task, rr.reviewer
 	artifact, err := p.artifact(ar)
 	if err != nil {
-		return errored("reading the artifact: " + err.Error())
+		return worker.Result{}, "reading the artifact: " + err.Error()
 	}
-	in := p.reviewInput(ctx, t, ar, b)
-	brief := reviewBrief(t, ar, round, maxRounds, artifact, in)
+	rr.in = p.reviewInput(ctx, t, ar, rr.b)
+	brief := reviewBrief(t, ar, rr.round, rr.maxRounds, artifact, rr.in)
 	briefPath := filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.md", ar.num))
 	if err := os.WriteFile(briefPath, []byte(brief), 0o640); err != nil {
-		return errored(err.Error())
+		return worker.Result{}, err.Error()
 	}
 	timeout := t.Contract.Completion.Timeout.Duration
 	if timeout <= 0 {
 		timeout = contract.DefaultTimeout
 	}
 	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
-		return errored(err.Error())
+		return worker.Result{}, err.Error()
 	}
 	dir, confine := ar.ws.Dir, p.confinement(tr, ar, reviewer)
 	view, err := p.reviewView(ctx, tr, ar)
 	if err != nil {
-		return errored("preparing the reviewer's view of the candidate: " + err.Error())
+		return worker.Result{}, "preparing the reviewer's view of the candidate: " + err.Error()
 	}
 	if view != nil {
 		defer func() { _ = view.Close() }()
@@ -134,29 +157,35 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		Command: reviewer.Command,
 		Dir:     dir,
 		Stdin:   strings.NewReader(brief),
-		Env: append(append(p.taskEnv(tr, ar), p.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(round),
+		Env: append(append(p.taskEnv(tr, ar), p.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(rr.round),
 			EnvBriefFile+"="+briefPath), // the later entry wins: the review brief
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
 		Confine:   confine,
 		LogPath:   filepath.Join(ar.ws.MetaDir, fmt.Sprintf("review-%d.log", ar.num)),
 	})
-	took := time.Since(start).Milliseconds()
 	switch {
 	case err != nil:
-		return errored(fmt.Sprintf("reviewer %s could not run: %v", reviewer.Name, err))
+		return res, fmt.Sprintf("reviewer %s could not run: %v", reviewer.Name, err)
 	case res.Cancelled:
-		return errored(fmt.Sprintf("reviewer %s was interrupted", reviewer.Name))
+		return res, fmt.Sprintf("reviewer %s was interrupted", reviewer.Name)
 	case res.TimedOut || res.ExitCode != 0:
-		return errored(fmt.Sprintf("reviewer %s failed (exit status %d, timed out %v) without a verdict", reviewer.Name, res.ExitCode, res.TimedOut))
+		return res, fmt.Sprintf("reviewer %s failed (exit status %d, timed out %v) without a verdict", reviewer.Name, res.ExitCode, res.TimedOut)
 	}
+	return res, ""
+}
+
+// decide turns the reviewer's last line into the review layer's result and what the
+// attempt does next: proceed, a fix task for another round, warnings, or blocked.
+func (rr *reviewRound) decide(ar *attemptRun, res worker.Result, took int64) models.CheckResult {
+	round, maxRounds, in := rr.round, rr.maxRounds, rr.in
 	verdict, feedback := checks.ParseReviewSignal(string(res.Tail))
 	out := checks.ReviewDecision(verdict, feedback, round, maxRounds)
 	sum := models.ReviewSummary{Index: in.index, Round: round, MaxRounds: maxRounds, Status: checks.ReviewFailSignal,
 		Findings: models.ReviewFindings(feedback, 3)}
 	res2 := out.Check
 	res2.DurationMS = took
-	detail := strings.TrimSpace(fmt.Sprintf("(reviewer %s) %s", reviewer.Name, res2.Diagnosis))
+	detail := strings.TrimSpace(fmt.Sprintf("(reviewer %s) %s", rr.reviewer.Name, res2.Diagnosis))
 	switch {
 	case res2.Verdict == models.VerdictPass:
 		sum.Status, sum.Action, detail = checks.ReviewPassSignal, models.ReviewActionProceeded, ""
@@ -165,7 +194,7 @@ func (p *Pool) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.C
 		ar.reviewAgain = true
 		ar.reviewFix = &models.ReviewFix{Index: in.index, Round: round, MaxRounds: maxRounds, Findings: feedbackOr(feedback, res2.Diagnosis),
 			Files: in.files, Tasks: in.tasks}
-	case rv.ProceedsWithWarnings():
+	case rr.rv.ProceedsWithWarnings():
 		sum.Action = models.ReviewActionWarnings
 		ar.reviewWarning = models.ExhaustedWarning(maxRounds, feedbackOr(feedback, res2.Diagnosis))
 		res2.Verdict = models.VerdictPass // the contract lets it through, with the warnings
@@ -202,7 +231,7 @@ func reviewRoundsFailed(history []models.Attempt) int {
 
 // reviewDue decides the review's triggers for t (see review); a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
-func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
+func (p *attemptRunner) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
 		var tasks []models.Task
@@ -234,7 +263,7 @@ func (p *Pool) reviewDue(ctx context.Context, t *models.Task, rv *contract.Revie
 }
 
 // pickReviewer finds an enabled worker agent with role that is not the builder.
-func (p *Pool) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
+func (p *attemptRunner) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
 	agents, err := p.store.ListAgents(ctx)
 	if err != nil {
 		return nil, err
@@ -298,7 +327,7 @@ var AgentConfigPaths = []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/**", "A
 // configuration (AgentConfigPaths) as the base had them. nil when the task has no
 // Env (a contract that runs nothing and asks for no review of its own, reviewed in a
 // parallel group's batch): the reviewer then reads the workspace, as before.
-func (p *Pool) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
+func (p *attemptRunner) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
 	jr := ar.judge
 	if jr == nil || jr.cand == nil || jr.base.Env == "" {
 		return nil, nil

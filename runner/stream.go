@@ -46,7 +46,7 @@ const streamTail = 64 << 10
 
 // startJSONStream wires spec for a stream-json run: stdout to the decoder, the
 // readable rendering to the attempt's log file, and stderr to a log of its own.
-func (p *Pool) startJSONStream(ctx context.Context, spec *worker.Spec, ar *attemptRun, onLog func([]byte), cancel context.CancelCauseFunc) (*jsonStream, error) {
+func (p *attemptRunner) startJSONStream(ctx context.Context, spec *worker.Spec, ar *attemptRun, onLog func([]byte), cancel context.CancelCauseFunc) (*jsonStream, error) {
 	f, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, err

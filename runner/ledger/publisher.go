@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Lock keeps a single active publisher across processes. serve wires a PostgreSQL
@@ -64,10 +64,8 @@ type Publisher struct {
 	opts   Options
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	backoff time.Duration
+	startstop.Base // Stop is the base's
+	backoff        time.Duration
 }
 
 // NewPublisher returns a publisher of store's pending entries to l.
@@ -95,45 +93,23 @@ func NewPublisher(store models.Store, l Ledger, opts Options) *Publisher {
 }
 
 // Start runs the publisher in the background until Stop or until ctx ends. Starting
-// a running publisher does nothing.
+// a running publisher does nothing. Stop (startstop.Base's) stops it and waits for it
+// until its ctx ends; an entry being sent then stays pending with its prepared
+// transaction, and the next publisher resolves it by transaction id.
 func (p *Publisher) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancel != nil {
+	ctx, ok, started, stopped := p.StartInit(ctx)
+	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	p.cancel, p.done = cancel, make(chan struct{})
-	go p.run(ctx, p.done)
+	go func() {
+		defer stopped()
+		started()
+		p.run(ctx)
+	}()
 	return nil
 }
 
-// Stop stops the publisher and waits for it (until ctx ends). It is idempotent. An
-// entry being sent when Stop is called stays pending with its prepared transaction;
-// the next publisher resolves it by transaction id.
-func (p *Publisher) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	p.mu.Lock()
-	if p.done == done {
-		p.cancel, p.done = nil, nil
-	}
-	p.mu.Unlock()
-	return nil
-}
-
-func (p *Publisher) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (p *Publisher) run(ctx context.Context) {
 	wake := p.store.Subscribe(ctx)
 	tick := time.NewTicker(p.opts.PollInterval)
 	defer tick.Stop()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Store is what the dispatcher needs of the database (the gorm store has it).
@@ -58,16 +59,15 @@ const maxAnswer = 4 << 10
 
 // Dispatcher sends due deliveries from goroutines of its own.
 type Dispatcher struct {
-	cfg      Config
-	client   *http.Client
-	freed    chan struct{}
-	sem      chan struct{}
-	stopOnce sync.Once
-	cancel   context.CancelFunc // stops claiming
-	kill     context.CancelFunc // cancels attempts in flight
-	loopDone chan struct{}
+	cfg    Config
+	client *http.Client
+	freed  chan struct{}
+	sem    chan struct{}
+	// The base's context and stopped channel are the claim loop's; kill cancels the
+	// attempts in flight, which outlive the loop until Stop's ctx ends.
+	startstop.Base
+	kill     context.CancelFunc
 	inflight sync.WaitGroup
-	started  bool
 }
 
 // New returns a dispatcher over cfg; Start starts it.
@@ -97,8 +97,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if client == nil {
 		client = NewClient(cfg.Timeout)
 	}
-	return &Dispatcher{cfg: cfg, client: client, freed: make(chan struct{}, 1), sem: make(chan struct{}, cfg.Workers),
-		loopDone: make(chan struct{})}, nil
+	return &Dispatcher{cfg: cfg, client: client, freed: make(chan struct{}, 1), sem: make(chan struct{}, cfg.Workers)}, nil
 }
 
 // NewClient returns the HTTP client deliveries use: it never follows a redirect (a
@@ -113,46 +112,48 @@ func NewClient(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// Start claims and sends deliveries until Stop or until ctx ends.
+// Start claims and sends deliveries until Stop or until ctx ends. A dispatcher starts
+// once.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if d.started {
+	loopCtx, ok, started, stopped := d.StartInitOnce(ctx)
+	if !ok {
 		return errors.New("notify: dispatcher already started")
 	}
-	d.started = true
-	loopCtx, cancel := context.WithCancel(ctx)
 	workCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	d.cancel, d.kill = cancel, kill
+	d.kill = kill
 	wake := d.cfg.Store.Subscribe(loopCtx)
-	go d.loop(loopCtx, workCtx, wake)
+	go func() {
+		defer stopped()
+		started()
+		d.loop(loopCtx, workCtx, wake)
+	}()
 	return nil
 }
 
 // Stop stops claiming, lets the attempts in flight finish until ctx ends, then cancels
 // them (their deliveries are claimed again once their lease runs out). Idempotent.
 func (d *Dispatcher) Stop(ctx context.Context) error {
-	if !d.started {
+	ok, loopDone, finish := d.StopInit()
+	if !ok {
 		return nil
 	}
+	defer finish(true)
+	<-loopDone
+	done := make(chan struct{})
+	go func() { d.inflight.Wait(); close(done) }()
 	var err error
-	d.stopOnce.Do(func() {
-		d.cancel()
-		<-d.loopDone
-		done := make(chan struct{})
-		go func() { d.inflight.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			d.kill()
-			<-done
-			err = ctx.Err()
-		}
+	select {
+	case <-done:
+	case <-ctx.Done():
 		d.kill()
-	})
+		<-done
+		err = ctx.Err()
+	}
+	d.kill()
 	return err
 }
 
 func (d *Dispatcher) loop(ctx, work context.Context, wake <-chan int64) {
-	defer close(d.loopDone)
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
 	lastPrune := time.Time{}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/runner/startstop"
+)
+
+// claimLoop claims ready tasks together with idle agents (claim.go) and hands them to
+// the executor: at Start, whenever another writer's events commit (publisher), when a
+// task frees its agent's slot (notify), and every Poll as a fallback. Its methods
+// read the pool's configuration and store through the attempt runner it embeds: a
+// claim prepares the task's first attempt in its own transaction.
+type claimLoop struct {
+	startstop.Base
+	*attemptRunner
+	wake chan struct{} // a freed slot; buffered, one pending wake-up is enough
+}
+
+// Start claims until Stop or until ctx ends.
+func (p *claimLoop) Start(ctx context.Context) error {
+	ctx, ok, started, stopped := p.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	go func() {
+		defer stopped()
+		started()
+		p.loop(ctx)
+	}()
+	return nil
+}
+
+// notify wakes the claim loop (an agent slot was freed).
+func (p *claimLoop) notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop claims until ctx ends, waking on other writers' events, on freed slots and on
+// the poll tick.
+func (p *claimLoop) loop(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.Poll)
+	defer tick.Stop()
+	for {
+		p.claimAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.events.foreign:
+		case <-p.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// claimAll claims batches until nothing more can be claimed now: a batch that was
+// not full considered every ready task an idle agent could take.
+func (p *claimLoop) claimAll(ctx context.Context) {
+	for ctx.Err() == nil {
+		runs, more, err := p.claim(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("claim failed; retrying on the next wake-up", "err", err)
+			}
+			return
+		}
+		for _, tr := range runs {
+			p.exec.launch(tr)
+		}
+		if len(runs) == 0 || !more {
+			return
+		}
+	}
+}
