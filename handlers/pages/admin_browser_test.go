@@ -37,15 +37,7 @@ func TestBrowserTemplateEditor(t *testing.T) {
 	w := seedFeatureFlow(t, e)
 	_, blocked := ledgerEntries(t, e)
 	dir := artifacts(t)
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, "admin-"+name+".png"), buf, 0o644)
-		})
-	}
+	shot := adminShot(dir)
 	base := e.srv.URL
 	path0 := byTestID("steps[0].completion.path")
 	browseRefusedSave(t, ctx, e, base, path0, shot)
@@ -112,6 +104,19 @@ func TestBrowserTemplateEditor(t *testing.T) {
 		t.Fatalf("version 2: %+v %v", v2, err)
 	}
 	t.Logf("screenshots in %s", dir)
+}
+
+// adminShot is the action that saves a full screenshot as dir/admin-<name>.png.
+func adminShot(dir string) func(name string) chromedp.Action[chromedp.Void] {
+	return func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "admin-"+name+".png"), buf, 0o644)
+		})
+	}
 }
 
 // seedFeatureFlow saves the feature-flow template and the claude-dev worker the tour opens, and returns the worker.
