@@ -110,7 +110,8 @@ func TestHeldOutTestsAPI(t *testing.T) {
 	})
 }
 
-// heldOutNeedsAuthority checks that setting held-out tests needs the authority to set commands, and that a refused task stores nothing.
+// heldOutNeedsAuthority checks that setting held-out tests needs the authority to set
+// commands, and that a refused task stores nothing.
 func heldOutNeedsAuthority(t *testing.T, e *apiEnv) {
 	t.Helper()
 	// Setting held-out tests needs the authority to set commands; nothing is stored.
@@ -126,7 +127,8 @@ func heldOutNeedsAuthority(t *testing.T, e *apiEnv) {
 	}
 }
 
-// heldOutJudgeReport checks that the judge's report comes back with the attempt, to every reader, and which held-out tests failed only to those who may read them.
+// heldOutJudgeReport checks that the judge's report comes back with the attempt, to
+// every reader, and which held-out tests failed only to those who may read them.
 func heldOutJudgeReport(t *testing.T, e *apiEnv, id int64, bot *models.Agent) {
 	t.Helper()
 	ctx := context.Background()

@@ -97,7 +97,8 @@ func TestListTools(t *testing.T) {
 	})
 }
 
-// checkFixTaskSchema checks that a fix task of reject_goal takes create_task's fields (not its creator or goal), only its title required.
+// checkFixTaskSchema checks that a fix task of reject_goal takes create_task's fields
+// (not its creator or goal), only its title required.
 func checkFixTaskSchema(t *testing.T, byName map[string]*sdk.Tool) {
 	t.Helper()
 	// A fix task of reject_goal takes create_task's fields (not its creator or goal).
@@ -131,7 +132,8 @@ func TestThreeAgentWorkflow(t *testing.T) {
 	})
 }
 
-// workflowGoalAndTask is steps 1 and 2: the lead creates the goal and the task, assigned to a and linked.
+// workflowGoalAndTask is steps 1 and 2: the lead creates the goal and the task,
+// assigned to a and linked.
 func workflowGoalAndTask(t *testing.T, e *env) (goal, id int64) {
 	t.Helper()
 	// 1. Lead creates the goal.
@@ -191,7 +193,8 @@ func workflowBuildAndApprove(t *testing.T, e *env, goal, id int64) {
 	}
 }
 
-// workflowVerifyTask is step 5: b verifies the task, the builder and the approver may not.
+// workflowVerifyTask is step 5: b verifies the task, the builder and the approver may
+// not.
 func workflowVerifyTask(t *testing.T, e *env, id int64) {
 	t.Helper()
 	// 5. Verification: not the builder, not the approver, not in someone else's name.
@@ -209,7 +212,8 @@ func workflowVerifyTask(t *testing.T, e *env, id int64) {
 	e.refused("c", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: reopen (reopen_task)")
 }
 
-// workflowVerifyGoal is steps 6 and 7: the goal waits for the lead, who verifies it; two ledger entries result.
+// workflowVerifyGoal is steps 6 and 7: the goal waits for the lead, who verifies it;
+// two ledger entries result.
 func workflowVerifyGoal(t *testing.T, e *env, goal, id int64) {
 	t.Helper()
 	// 6. All tasks verified: the goal waits for the lead.

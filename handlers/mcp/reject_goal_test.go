@@ -63,7 +63,8 @@ func TestRejectGoal(t *testing.T) {
 	})
 }
 
-// rejectGoalRefusals checks every refusal of reject_goal, each leaving the goal, its tasks and the events as they were.
+// rejectGoalRefusals checks every refusal of reject_goal, each leaving the goal, its
+// tasks and the events as they were.
 func rejectGoalRefusals(t *testing.T, e *env, goal int64, fix map[string]any, args func(kv ...any) map[string]any) {
 	t.Helper()
 	// Refusals, each leaving the events as they were (refused checks that).
@@ -96,7 +97,8 @@ func rejectGoalRefusals(t *testing.T, e *env, goal int64, fix map[string]any, ar
 	}
 }
 
-// rejectGoalAccepted has the lead reject the goal and checks the fix task it gets; it returns the last event id before, the fix task and the lead.
+// rejectGoalAccepted has the lead reject the goal and checks the fix task it gets; it
+// returns the last event id before, the fix task and the lead.
 func rejectGoalAccepted(t *testing.T, e *env, goal int64, ids []int64, fix map[string]any, args func(kv ...any) map[string]any) (before, fixID int64, c *models.Agent) {
 	t.Helper()
 	// The lead rejects: the goal is active, the fix task is in it, verified tasks stay.
@@ -135,7 +137,8 @@ func rejectGoalAccepted(t *testing.T, e *env, goal int64, ids []int64, fix map[s
 	return before, fixID, c
 }
 
-// checkGoalRejectedEvent checks that the history keeps the reason, who gave it and the fix task.
+// checkGoalRejectedEvent checks that the history keeps the reason, who gave it and the
+// fix task.
 func checkGoalRejectedEvent(t *testing.T, e *env, before, goal, fixID int64, c *models.Agent, reason string) {
 	t.Helper()
 	ctx := context.Background()

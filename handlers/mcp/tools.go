@@ -281,7 +281,8 @@ func (t *tools) registerGoals(srv *sdk.Server) {
 		})
 }
 
-// registerVerification adds the tools of verifying tasks and goals: the verifier's and the lead's.
+// registerVerification adds the tools of verifying tasks and goals: the verifier's and
+// the lead's.
 func (t *tools) registerVerification(srv *sdk.Server) {
 	svc := t.svc
 
@@ -337,7 +338,8 @@ func (t *tools) registerVerification(srv *sdk.Server) {
 		})
 }
 
-// registerTasks adds the tools that create a task and move it through its work and review.
+// registerTasks adds the tools that create a task and move it through its work and
+// review.
 func (t *tools) registerTasks(srv *sdk.Server) {
 	svc := t.svc
 
@@ -400,7 +402,8 @@ func (t *tools) registerTasks(srv *sdk.Server) {
 		})
 }
 
-// registerQuestions adds the tools of questions, reopening and the inbox: what waits for a person.
+// registerQuestions adds the tools of questions, reopening and the inbox: what waits
+// for a person.
 func (t *tools) registerQuestions(srv *sdk.Server) {
 	svc := t.svc
 

@@ -119,7 +119,8 @@ func adminShot(dir string) func(name string) chromedp.Action[chromedp.Void] {
 	}
 }
 
-// seedFeatureFlow saves the feature-flow template and the claude-dev worker the tour opens, and returns the worker.
+// seedFeatureFlow saves the feature-flow template and the claude-dev worker the tour
+// opens, and returns the worker.
 func seedFeatureFlow(t *testing.T, e *admEnv) *models.Agent {
 	t.Helper()
 	bg := context.Background()
@@ -138,7 +139,8 @@ func seedFeatureFlow(t *testing.T, e *admEnv) *models.Agent {
 	return w
 }
 
-// browseRefusedSave signs in as ada, saves a path leading out of the workspace, and checks the error beside the field, nothing stored.
+// browseRefusedSave signs in as ada, saves a path leading out of the workspace, and
+// checks the error beside the field, nothing stored.
 func browseRefusedSave(t *testing.T, ctx context.Context, e *admEnv, base string, path0 chromedp.CSS, shot func(string) chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	bg := context.Background()

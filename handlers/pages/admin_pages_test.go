@@ -154,7 +154,8 @@ func TestAgentsPage(t *testing.T) {
 	admin.get("/agents").want(t, http.StatusOK, `data-status="busy"`, `href="/tasks/`+strconv.FormatInt(task.ID, 10)+`"`, "Write the parser")
 }
 
-// checkAgentsRefusedToDev checks that a non-admin sees no commands and is refused (403) by the service.
+// checkAgentsRefusedToDev checks that a non-admin sees no commands and is refused
+// (403) by the service.
 func checkAgentsRefusedToDev(t *testing.T, e *admEnv, w *models.Agent) {
 	t.Helper()
 	ctx := context.Background()

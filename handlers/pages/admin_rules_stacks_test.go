@@ -91,7 +91,8 @@ func TestRulesPageStacks(t *testing.T) {
 	})
 }
 
-// checkStacksRefusedToDev checks that a developer sees the stacks but no check form, and is refused.
+// checkStacksRefusedToDev checks that a developer sees the stacks but no check form,
+// and is refused.
 func checkStacksRefusedToDev(t *testing.T, e *admEnv, dir string) {
 	t.Helper()
 	// A developer sees the stacks but no check form, and is refused.

@@ -115,7 +115,8 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 	d.post("/templates/feature-flow", url.Values{"op": {"add"}}).want(t, http.StatusForbidden)
 }
 
-// saveEveryField sets every contract field of step 0 and a review on step 1, saves, and checks that version 1 stores each.
+// saveEveryField sets every contract field of step 0 and a review on step 1, saves,
+// and checks that version 1 stores each.
 func saveEveryField(t *testing.T, e *admEnv, c *admClient, page admResp) {
 	t.Helper()
 	ctx := context.Background()
@@ -174,7 +175,9 @@ func saveEveryField(t *testing.T, e *admEnv, c *admClient, page admResp) {
 	}
 }
 
-// refusedTemplateSaves checks the saves refused beside their field (a taken name, a path out of the workspace, numbers and durations that do not parse, a criterion without a description), nothing stored.
+// refusedTemplateSaves checks the saves refused beside their field (a taken name, a
+// path out of the workspace, numbers and durations that do not parse, a criterion
+// without a description), nothing stored.
 func refusedTemplateSaves(t *testing.T, e *admEnv, c *admClient, page admResp) {
 	t.Helper()
 	ctx := context.Background()

@@ -85,7 +85,8 @@ func TestWebhooksAdminPage(t *testing.T) {
 	}
 }
 
-// checkNoEventCarriesSecret checks that no event carries a secret or the URL (a Slack URL is a credential), and that each change left a webhook.* event.
+// checkNoEventCarriesSecret checks that no event carries a secret or the URL (a Slack
+// URL is a credential), and that each change left a webhook.* event.
 func checkNoEventCarriesSecret(t *testing.T, env *admEnv, secret string, m []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -108,7 +109,8 @@ func checkNoEventCarriesSecret(t *testing.T, env *admEnv, secret string, m []str
 	}
 }
 
-// webhookRedelivery makes a delivery that one attempt answered 500, shows it, and redelivers it (refused without the CSRF token); it returns the delivery id.
+// webhookRedelivery makes a delivery that one attempt answered 500, shows it, and
+// redelivers it (refused without the CSRF token); it returns the delivery id.
 func webhookRedelivery(t *testing.T, env *admEnv, ada *admClient, w models.Webhook, id string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -154,7 +156,8 @@ func webhookRedelivery(t *testing.T, env *admEnv, ada *admClient, w models.Webho
 	return did
 }
 
-// webhookRotation rotates the secret, shown once, then removes the previous one; it returns the secret match of the page that showed the new one.
+// webhookRotation rotates the secret, shown once, then removes the previous one; it
+// returns the secret match of the page that showed the new one.
 func webhookRotation(t *testing.T, env *admEnv, ada *admClient, w models.Webhook, id, secret string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -181,7 +184,8 @@ func webhookRotation(t *testing.T, env *admEnv, ada *admClient, w models.Webhook
 	return m
 }
 
-// webhookRefusedToOthers checks that anyone else gets 403 on every webhook page and action, nothing changed.
+// webhookRefusedToOthers checks that anyone else gets 403 on every webhook page and
+// action, nothing changed.
 func webhookRefusedToOthers(t *testing.T, env *admEnv, id, did string) {
 	t.Helper()
 	// Anyone else: 403 on every page and action, nothing changed.

@@ -86,7 +86,8 @@ func TestBrowserAgentAccess(t *testing.T) {
 	browseRevokeToken(t, ctx, e, evePage, secret, list, shot)
 }
 
-// browseRevokeToken revokes eve's first token on her page, which then no longer authenticates.
+// browseRevokeToken revokes eve's first token on her page, which then no longer
+// authenticates.
 func browseRevokeToken(t *testing.T, ctx context.Context, e *admEnv, evePage, secret string, list []models.Token, shot func(string) chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	bg := context.Background()

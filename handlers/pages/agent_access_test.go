@@ -152,7 +152,8 @@ func TestAgentPageAccess(t *testing.T) {
 	}
 }
 
-// eveRevokesOwnToken checks that eve herself sees and revokes her own token, which then no longer authenticates.
+// eveRevokesOwnToken checks that eve herself sees and revokes her own token, which
+// then no longer authenticates.
 func eveRevokesOwnToken(t *testing.T, e *env, evePath, revoke, secret string, laptop models.Token) {
 	t.Helper()
 	ctx := context.Background()

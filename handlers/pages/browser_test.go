@@ -285,7 +285,8 @@ func browseRejectGoal(t *testing.T, e *env) {
 	}
 }
 
-// browseJudgeReport checks the judge's report on the task page, its diff's markup shown as text.
+// browseJudgeReport checks the judge's report on the task page, its diff's markup
+// shown as text.
 func browseJudgeReport(t *testing.T, e *env) {
 	t.Helper()
 	tk := e.judgedTask("Browser judged task", true, tamperAttempt())

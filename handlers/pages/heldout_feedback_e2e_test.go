@@ -117,7 +117,9 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 	checkWhoSeesHeldOut(t, e, tk, first)
 }
 
-// checkWorkerHearsNoSecret checks that what reaches the worker (the attempt-2 brief, the diagnosis, the checks and the criteria) says a held-out test failed but carries nothing of it.
+// checkWorkerHearsNoSecret checks that what reaches the worker (the attempt-2 brief,
+// the diagnosis, the checks and the criteria) says a held-out test failed but carries
+// nothing of it.
 func checkWorkerHearsNoSecret(t *testing.T, ws *workspace.Manager, tk *models.Task, first models.Attempt) {
 	t.Helper()
 	// What reaches the worker: the brief on disk, and the attempt it revises.
@@ -143,7 +145,8 @@ func checkWorkerHearsNoSecret(t *testing.T, ws *workspace.Manager, tk *models.Ta
 	}
 }
 
-// checkWhoSeesHeldOut checks that the lead sees everything of the failed held-out test, and the worker's token and a developer nothing.
+// checkWhoSeesHeldOut checks that the lead sees everything of the failed held-out
+// test, and the worker's token and a developer nothing.
 func checkWhoSeesHeldOut(t *testing.T, e *env, tk *models.Task, first models.Attempt) {
 	t.Helper()
 	// What people see: the lead everything, the worker's token and a developer not.

@@ -144,7 +144,8 @@ func TestInboxDismiss(t *testing.T) {
 	}
 }
 
-// checkDismissButtons checks that exec and lead see the button on each advisory item, posting to its own route, and not on the blocked one, and a developer sees none.
+// checkDismissButtons checks that exec and lead see the button on each advisory item,
+// posting to its own route, and not on the blocked one, and a developer sees none.
 func checkDismissButtons(t *testing.T, exec, lead, dev *browser, path string, adv models.InboxItem, adv2 *models.InboxItem, blk models.InboxItem) {
 	t.Helper()
 	// The button is on each advisory item, posting to its own route, not on the
@@ -180,7 +181,8 @@ func checkDismissButtons(t *testing.T, exec, lead, dev *browser, path string, ad
 	}
 }
 
-// refusedDismissals checks the dismissals refused (no CSRF token, a developer, a note too long, the old task route), nothing changed since before.
+// refusedDismissals checks the dismissals refused (no CSRF token, a developer, a note
+// too long, the old task route), nothing changed since before.
 func refusedDismissals(t *testing.T, e *env, exec, dev *browser, path string, at *models.Task, adv models.InboxItem, adv2 *models.InboxItem, before int) {
 	t.Helper()
 	// Without the CSRF token, or with a wrong one: 403, nothing changes.

@@ -96,7 +96,8 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	}
 }
 
-// checkMergeRefusedToExec checks that someone who is not a lead sees the branch but no merge, and is refused.
+// checkMergeRefusedToExec checks that someone who is not a lead sees the branch but no
+// merge, and is refused.
 func checkMergeRefusedToExec(t *testing.T, e *env, tk *models.Task, branch, commit string) {
 	t.Helper()
 	// Someone who is not a lead sees the branch but no merge, and is refused.
@@ -115,7 +116,8 @@ func checkMergeRefusedToExec(t *testing.T, e *env, tk *models.Task, branch, comm
 	}
 }
 
-// mergeVerifiedGoal verifies the goal, whose second step built on the first, and checks that merging it lands the second step (the first is already there).
+// mergeVerifiedGoal verifies the goal, whose second step built on the first, and
+// checks that merging it lands the second step (the first is already there).
 func mergeVerifiedGoal(t *testing.T, e *env, ws *workspace.Manager, repo string, g *models.Goal, doc *models.Task, lead *browser, commit string) {
 	t.Helper()
 	ctx := e.ctx()

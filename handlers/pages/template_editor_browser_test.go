@@ -156,7 +156,8 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 	browseLeaving(t, ctx, e, base, dialogs)
 }
 
-// checkCollapsedEditor checks that, collapsed, the editor of 10 steps fits one 1280×800 screen and each summary line says what its step is.
+// checkCollapsedEditor checks that, collapsed, the editor of 10 steps fits one
+// 1280×800 screen and each summary line says what its step is.
 func checkCollapsedEditor(t *testing.T, ctx context.Context) {
 	t.Helper()
 	// Collapsed, the editor of 10 steps fits one 1280×800 screen.
@@ -177,7 +178,8 @@ func checkCollapsedEditor(t *testing.T, ctx context.Context) {
 	}
 }
 
-// browsePreview checks that the preview of the open step is the runner's brief and follows the typing.
+// browsePreview checks that the preview of the open step is the runner's brief and
+// follows the typing.
 func browsePreview(t *testing.T, ctx context.Context, e *admEnv) {
 	t.Helper()
 	// The preview of the open step is the runner's brief, and follows the typing.
@@ -205,7 +207,8 @@ func browsePreview(t *testing.T, ctx context.Context, e *admEnv) {
 	}
 }
 
-// browseRenameStep checks that the summary line follows the step's name and verification type as they are typed.
+// browseRenameStep checks that the summary line follows the step's name and
+// verification type as they are typed.
 func browseRenameStep(t *testing.T, ctx context.Context) {
 	t.Helper()
 	// The summary line follows the step's name and verification type as they are typed.
@@ -225,7 +228,8 @@ func browseRenameStep(t *testing.T, ctx context.Context) {
 	)
 }
 
-// browseDragLastStepFirst drags the last step to the top and checks that the inputs, the summaries and the preview follow.
+// browseDragLastStepFirst drags the last step to the top and checks that the inputs,
+// the summaries and the preview follow.
 func browseDragLastStepFirst(t *testing.T, ctx context.Context) {
 	t.Helper()
 	// Drag the last step to the top: the inputs are renumbered, the summaries too.
@@ -253,7 +257,8 @@ func browseDragLastStepFirst(t *testing.T, ctx context.Context) {
 	run(t, ctx, "screenshot", shot(t, "dragged"))
 }
 
-// browseLeaving checks that leaving a page with no change asks nothing, and with a change asks first, nothing saved.
+// browseLeaving checks that leaving a page with no change asks nothing, and with a
+// change asks first, nothing saved.
 func browseLeaving(t *testing.T, ctx context.Context, e *admEnv, base string, dialogs *dialogLog) {
 	t.Helper()
 	// Leaving a page with no change asks nothing; with a change, it asks first.

@@ -96,7 +96,8 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 	}
 }
 
-// seedTwice seeds the demo, checks its scripts, and seeds it again, which must add no agent.
+// seedTwice seeds the demo, checks its scripts, and seeds it again, which must add no
+// agent.
 func seedTwice(t *testing.T, ctx context.Context, svc *models.Service, db *store.DB, dataDir string) {
 	t.Helper()
 	if err := Seed(ctx, svc, dataDir); err != nil {

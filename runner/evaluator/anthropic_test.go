@@ -345,7 +345,8 @@ func TestAnthropicUsage(t *testing.T) {
 	}
 }
 
-// wholeReplyServer is a Messages API answering with whole replies, so that each case sets the usage itself, and the function that sets the next reply.
+// wholeReplyServer is a Messages API answering with whole replies, so that each case
+// sets the usage itself, and the function that sets the next reply.
 func wholeReplyServer(t *testing.T) (*fakeMessagesAPI, func(string)) {
 	t.Helper()
 	// A server answering with whole replies, so that each case sets the usage itself.

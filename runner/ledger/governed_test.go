@@ -97,7 +97,8 @@ func TestVerifiedTasksReachHCSExactlyOnce(t *testing.T) {
 	}
 }
 
-// crashBeforeReceipt leaves the oldest pending entry as a crash between send and receipt would: prepared and saved, accepted by the node, its receipt never recorded.
+// crashBeforeReceipt leaves the oldest pending entry as a crash between send and
+// receipt would: prepared and saved, accepted by the node, its receipt never recorded.
 func crashBeforeReceipt(t *testing.T, db models.Store, hcs *ledger.HCS) {
 	t.Helper()
 	ctx := context.Background()
@@ -119,7 +120,8 @@ func crashBeforeReceipt(t *testing.T, db models.Store, hcs *ledger.HCS) {
 	}
 }
 
-// checkPostedOnce checks that the topic holds one message for each verified task, in order, each task and transaction once, and none for an unverified task.
+// checkPostedOnce checks that the topic holds one message for each verified task, in
+// order, each task and transaction once, and none for an unverified task.
 func checkPostedOnce(t *testing.T, node *hcsfake.Node, topic string, verified, unverified []int64) {
 	t.Helper()
 	msgs := node.Messages(topic)

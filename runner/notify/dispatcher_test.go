@@ -311,7 +311,8 @@ func TestDeliveredOnceAfterOutage(t *testing.T) {
 	}
 }
 
-// checkEachKindOnce checks that every notification got arrived once, with a full body, three of each kind.
+// checkEachKindOnce checks that every notification in got arrived once, with a full body,
+// three of each kind.
 func checkEachKindOnce(t *testing.T, r *receiver, got map[string]int) {
 	t.Helper()
 	kinds := map[string]int{}
