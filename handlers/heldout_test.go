@@ -105,67 +105,81 @@ func TestHeldOutTestsAPI(t *testing.T) {
 		hidesHeldOut(t, "the attempt token", e.must(200, "attempt", "GET", "/tasks/"+itoa(id), nil).Raw, 1)
 		showsHeldOut(t, "the bot's own token (a lead)", e.must(200, "bot", "GET", "/tasks/"+itoa(id), nil).Raw)
 
-		// Setting held-out tests needs the authority to set commands; nothing is stored.
-		for _, who := range []string{"w1", "tess"} {
-			tasks, events := e.taskCount(), e.eventCount()
-			r := e.do(who, "POST", "/tasks", map[string]any{"title": "Sneak a test in", "role": "developer", "contract": heldOutContract()})
-			if r.Status != 403 || r.errRule() != models.RuleCommandsNeedEditor {
-				t.Fatalf("%s sending held_out: %d %s", who, r.Status, r.Raw)
-			}
-			if e.taskCount() != tasks || e.eventCount() != events {
-				t.Fatalf("%s: a refused task stored something", who)
-			}
-		}
-
-		// The judge's report comes back with the attempt, to every reader.
-		runner, err := e.svc.Agents.RunnerAgent(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UTC()
-		if err := e.db.CreateAttempt(ctx, &models.Attempt{TaskID: id, Number: 1, AgentID: bot.ID, RunnerID: "r1",
-			Outcome: models.OutcomeFailed, Stage: models.StageTamper, Diagnosis: "the restored tests failed", StartedAt: now, FinishedAt: &now,
-			Judge: &models.JudgeReport{Base: "0123456789abcdef", Restored: true,
-				Protected: []models.ProtectedChange{{Path: "calc_test.go", Change: models.ChangeChanged, Diff: "-\twant 14\n+\twant 6\n"}},
-				Floor:     &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
-				HeldOut: &models.HeldOutReport{Files: 1, FailedCount: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"},
-					Detail: "--- FAIL: TestBig\n    " + heldOutPath + ":7: " + heldOutMarker}}}); err != nil {
-			t.Fatal(err)
-		}
-		r := e.must(200, "w1", "GET", "/tasks/"+itoa(id), nil)
-		var detail struct {
-			Attempts []models.Attempt `json:"attempts"`
-		}
-		if err := json.Unmarshal(r.Raw, &detail); err != nil {
-			t.Fatal(err)
-		}
-		if len(detail.Attempts) != 1 || detail.Attempts[0].Judge == nil {
-			t.Fatalf("attempts without the judge's report: %s", r.Raw)
-		}
-		j := detail.Attempts[0].Judge
-		if detail.Attempts[0].Stage != models.StageTamper || len(j.Protected) != 1 || j.Protected[0].Path != "calc_test.go" ||
-			j.Floor == nil || j.Floor.Missing != 1 || j.HeldOut == nil || j.HeldOut.Files != 1 || j.HeldOut.FailedCount != 1 {
-			t.Fatalf("judge's report %+v", j)
-		}
-		// How many held-out tests failed, to everyone; which, how and with what
-		// output, only to those who may read held-out tests.
-		hidesHeldOut(t, "w1 reading the attempts", r.Raw, 1)
-		for _, who := range []string{"w1", "attempt", "tess"} {
-			raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
-			if strings.Contains(raw, "TestBig") || strings.Contains(raw, "Add(10, 4)") || strings.Contains(raw, `"detail"`) {
-				t.Fatalf("%s reads which held-out test failed: %s", who, raw)
-			}
-		}
-		for _, who := range []string{"lena", "eddie"} {
-			raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
-			if !strings.Contains(raw, "TestBig: Add(10, 4) = 6, want 14") || !strings.Contains(raw, heldOutPath+":7: "+heldOutMarker) {
-				t.Fatalf("%s does not read which held-out test failed: %s", who, raw)
-			}
-		}
+		heldOutNeedsAuthority(t, e)
+		heldOutJudgeReport(t, e, id, bot)
 	})
+}
+
+// heldOutNeedsAuthority checks that setting held-out tests needs the authority to set
+// commands, and that a refused task stores nothing.
+func heldOutNeedsAuthority(t *testing.T, e *apiEnv) {
+	t.Helper()
+	// Setting held-out tests needs the authority to set commands; nothing is stored.
+	for _, who := range []string{"w1", "tess"} {
+		tasks, events := e.taskCount(), e.eventCount()
+		r := e.do(who, "POST", "/tasks", map[string]any{"title": "Sneak a test in", "role": "developer", "contract": heldOutContract()})
+		if r.Status != 403 || r.errRule() != models.RuleCommandsNeedEditor {
+			t.Fatalf("%s sending held_out: %d %s", who, r.Status, r.Raw)
+		}
+		if e.taskCount() != tasks || e.eventCount() != events {
+			t.Fatalf("%s: a refused task stored something", who)
+		}
+	}
+}
+
+// heldOutJudgeReport checks that the judge's report comes back with the attempt, to
+// every reader, and which held-out tests failed only to those who may read them.
+func heldOutJudgeReport(t *testing.T, e *apiEnv, id int64, bot *models.Agent) {
+	t.Helper()
+	ctx := context.Background()
+	// The judge's report comes back with the attempt, to every reader.
+	runner, err := e.svc.Agents.RunnerAgent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Tasks.TaskAction(ctx, runner, id, models.ActStart, models.ActionInput{}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if err := e.db.CreateAttempt(ctx, &models.Attempt{TaskID: id, Number: 1, AgentID: bot.ID, RunnerID: "r1",
+		Outcome: models.OutcomeFailed, Stage: models.StageTamper, Diagnosis: "the restored tests failed", StartedAt: now, FinishedAt: &now,
+		Judge: &models.JudgeReport{Base: "0123456789abcdef", Restored: true,
+			Protected: []models.ProtectedChange{{Path: "calc_test.go", Change: models.ChangeChanged, Diff: "-\twant 14\n+\twant 6\n"}},
+			Floor:     &models.TestFloor{AtBase: 3, Run: 2, Passed: 2, Missing: 1, NotRun: []string{"TestSub"}},
+			HeldOut: &models.HeldOutReport{Files: 1, FailedCount: 1, Failed: []string{"TestBig: Add(10, 4) = 6, want 14"},
+				Detail: "--- FAIL: TestBig\n    " + heldOutPath + ":7: " + heldOutMarker}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.must(200, "w1", "GET", "/tasks/"+itoa(id), nil)
+	var detail struct {
+		Attempts []models.Attempt `json:"attempts"`
+	}
+	if err := json.Unmarshal(r.Raw, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if len(detail.Attempts) != 1 || detail.Attempts[0].Judge == nil {
+		t.Fatalf("attempts without the judge's report: %s", r.Raw)
+	}
+	j := detail.Attempts[0].Judge
+	if detail.Attempts[0].Stage != models.StageTamper || len(j.Protected) != 1 || j.Protected[0].Path != "calc_test.go" ||
+		j.Floor == nil || j.Floor.Missing != 1 || j.HeldOut == nil || j.HeldOut.Files != 1 || j.HeldOut.FailedCount != 1 {
+		t.Fatalf("judge's report %+v", j)
+	}
+	// How many held-out tests failed, to everyone; which, how and with what
+	// output, only to those who may read held-out tests.
+	hidesHeldOut(t, "w1 reading the attempts", r.Raw, 1)
+	for _, who := range []string{"w1", "attempt", "tess"} {
+		raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
+		if strings.Contains(raw, "TestBig") || strings.Contains(raw, "Add(10, 4)") || strings.Contains(raw, `"detail"`) {
+			t.Fatalf("%s reads which held-out test failed: %s", who, raw)
+		}
+	}
+	for _, who := range []string{"lena", "eddie"} {
+		raw := string(e.must(200, who, "GET", "/tasks/"+itoa(id), nil).Raw)
+		if !strings.Contains(raw, "TestBig: Add(10, 4) = 6, want 14") || !strings.Contains(raw, heldOutPath+":7: "+heldOutMarker) {
+			t.Fatalf("%s does not read which held-out test failed: %s", who, raw)
+		}
+	}
 }
 
 // TestHeldOutTestsInTemplates: a template step's held-out tests are read back by an

@@ -32,8 +32,37 @@ func TestCLITokensAndSandbox(t *testing.T) {
 	mustCLI(t, dir, "", "agent", "add", "lena", "--kind", "human", "--roles", "lead,admin")
 	mustCLI(t, dir, "", "agent", "add", "quinn", "--kind", "worker", "--roles", "developer", "--command", "true",
 		"--sandbox-read", "/opt/sdk", "--sandbox-write", "/srv/cache,/var/tmp/q", "--sandbox-connect", "443", "--sandbox-connect", "5432,443")
-	month := strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "lena", "--name", "ci", "--expires", "30d"))
-	forever := strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "lena", "--name", "laptop", "--expires", "never"))
+	month, forever := cliTokenLifecycle(t, dir)
+	db := openData(t, dir)
+	checkTokenLifetimes(t, db, month, forever)
+	checkAgentSandbox(t, dir, db)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"token", "create", "lena", "--expires", "soon"}, "flag -expires"},
+		{[]string{"token", "revoke"}, "a token ID, or --agent and --name, is required"},
+		{[]string{"token", "revoke", "x1"}, "is not a positive number"},
+		{[]string{"token", "revoke", "9999"}, "not found"},
+		{[]string{"agent", "update", "quinn"}, "nothing to change"},
+		{[]string{"agent", "update", "nobody", "--roles", "x"}, "not found"},
+		{[]string{"agent", "update", "quinn", "--sandbox-write", "relative"}, "sandbox.write"},
+		{[]string{"agent", "update", "quinn", "--sandbox-connect", "https"}, "is not a TCP port"},
+		{[]string{"agent", "add", "w", "--kind", "worker", "--roles", "a", "--command", "x", "--sandbox-write", "/"}, "sandbox.write"},
+		{[]string{"agent", "add", "h", "--kind", "human", "--roles", "a", "--sandbox-unix"}, "only worker agents have a sandbox"},
+	} {
+		if out, err := cli(t, dir, "", c.args...); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %v, output %q does not name %q", c.args, err, out, c.want)
+		}
+	}
+}
+
+// cliTokenLifecycle creates lena's tokens, lists and revokes them by id and by name,
+// and returns the secrets of the 30-day and the never-expiring token (both revoked).
+func cliTokenLifecycle(t *testing.T, dir string) (month, forever string) {
+	t.Helper()
+	month = strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "lena", "--name", "ci", "--expires", "30d"))
+	forever = strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "lena", "--name", "laptop", "--expires", "never"))
 	mustCLI(t, dir, "", "token", "create", "lena", "--name", "ci", "--expires", "720h")
 	mustCLI(t, dir, "", "token", "create", "lena")
 
@@ -57,8 +86,13 @@ func TestCLITokensAndSandbox(t *testing.T) {
 	if list := mustCLI(t, dir, "", "token", "list", "lena"); strings.Count(list, "revoked") != 3 || strings.Count(list, "active") != 1 {
 		t.Fatalf("after revoking:\n%s", list)
 	}
+	return month, forever
+}
 
-	db := openData(t, dir)
+// checkTokenLifetimes checks that the revoked tokens are refused and each token lasts
+// what its --expires said.
+func checkTokenLifetimes(t *testing.T, db *store.DB, month, forever string) {
+	t.Helper()
 	svc := newService(db)
 	ctx := context.Background()
 	for secret, want := range map[string]string{month: "revoked", forever: "revoked"} {
@@ -87,7 +121,13 @@ func TestCLITokensAndSandbox(t *testing.T) {
 			t.Fatalf("token %s lasts %s, want %s", tk.Name, d, want)
 		}
 	}
+}
 
+// checkAgentSandbox checks the sandbox agent add stored, and that agent update
+// changes it, each change an event.
+func checkAgentSandbox(t *testing.T, dir string, db *store.DB) {
+	t.Helper()
+	ctx := context.Background()
 	q, err := db.GetAgentByName(ctx, "quinn")
 	if err != nil {
 		t.Fatal(err)
@@ -110,26 +150,6 @@ func TestCLITokensAndSandbox(t *testing.T) {
 	if len(evs) != 3 || evs[1].Type != models.AgentChangedEvent || !strings.Contains(string(evs[1].Data), `"by":"system"`) ||
 		!strings.Contains(string(evs[2].Data), `"sandbox.read":{"before":["/opt/sdk"],"after":[]}`) {
 		t.Fatalf("quinn's history: %+v", evs)
-	}
-
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"token", "create", "lena", "--expires", "soon"}, "flag -expires"},
-		{[]string{"token", "revoke"}, "a token ID, or --agent and --name, is required"},
-		{[]string{"token", "revoke", "x1"}, "is not a positive number"},
-		{[]string{"token", "revoke", "9999"}, "not found"},
-		{[]string{"agent", "update", "quinn"}, "nothing to change"},
-		{[]string{"agent", "update", "nobody", "--roles", "x"}, "not found"},
-		{[]string{"agent", "update", "quinn", "--sandbox-write", "relative"}, "sandbox.write"},
-		{[]string{"agent", "update", "quinn", "--sandbox-connect", "https"}, "is not a TCP port"},
-		{[]string{"agent", "add", "w", "--kind", "worker", "--roles", "a", "--command", "x", "--sandbox-write", "/"}, "sandbox.write"},
-		{[]string{"agent", "add", "h", "--kind", "human", "--roles", "a", "--sandbox-unix"}, "only worker agents have a sandbox"},
-	} {
-		if out, err := cli(t, dir, "", c.args...); err == nil || !strings.Contains(out, c.want) {
-			t.Errorf("%v: %v, output %q does not name %q", c.args, err, out, c.want)
-		}
 	}
 }
 

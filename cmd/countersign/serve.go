@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/countersign/countersign/runner/sandbox"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/countersign/countersign/runner/sandbox"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,50 +34,19 @@ func newService(db *store.DB) *models.Service {
 	return models.NewService(db, ledger.Composer{})
 }
 
+// runServe is `countersign serve`: it opens the store and the ledger, starts the
+// background services (and the runner, unless -no-runner), and serves the API, the
+// dashboard and MCP until ctx is done, then stops them in reverse order.
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	var c config
-	fs := newFlags("serve", "serve [flags]", out)
-	storeFlags(fs, &c)
-	fs.StringVar(&c.Addr, "addr", envOr("127.0.0.1:8080", "COUNTERSIGN_ADDR"), "address to listen on (env COUNTERSIGN_ADDR)")
-	demoDefault, err := envBool("COUNTERSIGN_DEMO", false)
+	c, hooks, deadlines, err := parseServe(args, out)
 	if err != nil {
 		return err
-	}
-	fs.BoolVar(&c.Demo, "demo", demoDefault, "seed demo worker agents, a template and a goal on an empty database (env COUNTERSIGN_DEMO)")
-	fs.BoolVar(&c.NoRunner, "no-runner", false, "serve without the runner pool and publisher")
-	secure, err := envBool("COUNTERSIGN_SECURE_COOKIES", false)
-	if err != nil {
-		return err
-	}
-	fs.BoolVar(&c.SecureCookies, "secure-cookies", secure, "mark the session cookie Secure (behind TLS) (env COUNTERSIGN_SECURE_COOKIES)")
-	metricsPublic, err := envBool("COUNTERSIGN_METRICS_PUBLIC", false)
-	if err != nil {
-		return err
-	}
-	fs.BoolVar(&c.MetricsPublic, "metrics-public", metricsPublic, "serve /metrics without a bearer token (env COUNTERSIGN_METRICS_PUBLIC)")
-	if err := runnerFlags(fs, &c); err != nil {
-		return err
-	}
-	var hooks webhookConfig
-	if err := webhookFlags(fs, &hooks); err != nil {
-		return err
-	}
-	fs.StringVar(&c.Deadlines, "inbox-deadlines", envOr("", "COUNTERSIGN_INBOX_DEADLINES"), "how long each kind of inbox item may wait before it is announced again and escalated to the lead, over the defaults ("+models.DefaultDeadlines.String()+"): kind=duration,… or kind=off; a question unanswered for twice its deadline blocks its task (env COUNTERSIGN_INBOX_DEADLINES)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	deadlines, err := models.ParseDeadlines(c.Deadlines)
-	if err != nil {
-		return fmt.Errorf("flag -inbox-deadlines: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	log, err := c.logger()
 	if err != nil {
 		return err
 	}
-	db, err := openStore(ctx, &c)
+	db, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -85,31 +55,17 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := firstRun(ctx, svc.Store(), svc.Agents, out); err != nil {
 		return err
 	}
-	led, ledInfo, err := openLedger(&c, db)
+	led, ledInfo, err := openLedger(c, db)
 	if err != nil {
 		return err
 	}
 	if cl, ok := led.(interface{ Close() error }); ok {
 		defer cl.Close()
 	}
-	var stops []func(context.Context) error
-	defer func() { stopAll(log, c.Grace+5*time.Second, stops) }()
-	hub := live.New(db, log, live.Options{})
-	if err := hub.Start(ctx); err != nil {
+	s := &serving{c: c, log: log, db: db, svc: svc, deadlines: deadlines, ledInfo: ledInfo}
+	defer func() { stopAll(log, c.Grace+5*time.Second, s.stops) }()
+	if err := s.startWatching(ctx); err != nil {
 		return err
-	}
-	stops = append(stops, hub.Stop)
-	metrics := handlers.NewMetrics(db, hub.Clients)
-	// Nothing waits unseen: overdue inbox items are escalated, with or without a runner here.
-	watcher := watch.New(svc.Inbox, deadlines, 0, log)
-	if err := watcher.Start(ctx); err != nil {
-		return err
-	}
-	stops = append(stops, watcher.Stop)
-	if c.Demo {
-		if err := demo.Seed(ctx, svc, c.DataDir); err != nil {
-			return fmt.Errorf("seeding the demo: %w", err)
-		}
 	}
 	// Listening first tells the runner the port its confined workers may reach.
 	ln, err := net.Listen("tcp", c.Addr)
@@ -121,57 +77,166 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		c.URL = selfURL(ln.Addr())
 	}
 	// Webhook deliveries run in goroutines of their own, beside the runner.
-	stopHooks, err := startWebhooks(ctx, &hooks, db, c.URL, log)
+	stopHooks, err := startWebhooks(ctx, hooks, db, c.URL, log)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, stopHooks)
-	sb, err := openSandbox(&c, log)
+	s.stops = append(s.stops, stopHooks)
+	if err := s.startRunning(ctx, led); err != nil {
+		return err
+	}
+	srv := s.handler()
+	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
+	return serveUntilDone(ctx, log, ln, srv, c.Grace)
+}
+
+// parseServe reads serve's flags (and their environment defaults).
+func parseServe(args []string, out io.Writer) (*config, *webhookConfig, models.Deadlines, error) {
+	var c config
+	fs := newFlags("serve", "serve [flags]", out)
+	storeFlags(fs, &c)
+	fs.StringVar(&c.Addr, "addr", envOr("127.0.0.1:8080", "COUNTERSIGN_ADDR"), "address to listen on (env COUNTERSIGN_ADDR)")
+	demoDefault, err := envBool("COUNTERSIGN_DEMO", false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fs.BoolVar(&c.Demo, "demo", demoDefault, "seed demo worker agents, a template and a goal on an empty database (env COUNTERSIGN_DEMO)")
+	fs.BoolVar(&c.NoRunner, "no-runner", false, "serve without the runner pool and publisher")
+	secure, err := envBool("COUNTERSIGN_SECURE_COOKIES", false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", secure, "mark the session cookie Secure (behind TLS) (env COUNTERSIGN_SECURE_COOKIES)")
+	metricsPublic, err := envBool("COUNTERSIGN_METRICS_PUBLIC", false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fs.BoolVar(&c.MetricsPublic, "metrics-public", metricsPublic, "serve /metrics without a bearer token (env COUNTERSIGN_METRICS_PUBLIC)")
+	if err := runnerFlags(fs, &c); err != nil {
+		return nil, nil, nil, err
+	}
+	var hooks webhookConfig
+	if err := webhookFlags(fs, &hooks); err != nil {
+		return nil, nil, nil, err
+	}
+	fs.StringVar(&c.Deadlines, "inbox-deadlines", envOr("", "COUNTERSIGN_INBOX_DEADLINES"), "how long each kind of inbox item may wait before it is announced again and escalated to the lead, over the defaults ("+models.DefaultDeadlines.String()+"): kind=duration,… or kind=off; a question unanswered for twice its deadline blocks its task (env COUNTERSIGN_INBOX_DEADLINES)")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, nil, err
+	}
+	deadlines, err := models.ParseDeadlines(c.Deadlines)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("flag -inbox-deadlines: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return &c, &hooks, deadlines, nil
+}
+
+// serving is what runServe has opened and started, handed from one step to the
+// next; stops are stopped in reverse order when it returns.
+type serving struct {
+	c         *config
+	log       *slog.Logger
+	db        *store.DB
+	svc       *models.Service
+	deadlines models.Deadlines
+	ledInfo   ledger.Info
+	stops     []func(context.Context) error
+
+	// startWatching
+	hub     *live.Hub
+	metrics *handlers.Metrics
+
+	// startRunning: what the pages and the API read of the runner, all nil without
+	// one here.
+	sb            *sandbox.Sandbox
+	policy        func(*models.Agent) []string
+	lander        models.Lander
+	usage         func() (int64, error)
+	gatewayStatus func() models.GatewayStatus
+	recheck       *drift.Rechecker
+}
+
+// startWatching starts what runs with or without a runner here: the live hub, the
+// metrics, the inbox watcher and the demo's seeding.
+func (s *serving) startWatching(ctx context.Context) error {
+	s.hub = live.New(s.db, s.log, live.Options{})
+	if err := s.hub.Start(ctx); err != nil {
+		return err
+	}
+	s.stops = append(s.stops, s.hub.Stop)
+	s.metrics = handlers.NewMetrics(s.db, s.hub.Clients)
+	// Nothing waits unseen: overdue inbox items are escalated, with or without a runner here.
+	watcher := watch.New(s.svc.Inbox, s.deadlines, 0, s.log)
+	if err := watcher.Start(ctx); err != nil {
+		return err
+	}
+	s.stops = append(s.stops, watcher.Stop)
+	if s.c.Demo {
+		if err := demo.Seed(ctx, s.svc, s.c.DataDir); err != nil {
+			return fmt.Errorf("seeding the demo: %w", err)
+		}
+	}
+	return nil
+}
+
+// startRunning opens the sandbox and, unless -no-runner, starts the publisher, and
+// the runner pool and the rechecker when the sandbox can start workers.
+func (s *serving) startRunning(ctx context.Context, led ledger.Ledger) error {
+	c := s.c
+	sb, err := openSandbox(c, s.log)
 	if err != nil {
 		return err
 	}
+	s.sb = sb
 	if !c.NoRunner {
-		stopPub, err := startPublisher(ctx, &c, db, led, log)
+		stopPub, err := startPublisher(ctx, c, s.db, led, s.log)
 		if err != nil {
 			return err
 		}
-		stops = append(stops, stopPub)
+		s.stops = append(s.stops, stopPub)
 	}
-	var policy func(*models.Agent) []string
-	var lander models.Lander
-	var usage func() (int64, error)
-	var gatewayStatus func() models.GatewayStatus
-	var recheck *drift.Rechecker
 	if !c.NoRunner && sb.Ready() {
-		pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{OnLog: hub.PublishLog, Observer: metrics})
+		pool, err := startRunner(ctx, c, s.db, s.svc, sb, s.log, runnerHooks{OnLog: s.hub.PublishLog, Observer: s.metrics})
 		if err != nil {
 			return err
 		}
-		stops = append(stops, pool.Stop)
-		policy, lander, usage, gatewayStatus = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage, pool.GatewayStatus
+		s.stops = append(s.stops, pool.Stop)
+		s.policy, s.lander, s.usage, s.gatewayStatus = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage, pool.GatewayStatus
 		// Rechecks read the workspaces, which live where the runner runs.
-		if recheck, err = startRechecker(ctx, &c, svc, log); err != nil {
+		if s.recheck, err = startRechecker(ctx, c, s.svc, s.log); err != nil {
 			return err
 		}
-		stops = append(stops, recheck.Stop)
+		s.stops = append(s.stops, s.recheck.Stop)
 	}
+	return nil
+}
+
+// handler is the whole HTTP surface: the API, the dashboard, the live hub and MCP.
+func (s *serving) handler() http.Handler {
+	c, svc, log, sb, hub := s.c, s.svc, s.log, s.sb, s.hub
 	// Kept files are read from the data dir, with or without a runner here.
 	deliverables := runner.NewDeliverableFiles(filepath.Join(c.DataDir, "work"))
 	dashboard := pages.New(pages.Deps{Service: svc, Log: log, Version: version, SecureCookies: c.SecureCookies,
-		Ledger: ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: policy, Lander: lander, WorkspaceUsage: usage, Gateway: gatewayStatus,
-		Deliverables: deliverables, Recheck: recheck, Deadlines: deadlines})
+		Ledger: s.ledInfo, Banner: sandboxBanner(sb), SandboxPolicy: s.policy, Lander: s.lander, WorkspaceUsage: s.usage, Gateway: s.gatewayStatus,
+		Deliverables: deliverables, Recheck: s.recheck, Deadlines: s.deadlines})
 	mcpHandler := mcpserver.New(svc, log, version)
-	srv := handlers.NewServer(handlers.Deps{
-		Service: svc, Log: log, Version: version, Metrics: metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: ledInfo, HTML: dashboard.ErrorPage,
+	return handlers.NewServer(handlers.Deps{
+		Service: svc, Log: log, Version: version, Metrics: s.metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: s.ledInfo, HTML: dashboard.ErrorPage,
 		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
-		Lander:  lander, Deliverables: deliverables,
+		Lander:  s.lander, Deliverables: deliverables,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,
 			func(e *echo.Echo) { mcpserver.Register(e, mcpHandler) },
 		},
 	})
-	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
+}
+
+// serveUntilDone serves srv on ln until ctx is done, then shuts it down within the
+// grace period.
+func serveUntilDone(ctx context.Context, log *slog.Logger, ln net.Listener, srv http.Handler, grace time.Duration) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -181,7 +246,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), c.Grace+5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), grace+5*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

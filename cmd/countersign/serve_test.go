@@ -21,6 +21,24 @@ import (
 func TestServeDemo(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
+	cmd := startServeDemo(t, dir, addr)
+	base := "http://" + addr
+	waitFor(t, 30*time.Second, func() bool { return status(base+"/readyz", "") == 200 })
+	var ready map[string]string
+	getJSON(t, base+"/readyz", "", &ready)
+	if !strings.HasPrefix(ready["sandbox"], "sandbox on: Landlock ABI") {
+		t.Errorf("/readyz does not say what confines workers: %v", ready)
+	}
+	token := strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "admin"))
+	waitForDemoOutcomes(t, base, token)
+	checkServedEndpoints(t, base, token)
+	stopServeDemo(t, cmd)
+}
+
+// startServeDemo starts `serve --demo` on addr and waits for the one-time admin
+// password it prints on first start.
+func startServeDemo(t *testing.T, dir, addr string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(binary, "serve", "--demo", "--addr", addr, "--data-dir", dir)
 	cmd.Env = append(os.Environ(), "COUNTERSIGN_DATABASE_URL=", "DATABASE_URL=", "ANTHROPIC_API_KEY=", "COUNTERSIGN_LOG_LEVEL=warn")
 	stdout, err := cmd.StdoutPipe()
@@ -31,7 +49,7 @@ func TestServeDemo(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	password := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -49,15 +67,13 @@ func TestServeDemo(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no one-time admin password printed")
 	}
-	base := "http://" + addr
-	waitFor(t, 30*time.Second, func() bool { return status(base+"/readyz", "") == 200 })
-	var ready map[string]string
-	getJSON(t, base+"/readyz", "", &ready)
-	if !strings.HasPrefix(ready["sandbox"], "sandbox on: Landlock ABI") {
-		t.Errorf("/readyz does not say what confines workers: %v", ready)
-	}
+	return cmd
+}
 
-	token := strings.TrimSpace(mustCLI(t, dir, "", "token", "create", "admin"))
+// waitForDemoOutcomes waits until the demo has reached every outcome and the ledger
+// has posted its entries.
+func waitForDemoOutcomes(t *testing.T, base, token string) {
+	t.Helper()
 	// The demo reaches every outcome: verified after a revision, blocked, advisory.
 	waitFor(t, 60*time.Second, func() bool {
 		var tasks struct{ Tasks []struct{ State string } }
@@ -85,6 +101,12 @@ func TestServeDemo(t *testing.T) {
 		}
 		return len(led.Entries) >= 3
 	})
+}
+
+// checkServedEndpoints checks what each endpoint answers without a token, and that
+// /metrics with one carries the runner's figures.
+func checkServedEndpoints(t *testing.T, base, token string) {
+	t.Helper()
 	for path, want := range map[string]int{"/login": 200, "/api/v1/goals": 401, "/mcp": 401, "/ws": 401, "/": 303, "/metrics": 401} {
 		if got := status(base+path, ""); got != want {
 			t.Errorf("GET %s: %d, want %d", path, got, want)
@@ -103,7 +125,11 @@ func TestServeDemo(t *testing.T) {
 			t.Errorf("/metrics lacks %s", m)
 		}
 	}
+}
 
+// stopServeDemo sends SIGTERM and expects a clean exit within 30s.
+func stopServeDemo(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

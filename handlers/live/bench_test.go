@@ -53,30 +53,7 @@ func BenchmarkFanout1000(b *testing.B) {
 		}
 	}
 
-	// Connect 1,000 clients, 50 handshakes at a time.
-	hdr := http.Header{"Cookie": {SessionCookie + "=" + en.cookie}}
-	conns := make([]*websocket.Conn, clients)
-	sem := make(chan struct{}, 50)
-	var wg sync.WaitGroup
-	var dialErr atomic.Value
-	for i := range conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, _, err := websocket.DefaultDialer.Dial(en.wsURL, hdr)
-			if err != nil {
-				dialErr.Store(err)
-				return
-			}
-			conns[i] = c
-		}()
-	}
-	wg.Wait()
-	if err, _ := dialErr.Load().(error); err != nil {
-		b.Fatalf("dial: %v", err)
-	}
+	conns := dialClients(b, en, clients)
 	for _, c := range conns {
 		go reader(c)
 	}
@@ -116,6 +93,42 @@ func BenchmarkFanout1000(b *testing.B) {
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()
+	reportLatencies(b, lat, appendLat)
+}
+
+// dialClients connects n clients with en's session, 50 handshakes at a time.
+func dialClients(b *testing.B, en *env, n int) []*websocket.Conn {
+	b.Helper()
+	// Connect 1,000 clients, 50 handshakes at a time.
+	hdr := http.Header{"Cookie": {SessionCookie + "=" + en.cookie}}
+	conns := make([]*websocket.Conn, n)
+	sem := make(chan struct{}, 50)
+	var wg sync.WaitGroup
+	var dialErr atomic.Value
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, _, err := websocket.DefaultDialer.Dial(en.wsURL, hdr)
+			if err != nil {
+				dialErr.Store(err)
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	if err, _ := dialErr.Load().(error); err != nil {
+		b.Fatalf("dial: %v", err)
+	}
+	return conns
+}
+
+// reportLatencies reports the percentiles of the rounds' latencies and of the appends'.
+func reportLatencies(b *testing.B, lat, appendLat []time.Duration) {
+	b.Helper()
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")

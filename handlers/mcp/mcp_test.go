@@ -93,24 +93,31 @@ func TestListTools(t *testing.T) {
 				}
 			}
 		}
-		// A fix task of reject_goal takes create_task's fields (not its creator or goal).
-		fix, _ := byName["reject_goal"].InputSchema.(map[string]any)["properties"].(map[string]any)["fix_tasks"].(map[string]any)
-		items, _ := fix["items"].(map[string]any)
-		fields, _ := items["properties"].(map[string]any)
-		for _, a := range []string{"title", "brief", "role", "assign_to", "approve", "verify", "depends_on"} {
-			if _, ok := fields[a]; !ok {
-				t.Errorf("reject_goal fix_tasks items have no %s: %v", a, fix)
-			}
-		}
-		for _, a := range []string{"creator", "goal_id"} {
-			if _, ok := fields[a]; ok {
-				t.Errorf("reject_goal fix_tasks items take %s", a)
-			}
-		}
-		if req, _ := items["required"].([]any); !slices.Equal(req, []any{"title"}) {
-			t.Errorf("reject_goal fix task required %v, want [title]", req)
-		}
+		checkFixTaskSchema(t, byName)
 	})
+}
+
+// checkFixTaskSchema checks that a fix task of reject_goal takes create_task's fields
+// (not its creator or goal), only its title required.
+func checkFixTaskSchema(t *testing.T, byName map[string]*sdk.Tool) {
+	t.Helper()
+	// A fix task of reject_goal takes create_task's fields (not its creator or goal).
+	fix, _ := byName["reject_goal"].InputSchema.(map[string]any)["properties"].(map[string]any)["fix_tasks"].(map[string]any)
+	items, _ := fix["items"].(map[string]any)
+	fields, _ := items["properties"].(map[string]any)
+	for _, a := range []string{"title", "brief", "role", "assign_to", "approve", "verify", "depends_on"} {
+		if _, ok := fields[a]; !ok {
+			t.Errorf("reject_goal fix_tasks items have no %s: %v", a, fix)
+		}
+	}
+	for _, a := range []string{"creator", "goal_id"} {
+		if _, ok := fields[a]; ok {
+			t.Errorf("reject_goal fix_tasks items take %s", a)
+		}
+	}
+	if req, _ := items["required"].([]any); !slices.Equal(req, []any{"title"}) {
+		t.Errorf("reject_goal fix task required %v, want [title]", req)
+	}
 }
 
 // TestThreeAgentWorkflow is the simple three-agent workflow of
@@ -118,111 +125,136 @@ func TestListTools(t *testing.T) {
 func TestThreeAgentWorkflow(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, e *env) {
 		e.threeAgents()
-		// 1. Lead creates the goal.
-		g := e.ok("c", "create_goal", map[string]any{"creator": "c", "title": "Build login page", "description": "Users sign in", "project": "house-wire"})
-		if g.str("state") != "open" || g.str("creator") != "c" || g.id() == 0 {
-			t.Fatalf("goal %v", g)
-		}
-		goal := g.id()
-		// Identity is the token's: C cannot create a goal as A.
-		e.refused("c", "create_goal", map[string]any{"creator": "a", "title": "Spoofed"}, mcp.RuleAgentIsTokenOwner, `"c"`)
-
-		// 2. Lead creates and assigns the task, then links it.
-		id := e.createTask("c", "Create login form component", "a", 0)
-		linked := e.ok("c", "link_task_to_goal", map[string]any{"task_id": id, "goal_id": goal})
-		if gid, _ := linked["goal_id"].(float64); int64(gid) != goal {
-			t.Fatalf("linked %v", linked)
-		}
-		// Only a lead or exec assigns someone else.
-		e.refused("a", "create_task", map[string]any{"title": "Sneaky", "assign_to": "b"}, "lead_or_exec")
-		e.refused("c", "create_task", map[string]any{"title": "Nobody", "assign_to": "zed"}, "assignee", "no agent named")
-
-		// 3. Builder A starts and submits. Only the assignee starts.
-		e.refused("b", "update_task", map[string]any{"task_id": id, "status": "in_progress"}, "assignee_only")
-		e.start(id)
-		if s := e.goalStatus(goal).sub("goal").str("state"); s != "active" {
-			t.Fatalf("goal after start: %s", s)
-		}
-		// No tool posts a completion.
-		msg := e.refused("a", "update_task", map[string]any{"agent_name": "a", "task_id": id, "status": "completed"}, mcp.RuleCompletionByRunner, "runner")
-		if !strings.Contains(msg, "no tool posts a completion") {
-			t.Fatalf("completion refusal: %s", msg)
-		}
-		e.refused("a", "update_task", map[string]any{"task_id": id, "status": "verified"}, mcp.RuleCompletionByRunner)
-		e.refused("a", "update_task", map[string]any{"task_id": id, "status": "done"}, "status", "in_progress, review or cancelled")
-		e.refused("b", "submit_for_review", map[string]any{"task_id": id, "summary": "not mine"}, "builder_only")
-		// Approving before review: the current state and what the caller may take from
-		// it — the lead may cancel, only the builder may submit.
-		if msg := e.refused("c", "approve_task", map[string]any{"task_id": id}, "current state: in_progress",
-			"allowed now: cancel (update_task status=cancelled)"); strings.Contains(msg, "submit") {
-			t.Fatalf("the lead is offered the builder's submit: %s", msg)
-		}
-		e.refused("a", "approve_task", map[string]any{"agent_name": "a", "task_id": id}, "current state: in_progress", "allowed now: submit (submit_for_review)")
-		e.state(id, "review", e.ok("a", "submit_for_review", map[string]any{"agent_name": "a", "task_id": id,
-			"summary": "Built form with validation", "files_changed": "login.js, login.css"}))
-
-		// 4. With three agents the builder cannot approve; lead C approves.
-		e.refused("a", "approve_task", map[string]any{"agent_name": "a", "task_id": id}, "approver_not_builder")
-		done := e.ok("c", "approve_task", map[string]any{"agent_name": "c", "task_id": id})
-		e.state(id, "completed", done)
-		if done.str("approver") != "c" || done.str("builder") != "a" || done.str("files_changed") != "login.js, login.css" {
-			t.Fatalf("approved task %v", done)
-		}
-
-		// 5. Verification: not the builder, not the approver, not in someone else's name.
-		e.refused("a", "verify_task", map[string]any{"agent_name": "a", "task_id": id, "notes": "I checked my own work"}, "verifier_not_builder")
-		e.refused("c", "verify_task", map[string]any{"agent_name": "c", "task_id": id, "notes": "ok"}, "verifier_not_approver")
-		e.refused("b", "verify_task", map[string]any{"agent_name": "c", "task_id": id, "notes": "ok"}, mcp.RuleAgentIsTokenOwner)
-		e.refused("a", "verify_task", map[string]any{"agent_name": "b", "task_id": id, "notes": "ok"}, mcp.RuleAgentIsTokenOwner)
-		v := e.ok("b", "verify_task", map[string]any{"agent_name": "b", "task_id": id, "notes": "Form renders correctly, validation works"})
-		e.state(id, "verified", v)
-		if v.str("verifier") != "b" || v.str("notes") != "Form renders correctly, validation works" {
-			t.Fatalf("verified task %v", v)
-		}
-		// Verified: only a lead may reopen it, so the verifier may take nothing.
-		e.refused("b", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: nothing")
-		e.refused("c", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: reopen (reopen_task)")
-
-		// 6. All tasks verified: the goal waits for the lead.
-		st := e.goalStatus(goal)
-		if st.sub("goal").str("state") != "pending_verify" || st.num("total") != 1 {
-			t.Fatalf("goal status %v", st)
-		}
-		counts := st.sub("counts")
-		for _, s := range models.TaskStates {
-			want := 0
-			if s == models.TaskVerified {
-				want = 1
-			}
-			if _, ok := counts[string(s)]; !ok || counts.num(string(s)) != want {
-				t.Fatalf("counts %v: %s", counts, s)
-			}
-		}
-		tasks := st.list("tasks")
-		if len(tasks) != 1 || tasks[0].id() != id || tasks[0].str("title") != "Create login form component" ||
-			tasks[0].str("state") != "verified" || tasks[0].str("role") != "developer" || tasks[0].str("assignee") != "a" {
-			t.Fatalf("tasks %v", tasks)
-		}
-
-		// 7. Only the lead verifies the goal, with notes, as themself.
-		e.refused("b", "verify_goal", map[string]any{"agent_name": "b", "goal_id": goal, "notes": "Looks fine"}, "lead_only")
-		e.refused("b", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "Looks fine"}, mcp.RuleAgentIsTokenOwner)
-		e.refused("c", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "  "}, "notes", "must not be empty")
-		gv := e.ok("c", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "Login flow works end-to-end"})
-		if gv.str("state") != "verified" || gv.str("verifier") != "c" {
-			t.Fatalf("verified goal %v", gv)
-		}
-		e.refused("c", "verify_goal", map[string]any{"goal_id": goal, "notes": "again"}, "current state: verified")
-
-		// The verified task and the verified goal each left one ledger entry.
-		entries, err := e.db.ListLedger(context.Background(), models.LedgerFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(entries) != 2 || entries[0].Type != models.LedgerTaskComplete || entries[1].Type != models.LedgerGoalVerified {
-			t.Fatalf("ledger entries %+v", entries)
-		}
+		goal, id := workflowGoalAndTask(t, e)
+		workflowBuildAndApprove(t, e, goal, id)
+		workflowVerifyTask(t, e, id)
+		workflowVerifyGoal(t, e, goal, id)
 	})
+}
+
+// workflowGoalAndTask is steps 1 and 2: the lead creates the goal and the task,
+// assigned to a and linked.
+func workflowGoalAndTask(t *testing.T, e *env) (goal, id int64) {
+	t.Helper()
+	// 1. Lead creates the goal.
+	g := e.ok("c", "create_goal", map[string]any{"creator": "c", "title": "Build login page", "description": "Users sign in", "project": "house-wire"})
+	if g.str("state") != "open" || g.str("creator") != "c" || g.id() == 0 {
+		t.Fatalf("goal %v", g)
+	}
+	goal = g.id()
+	// Identity is the token's: C cannot create a goal as A.
+	e.refused("c", "create_goal", map[string]any{"creator": "a", "title": "Spoofed"}, mcp.RuleAgentIsTokenOwner, `"c"`)
+
+	// 2. Lead creates and assigns the task, then links it.
+	id = e.createTask("c", "Create login form component", "a", 0)
+	linked := e.ok("c", "link_task_to_goal", map[string]any{"task_id": id, "goal_id": goal})
+	if gid, _ := linked["goal_id"].(float64); int64(gid) != goal {
+		t.Fatalf("linked %v", linked)
+	}
+	// Only a lead or exec assigns someone else.
+	e.refused("a", "create_task", map[string]any{"title": "Sneaky", "assign_to": "b"}, "lead_or_exec")
+	e.refused("c", "create_task", map[string]any{"title": "Nobody", "assign_to": "zed"}, "assignee", "no agent named")
+	return goal, id
+}
+
+// workflowBuildAndApprove is steps 3 and 4: a builds and submits, c approves.
+func workflowBuildAndApprove(t *testing.T, e *env, goal, id int64) {
+	t.Helper()
+	// 3. Builder A starts and submits. Only the assignee starts.
+	e.refused("b", "update_task", map[string]any{"task_id": id, "status": "in_progress"}, "assignee_only")
+	e.start(id)
+	if s := e.goalStatus(goal).sub("goal").str("state"); s != "active" {
+		t.Fatalf("goal after start: %s", s)
+	}
+	// No tool posts a completion.
+	msg := e.refused("a", "update_task", map[string]any{"agent_name": "a", "task_id": id, "status": "completed"}, mcp.RuleCompletionByRunner, "runner")
+	if !strings.Contains(msg, "no tool posts a completion") {
+		t.Fatalf("completion refusal: %s", msg)
+	}
+	e.refused("a", "update_task", map[string]any{"task_id": id, "status": "verified"}, mcp.RuleCompletionByRunner)
+	e.refused("a", "update_task", map[string]any{"task_id": id, "status": "done"}, "status", "in_progress, review or cancelled")
+	e.refused("b", "submit_for_review", map[string]any{"task_id": id, "summary": "not mine"}, "builder_only")
+	// Approving before review: the current state and what the caller may take from
+	// it — the lead may cancel, only the builder may submit.
+	if msg := e.refused("c", "approve_task", map[string]any{"task_id": id}, "current state: in_progress",
+		"allowed now: cancel (update_task status=cancelled)"); strings.Contains(msg, "submit") {
+		t.Fatalf("the lead is offered the builder's submit: %s", msg)
+	}
+	e.refused("a", "approve_task", map[string]any{"agent_name": "a", "task_id": id}, "current state: in_progress", "allowed now: submit (submit_for_review)")
+	e.state(id, "review", e.ok("a", "submit_for_review", map[string]any{"agent_name": "a", "task_id": id,
+		"summary": "Built form with validation", "files_changed": "login.js, login.css"}))
+
+	// 4. With three agents the builder cannot approve; lead C approves.
+	e.refused("a", "approve_task", map[string]any{"agent_name": "a", "task_id": id}, "approver_not_builder")
+	done := e.ok("c", "approve_task", map[string]any{"agent_name": "c", "task_id": id})
+	e.state(id, "completed", done)
+	if done.str("approver") != "c" || done.str("builder") != "a" || done.str("files_changed") != "login.js, login.css" {
+		t.Fatalf("approved task %v", done)
+	}
+}
+
+// workflowVerifyTask is step 5: b verifies the task, the builder and the approver may
+// not.
+func workflowVerifyTask(t *testing.T, e *env, id int64) {
+	t.Helper()
+	// 5. Verification: not the builder, not the approver, not in someone else's name.
+	e.refused("a", "verify_task", map[string]any{"agent_name": "a", "task_id": id, "notes": "I checked my own work"}, "verifier_not_builder")
+	e.refused("c", "verify_task", map[string]any{"agent_name": "c", "task_id": id, "notes": "ok"}, "verifier_not_approver")
+	e.refused("b", "verify_task", map[string]any{"agent_name": "c", "task_id": id, "notes": "ok"}, mcp.RuleAgentIsTokenOwner)
+	e.refused("a", "verify_task", map[string]any{"agent_name": "b", "task_id": id, "notes": "ok"}, mcp.RuleAgentIsTokenOwner)
+	v := e.ok("b", "verify_task", map[string]any{"agent_name": "b", "task_id": id, "notes": "Form renders correctly, validation works"})
+	e.state(id, "verified", v)
+	if v.str("verifier") != "b" || v.str("notes") != "Form renders correctly, validation works" {
+		t.Fatalf("verified task %v", v)
+	}
+	// Verified: only a lead may reopen it, so the verifier may take nothing.
+	e.refused("b", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: nothing")
+	e.refused("c", "verify_task", map[string]any{"task_id": id}, "current state: verified", "allowed now: reopen (reopen_task)")
+}
+
+// workflowVerifyGoal is steps 6 and 7: the goal waits for the lead, who verifies it;
+// two ledger entries result.
+func workflowVerifyGoal(t *testing.T, e *env, goal, id int64) {
+	t.Helper()
+	// 6. All tasks verified: the goal waits for the lead.
+	st := e.goalStatus(goal)
+	if st.sub("goal").str("state") != "pending_verify" || st.num("total") != 1 {
+		t.Fatalf("goal status %v", st)
+	}
+	counts := st.sub("counts")
+	for _, s := range models.TaskStates {
+		want := 0
+		if s == models.TaskVerified {
+			want = 1
+		}
+		if _, ok := counts[string(s)]; !ok || counts.num(string(s)) != want {
+			t.Fatalf("counts %v: %s", counts, s)
+		}
+	}
+	tasks := st.list("tasks")
+	if len(tasks) != 1 || tasks[0].id() != id || tasks[0].str("title") != "Create login form component" ||
+		tasks[0].str("state") != "verified" || tasks[0].str("role") != "developer" || tasks[0].str("assignee") != "a" {
+		t.Fatalf("tasks %v", tasks)
+	}
+
+	// 7. Only the lead verifies the goal, with notes, as themself.
+	e.refused("b", "verify_goal", map[string]any{"agent_name": "b", "goal_id": goal, "notes": "Looks fine"}, "lead_only")
+	e.refused("b", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "Looks fine"}, mcp.RuleAgentIsTokenOwner)
+	e.refused("c", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "  "}, "notes", "must not be empty")
+	gv := e.ok("c", "verify_goal", map[string]any{"agent_name": "c", "goal_id": goal, "notes": "Login flow works end-to-end"})
+	if gv.str("state") != "verified" || gv.str("verifier") != "c" {
+		t.Fatalf("verified goal %v", gv)
+	}
+	e.refused("c", "verify_goal", map[string]any{"goal_id": goal, "notes": "again"}, "current state: verified")
+
+	// The verified task and the verified goal each left one ledger entry.
+	entries, err := e.db.ListLedger(context.Background(), models.LedgerFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Type != models.LedgerTaskComplete || entries[1].Type != models.LedgerGoalVerified {
+		t.Fatalf("ledger entries %+v", entries)
+	}
 }
 
 // TestRejectionFlow is the rejection flow of goal-verification-system.md, with the

@@ -228,10 +228,24 @@ type InboxArgs struct {
 }
 
 func (t *tools) register(srv *sdk.Server) {
+	t.registerGoals(srv)
+	t.registerVerification(srv)
+	t.registerTasks(srv)
+	t.registerQuestions(srv)
+	t.registerAdvisory(srv)
+}
+
+// Each tool refuses in the words of what it acts on, and the reading tools say
+// they change nothing so a client may call them freely.
+var (
+	onTask   = refusalStyle{about: aboutTask}
+	onGoal   = refusalStyle{about: aboutGoal}
+	readOnly = &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+)
+
+// registerGoals adds the tools that create, fill and show goals.
+func (t *tools) registerGoals(srv *sdk.Server) {
 	svc := t.svc
-	onTask := refusalStyle{about: aboutTask}
-	onGoal := refusalStyle{about: aboutGoal}
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 
 	add(t, srv, &sdk.Tool{Name: "create_goal",
 		Description: "Create a goal: a flat container for the tasks of one deliverable outcome. It starts open, becomes active when a task starts, pending_verify when all its tasks are verified, and verified when a lead confirms the integrated result. Returns the goal; its id is the goal_id of the other tools."},
@@ -266,6 +280,12 @@ func (t *tools) register(srv *sdk.Server) {
 			v := newNamer(ctx, svc).status(st)
 			return v, fmt.Sprintf("goal %d is %s: %d of %d tasks verified", v.Goal.ID, v.Goal.State, v.Counts[string(models.TaskVerified)], v.Total), nil
 		})
+}
+
+// registerVerification adds the tools of verifying tasks and goals: the verifier's and
+// the lead's.
+func (t *tools) registerVerification(srv *sdk.Server) {
+	svc := t.svc
 
 	add(t, srv, &sdk.Tool{Name: "verify_task",
 		Description: "As an independent verifier, confirm a completed task after checking the work yourself (read the files changed, run the code, test the behaviour). The task moves to verified. Refused when you built it (verifier_not_builder) or, with three or more agents, approved it (verifier_not_approver), when you pilot it (you are on the task that spawned it: pilot_not_verifier), when you wore a hat on it that conflicts with the tester hat every verifier wears (hat_conflict: by default, you built it at any time), or when the task's verify policy needs a role you lack."},
@@ -317,6 +337,12 @@ func (t *tools) register(srv *sdk.Server) {
 			return v, fmt.Sprintf("goal %d sent back to %s by %s with %d fix tasks: %d of %d tasks verified",
 				v.Goal.ID, v.Goal.State, a.Name, len(specs), v.Counts[string(models.TaskVerified)], v.Total), nil
 		})
+}
+
+// registerTasks adds the tools that create a task and move it through its work and
+// review.
+func (t *tools) registerTasks(srv *sdk.Server) {
+	svc := t.svc
 
 	add(t, srv, &sdk.Tool{Name: "create_task",
 		Description: "Create a task: one unit of work with a role and a brief. Its completion contract is given (contract) or generated from the title and brief, and fixed now, before the work is handed out. With assignee (alias assign_to) it starts assigned (a lead or exec may assign anyone; anyone may assign themself); without, it waits pending. With goal_id it joins that goal; a goal waiting for verification goes back to active (to record why, a lead uses reject_goal instead)."},
@@ -375,6 +401,12 @@ func (t *tools) register(srv *sdk.Server) {
 		onTask, func(ctx context.Context, a *models.Agent, in ReasonArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActReject, models.ActionInput{Reason: in.Reason})
 		})
+}
+
+// registerQuestions adds the tools of questions, reopening and the inbox: what waits
+// for a person.
+func (t *tools) registerQuestions(srv *sdk.Server) {
+	svc := t.svc
 
 	add(t, srv, &sdk.Tool{Name: "ask_question",
 		Description: "As the worker doing a task, ask a person a question you cannot answer from the brief (a missing decision, contradictory requirements, an access you lack). When your run ends the task waits for the answer without using an attempt; the answer comes back in your next brief. Ask one question at a time, then stop working and exit."},
@@ -424,8 +456,6 @@ func (t *tools) register(srv *sdk.Server) {
 			}
 			return out, fmt.Sprintf("%d inbox items", len(out.Items)), nil
 		})
-
-	t.registerAdvisory(srv)
 }
 
 // act applies a task action as actor after checking the identity argument.

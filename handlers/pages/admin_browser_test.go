@@ -35,74 +35,15 @@ func TestBrowserTemplateEditor(t *testing.T) {
 	acceptDialogs(ctx)
 	e := newAdmEnv(t, pagesLocal)
 	bg := context.Background()
-	tpl := &models.Template{Name: "feature-flow", Description: "Build, then review", Steps: []models.Step{
-		{Name: "Build", Role: "developer", Brief: "Build the dark mode toggle.", Completion: contract.Completion{Path: "{task_id}/output.md", MinLength: 100, Verify: []string{"go test ./..."}},
-			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle"}}}},
-		{Name: "Review", Role: "reviewer", Brief: "Review the toggle.", Completion: contract.Completion{Type: contract.CompletionNone}},
-	}}
-	if err := e.svc.Templates.SaveTemplate(bg, models.System, tpl); err != nil {
-		t.Fatal(err)
-	}
-	w := &models.Agent{Name: "claude-dev", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "claude -p --output-format json", Concurrency: 2}
-	if err := e.svc.Agents.CreateAgent(bg, models.System, w, ""); err != nil {
-		t.Fatal(err)
-	}
+	w := seedFeatureFlow(t, e)
 	_, blocked := ledgerEntries(t, e)
 	dir := artifacts(t)
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, "admin-"+name+".png"), buf, 0o644)
-		})
-	}
+	shot := adminShot(dir)
 	base := e.srv.URL
 	path0 := byTestID("steps[0].completion.path")
-	errSel := byTestID("steps[0].completion.path-error")
-
-	var errText, subtitle, flash, fieldVal string
+	browseRefusedSave(t, ctx, e, base, path0, shot)
+	var subtitle, flash string
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login?next=/templates"),
-		chromedp.WaitVisible(byTestID("login-name")),
-		chromedp.SendKeys(byTestID("login-name"), "ada"),
-		chromedp.SendKeys(byTestID("login-password"), admPassword),
-		chromedp.Click(byTestID("login-submit")),
-		chromedp.WaitVisible(byTestID("templates-table")),
-		shot("templates"),
-
-		chromedp.Click(chromedp.CSS(`a[href="/templates/feature-flow"]`)),
-		// Steps are collapsed to a line: open step 1.
-		chromedp.Click(byTestID("step-summary-0")),
-		chromedp.WaitVisible(path0),
-		chromedp.SetValue(path0, "../../etc/passwd"),
-		chromedp.Click(byTestID("op-save")),
-		chromedp.WaitVisible(errSel),
-		read(chromedp.Text(errSel), &errText),
-		read(chromedp.Value(path0), &fieldVal),
-		shot("template-error"),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(errText, "must stay inside the task workspace") || fieldVal != "../../etc/passwd" {
-		t.Fatalf("error %q beside a field holding %q", errText, fieldVal)
-	}
-	// The error element belongs to the same field as the input.
-	sameField, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){
-		var i = document.querySelector('[data-testid="steps[0].completion.path"]');
-		var e = document.querySelector('[data-testid="steps[0].completion.path-error"]');
-		return i.closest('.field') === e.closest('.field') && i.getAttribute('aria-invalid') === 'true';
-	})()`))
-	if err != nil || !sameField {
-		t.Fatalf("the error is not beside the path input (%v)", err)
-	}
-	if v, _ := e.db.GetTemplate(bg, "feature-flow", 0); v.Version != 1 {
-		t.Fatalf("a refused save stored version %d", v.Version)
-	}
-
-	err = chromedp.Do(ctx,
 		chromedp.SetValue(path0, "{task_id}/toggle.md"),
 		chromedp.Click(byTestID("op-save")),
 		chromedp.WaitVisible(byTestID("flash")),
@@ -164,4 +105,85 @@ func TestBrowserTemplateEditor(t *testing.T) {
 		t.Fatalf("version 2: %+v %v", v2, err)
 	}
 	t.Logf("screenshots in %s", dir)
+}
+
+// adminShot is the action that saves a full screenshot as dir/admin-<name>.png.
+func adminShot(dir string) func(name string) chromedp.Action[chromedp.Void] {
+	return func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "admin-"+name+".png"), buf, 0o644)
+		})
+	}
+}
+
+// seedFeatureFlow saves the feature-flow template and the claude-dev worker the tour
+// opens, and returns the worker.
+func seedFeatureFlow(t *testing.T, e *admEnv) *models.Agent {
+	t.Helper()
+	bg := context.Background()
+	tpl := &models.Template{Name: "feature-flow", Description: "Build, then review", Steps: []models.Step{
+		{Name: "Build", Role: "developer", Brief: "Build the dark mode toggle.", Completion: contract.Completion{Path: "{task_id}/output.md", MinLength: 100, Verify: []string{"go test ./..."}},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Toggle renders", Pattern: "DarkModeToggle"}}}},
+		{Name: "Review", Role: "reviewer", Brief: "Review the toggle.", Completion: contract.Completion{Type: contract.CompletionNone}},
+	}}
+	if err := e.svc.Templates.SaveTemplate(bg, models.System, tpl); err != nil {
+		t.Fatal(err)
+	}
+	w := &models.Agent{Name: "claude-dev", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "claude -p --output-format json", Concurrency: 2}
+	if err := e.svc.Agents.CreateAgent(bg, models.System, w, ""); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// browseRefusedSave signs in as ada, saves a path leading out of the workspace, and
+// checks the error beside the field, nothing stored.
+func browseRefusedSave(t *testing.T, ctx context.Context, e *admEnv, base string, path0 chromedp.CSS, shot func(string) chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	bg := context.Background()
+	errSel := byTestID("steps[0].completion.path-error")
+
+	var errText, fieldVal string
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login?next=/templates"),
+		chromedp.WaitVisible(byTestID("login-name")),
+		chromedp.SendKeys(byTestID("login-name"), "ada"),
+		chromedp.SendKeys(byTestID("login-password"), admPassword),
+		chromedp.Click(byTestID("login-submit")),
+		chromedp.WaitVisible(byTestID("templates-table")),
+		shot("templates"),
+
+		chromedp.Click(chromedp.CSS(`a[href="/templates/feature-flow"]`)),
+		// Steps are collapsed to a line: open step 1.
+		chromedp.Click(byTestID("step-summary-0")),
+		chromedp.WaitVisible(path0),
+		chromedp.SetValue(path0, "../../etc/passwd"),
+		chromedp.Click(byTestID("op-save")),
+		chromedp.WaitVisible(errSel),
+		read(chromedp.Text(errSel), &errText),
+		read(chromedp.Value(path0), &fieldVal),
+		shot("template-error"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errText, "must stay inside the task workspace") || fieldVal != "../../etc/passwd" {
+		t.Fatalf("error %q beside a field holding %q", errText, fieldVal)
+	}
+	// The error element belongs to the same field as the input.
+	sameField, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){
+		var i = document.querySelector('[data-testid="steps[0].completion.path"]');
+		var e = document.querySelector('[data-testid="steps[0].completion.path-error"]');
+		return i.closest('.field') === e.closest('.field') && i.getAttribute('aria-invalid') === 'true';
+	})()`))
+	if err != nil || !sameField {
+		t.Fatalf("the error is not beside the path input (%v)", err)
+	}
+	if v, _ := e.db.GetTemplate(bg, "feature-flow", 0); v.Version != 1 {
+		t.Fatalf("a refused save stored version %d", v.Version)
+	}
 }

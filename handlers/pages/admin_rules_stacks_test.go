@@ -87,13 +87,20 @@ func TestRulesPageStacks(t *testing.T) {
 			assertFieldError(t, r.Body, "path", msg)
 		}
 
-		// A developer sees the stacks but no check form, and is refused.
-		dv := e.login("dev")
-		dp := dv.get("/rules")
-		dp.want(t, http.StatusOK, `data-testid="stack-go"`)
-		if strings.Contains(dp.Body, `data-testid="check-form"`) {
-			t.Fatal("a developer is offered the check form")
-		}
-		dv.post("/rules/stacks", url.Values{"path": {dir}}).want(t, http.StatusForbidden)
+		checkStacksRefusedToDev(t, e, dir)
 	})
+}
+
+// checkStacksRefusedToDev checks that a developer sees the stacks but no check form,
+// and is refused.
+func checkStacksRefusedToDev(t *testing.T, e *admEnv, dir string) {
+	t.Helper()
+	// A developer sees the stacks but no check form, and is refused.
+	dv := e.login("dev")
+	dp := dv.get("/rules")
+	dp.want(t, http.StatusOK, `data-testid="stack-go"`)
+	if strings.Contains(dp.Body, `data-testid="check-form"`) {
+		t.Fatal("a developer is offered the check form")
+	}
+	dv.post("/rules/stacks", url.Values{"path": {dir}}).want(t, http.StatusForbidden)
 }

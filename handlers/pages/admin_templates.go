@@ -167,20 +167,7 @@ func (p *Pages) templateEdit(c echo.Context) error {
 	// Whatever happens next, the page shown holds changes that are not saved.
 	v.Unsaved = true
 	if op != tplpage.OpSave {
-		open, err := applyOp(&v.Form, op)
-		if err != nil {
-			return err
-		}
-		v.Open = open
-		if strings.HasPrefix(op, "preview:") {
-			if v.Preview, err = p.previewStep(c, v.Form, open); err != nil {
-				return err
-			}
-			if fragment {
-				return render(c, http.StatusOK, tplpage.PreviewFragment(v.Preview))
-			}
-		}
-		return render(c, http.StatusOK, tplpage.Page(v))
+		return p.templateEditOp(c, v, op, fragment)
 	}
 
 	t, fe := templateFromForm(v.Form)
@@ -220,6 +207,26 @@ func (p *Pages) templateEdit(c echo.Context) error {
 	}
 	setFlash(c, components.FlashSuccess, fmt.Sprintf("Saved %s version %d.", t.Name, t.Version))
 	return c.Redirect(http.StatusSeeOther, "/templates/"+url.PathEscape(t.Name))
+}
+
+// templateEditOp answers an editing operation other than saving (adding, moving or
+// removing a step, previewing one): the page again, or the preview fragment alone
+// when editor.js asked for it.
+func (p *Pages) templateEditOp(c echo.Context, v tplpage.View, op string, fragment bool) error {
+	open, err := applyOp(&v.Form, op)
+	if err != nil {
+		return err
+	}
+	v.Open = open
+	if strings.HasPrefix(op, "preview:") {
+		if v.Preview, err = p.previewStep(c, v.Form, open); err != nil {
+			return err
+		}
+		if fragment {
+			return render(c, http.StatusOK, tplpage.PreviewFragment(v.Preview))
+		}
+	}
+	return render(c, http.StatusOK, tplpage.Page(v))
 }
 
 // templateImportForm answers GET /templates/import.

@@ -79,6 +79,48 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 	// A stale or crafted op is refused.
 	editorOp(t, c, page, "/templates/new", nil, "remove:7").want(t, http.StatusBadRequest)
 
+	saveEveryField(t, e, c, page)
+	// The flash says so on the page the redirect leads to.
+	page = c.get("/templates/feature-flow")
+	page.want(t, http.StatusOK, "Saved feature-flow version 1", `value="go test ./web/..."`, "Editing version 1")
+
+	refusedTemplateSaves(t, e, c, page)
+	// Remove a criterion with its button, fix, save: version 2.
+	page = editorOp(t, c, page, "/templates/feature-flow", nil, "remove-criterion:0:0")
+	page.want(t, http.StatusOK)
+	if strings.Contains(page.Body, `value="go test ./web/..."`) {
+		t.Fatal("criterion not removed")
+	}
+	editorOp(t, c, page, "/templates/feature-flow", map[string]string{"steps[0].verification.type": "auto"}, "save").want(t, http.StatusSeeOther)
+	v2, _ := e.db.GetTemplate(ctx, "feature-flow", 0)
+	if v2.Version != 2 || len(v2.Steps[0].Verification.Criteria) != 0 {
+		t.Fatalf("version 2: %+v", v2)
+	}
+
+	// A form started from version 1 cannot silently overwrite version 2.
+	stale := editorOp(t, c, page, "/templates/feature-flow", map[string]string{"base_version": "1"}, "save")
+	stale.want(t, http.StatusConflict, "was saved while you were editing")
+
+	page = templateVersionsAndYAML(t, c)
+	// A developer sees the editor read-only and cannot save.
+	d := e.login("dev")
+	dp := d.get("/templates/feature-flow")
+	dp.want(t, http.StatusOK, "Only leads, admins and editors")
+	if strings.Contains(dp.Body, `data-testid="op-save"`) {
+		t.Fatal("a developer sees the save button")
+	}
+	editorOp(t, d, page, "/templates/feature-flow", nil, "save").want(t, http.StatusForbidden)
+
+	// Without the CSRF token nothing is accepted.
+	d.csrf = ""
+	d.post("/templates/feature-flow", url.Values{"op": {"add"}}).want(t, http.StatusForbidden)
+}
+
+// saveEveryField sets every contract field of step 0 and a review on step 1, saves,
+// and checks that version 1 stores each.
+func saveEveryField(t *testing.T, e *admEnv, c *admClient, page admResp) {
+	t.Helper()
+	ctx := context.Background()
 	// Every contract field of step 0, then save.
 	res := editorOp(t, c, page, "/templates/new", map[string]string{
 		"description":                                   "Build, then review",
@@ -132,11 +174,14 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 	if s1.Review == nil || s1.Review.Role != "reviewer" || strings.Join(s1.Review.When, ",") != "always,final" || s1.Review.MaxRounds != 2 {
 		t.Fatalf("step 1 review %+v", s1.Review)
 	}
+}
 
-	// The flash says so on the page the redirect leads to.
-	page = c.get("/templates/feature-flow")
-	page.want(t, http.StatusOK, "Saved feature-flow version 1", `value="go test ./web/..."`, "Editing version 1")
-
+// refusedTemplateSaves checks the saves refused beside their field (a taken name, a
+// path out of the workspace, numbers and durations that do not parse, a criterion
+// without a description), nothing stored.
+func refusedTemplateSaves(t *testing.T, e *admEnv, c *admClient, page admResp) {
+	t.Helper()
+	ctx := context.Background()
 	// Saving under an existing name from /templates/new is refused beside the name.
 	dup := c.get("/templates/new")
 	editorOp(t, c, dup, "/templates/new", map[string]string{"name": "feature-flow", "steps[0].role": "dev", "steps[0].brief": "x"}, "save").
@@ -166,25 +211,15 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 	if v, _ := e.db.GetTemplate(ctx, "feature-flow", 0); v.Version != 1 {
 		t.Fatalf("a refused save stored version %d", v.Version)
 	}
+}
 
-	// Remove a criterion with its button, fix, save: version 2.
-	page = editorOp(t, c, page, "/templates/feature-flow", nil, "remove-criterion:0:0")
-	page.want(t, http.StatusOK)
-	if strings.Contains(page.Body, `value="go test ./web/..."`) {
-		t.Fatal("criterion not removed")
-	}
-	editorOp(t, c, page, "/templates/feature-flow", map[string]string{"steps[0].verification.type": "auto"}, "save").want(t, http.StatusSeeOther)
-	v2, _ := e.db.GetTemplate(ctx, "feature-flow", 0)
-	if v2.Version != 2 || len(v2.Steps[0].Verification.Criteria) != 0 {
-		t.Fatalf("version 2: %+v", v2)
-	}
-
-	// A form started from version 1 cannot silently overwrite version 2.
-	stale := editorOp(t, c, page, "/templates/feature-flow", map[string]string{"base_version": "1"}, "save")
-	stale.want(t, http.StatusConflict, "was saved while you were editing")
-
+// templateVersionsAndYAML checks that older versions are read-only and linked, that
+// the list shows the latest, and that the YAML view round-trips; it returns the
+// latest version's page.
+func templateVersionsAndYAML(t *testing.T, c *admClient) admResp {
+	t.Helper()
 	// Older versions are read-only and linked from the versions list.
-	page = c.get("/templates/feature-flow")
+	page := c.get("/templates/feature-flow")
 	page.want(t, http.StatusOK, `href="/templates/feature-flow?version=1"`, `data-testid="version-2"`)
 	old := c.get("/templates/feature-flow?version=1")
 	old.want(t, http.StatusOK, "read-only", `value="go test ./web/..."`)
@@ -207,19 +242,7 @@ func TestTemplateEditorRoundTrip(t *testing.T) {
 	if err != nil || len(back.Steps) != 2 || back.Steps[0].Completion.Checklist.Path != "TODO.md" {
 		t.Fatalf("yaml does not parse back: %v %+v", err, back)
 	}
-
-	// A developer sees the editor read-only and cannot save.
-	d := e.login("dev")
-	dp := d.get("/templates/feature-flow")
-	dp.want(t, http.StatusOK, "Only leads, admins and editors")
-	if strings.Contains(dp.Body, `data-testid="op-save"`) {
-		t.Fatal("a developer sees the save button")
-	}
-	editorOp(t, d, page, "/templates/feature-flow", nil, "save").want(t, http.StatusForbidden)
-
-	// Without the CSRF token nothing is accepted.
-	d.csrf = ""
-	d.post("/templates/feature-flow", url.Values{"op": {"add"}}).want(t, http.StatusForbidden)
+	return page
 }
 
 // assertFieldError fails unless the error element of input name holds msg and sits

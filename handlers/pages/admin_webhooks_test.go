@@ -60,6 +60,60 @@ func TestWebhooksAdminPage(t *testing.T) {
 		}
 	}
 
+	did := webhookRedelivery(t, env, ada, w, id)
+	m = webhookRotation(t, env, ada, w, id, secret)
+	// Edit: disabling is saved; a bad URL is 422 with the field's error.
+	form := formValues(t, ada.get("/webhooks/"+id).Body, "/webhooks/"+id)
+	form.Del("enabled")
+	if r := ada.post("/webhooks/"+id, form); r.Status != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", r.Status, excerpt(r.Body))
+	}
+	cur, _ := env.db.GetWebhook(ctx, w.ID)
+	if cur.Enabled {
+		t.Fatal("still enabled")
+	}
+	form.Set("url", "hooks.example.test")
+	ada.post("/webhooks/"+id, form).want(t, http.StatusUnprocessableEntity, `data-testid="url-error"`)
+
+	checkNoEventCarriesSecret(t, env, secret, m)
+	webhookRefusedToOthers(t, env, id, did)
+	if r := ada.post("/webhooks/"+id+"/delete", nil); r.Status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", r.Status)
+	}
+	if hooks, _ := env.db.ListWebhooks(ctx); len(hooks) != 0 {
+		t.Fatal("not deleted")
+	}
+}
+
+// checkNoEventCarriesSecret checks that no event carries a secret or the URL (a Slack
+// URL is a credential), and that each change left a webhook.* event.
+func checkNoEventCarriesSecret(t *testing.T, env *admEnv, secret string, m []string) {
+	t.Helper()
+	ctx := context.Background()
+	// No event carries a secret or the URL (a Slack URL is a credential).
+	events, err := env.db.ListEvents(ctx, 0, 1000)
+	must(t, err)
+	var hookEvents int
+	for _, e := range events {
+		if strings.HasPrefix(e.Type, "webhook.") {
+			hookEvents++
+		}
+		for _, s := range []string{secret, m[1], "hooks.example.test"} {
+			if strings.Contains(string(e.Data), s) {
+				t.Fatalf("event %s carries a secret or the URL: %s", e.Type, e.Data)
+			}
+		}
+	}
+	if hookEvents < 5 {
+		t.Fatalf("%d webhook.* events, want one per change", hookEvents)
+	}
+}
+
+// webhookRedelivery makes a delivery that one attempt answered 500, shows it, and
+// redelivers it (refused without the CSRF token); it returns the delivery id.
+func webhookRedelivery(t *testing.T, env *admEnv, ada *admClient, w models.Webhook, id string) string {
+	t.Helper()
+	ctx := context.Background()
 	// A goal waiting for its lead makes a delivery; one attempt answered 500.
 	adaAgent, err := env.db.GetAgentByName(ctx, "ada")
 	must(t, err)
@@ -99,11 +153,18 @@ func TestWebhooksAdminPage(t *testing.T) {
 	if got.State != models.DeliveryPending || got.NextAttemptAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("after redeliver: %+v", got)
 	}
+	return did
+}
 
+// webhookRotation rotates the secret, shown once, then removes the previous one; it
+// returns the secret match of the page that showed the new one.
+func webhookRotation(t *testing.T, env *admEnv, ada *admClient, w models.Webhook, id, secret string) []string {
+	t.Helper()
+	ctx := context.Background()
 	// Rotation: a second secret shown once, both stored; then the old one removed.
 	rot := ada.post("/webhooks/"+id+"/rotate", nil)
 	rot.want(t, http.StatusOK, `data-testid="new-webhook-secret"`, `data-testid="remove-previous-secret"`)
-	m = secretRE.FindStringSubmatch(rot.Body)
+	m := secretRE.FindStringSubmatch(rot.Body)
 	if m == nil || m[1] == secret {
 		t.Fatal("no new secret shown")
 	}
@@ -120,41 +181,16 @@ func TestWebhooksAdminPage(t *testing.T) {
 	if cur.PreviousSecret != "" || cur.Secret != m[1] {
 		t.Fatal("previous secret not removed")
 	}
+	return m
+}
 
-	// Edit: disabling is saved; a bad URL is 422 with the field's error.
-	form := formValues(t, ada.get("/webhooks/"+id).Body, "/webhooks/"+id)
-	form.Del("enabled")
-	if r := ada.post("/webhooks/"+id, form); r.Status != http.StatusSeeOther {
-		t.Fatalf("save: %d %s", r.Status, excerpt(r.Body))
-	}
-	cur, _ = env.db.GetWebhook(ctx, w.ID)
-	if cur.Enabled {
-		t.Fatal("still enabled")
-	}
-	form.Set("url", "hooks.example.test")
-	ada.post("/webhooks/"+id, form).want(t, http.StatusUnprocessableEntity, `data-testid="url-error"`)
-
-	// No event carries a secret or the URL (a Slack URL is a credential).
-	events, err := env.db.ListEvents(ctx, 0, 1000)
-	must(t, err)
-	var hookEvents int
-	for _, e := range events {
-		if strings.HasPrefix(e.Type, "webhook.") {
-			hookEvents++
-		}
-		for _, s := range []string{secret, m[1], "hooks.example.test"} {
-			if strings.Contains(string(e.Data), s) {
-				t.Fatalf("event %s carries a secret or the URL: %s", e.Type, e.Data)
-			}
-		}
-	}
-	if hookEvents < 5 {
-		t.Fatalf("%d webhook.* events, want one per change", hookEvents)
-	}
-
+// webhookRefusedToOthers checks that anyone else gets 403 on every webhook page and
+// action, nothing changed.
+func webhookRefusedToOthers(t *testing.T, env *admEnv, id, did string) {
+	t.Helper()
 	// Anyone else: 403 on every page and action, nothing changed.
 	dev := env.browser().signIn("dev", admPassword, "/")
-	before = env.eventCount()
+	before := env.eventCount()
 	for _, path := range []string{"/webhooks", "/webhooks/" + id} {
 		if r := dev.get(path); r.Status != http.StatusForbidden || strings.Contains(r.Body, "hooks.example.test") {
 			t.Fatalf("dev GET %s: %d", path, r.Status)
@@ -169,12 +205,5 @@ func TestWebhooksAdminPage(t *testing.T) {
 	}
 	if env.eventCount() != before {
 		t.Fatal("a refused request changed something")
-	}
-
-	if r := ada.post("/webhooks/"+id+"/delete", nil); r.Status != http.StatusSeeOther {
-		t.Fatalf("delete: %d", r.Status)
-	}
-	if hooks, _ := env.db.ListWebhooks(ctx); len(hooks) != 0 {
-		t.Fatal("not deleted")
 	}
 }

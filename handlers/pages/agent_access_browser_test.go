@@ -41,7 +41,6 @@ func TestBrowserAgentAccess(t *testing.T) {
 	evePage := base + "/agents/" + strconv.FormatInt(e.agentID("eve"), 10)
 
 	var policy, history, secret string
-	var status chromedp.AttributeResult
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/login?next=/agents"),
 		chromedp.WaitVisible(byTestID("login-name")),
@@ -84,8 +83,17 @@ func TestBrowserAgentAccess(t *testing.T) {
 	if err != nil || len(list) == 0 {
 		t.Fatalf("eve's tokens: %v", err)
 	}
+	browseRevokeToken(t, ctx, e, evePage, secret, list, shot)
+}
+
+// browseRevokeToken revokes eve's first token on her page, which then no longer
+// authenticates.
+func browseRevokeToken(t *testing.T, ctx context.Context, e *admEnv, evePage, secret string, list []models.Token, shot func(string) chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	bg := context.Background()
+	var status chromedp.AttributeResult
 	id := strconv.FormatInt(list[0].ID, 10)
-	err = chromedp.Do(ctx,
+	err := chromedp.Do(ctx,
 		chromedp.Navigate(evePage),
 		chromedp.WaitVisible(byTestID("token-revoke-"+id)),
 		chromedp.Click(byTestID("token-revoke-"+id)),

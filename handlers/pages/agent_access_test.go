@@ -114,43 +114,7 @@ func TestAgentPageAccess(t *testing.T) {
 			admin := e.browser().login("ada")
 			dev := e.browser().login("dev")
 
-			// Sandbox: shown and edited by admins only.
-			page := admin.get(botPath)
-			page.want(t, http.StatusOK, `data-testid="sandbox-policy"`, `data-testid="sandbox-fields"`, "nothing beyond the defaults")
-			bad := admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"},
-				"sandbox.write": {"relative/path"}, "sandbox.connect": {"443, https"}})
-			bad.want(t, http.StatusUnprocessableEntity)
-			assertFieldError(t, bad.Body, "sandbox.connect", `"https" is not a port number`)
-			bad = admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"}, "sandbox.write": {"relative/path"}})
-			assertFieldError(t, bad.Body, "sandbox.write", "is not an absolute path")
-			admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"claude -p --secret-flag"}, "concurrency": {"1"},
-				"sandbox.read": {"/opt/sdk"}, "sandbox.write": {"/srv/cache,\n/var/tmp/bot"}, "sandbox.connect": {"443, 5432"},
-				"sandbox.allow_unix": {"on"}}).want(t, http.StatusSeeOther)
-			got, err := e.db.GetAgent(ctx, bot.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/srv/cache", "/var/tmp/bot"}, Connect: []int{443, 5432}, AllowUnix: true}
-			if !got.Sandbox.Equal(want) {
-				t.Fatalf("saved sandbox %+v, want %+v", got.Sandbox, want)
-			}
-			page = admin.get(botPath)
-			page.want(t, http.StatusOK, `data-testid="sandbox-policy"`, "<code>/var/tmp/bot</code>", "<code>5432</code>",
-				`data-testid="history"`, "+sandbox.write: /srv/cache, /var/tmp/bot", "+command: claude -p --secret-flag", "-command: true")
-			if h := between(page.Body, `data-testid="history"`, "</ol>"); !strings.Contains(h, ">ada") && !strings.Contains(h, "ada ·") {
-				t.Fatalf("the history does not name who changed the agent: %s", h)
-			}
-
-			seen := dev.get(botPath)
-			seen.want(t, http.StatusOK, `data-testid="history"`, "<code>sandbox.write</code>", "<code>command</code>")
-			for _, leak := range []string{"sandbox-policy", "sandbox-fields", "/var/tmp/bot", "secret-flag", "5432", "agent-tokens"} {
-				if strings.Contains(seen.Body, leak) {
-					t.Fatalf("a developer sees %q on a worker's page", leak)
-				}
-			}
-			dev.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"}, "sandbox.write": {"/"}}).
-				want(t, http.StatusForbidden)
-
+			checkSandboxAdminOnly(t, e, admin, dev, bot, botPath)
 			// Tokens: a new one with its lifetime; listed without a secret; revoked.
 			tok := admin.post(evePath+"/tokens", url.Values{"token_name": {"laptop"}, "expires": {"30d"}})
 			tok.want(t, http.StatusOK, `data-testid="new-token-value"`, `data-testid="agent-tokens"`)
@@ -163,7 +127,7 @@ func TestAgentPageAccess(t *testing.T) {
 			if d := time.Until(*laptop.ExpiresAt); d < 29*24*time.Hour || d > 31*24*time.Hour {
 				t.Fatalf("a 30-day token expires in %s", d)
 			}
-			page = admin.get(evePath)
+			page := admin.get(evePath)
 			page.want(t, http.StatusOK, `data-testid="token-row-`+strconv.FormatInt(laptop.ID, 10)+`" data-status="active"`,
 				`data-testid="token-revoke-`+strconv.FormatInt(laptop.ID, 10)+`"`, "never") // the test token was never used
 			if strings.Contains(page.Body, secret) || strings.Contains(page.Body, laptop.Hash) {
@@ -183,15 +147,65 @@ func TestAgentPageAccess(t *testing.T) {
 			// The wrong agent's path does not reach the token.
 			admin.post(botPath+"/tokens/"+strconv.FormatInt(laptop.ID, 10)+"/revoke", nil).want(t, http.StatusNotFound)
 
-			// Eve herself sees and revokes her own tokens.
-			self := e.browser().login("eve")
-			self.get(evePath).want(t, http.StatusOK, `data-testid="agent-tokens"`, `data-testid="token-revoke-`+strconv.FormatInt(laptop.ID, 10)+`"`)
-			r := self.post(revoke, nil)
-			r.want(t, http.StatusSeeOther)
-			if _, err := e.svc.Tokens.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED {
-				t.Fatalf("a revoked token authenticates: %v", err)
-			}
-			self.get(evePath).want(t, http.StatusOK, "Revoked token laptop.", `data-status="revoked"`, "token revoked: laptop")
+			eveRevokesOwnToken(t, e, evePath, revoke, secret, laptop)
 		})
 	}
+}
+
+// eveRevokesOwnToken checks that eve herself sees and revokes her own token, which
+// then no longer authenticates.
+func eveRevokesOwnToken(t *testing.T, e *env, evePath, revoke, secret string, laptop models.Token) {
+	t.Helper()
+	ctx := context.Background()
+	// Eve herself sees and revokes her own tokens.
+	self := e.browser().login("eve")
+	self.get(evePath).want(t, http.StatusOK, `data-testid="agent-tokens"`, `data-testid="token-revoke-`+strconv.FormatInt(laptop.ID, 10)+`"`)
+	r := self.post(revoke, nil)
+	r.want(t, http.StatusSeeOther)
+	if _, err := e.svc.Tokens.Authenticate(ctx, secret); models.ErrorCode(err) != models.EUNAUTHORIZED {
+		t.Fatalf("a revoked token authenticates: %v", err)
+	}
+	self.get(evePath).want(t, http.StatusOK, "Revoked token laptop.", `data-status="revoked"`, "token revoked: laptop")
+}
+
+// checkSandboxAdminOnly checks that the sandbox is shown and edited by admins only.
+func checkSandboxAdminOnly(t *testing.T, e *env, admin, dev *browser, bot *models.Agent, botPath string) {
+	t.Helper()
+	ctx := context.Background()
+	// Sandbox: shown and edited by admins only.
+	page := admin.get(botPath)
+	page.want(t, http.StatusOK, `data-testid="sandbox-policy"`, `data-testid="sandbox-fields"`, "nothing beyond the defaults")
+	bad := admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"},
+		"sandbox.write": {"relative/path"}, "sandbox.connect": {"443, https"}})
+	bad.want(t, http.StatusUnprocessableEntity)
+	assertFieldError(t, bad.Body, "sandbox.connect", `"https" is not a port number`)
+	bad = admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"}, "sandbox.write": {"relative/path"}})
+	assertFieldError(t, bad.Body, "sandbox.write", "is not an absolute path")
+	admin.post(botPath, url.Values{"roles": {"developer"}, "command": {"claude -p --secret-flag"}, "concurrency": {"1"},
+		"sandbox.read": {"/opt/sdk"}, "sandbox.write": {"/srv/cache,\n/var/tmp/bot"}, "sandbox.connect": {"443, 5432"},
+		"sandbox.allow_unix": {"on"}}).want(t, http.StatusSeeOther)
+	got, err := e.db.GetAgent(ctx, bot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/srv/cache", "/var/tmp/bot"}, Connect: []int{443, 5432}, AllowUnix: true}
+	if !got.Sandbox.Equal(want) {
+		t.Fatalf("saved sandbox %+v, want %+v", got.Sandbox, want)
+	}
+	page = admin.get(botPath)
+	page.want(t, http.StatusOK, `data-testid="sandbox-policy"`, "<code>/var/tmp/bot</code>", "<code>5432</code>",
+		`data-testid="history"`, "+sandbox.write: /srv/cache, /var/tmp/bot", "+command: claude -p --secret-flag", "-command: true")
+	if h := between(page.Body, `data-testid="history"`, "</ol>"); !strings.Contains(h, ">ada") && !strings.Contains(h, "ada ·") {
+		t.Fatalf("the history does not name who changed the agent: %s", h)
+	}
+
+	seen := dev.get(botPath)
+	seen.want(t, http.StatusOK, `data-testid="history"`, "<code>sandbox.write</code>", "<code>command</code>")
+	for _, leak := range []string{"sandbox-policy", "sandbox-fields", "/var/tmp/bot", "secret-flag", "5432", "agent-tokens"} {
+		if strings.Contains(seen.Body, leak) {
+			t.Fatalf("a developer sees %q on a worker's page", leak)
+		}
+	}
+	dev.post(botPath, url.Values{"roles": {"developer"}, "command": {"true"}, "concurrency": {"1"}, "sandbox.write": {"/"}}).
+		want(t, http.StatusForbidden)
 }

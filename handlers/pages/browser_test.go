@@ -225,27 +225,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("reject goal with fix task", func(t *testing.T) {
-		g := e.pendingGoal("Browser reject goal")
-		ctx := chrome(t)
-		signIn(t, ctx, e, "lead", "/goals/"+itoa64(g.ID))
-		run(t, ctx, "reject",
-			chromedp.SendKeys(chromedp.CSS(`[data-testid="goal-reject-reason"]`), "The login page 500s"),
-			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-title"]`), "Fix the login 500"),
-			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-brief"]`), "Reproduce and fix the error on /login."),
-			chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-role"]`), "developer"),
-			chromedp.SetValue(chromedp.CSS(`[data-testid="fix-0-assignee"]`), "dev"),
-			shot(t, "filled"),
-			chromedp.Click(chromedp.CSS(`[data-testid="goal-reject"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="goal-group-assigned"]`)),
-			shot(t, "after"),
-		)
-		if s := e.goalState(g.ID); s != models.GoalActive {
-			t.Fatalf("goal state: %s", s)
-		}
-		if got := text(t, ctx, `[data-testid="goal-group-assigned"]`); !strings.Contains(got, "Fix the login 500") {
-			t.Fatalf("fix task not listed: %q", got)
-		}
+		browseRejectGoal(t, e)
 	})
 
 	t.Run("retry blocked task from inbox", func(t *testing.T) {
@@ -271,55 +251,94 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("judge's report on the task page", func(t *testing.T) {
-		tk := e.judgedTask("Browser judged task", true, tamperAttempt())
-		ctx := chrome(t)
-		signIn(t, ctx, e, "dev", "/tasks/"+itoa64(tk.ID))
-		run(t, ctx, "judge",
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="tests-changed-warning"]`)),
-			chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="judge-tests-changed"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-floor"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-held-out"]`)),
-			shot(t, "judge"),
-		)
-		if got := text(t, ctx, `[data-testid="tests-changed-warning"]`); got != "tests changed by the worker" {
-			t.Fatalf("warning %q", got)
-		}
-		// The diff's markup is text on the page, not elements.
-		if got := text(t, ctx, `[data-testid="judge-diff"]`); !strings.Contains(got, "<script>alert(1)</script>") {
-			t.Fatalf("diff as shown: %q", got)
-		}
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="judge-diff"] script').length`))
-		if err != nil || n != 0 {
-			t.Fatalf("the diff's markup became %d elements: %v", n, err)
-		}
+		browseJudgeReport(t, e)
 	})
 
 	t.Run("task page changes state live", func(t *testing.T) {
-		tk := e.humanTask("Browser live task", nil, models.TaskAssigned)
-		ctx := chrome(t)
-		signIn(t, ctx, e, "lead", "/tasks/"+itoa64(tk.ID))
-		run(t, ctx, "mark the page",
-			chromedp.WaitVisible(chromedp.CSS(`[data-live-status][data-state="live"]`)),
-			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := chromedp.Evaluate[int](`window.__noReload = 1`)(ctx, tg)
-				return err
-			}),
-			shot(t, "before"),
-		)
-		if got := text(t, ctx, `[data-testid="task-state"]`); got != "assigned" {
-			t.Fatalf("initial state %q", got)
-		}
-		e.act("dev", tk.ID, models.ActStart, models.ActionInput{})
-		run(t, ctx, "wait for the live update",
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-state"] [data-state="in_progress"]`)),
-			shot(t, "after"),
-		)
-		marker, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload || 0`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if marker != 1 {
-			t.Fatal("the page reloaded instead of updating live")
-		}
+		browseLiveState(t, e)
 	})
+}
+
+// browseRejectGoal has the lead reject a goal with a fix task, in the browser.
+func browseRejectGoal(t *testing.T, e *env) {
+	t.Helper()
+	g := e.pendingGoal("Browser reject goal")
+	ctx := chrome(t)
+	signIn(t, ctx, e, "lead", "/goals/"+itoa64(g.ID))
+	run(t, ctx, "reject",
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="goal-reject-reason"]`), "The login page 500s"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-title"]`), "Fix the login 500"),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-brief"]`), "Reproduce and fix the error on /login."),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="fix-0-role"]`), "developer"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid="fix-0-assignee"]`), "dev"),
+		shot(t, "filled"),
+		chromedp.Click(chromedp.CSS(`[data-testid="goal-reject"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="goal-group-assigned"]`)),
+		shot(t, "after"),
+	)
+	if s := e.goalState(g.ID); s != models.GoalActive {
+		t.Fatalf("goal state: %s", s)
+	}
+	if got := text(t, ctx, `[data-testid="goal-group-assigned"]`); !strings.Contains(got, "Fix the login 500") {
+		t.Fatalf("fix task not listed: %q", got)
+	}
+}
+
+// browseJudgeReport checks the judge's report on the task page, its diff's markup
+// shown as text.
+func browseJudgeReport(t *testing.T, e *env) {
+	t.Helper()
+	tk := e.judgedTask("Browser judged task", true, tamperAttempt())
+	ctx := chrome(t)
+	signIn(t, ctx, e, "dev", "/tasks/"+itoa64(tk.ID))
+	run(t, ctx, "judge",
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="tests-changed-warning"]`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="judge-tests-changed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-floor"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="judge-held-out"]`)),
+		shot(t, "judge"),
+	)
+	if got := text(t, ctx, `[data-testid="tests-changed-warning"]`); got != "tests changed by the worker" {
+		t.Fatalf("warning %q", got)
+	}
+	// The diff's markup is text on the page, not elements.
+	if got := text(t, ctx, `[data-testid="judge-diff"]`); !strings.Contains(got, "<script>alert(1)</script>") {
+		t.Fatalf("diff as shown: %q", got)
+	}
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="judge-diff"] script').length`))
+	if err != nil || n != 0 {
+		t.Fatalf("the diff's markup became %d elements: %v", n, err)
+	}
+}
+
+// browseLiveState checks that the task page changes state live, without a reload.
+func browseLiveState(t *testing.T, e *env) {
+	t.Helper()
+	tk := e.humanTask("Browser live task", nil, models.TaskAssigned)
+	ctx := chrome(t)
+	signIn(t, ctx, e, "lead", "/tasks/"+itoa64(tk.ID))
+	run(t, ctx, "mark the page",
+		chromedp.WaitVisible(chromedp.CSS(`[data-live-status][data-state="live"]`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[int](`window.__noReload = 1`)(ctx, tg)
+			return err
+		}),
+		shot(t, "before"),
+	)
+	if got := text(t, ctx, `[data-testid="task-state"]`); got != "assigned" {
+		t.Fatalf("initial state %q", got)
+	}
+	e.act("dev", tk.ID, models.ActStart, models.ActionInput{})
+	run(t, ctx, "wait for the live update",
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-state"] [data-state="in_progress"]`)),
+		shot(t, "after"),
+	)
+	marker, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__noReload || 0`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marker != 1 {
+		t.Fatal("the page reloaded instead of updating live")
+	}
 }

@@ -114,6 +114,15 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 	}
 	first := atts[0]
 
+	checkWorkerHearsNoSecret(t, ws, tk, first)
+	checkWhoSeesHeldOut(t, e, tk, first)
+}
+
+// checkWorkerHearsNoSecret checks that what reaches the worker (the attempt-2 brief,
+// the diagnosis, the checks and the criteria) says a held-out test failed but carries
+// nothing of it.
+func checkWorkerHearsNoSecret(t *testing.T, ws *workspace.Manager, tk *models.Task, first models.Attempt) {
+	t.Helper()
 	// What reaches the worker: the brief on disk, and the attempt it revises.
 	brief, err := os.ReadFile((&workspace.Workspace{MetaDir: filepath.Join(ws.Root(), "meta", strconv.FormatInt(tk.ID, 10))}).BriefPath(2))
 	must(t, err)
@@ -135,7 +144,12 @@ func TestHeldOutFeedbackTeachesTheFix(t *testing.T) {
 			}
 		}
 	}
+}
 
+// checkWhoSeesHeldOut checks that the lead sees everything of the failed held-out
+// test, and the worker's token and a developer nothing.
+func checkWhoSeesHeldOut(t *testing.T, e *env, tk *models.Task, first models.Attempt) {
+	t.Helper()
 	// What people see: the lead everything, the worker's token and a developer not.
 	ho := first.Judge.HeldOut
 	const failed = "calc.TestAddLargeNumbers: calc_hidden_test.go:7: Add(1000, 234) = 766, want 1234"

@@ -86,75 +86,12 @@ func TestInboxDismiss(t *testing.T) {
 	exec, lead, dev := e.browser().login("exec"), e.browser().login("lead"), e.browser().login("dev")
 	path := "/inbox/" + itoa64(adv.ID) + "/dismiss"
 
-	// The button is on each advisory item, posting to its own route, not on the
-	// blocked one, for exec and lead.
-	for name, b := range map[string]*browser{"exec": exec, "lead": lead} {
-		r := b.get("/inbox")
-		ac, ac2, bc := card(r.Body, adv.ID), card(r.Body, adv2.ID), card(r.Body, blk.ID)
-		if ac == "" || ac2 == "" || bc == "" {
-			t.Fatalf("%s: inbox misses an item card:\n%s", name, r.Body)
-		}
-		for _, want := range []string{`data-testid="inbox-form-dismiss"`, `data-testid="inbox-dismiss"`,
-			`action="` + path + `"`, `name="csrf"`} {
-			if !strings.Contains(ac, want) {
-				t.Errorf("%s: advisory card misses %s", name, want)
-			}
-		}
-		if !strings.Contains(ac2, `action="/inbox/`+itoa64(adv2.ID)+`/dismiss"`) {
-			t.Errorf("%s: the second advisory card does not post to its own item", name)
-		}
-		if strings.Contains(r.Body, "/action/dismiss") {
-			t.Errorf("%s: a form still posts to the task route", name)
-		}
-		if strings.Contains(bc, "dismiss") {
-			t.Errorf("%s: the blocked card offers dismiss", name)
-		}
-		if !strings.Contains(bc, `data-testid="inbox-form-retry"`) {
-			t.Errorf("%s: the blocked card lost its retry form", name)
-		}
-	}
-	// A developer sees the inbox but no button.
-	if r := dev.get("/inbox"); card(r.Body, adv.ID) == "" || strings.Contains(r.Body, "inbox-form-dismiss") {
-		t.Errorf("developer: advisory card missing or dismiss offered")
-	}
-
+	checkDismissButtons(t, exec, lead, dev, path, adv, adv2, blk)
 	before := e.eventCount()
-	// Without the CSRF token, or with a wrong one: 403, nothing changes.
-	for _, tok := range []string{"", "wrong-token"} {
-		form := url.Values{"reason": {"seen"}, "back": {"/inbox"}}
-		if tok != "" {
-			form.Set("csrf", tok)
-		}
-		if r := exec.do("POST", path, form, nil); r.Status != http.StatusForbidden {
-			t.Errorf("csrf %q: status %d, want 403", tok, r.Status)
-		}
-	}
-	// A developer with a valid token: 403 by the service's rule.
-	if r := dev.post(path, url.Values{"reason": {"seen"}, "back": {"/inbox"}}); r.Status != http.StatusForbidden {
-		t.Errorf("developer: status %d, want 403", r.Status)
-	}
-	// A note that is too long is a field error on this item's dismiss form only, with
-	// the note kept.
-	long := strings.Repeat("x", 2001)
-	r := exec.post(path, url.Values{"reason": {long}, "back": {"/inbox"}})
-	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(card(r.Body, adv.ID), `data-testid="inbox-dismiss-reason-error"`) ||
-		!strings.Contains(card(r.Body, adv.ID), long) {
-		t.Errorf("long note: status %d, want 422 with the field error and the note on the dismiss form", r.Status)
-	}
-	if strings.Contains(card(r.Body, adv2.ID), "inbox-dismiss-reason-error") {
-		t.Errorf("long note: the error is shown on the other item of the task too")
-	}
-	// The task route that dismissed a task's items is gone.
-	if r := exec.post("/tasks/"+itoa64(at.ID)+"/action/dismiss", url.Values{"back": {"/inbox"}}); r.Status != http.StatusNotFound {
-		t.Errorf("old task route: status %d, want 404", r.Status)
-	}
-	if e.eventCount() != before || e.item(adv.ID).Resolved || e.item(adv2.ID).Resolved {
-		t.Fatal("a refused dismissal changed something")
-	}
-
+	refusedDismissals(t, e, exec, dev, path, at, adv, adv2, before)
 	// The exec dismisses the first item: back to the inbox with a notice, its card is
 	// gone, the other item of the same task stays open.
-	r = exec.post(path, url.Values{"reason": {"read it, nothing to do"}, "back": {"/inbox"}})
+	r := exec.post(path, url.Values{"reason": {"read it, nothing to do"}, "back": {"/inbox"}})
 	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/inbox" {
 		t.Fatalf("dismiss: status %d to %q, want 303 to /inbox: %.300s", r.Status, r.Header.Get("Location"), r.Body)
 	}
@@ -205,6 +142,81 @@ func TestInboxDismiss(t *testing.T) {
 	// The blocked task's own actions still route to the task actions.
 	if r := exec.post("/tasks/"+itoa64(bt.ID)+"/action/cancel", url.Values{"back": {"/inbox"}}); r.Status != http.StatusSeeOther {
 		t.Errorf("cancel from the inbox: status %d", r.Status)
+	}
+}
+
+// checkDismissButtons checks that exec and lead see the button on each advisory item,
+// posting to its own route, and not on the blocked one, and a developer sees none.
+func checkDismissButtons(t *testing.T, exec, lead, dev *browser, path string, adv models.InboxItem, adv2 *models.InboxItem, blk models.InboxItem) {
+	t.Helper()
+	// The button is on each advisory item, posting to its own route, not on the
+	// blocked one, for exec and lead.
+	for name, b := range map[string]*browser{"exec": exec, "lead": lead} {
+		r := b.get("/inbox")
+		ac, ac2, bc := card(r.Body, adv.ID), card(r.Body, adv2.ID), card(r.Body, blk.ID)
+		if ac == "" || ac2 == "" || bc == "" {
+			t.Fatalf("%s: inbox misses an item card:\n%s", name, r.Body)
+		}
+		for _, want := range []string{`data-testid="inbox-form-dismiss"`, `data-testid="inbox-dismiss"`,
+			`action="` + path + `"`, `name="csrf"`} {
+			if !strings.Contains(ac, want) {
+				t.Errorf("%s: advisory card misses %s", name, want)
+			}
+		}
+		if !strings.Contains(ac2, `action="/inbox/`+itoa64(adv2.ID)+`/dismiss"`) {
+			t.Errorf("%s: the second advisory card does not post to its own item", name)
+		}
+		if strings.Contains(r.Body, "/action/dismiss") {
+			t.Errorf("%s: a form still posts to the task route", name)
+		}
+		if strings.Contains(bc, "dismiss") {
+			t.Errorf("%s: the blocked card offers dismiss", name)
+		}
+		if !strings.Contains(bc, `data-testid="inbox-form-retry"`) {
+			t.Errorf("%s: the blocked card lost its retry form", name)
+		}
+	}
+	// A developer sees the inbox but no button.
+	if r := dev.get("/inbox"); card(r.Body, adv.ID) == "" || strings.Contains(r.Body, "inbox-form-dismiss") {
+		t.Errorf("developer: advisory card missing or dismiss offered")
+	}
+}
+
+// refusedDismissals checks the dismissals refused (no CSRF token, a developer, a note
+// too long, the old task route), nothing changed since before.
+func refusedDismissals(t *testing.T, e *env, exec, dev *browser, path string, at *models.Task, adv models.InboxItem, adv2 *models.InboxItem, before int) {
+	t.Helper()
+	// Without the CSRF token, or with a wrong one: 403, nothing changes.
+	for _, tok := range []string{"", "wrong-token"} {
+		form := url.Values{"reason": {"seen"}, "back": {"/inbox"}}
+		if tok != "" {
+			form.Set("csrf", tok)
+		}
+		if r := exec.do("POST", path, form, nil); r.Status != http.StatusForbidden {
+			t.Errorf("csrf %q: status %d, want 403", tok, r.Status)
+		}
+	}
+	// A developer with a valid token: 403 by the service's rule.
+	if r := dev.post(path, url.Values{"reason": {"seen"}, "back": {"/inbox"}}); r.Status != http.StatusForbidden {
+		t.Errorf("developer: status %d, want 403", r.Status)
+	}
+	// A note that is too long is a field error on this item's dismiss form only, with
+	// the note kept.
+	long := strings.Repeat("x", 2001)
+	r := exec.post(path, url.Values{"reason": {long}, "back": {"/inbox"}})
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(card(r.Body, adv.ID), `data-testid="inbox-dismiss-reason-error"`) ||
+		!strings.Contains(card(r.Body, adv.ID), long) {
+		t.Errorf("long note: status %d, want 422 with the field error and the note on the dismiss form", r.Status)
+	}
+	if strings.Contains(card(r.Body, adv2.ID), "inbox-dismiss-reason-error") {
+		t.Errorf("long note: the error is shown on the other item of the task too")
+	}
+	// The task route that dismissed a task's items is gone.
+	if r := exec.post("/tasks/"+itoa64(at.ID)+"/action/dismiss", url.Values{"back": {"/inbox"}}); r.Status != http.StatusNotFound {
+		t.Errorf("old task route: status %d, want 404", r.Status)
+	}
+	if e.eventCount() != before || e.item(adv.ID).Resolved || e.item(adv2.ID).Resolved {
+		t.Fatal("a refused dismissal changed something")
 	}
 }
 

@@ -52,21 +52,7 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	setBranch(t, e, tk.ID, branch, w.BaseCommit(), commit)
 	mainAt := gitIn(t, repo, "rev-parse", "main")
 
-	// Someone who is not a lead sees the branch but no merge, and is refused.
-	execB := e.browser().login("exec")
-	pg := execB.get("/tasks/" + itoa64(tk.ID))
-	for _, want := range []string{`data-testid="task-branch"`, branch, commit[:12], `data-ahead="1"`, "+func Add(a, b int) int { return a + b }"} {
-		if !strings.Contains(pg.Body, want) {
-			t.Fatalf("the task page lacks %q", want)
-		}
-	}
-	if strings.Contains(pg.Body, `data-testid="branch-merge"`) {
-		t.Fatal("an exec is offered the merge button")
-	}
-	if r := execB.post("/tasks/"+itoa64(tk.ID)+"/merge", nil); r.Status != http.StatusForbidden {
-		t.Fatalf("an exec's merge: %d, want 403", r.Status)
-	}
-
+	checkMergeRefusedToExec(t, e, tk, branch, commit)
 	// A commit on the branch after verification: refused, on the page, main unmoved.
 	lead := e.browser().login("lead")
 	if !strings.Contains(lead.get("/tasks/"+itoa64(tk.ID)).Body, `data-testid="branch-merge"`) {
@@ -78,7 +64,7 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("a refused merge: %d, want a redirect back to the task", r.Status)
 	}
-	pg = lead.get("/tasks/" + itoa64(tk.ID))
+	pg := lead.get("/tasks/" + itoa64(tk.ID))
 	if !strings.Contains(pg.Body, "not what was verified") || !strings.Contains(pg.Body, "changed after verification") {
 		t.Fatalf("the task page does not say why the merge was refused:\n%s", pg.Body)
 	}
@@ -104,6 +90,37 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 		t.Errorf("no %s event: %s", models.EventTaskMerged, got)
 	}
 
+	mergeVerifiedGoal(t, e, ws, repo, g, doc, lead, commit)
+	if ag := e.browser().login("admin").get("/agents"); !strings.Contains(ag.Body, `data-testid="workspace-usage"`) {
+		t.Error("the agents page does not show the workspaces' disk usage")
+	}
+}
+
+// checkMergeRefusedToExec checks that someone who is not a lead sees the branch but no
+// merge, and is refused.
+func checkMergeRefusedToExec(t *testing.T, e *env, tk *models.Task, branch, commit string) {
+	t.Helper()
+	// Someone who is not a lead sees the branch but no merge, and is refused.
+	execB := e.browser().login("exec")
+	pg := execB.get("/tasks/" + itoa64(tk.ID))
+	for _, want := range []string{`data-testid="task-branch"`, branch, commit[:12], `data-ahead="1"`, "+func Add(a, b int) int { return a + b }"} {
+		if !strings.Contains(pg.Body, want) {
+			t.Fatalf("the task page lacks %q", want)
+		}
+	}
+	if strings.Contains(pg.Body, `data-testid="branch-merge"`) {
+		t.Fatal("an exec is offered the merge button")
+	}
+	if r := execB.post("/tasks/"+itoa64(tk.ID)+"/merge", nil); r.Status != http.StatusForbidden {
+		t.Fatalf("an exec's merge: %d, want 403", r.Status)
+	}
+}
+
+// mergeVerifiedGoal verifies the goal, whose second step built on the first, and
+// checks that merging it lands the second step (the first is already there).
+func mergeVerifiedGoal(t *testing.T, e *env, ws *workspace.Manager, repo string, g *models.Goal, doc *models.Task, lead *browser, commit string) {
+	t.Helper()
+	ctx := e.ctx()
 	// The goal's second step built on the first: merging the verified goal lands it
 	// (the first is already there).
 	docBranch := "countersign/task-" + itoa64(doc.ID)
@@ -132,10 +149,6 @@ func TestTaskPageMergesVerifiedWork(t *testing.T) {
 	}
 	if gp := lead.get("/goals/" + itoa64(g.ID)); !strings.Contains(gp.Body, "Merged the verified work of 2 task(s)") {
 		t.Fatalf("the goal page does not say what was merged:\n%s", gp.Body)
-	}
-
-	if ag := e.browser().login("admin").get("/agents"); !strings.Contains(ag.Body, `data-testid="workspace-usage"`) {
-		t.Error("the agents page does not show the workspaces' disk usage")
 	}
 }
 

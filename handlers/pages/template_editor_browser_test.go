@@ -121,6 +121,45 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 		shot(t, "collapsed"),
 	)
 
+	checkCollapsedEditor(t, ctx)
+	// One step open at a time.
+	run(t, ctx, "open step 3", chromedp.Click(byTestID("step-summary-2")), chromedp.WaitVisible(byTestID("steps[2].brief")))
+	run(t, ctx, "open step 6", chromedp.Click(byTestID("step-summary-5")), chromedp.WaitVisible(byTestID("steps[5].brief")))
+	// The script closes the others on the toggle event, which follows the click.
+	waitJS(t, ctx, "step 6 alone open", openSteps+` === '5'`)
+
+	browsePreview(t, ctx, e)
+	browseRenameStep(t, ctx)
+	browseDragLastStepFirst(t, ctx)
+	// Save stores the new order and the edit.
+	run(t, ctx, "save",
+		chromedp.Click(byTestID("op-save")),
+		chromedp.WaitVisible(byTestID("flash")),
+		shot(t, "saved"),
+	)
+	tpl, err := e.db.GetTemplate(context.Background(), "ten-steps", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(tpl.Steps))
+	for i, s := range tpl.Steps {
+		names[i] = s.Name
+	}
+	if tpl.Version != 2 || strings.Join(names[:3], ",") != "Part 10,Part 1,Part 2" || names[6] != "Part 6 bis" || tpl.Steps[6].Completion.MinLength != 250 ||
+		!strings.HasSuffix(tpl.Steps[6].Brief, "XYZZY flag.") {
+		t.Fatalf("saved version %d: %q, step 7 %+v", tpl.Version, names, tpl.Steps[6])
+	}
+	if n := len(dialogs.list()); n != 0 {
+		t.Fatalf("saving asked %d question(s): %v", n, dialogs.list())
+	}
+
+	browseLeaving(t, ctx, e, base, dialogs)
+}
+
+// checkCollapsedEditor checks that, collapsed, the editor of 10 steps fits one
+// 1280×800 screen and each summary line says what its step is.
+func checkCollapsedEditor(t *testing.T, ctx context.Context) {
+	t.Helper()
 	// Collapsed, the editor of 10 steps fits one 1280×800 screen.
 	if got := evalJS[string](t, ctx, openSteps); got != "" {
 		t.Fatalf("open on load: %q", got)
@@ -137,13 +176,12 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 		!strings.Contains(got, "role-4") || !strings.Contains(got, "verifiable") || !strings.Contains(got, "1 criterion") {
 		t.Fatalf("summary line of step 4: %q", got)
 	}
+}
 
-	// One step open at a time.
-	run(t, ctx, "open step 3", chromedp.Click(byTestID("step-summary-2")), chromedp.WaitVisible(byTestID("steps[2].brief")))
-	run(t, ctx, "open step 6", chromedp.Click(byTestID("step-summary-5")), chromedp.WaitVisible(byTestID("steps[5].brief")))
-	// The script closes the others on the toggle event, which follows the click.
-	waitJS(t, ctx, "step 6 alone open", openSteps+` === '5'`)
-
+// browsePreview checks that the preview of the open step is the runner's brief and
+// follows the typing.
+func browsePreview(t *testing.T, ctx context.Context, e *admEnv) {
+	t.Helper()
 	// The preview of the open step is the runner's brief, and follows the typing.
 	waitJS(t, ctx, "the preview of step 6", `(document.querySelector('[data-testid="preview-title"]')||{}).textContent === 'Preview: step 6'`)
 	run(t, ctx, "edit step 6's brief",
@@ -167,7 +205,12 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 	if !strings.Contains(words, "released when step 5 is verified") || !strings.Contains(words, "(at least 250 bytes)") {
 		t.Fatalf("contract in plain words: %q", words)
 	}
+}
 
+// browseRenameStep checks that the summary line follows the step's name and
+// verification type as they are typed.
+func browseRenameStep(t *testing.T, ctx context.Context) {
+	t.Helper()
 	// The summary line follows the step's name and verification type as they are typed.
 	run(t, ctx, "rename step 6",
 		chromedp.SendKeys(byTestID("steps[5].name"), kb.End+" bis"),
@@ -183,7 +226,12 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 		chromedp.SetValue(byTestID("steps[5].verification.type"), "verifiable"),
 		read(chromedp.Evaluate[bool](`document.querySelector('[data-testid="steps[5].verification.type"]').dispatchEvent(new Event('change', {bubbles: true}))`), new(bool)),
 	)
+}
 
+// browseDragLastStepFirst drags the last step to the top and checks that the inputs,
+// the summaries and the preview follow.
+func browseDragLastStepFirst(t *testing.T, ctx context.Context) {
+	t.Helper()
 	// Drag the last step to the top: the inputs are renumbered, the summaries too.
 	drag := `(function(){
 		var list = document.querySelector('[data-steps]');
@@ -207,29 +255,12 @@ func TestBrowserTemplateEditorSteps(t *testing.T) {
 	// The open step moved with its inputs: it is now step 7, and so is its preview.
 	waitJS(t, ctx, "the preview to follow the moved step", `(document.querySelector('[data-testid="preview-title"]')||{}).textContent === 'Preview: step 7'`)
 	run(t, ctx, "screenshot", shot(t, "dragged"))
+}
 
-	// Save stores the new order and the edit.
-	run(t, ctx, "save",
-		chromedp.Click(byTestID("op-save")),
-		chromedp.WaitVisible(byTestID("flash")),
-		shot(t, "saved"),
-	)
-	tpl, err := e.db.GetTemplate(context.Background(), "ten-steps", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, len(tpl.Steps))
-	for i, s := range tpl.Steps {
-		names[i] = s.Name
-	}
-	if tpl.Version != 2 || strings.Join(names[:3], ",") != "Part 10,Part 1,Part 2" || names[6] != "Part 6 bis" || tpl.Steps[6].Completion.MinLength != 250 ||
-		!strings.HasSuffix(tpl.Steps[6].Brief, "XYZZY flag.") {
-		t.Fatalf("saved version %d: %q, step 7 %+v", tpl.Version, names, tpl.Steps[6])
-	}
-	if n := len(dialogs.list()); n != 0 {
-		t.Fatalf("saving asked %d question(s): %v", n, dialogs.list())
-	}
-
+// browseLeaving checks that leaving a page with no change asks nothing, and with a
+// change asks first, nothing saved.
+func browseLeaving(t *testing.T, ctx context.Context, e *admEnv, base string, dialogs *dialogLog) {
+	t.Helper()
 	// Leaving a page with no change asks nothing; with a change, it asks first.
 	run(t, ctx, "leave unchanged",
 		chromedp.Click(byTestID("step-summary-1")),

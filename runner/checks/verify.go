@@ -138,7 +138,7 @@ const maxResultsBytes = 32 << 20
 // VerifyWith is Verify with structured results: see VerifyRequest. It returns the
 // parsed results of every criterion in req.Results that ran.
 func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []models.CriterionResult, []TestRun) {
-	dir, commands, criteria, activityCommands, timeout, env, confine := req.Dir, req.Commands, req.Criteria, req.ActivityCommands, req.Timeout, req.Env, req.Confine
+	timeout, env := req.Timeout, req.Env
 	start := time.Now()
 	if timeout <= 0 {
 		timeout = DefaultVerifyTimeout
@@ -149,34 +149,11 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 	env, dropBytecode := withBytecodeOutside(env)
 	defer dropBytecode()
 	held := NewWithholding(req.HeldOut)
-	withhold := req.Withhold || held != nil
 	if held != nil {
 		env = withoutTestCache(env)
 	}
 
-	var jobs []verifyJob
-	for _, c := range commands {
-		j := verifyJob{activity: VerifyActivity, command: strings.TrimSpace(c)}
-		if j.command == "" {
-			j.skip = "empty verify command"
-		}
-		jobs = append(jobs, j)
-	}
-	for i, c := range criteria {
-		j := verifyJob{activity: c.Activity, description: c.Description, pattern: c.Pattern, criterion: true, index: i}
-		j.command = strings.TrimSpace(c.Command)
-		if j.command == "" {
-			j.command = strings.TrimSpace(activityCommands[c.Activity])
-		}
-		if tr, ok := req.Results[i]; ok && j.command != "" {
-			j.results = &tr
-			j.command = tr.Command
-		}
-		if j.command == "" {
-			j.skip = fmt.Sprintf("no command: the criterion names none and the project rules map none to activity %q", c.Activity)
-		}
-		jobs = append(jobs, j)
-	}
+	jobs := verifyJobs(req)
 
 	results := make([]models.CriterionResult, 0, len(jobs))
 	var runs []TestRun
@@ -192,36 +169,10 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 			r.Error = j.skip
 		default:
 			ran++
-			cmdEnv := env
-			if j.criterion {
-				cmdEnv = append(append([]string(nil), env...),
-					EnvCriterionActivity+"="+j.activity, EnvCriterionPattern+"="+j.pattern)
-			}
-			var out commandOutcome
 			var run *TestRun
-			if j.results != nil {
-				out, run = runResultsCommand(ctx, dir, j, req, cmdEnv)
+			r, run, stop = runVerifyJob(ctx, req, j, env, timeout, held, start)
+			if run != nil {
 				runs = append(runs, *run)
-			} else {
-				out = runCheckCommand(ctx, dir, j.command, timeout, cmdEnv, confine, nil)
-			}
-			r.Attempts = 1
-			r.DurationMS = out.duration.Milliseconds()
-			r.Status = out.verdict
-			if out.verdict != models.VerdictPass {
-				visible := run // the run as the worker may hear of it: the canary's expected failure left out
-				if run != nil {
-					v := *run
-					v.Report = req.Expect.visible(run.Report)
-					visible = &v
-				}
-				evidence, short := failureEvidence(out, visible, withhold, held)
-				if withhold && req.Withheld != nil {
-					req.Withheld(withheldDetail(j, out, visible))
-				}
-				r.Error = out.how + ": " + short
-				res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
-				stop = &res
 			}
 		}
 		results = append(results, r)
@@ -242,6 +193,76 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 		return result(models.StageVerify, models.VerdictSkipped, diag, start), results, runs
 	}
 	return result(models.StageVerify, models.VerdictPass, "", start), results, runs
+}
+
+// verifyJobs lists what VerifyWith runs, in order: the verify commands, then the
+// criteria, each criterion's command its own or its activity's.
+func verifyJobs(req VerifyRequest) []verifyJob {
+	var jobs []verifyJob
+	for _, c := range req.Commands {
+		j := verifyJob{activity: VerifyActivity, command: strings.TrimSpace(c)}
+		if j.command == "" {
+			j.skip = "empty verify command"
+		}
+		jobs = append(jobs, j)
+	}
+	for i, c := range req.Criteria {
+		j := verifyJob{activity: c.Activity, description: c.Description, pattern: c.Pattern, criterion: true, index: i}
+		j.command = strings.TrimSpace(c.Command)
+		if j.command == "" {
+			j.command = strings.TrimSpace(req.ActivityCommands[c.Activity])
+		}
+		if tr, ok := req.Results[i]; ok && j.command != "" {
+			j.results = &tr
+			j.command = tr.Command
+		}
+		if j.command == "" {
+			j.skip = fmt.Sprintf("no command: the criterion names none and the project rules map none to activity %q", c.Activity)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// runVerifyJob runs one job of VerifyWith with env (the job's criterion added) and
+// returns its result, its test run when it has structured results, and, when it did
+// not pass, the check result that stops the verification.
+func runVerifyJob(ctx context.Context, req VerifyRequest, j verifyJob, env []string, timeout time.Duration,
+	held *Withholding, start time.Time) (models.CriterionResult, *TestRun, *models.CheckResult) {
+	dir, confine := req.Dir, req.Confine
+	withhold := req.Withhold || held != nil
+	r := models.CriterionResult{Activity: j.activity, Command: j.command, Status: models.VerdictSkipped}
+	cmdEnv := env
+	if j.criterion {
+		cmdEnv = append(append([]string(nil), env...),
+			EnvCriterionActivity+"="+j.activity, EnvCriterionPattern+"="+j.pattern)
+	}
+	var out commandOutcome
+	var run *TestRun
+	if j.results != nil {
+		out, run = runResultsCommand(ctx, dir, j, req, cmdEnv)
+	} else {
+		out = runCheckCommand(ctx, dir, j.command, timeout, cmdEnv, confine, nil)
+	}
+	r.Attempts = 1
+	r.DurationMS = out.duration.Milliseconds()
+	r.Status = out.verdict
+	if out.verdict != models.VerdictPass {
+		visible := run // the run as the worker may hear of it: the canary's expected failure left out
+		if run != nil {
+			v := *run
+			v.Report = req.Expect.visible(run.Report)
+			visible = &v
+		}
+		evidence, short := failureEvidence(out, visible, withhold, held)
+		if withhold && req.Withheld != nil {
+			req.Withheld(withheldDetail(j, out, visible))
+		}
+		r.Error = out.how + ": " + short
+		res := result(models.StageVerify, out.verdict, describeJob(j)+" "+out.how+"; "+evidence, start)
+		return r, run, &res
+	}
+	return r, run, nil
 }
 
 // describeJob names a verify command or criterion for a diagnosis.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner"
 	"github.com/countersign/countersign/runner/ledger"
@@ -25,23 +26,7 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 	db := storetest.Open(t, "sqlite")
 	svc := models.NewService(db, ledger.Composer{})
 	dataDir := t.TempDir()
-	if err := Seed(ctx, svc, dataDir); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"writer.sh", "developer.sh", "reviewer.sh", "ops.sh"} {
-		fi, err := os.Stat(filepath.Join(dataDir, "demo", s))
-		if err != nil || fi.Mode().Perm() != 0o755 {
-			t.Fatalf("script %s: %v %v", s, fi, err)
-		}
-	}
-	agents, _ := db.ListAgents(ctx)
-	if err := Seed(ctx, svc, dataDir); err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := db.ListAgents(ctx); len(again) != len(agents) {
-		t.Fatalf("second seed added agents: %d → %d", len(agents), len(again))
-	}
-
+	seedTwice(t, ctx, svc, db, dataDir)
 	ws, err := workspace.New(filepath.Join(dataDir, "work"))
 	if err != nil {
 		t.Fatal(err)
@@ -108,5 +93,27 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 		if len(items) != n {
 			t.Errorf("%d %s inbox items, want %d", len(items), kind, n)
 		}
+	}
+}
+
+// seedTwice seeds the demo, checks its scripts, and seeds it again, which must add no
+// agent.
+func seedTwice(t *testing.T, ctx context.Context, svc *models.Service, db *store.DB, dataDir string) {
+	t.Helper()
+	if err := Seed(ctx, svc, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"writer.sh", "developer.sh", "reviewer.sh", "ops.sh"} {
+		fi, err := os.Stat(filepath.Join(dataDir, "demo", s))
+		if err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("script %s: %v %v", s, fi, err)
+		}
+	}
+	agents, _ := db.ListAgents(ctx)
+	if err := Seed(ctx, svc, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := db.ListAgents(ctx); len(again) != len(agents) {
+		t.Fatalf("second seed added agents: %d → %d", len(agents), len(again))
 	}
 }

@@ -277,20 +277,7 @@ func ptrString[T any](p *T) string {
 }
 
 func TestAnthropicUsage(t *testing.T) {
-	// A server answering with whole replies, so that each case sets the usage itself.
-	var reply atomic.Pointer[string]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/messages" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, *reply.Load())
-	}))
-	t.Cleanup(srv.Close)
-	f := &fakeMessagesAPI{srv: srv}
-	setReply := func(s string) { reply.Store(&s) }
-
+	f, setReply := wholeReplyServer(t)
 	setReply(usageReply)
 	v, err := f.evaluator(t, nil).Evaluate(t.Context(), sampleRequest)
 	if err != nil || !v.Pass {
@@ -357,6 +344,26 @@ func TestAnthropicUsage(t *testing.T) {
 	if err == nil || v.Usage != nil {
 		t.Fatalf("got %+v, %v", v, err)
 	}
+}
+
+// wholeReplyServer is a Messages API answering with whole replies, so that each case
+// sets the usage itself, and the function that sets the next reply.
+func wholeReplyServer(t *testing.T) (*fakeMessagesAPI, func(string)) {
+	t.Helper()
+	// A server answering with whole replies, so that each case sets the usage itself.
+	var reply atomic.Pointer[string]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, *reply.Load())
+	}))
+	t.Cleanup(srv.Close)
+	f := &fakeMessagesAPI{srv: srv}
+	setReply := func(s string) { reply.Store(&s) }
+	return f, setReply
 }
 
 func TestAnthropicBaseURLFromEnvironment(t *testing.T) {

@@ -78,23 +78,7 @@ func TestVerifiedTasksReachHCSExactlyOnce(t *testing.T) {
 			opts := ledger.Options{MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
-			// A crash between send and receipt: prepared and saved, accepted by the node,
-			// receipt never recorded.
-			pending, err := db.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending, Limit: 1})
-			if err != nil || len(pending) != 1 {
-				t.Fatalf("pending: %v %d", err, len(pending))
-			}
-			e := pending[0]
-			if err := hcs.Prepare(ctx, &e); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.UpdateLedgerEntry(ctx, &e); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := hcs.Submit(ctx, &e); err != nil {
-				t.Fatal(err)
-			}
-
+			crashBeforeReceipt(t, db, hcs)
 			node.FailNext(hcsfake.FaultBusy, 3)
 			node.FailNext(hcsfake.FaultUnavailable, 2)
 			node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 3)
@@ -108,31 +92,61 @@ func TestVerifiedTasksReachHCSExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			msgs := node.Messages(topic)
-			if len(msgs) != 200 {
-				t.Fatalf("%d messages on the topic, want 200", len(msgs))
-			}
-			seen := map[int64]bool{}
-			txs := map[string]bool{}
-			for i, m := range msgs {
-				parsed, err := ledger.ParseMessage(m.Contents)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if parsed.Type != models.LedgerTaskComplete || parsed.Task != verified[i] || m.Sequence != uint64(i+1) {
-					t.Fatalf("message %d: type %s task %d seq %d, want task.complete for task %d", i, parsed.Type, parsed.Task, m.Sequence, verified[i])
-				}
-				if seen[parsed.Task] || txs[m.TxID] {
-					t.Fatalf("task %d or transaction %s posted twice", parsed.Task, m.TxID)
-				}
-				seen[parsed.Task], txs[m.TxID] = true, true
-			}
-			for _, id := range unverified {
-				if seen[id] {
-					t.Fatalf("unverified task %d reached the ledger", id)
-				}
-			}
+			checkPostedOnce(t, node, topic, verified, unverified)
 		})
+	}
+}
+
+// crashBeforeReceipt leaves the oldest pending entry as a crash between send and
+// receipt would: prepared and saved, accepted by the node, its receipt never recorded.
+func crashBeforeReceipt(t *testing.T, db models.Store, hcs *ledger.HCS) {
+	t.Helper()
+	ctx := context.Background()
+	// A crash between send and receipt: prepared and saved, accepted by the node,
+	// receipt never recorded.
+	pending, err := db.ListLedger(ctx, models.LedgerFilter{Status: models.LedgerPending, Limit: 1})
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %v %d", err, len(pending))
+	}
+	e := pending[0]
+	if err := hcs.Prepare(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UpdateLedgerEntry(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hcs.Submit(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPostedOnce checks that the topic holds one message for each verified task, in
+// order, each task and transaction once, and none for an unverified task.
+func checkPostedOnce(t *testing.T, node *hcsfake.Node, topic string, verified, unverified []int64) {
+	t.Helper()
+	msgs := node.Messages(topic)
+	if len(msgs) != 200 {
+		t.Fatalf("%d messages on the topic, want 200", len(msgs))
+	}
+	seen := map[int64]bool{}
+	txs := map[string]bool{}
+	for i, m := range msgs {
+		parsed, err := ledger.ParseMessage(m.Contents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parsed.Type != models.LedgerTaskComplete || parsed.Task != verified[i] || m.Sequence != uint64(i+1) {
+			t.Fatalf("message %d: type %s task %d seq %d, want task.complete for task %d", i, parsed.Type, parsed.Task, m.Sequence, verified[i])
+		}
+		if seen[parsed.Task] || txs[m.TxID] {
+			t.Fatalf("task %d or transaction %s posted twice", parsed.Task, m.TxID)
+		}
+		seen[parsed.Task], txs[m.TxID] = true, true
+	}
+	for _, id := range unverified {
+		if seen[id] {
+			t.Fatalf("unverified task %d reached the ledger", id)
+		}
 	}
 }
 

@@ -75,32 +75,8 @@ func NewHCS(cfg HCSConfig) (_ *HCS, err error) {
 		}
 		h.topic = &t
 	}
-	if h.cfg.ValidDuration <= 0 {
-		h.cfg.ValidDuration = DefaultValidDuration
-	}
-	if h.cfg.ValidDuration > 180*time.Second {
-		return nil, errors.New("hcs: ValidDuration is at most 180s")
-	}
-	if h.cfg.StartSkew <= 0 {
-		h.cfg.StartSkew = DefaultStartSkew
-	}
-	if h.cfg.MaxNodes <= 0 {
-		h.cfg.MaxNodes = 3
-	}
-	if h.cfg.ReceiptAttempts <= 0 {
-		h.cfg.ReceiptAttempts = 5
-	}
-	if h.cfg.MinBackoff <= 0 {
-		h.cfg.MinBackoff = 250 * time.Millisecond
-	}
-	if h.cfg.MaxBackoff < h.cfg.MinBackoff {
-		h.cfg.MaxBackoff = max(8*time.Second, h.cfg.MinBackoff)
-	}
-	if h.cfg.SubmitTimeout <= 0 {
-		h.cfg.SubmitTimeout = DefaultSubmitTimeout
-	}
-	if h.cfg.NodeBackoff <= 0 {
-		h.cfg.NodeBackoff = DefaultNodeBackoff
+	if h.cfg, err = withDefaults(h.cfg); err != nil {
+		return nil, err
 	}
 	nodes, err := parseNetwork(cfg.Network)
 	if err != nil {
@@ -138,6 +114,39 @@ func NewHCS(cfg HCSConfig) (_ *HCS, err error) {
 	}
 	h.send = newSendState(len(h.nodes))
 	return h, nil
+}
+
+// withDefaults fills cfg's unset durations and counts with their defaults and
+// refuses a ValidDuration the network would refuse.
+func withDefaults(cfg HCSConfig) (HCSConfig, error) {
+	if cfg.ValidDuration <= 0 {
+		cfg.ValidDuration = DefaultValidDuration
+	}
+	if cfg.ValidDuration > 180*time.Second {
+		return cfg, errors.New("hcs: ValidDuration is at most 180s")
+	}
+	if cfg.StartSkew <= 0 {
+		cfg.StartSkew = DefaultStartSkew
+	}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = 3
+	}
+	if cfg.ReceiptAttempts <= 0 {
+		cfg.ReceiptAttempts = 5
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 250 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(8*time.Second, cfg.MinBackoff)
+	}
+	if cfg.SubmitTimeout <= 0 {
+		cfg.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if cfg.NodeBackoff <= 0 {
+		cfg.NodeBackoff = DefaultNodeBackoff
+	}
+	return cfg, nil
 }
 
 // Name returns "hcs".

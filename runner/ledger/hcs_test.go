@@ -252,26 +252,7 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 	}
 
 	// Entries arrive while publishing, and faults are injected along the way.
-	go func() {
-		for i := 1; i <= total; i += 10 {
-			appendEntries(t, ms, i, 10)
-			switch i {
-			case 21:
-				node.FailNext(hcsfake.FaultBusy, 3)
-			case 41:
-				node.FailNext(hcsfake.FaultUnavailable, 2)
-			case 81:
-				node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
-			case 101:
-				node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
-				node.FailNext(hcsfake.FaultBusy, 1)
-			case 151:
-				node.FailNext(hcsfake.FaultUnavailable, 1)
-				node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	go feedWithFaults(t, ms, node, total)
 
 	a := start(map[int64]bool{60: true}, nil)
 	select {
@@ -293,6 +274,49 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 	c := start(nil, nil)
 	defer func() { _ = c.p.Stop(context.Background()) }()
 
+	waitAllPosted(t, ctx, ms, total)
+
+	took := time.Since(began)
+	checkTopic(t, node, topic, ms)
+	st := node.Stats()
+	t.Logf("%d entries in %v; fake nodes: %+v; in flight at most %d", total, took.Round(time.Millisecond), st, c.c.maxInFlight.Load())
+	if st.Faults < 60 || st.Busy < 20 || st.Lost < 20 || st.Duplicates < 1 || node.PendingFaults() != 0 {
+		t.Fatalf("faults were not all exercised: %+v", st)
+	}
+	if m := c.c.maxInFlight.Load(); m < 2 {
+		t.Fatalf("at most %d transaction in flight: not pipelined", m)
+	}
+	if len(st.SubmitsByNode) < 2 {
+		t.Fatalf("one node took every submission: %v", st.SubmitsByNode)
+	}
+}
+
+// feedWithFaults appends total entries to ms, ten at a time, injecting the node's
+// faults along the way.
+func feedWithFaults(t *testing.T, ms *memStore, node *hcsfake.Node, total int) {
+	for i := 1; i <= total; i += 10 {
+		appendEntries(t, ms, i, 10)
+		switch i {
+		case 21:
+			node.FailNext(hcsfake.FaultBusy, 3)
+		case 41:
+			node.FailNext(hcsfake.FaultUnavailable, 2)
+		case 81:
+			node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
+		case 101:
+			node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
+			node.FailNext(hcsfake.FaultBusy, 1)
+		case 151:
+			node.FailNext(hcsfake.FaultUnavailable, 1)
+			node.FailNext(hcsfake.FaultLoseReplyAfterAccept, 1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitAllPosted waits until ms holds total entries, all posted.
+func waitAllPosted(t *testing.T, ctx context.Context, ms *memStore, total int) {
+	t.Helper()
 	for {
 		rows := ms.all()
 		done := len(rows) == total
@@ -309,20 +333,6 @@ func TestHCSExactlyOnceAcceptance(t *testing.T) {
 			t.Fatalf("not all posted: %d rows", len(rows))
 		case <-time.After(20 * time.Millisecond):
 		}
-	}
-
-	took := time.Since(began)
-	checkTopic(t, node, topic, ms)
-	st := node.Stats()
-	t.Logf("%d entries in %v; fake nodes: %+v; in flight at most %d", total, took.Round(time.Millisecond), st, c.c.maxInFlight.Load())
-	if st.Faults < 60 || st.Busy < 20 || st.Lost < 20 || st.Duplicates < 1 || node.PendingFaults() != 0 {
-		t.Fatalf("faults were not all exercised: %+v", st)
-	}
-	if m := c.c.maxInFlight.Load(); m < 2 {
-		t.Fatalf("at most %d transaction in flight: not pipelined", m)
-	}
-	if len(st.SubmitsByNode) < 2 {
-		t.Fatalf("one node took every submission: %v", st.SubmitsByNode)
 	}
 }
 

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,6 +107,71 @@ const (
 //
 // Names are validated before git runs (EINVALID).
 func (m *Manager) Merge(ctx context.Context, req MergeRequest) (MergeResult, error) {
+	committer, err := checkMergeRequest(req)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	subject := req.Subject
+	if subject == "" {
+		subject = fmt.Sprintf("Merge branch '%s' into %s", req.Branch, req.Target)
+	}
+	msg, err := message(subject, "", nil)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	r, err := m.openRepoGit(ctx, req.Repo)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	old, tip, err := r.mergeHeads(req)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	res := MergeResult{Previous: old, Commit: old}
+	if err := r.checkVerified(req, tip); err != nil {
+		return res, err
+	}
+	if ok, err := r.holds(tip, old); err != nil {
+		return res, err
+	} else if ok {
+		res.UpToDate = true
+		return res, nil
+	}
+	if err := m.verifyObjects(ctx, r.repo, tip, old); err != nil {
+		var bad *corruptObjectError
+		if errors.As(err, &bad) {
+			return res, notVerified(req, tip, bad.Error())
+		}
+		return res, err
+	}
+
+	canFF, err := r.holds(old, tip)
+	if err != nil {
+		return res, err
+	}
+	next := tip
+	if !(req.FastForward && canFF) {
+		if next, err = r.mergeCommit(msg, committer, old, tip, req); err != nil {
+			return res, err
+		}
+	}
+	res.FastForward = next == tip
+
+	// Objects are written; what follows moves Target. Worktrees are not added or
+	// removed meanwhile (Prepare, Remove and Prune take the same lock), so where Target
+	// is checked out holds until it has moved.
+	m.gitMu.Lock()
+	defer m.gitMu.Unlock()
+	if res.CheckedOut, err = r.moveTarget(req, old, next); err != nil {
+		return res, err
+	}
+	res.Commit = next
+	return res, nil
+}
+
+// checkMergeRequest validates req's names (EINVALID) and returns the committer it
+// asks for, DefaultCommitter when none.
+func checkMergeRequest(req MergeRequest) (Identity, error) {
 	var fe models.FieldErrors
 	if err := ValidBranch(req.Target); err != nil {
 		fe.Add("target", err.Error())
@@ -128,157 +192,96 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (MergeResult, err
 	if err := committer.check("committer"); err != nil {
 		fe.Add("committer", err.Error())
 	}
-	if err := fe.Err(); err != nil {
-		return MergeResult{}, err
-	}
-	subject := req.Subject
-	if subject == "" {
-		subject = fmt.Sprintf("Merge branch '%s' into %s", req.Branch, req.Target)
-	}
-	msg, err := message(subject, "", nil)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	repo, err := repoDir(req.Repo)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	gitDir, err := repoGitDir(repo)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	reading := access{read: []string{repo}}
-	plumbing := access{read: []string{repo}, write: storeWrite(gitDir)}
-	g := func(a access, stdin []byte, env []string, args ...string) ([]byte, error) {
-		return m.run(ctx, gitRun{dir: repo, read: a.read, write: a.write, stdin: stdin, env: env, args: args})
-	}
-	targetRef, branchRef := "refs/heads/"+req.Target, "refs/heads/"+req.Branch
+	return committer, fe.Err()
+}
 
-	old, found, err := m.resolveCommit(ctx, repo, reading, targetRef)
+// notVerified is Merge's refusal of a branch whose tip is not what was verified.
+func notVerified(req MergeRequest, tip, reason string) error {
+	return &NotVerifiedError{Branch: req.Branch, Verified: req.Verified, Tip: tip, Reason: reason}
+}
+
+// mergeHeads resolves the tips of req's target and branch, ENOTFOUND when either
+// is missing.
+func (r *repoGit) mergeHeads(req MergeRequest) (old, tip string, err error) {
+	old, found, err := r.m.resolveCommit(r.ctx, r.repo, r.reading, "refs/heads/"+req.Target)
 	if err != nil {
-		return MergeResult{}, err
+		return "", "", err
 	}
 	if !found {
-		return MergeResult{}, models.Errorf(models.ENOTFOUND, "target branch %s is not in %s", req.Target, repo)
+		return "", "", models.Errorf(models.ENOTFOUND, "target branch %s is not in %s", req.Target, r.repo)
 	}
-	tip, found, err := m.resolveCommit(ctx, repo, reading, branchRef)
+	tip, found, err = r.m.resolveCommit(r.ctx, r.repo, r.reading, "refs/heads/"+req.Branch)
 	if err != nil {
-		return MergeResult{}, err
+		return "", "", err
 	}
 	if !found {
-		return MergeResult{}, models.Errorf(models.ENOTFOUND, "branch %s is not in %s", req.Branch, repo)
+		return "", "", models.Errorf(models.ENOTFOUND, "branch %s is not in %s", req.Branch, r.repo)
 	}
-	res := MergeResult{Previous: old, Commit: old}
-	notVerified := func(reason string) error {
-		return &NotVerifiedError{Branch: req.Branch, Verified: req.Verified, Tip: tip, Reason: reason}
-	}
-	if _, found, err := m.resolveCommit(ctx, repo, reading, req.Verified); err != nil {
-		return res, err
+	return old, tip, nil
+}
+
+// checkVerified refuses (*NotVerifiedError) a branch tip that is not the verified
+// commit's work: the verified commit missing, a different tree, or the verified
+// commit no longer in the tip's history.
+func (r *repoGit) checkVerified(req MergeRequest, tip string) error {
+	if _, found, err := r.m.resolveCommit(r.ctx, r.repo, r.reading, req.Verified); err != nil {
+		return err
 	} else if !found {
-		return res, notVerified("the verified commit is not in the repository")
+		return notVerified(req, tip, "the verified commit is not in the repository")
 	}
-	tipTree, err := m.treeOf(ctx, repo, tip)
+	tipTree, err := r.m.treeOf(r.ctx, r.repo, tip)
 	if err != nil {
-		return res, err
+		return err
 	}
-	verifiedTree, err := m.treeOf(ctx, repo, req.Verified)
+	verifiedTree, err := r.m.treeOf(r.ctx, r.repo, req.Verified)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if tipTree != verifiedTree {
-		return res, notVerified(fmt.Sprintf("its files changed after verification (tip %s)", short(tip)))
+		return notVerified(req, tip, fmt.Sprintf("its files changed after verification (tip %s)", short(tip)))
 	}
-	isAncestor := func(a, b string) (bool, error) {
-		_, err := g(reading, nil, nil, "merge-base", "--is-ancestor", a, b)
-		if err == nil {
-			return true, nil
-		}
-		if exitCode(err) == 1 {
-			return false, nil
-		}
-		return false, err
-	}
-	if ok, err := isAncestor(req.Verified, tip); err != nil {
-		return res, err
+	if ok, err := r.holds(req.Verified, tip); err != nil {
+		return err
 	} else if !ok {
-		return res, notVerified("the verified commit is no longer in its history")
+		return notVerified(req, tip, "the verified commit is no longer in its history")
 	}
-	if ok, err := isAncestor(tip, old); err != nil {
-		return res, err
-	} else if ok {
-		res.UpToDate = true
-		return res, nil
-	}
-	if err := m.verifyObjects(ctx, repo, tip, old); err != nil {
-		var bad *corruptObjectError
-		if errors.As(err, &bad) {
-			return res, notVerified(bad.Error())
-		}
-		return res, err
-	}
+	return nil
+}
 
-	canFF, err := isAncestor(old, tip)
+// moveTarget moves req.Target from old to next where it is checked out (see Merge),
+// reporting whether that was the main working tree. The caller holds gitMu.
+func (r *repoGit) moveTarget(req MergeRequest, old, next string) (checkedOut bool, err error) {
+	targetRef, repo := "refs/heads/"+req.Target, r.repo
+	where, err := r.m.checkedOutAt(r.ctx, repo, targetRef)
 	if err != nil {
-		return res, err
-	}
-	next := tip
-	if !(req.FastForward && canFF) {
-		out, err := g(plumbing, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", old, tip)
-		if exitCode(err) == 1 {
-			return res, m.conflict(ctx, repo, req, out)
-		}
-		if err != nil {
-			return res, err
-		}
-		tree, _, _ := bytes.Cut(out, []byte{0})
-		env := append(committer.env("AUTHOR"), committer.env("COMMITTER")...)
-		out, err = g(plumbing, []byte(msg), env, "-c", "commit.gpgSign=false", "commit-tree", "--no-gpg-sign",
-			"-p", old, "-p", tip, "-F", "-", strings.TrimSpace(string(tree)))
-		if err != nil {
-			return res, err
-		}
-		if next = strings.TrimSpace(string(out)); !isCommitID(next) {
-			return res, fmt.Errorf("git commit-tree printed %q, not a commit id", next)
-		}
-	}
-	res.FastForward = next == tip
-
-	// Objects are written; what follows moves Target. Worktrees are not added or
-	// removed meanwhile (Prepare, Remove and Prune take the same lock), so where Target
-	// is checked out holds until it has moved.
-	m.gitMu.Lock()
-	defer m.gitMu.Unlock()
-	where, err := m.checkedOutAt(ctx, repo, targetRef)
-	if err != nil {
-		return res, err
+		return false, err
 	}
 	switch {
 	case where == "":
-		if _, err := g(plumbing, nil, nil, "update-ref", "-m", "countersign: merge "+req.Branch, targetRef, next, old); err != nil {
-			return res, fmt.Errorf("target %s moved during the merge, nothing landed: %w", req.Target, err)
+		if _, err := r.git(r.plumbing, nil, nil, "update-ref", "-m", "countersign: merge "+req.Branch, targetRef, next, old); err != nil {
+			return false, fmt.Errorf("target %s moved during the merge, nothing landed: %w", req.Target, err)
 		}
+		return false, nil
 	case where == repo:
 		checkout := access{read: []string{repo}, write: []string{repo}}
-		st, err := g(checkout, nil, nil, "status", "--porcelain", "-z", "--untracked-files=no")
+		st, err := r.git(checkout, nil, nil, "status", "--porcelain", "-z", "--untracked-files=no")
 		if err != nil {
-			return res, err
+			return false, err
 		}
 		if len(st) != 0 {
-			return res, models.Errorf(models.ECONFLICT,
+			return false, models.Errorf(models.ECONFLICT,
 				"%s is checked out in %s with uncommitted changes: commit or stash them, then merge again (nothing landed)", req.Target, repo)
 		}
-		if head, err := g(reading, nil, nil, "symbolic-ref", "-q", "HEAD"); err != nil || strings.TrimSpace(string(head)) != targetRef {
-			return res, models.Errorf(models.ECONFLICT, "%s switched branches during the merge; nothing landed", repo)
+		if head, err := r.git(r.reading, nil, nil, "symbolic-ref", "-q", "HEAD"); err != nil || strings.TrimSpace(string(head)) != targetRef {
+			return false, models.Errorf(models.ECONFLICT, "%s switched branches during the merge; nothing landed", repo)
 		}
-		if _, err := g(checkout, nil, nil, "merge", "--ff-only", "--no-stat", "-q", next); err != nil {
-			return res, models.Errorf(models.ECONFLICT, "%s could not be moved in its checkout %s, nothing landed: %v", req.Target, repo, err)
+		if _, err := r.git(checkout, nil, nil, "merge", "--ff-only", "--no-stat", "-q", next); err != nil {
+			return false, models.Errorf(models.ECONFLICT, "%s could not be moved in its checkout %s, nothing landed: %v", req.Target, repo, err)
 		}
-		res.CheckedOut = true
+		return true, nil
 	default:
-		return res, models.Errorf(models.ECONFLICT, "%s is checked out in the worktree %s; land it there by hand", req.Target, where)
+		return false, models.Errorf(models.ECONFLICT, "%s is checked out in the worktree %s; land it there by hand", req.Target, where)
 	}
-	res.Commit = next
-	return res, nil
 }
 
 // checkedOutAt returns the worktree of repo that has ref checked out, "" when none.
@@ -351,98 +354,4 @@ func hunks(b []byte, max int) string {
 		}
 	}
 	return out.String()
-}
-
-// Combine returns a commit of repo that holds every one of commits (full ids, the
-// verified commits of steps that ran side by side): the one that already holds the
-// others, or merge commits of those no other holds, in the order given, made by
-// DefaultCommitter with subject, without a working tree. A conflict returns *ConflictError (Target names the commits merged so far,
-// Branch the one that conflicts); nothing is written but unreferenced objects.
-// Confined, git reads the checkout and writes only its object store.
-func (m *Manager) Combine(ctx context.Context, repo string, commits []string, subject string) (string, error) {
-	if len(commits) == 0 {
-		return "", models.Errorf(models.EINVALID, "nothing to combine")
-	}
-	for _, c := range commits {
-		if !isCommitID(c) {
-			return "", models.Errorf(models.EINVALID, "%q is not a full commit id", c)
-		}
-	}
-	msg, err := message(subject, "", nil)
-	if err != nil {
-		return "", err
-	}
-	repo, err = repoDir(repo)
-	if err != nil {
-		return "", err
-	}
-	gitDir, err := repoGitDir(repo)
-	if err != nil {
-		return "", err
-	}
-	reading := access{read: []string{repo}}
-	plumbing := access{read: []string{repo}, write: storeWrite(gitDir)}
-	g := func(a access, stdin []byte, env []string, args ...string) ([]byte, error) {
-		return m.run(ctx, gitRun{dir: repo, read: a.read, write: a.write, stdin: stdin, env: env, args: args})
-	}
-	holds := func(a, b string) (bool, error) { // b's history holds a
-		_, err := g(reading, nil, nil, "merge-base", "--is-ancestor", a, b)
-		if exitCode(err) == 1 {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	// A commit another one holds adds nothing (a fix that merged the others already
-	// holds them): only the rest are merged, so a conflict resolved once stays so.
-	var heads []string
-	for i, c := range commits {
-		redundant := false
-		for j, o := range commits {
-			if i == j || redundant {
-				continue
-			}
-			if c == o {
-				redundant = j < i
-				continue
-			}
-			if redundant, err = holds(c, o); err != nil {
-				return "", err
-			}
-		}
-		if !redundant {
-			heads = append(heads, c)
-		}
-	}
-	cur := heads[0]
-	for _, next := range heads[1:] {
-		if ok, err := holds(next, cur); err != nil {
-			return "", err
-		} else if ok {
-			continue
-		}
-		if ok, err := holds(cur, next); err != nil {
-			return "", err
-		} else if ok {
-			cur = next
-			continue
-		}
-		out, err := g(plumbing, nil, nil, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", cur, next)
-		if exitCode(err) == 1 {
-			return "", m.conflict(ctx, repo, MergeRequest{Target: short(cur), Branch: short(next)}, out)
-		}
-		if err != nil {
-			return "", err
-		}
-		tree, _, _ := bytes.Cut(out, []byte{0})
-		env := append(DefaultCommitter.env("AUTHOR"), DefaultCommitter.env("COMMITTER")...)
-		out, err = g(plumbing, []byte(msg), env, "-c", "commit.gpgSign=false", "commit-tree", "--no-gpg-sign",
-			"-p", cur, "-p", next, "-F", "-", strings.TrimSpace(string(tree)))
-		if err != nil {
-			return "", err
-		}
-		if cur = strings.TrimSpace(string(out)); !isCommitID(cur) {
-			return "", fmt.Errorf("git commit-tree printed %q, not a commit id", cur)
-		}
-	}
-	return cur, nil
 }
