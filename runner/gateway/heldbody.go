@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -29,13 +30,46 @@ type heldBody struct {
 	// fail records why the call was refused; the proxy's error handler answers it.
 	fail func(err error)
 	done atomic.Bool // the worker's body was read to its end or failed
+	// sentAll is set when Read has returned io.EOF: the transport has every byte
+	// and holds none of buf, which may then go back to the pool.
+	sentAll atomic.Bool
+}
+
+// bodyBuffers lends heldBody its buffers: a coding agent's calls are 10–500 KB each,
+// and a fresh buffer per call made the garbage collector the gateway's largest cost
+// at 100 KB. Buffers over maxPooledBody are left to the collector.
+var bodyBuffers sync.Pool
+
+// maxPooledBody is the largest buffer kept for reuse.
+const maxPooledBody = 1 << 20
+
+// buffer is a pooled buffer of at least size bytes, or nil when size is unknown or
+// too large to pool.
+func buffer(size int64) []byte {
+	if size <= 0 || size+1 > maxPooledBody {
+		return nil
+	}
+	if v, ok := bodyBuffers.Get().(*[]byte); ok && int64(cap(*v)) >= size+1 {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, max(size+1, 64<<10))
+}
+
+// release gives b's buffer back to the pool once the transport is done with it.
+func (b *heldBody) release() {
+	if !b.sentAll.Load() || cap(b.buf) > maxPooledBody {
+		return
+	}
+	buf := b.buf[:0]
+	b.buf = nil
+	bodyBuffers.Put(&buf)
 }
 
 // newHeldBody holds the body of r's size (negative: unknown) of at most max bytes.
 func newHeldBody(in io.Reader, size, max int64, admit func([]byte) error, fail func(error)) *heldBody {
 	b := &heldBody{in: in, max: max, admit: admit, fail: fail}
-	if size > 0 && size <= max {
-		b.buf = make([]byte, 0, size+1) // +1: the read that finds the end
+	if size <= max {
+		b.buf = buffer(size) // size+1: the read that finds the end
 	}
 	return b
 }
@@ -54,6 +88,7 @@ func (b *heldBody) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		if b.admitted {
+			b.sentAll.Store(true)
 			return 0, io.EOF
 		}
 		if err := b.fill(); err != nil {
