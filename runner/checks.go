@@ -167,7 +167,7 @@ var ErrAgentCommand = errors.New("the agent's command could not run")
 // agentCommandFailed recognises a worker whose own command could not run: the shell's
 // exit status 127 (command not found) or 126 (found but not executable, or the sandbox
 // refused to execute it). That is the agent's infrastructure failing, not the work:
-// no attempt is charged; settling pauses the agent (models.Service.PauseAgent) and the
+// no attempt is charged; settling pauses the agent (models.AgentService.PauseAgent) and the
 // task waits for it. A worker killed by a signal or its timeout is not this.
 func agentCommandFailed(ar *attemptRun, agent *models.Agent) bool {
 	code := ar.res.ExitCode

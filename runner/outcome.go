@@ -189,7 +189,7 @@ func (p *settler) infraFailed(ctx context.Context, tx models.Tx, t *models.Task,
 	return decision{wait: p.infraWait(streak)}, p.keepLease(ctx, tx, t)
 }
 
-// pauseAgent pauses the agent whose command could not run (models.Service.PauseAgent)
+// pauseAgent pauses the agent whose command could not run (models.AgentService.PauseAgent)
 // and lets its task go without a lease: it stays in progress, assigned to the agent,
 // and runs again once an admin has enabled the agent (or a person cancels it).
 func (p *settler) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {

@@ -1,7 +1,7 @@
 // Package runner is the runner pool: it claims ready tasks together with idle worker
 // agents, runs the agents' commands, checks their output against the task's contract
 // in layers (cheapest first), retries with a precise diagnosis while the budget lasts,
-// and moves the governance state on through models.Service — verified, or blocked with
+// and moves the governance state on through the aggregates of models.Service — verified, or blocked with
 // the evidence for a person.
 //
 // One Pool runs per process. Several processes share one PostgreSQL database: claims

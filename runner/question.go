@@ -35,7 +35,7 @@ func (ar *attemptRun) asked(q string) {
 }
 
 // askedDuring turns a failed attempt into a question when the run recorded one
-// (models.Service.AskQuestion) on t, the task as the settle locked it: a worker that
+// (models.TaskService.AskQuestion) on t, the task as the settle locked it: a worker that
 // asks and stops has not failed. A passed attempt stays passed: the work is done.
 func askedDuring(t *models.Task, ar *attemptRun) {
 	if ar.outcome != models.OutcomeFailed {

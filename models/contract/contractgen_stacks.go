@@ -18,7 +18,7 @@ import (
 //     names no verify commands, "pending-commands" for one whose criteria name an
 //     activity only a stack gives a command.
 //  2. Right before the first attempt the runner reads the prepared workspace
-//     (DetectWorkspace) and calls Service.FixStackCriteria in the transaction that
+//     (DetectWorkspace) and calls AttemptService.FixStackCriteria in the transaction that
 //     records the attempt's start: AddStackCriteria adds the criteria of every stack
 //     the workspace matches, each naming why it is there ("Unit tests pass (go.mod
 //     found)"), the contract becomes Workspace "detected" with its Stacks, and a

@@ -154,7 +154,7 @@ func withheldFailures(rep testresults.Report, w *Withholding) string {
 // withoutTestCache switches off pytest's cache for a run that holds held-out tests:
 // it would write their node ids (file and name) into .pytest_cache/v/cache/lastfailed
 // in the workspace, where the worker's next attempt reads them. Other runners' caches
-// live in the run's own temp dir or home (Go's build cache: see the README).
+// live in the run's own temp dir or home (Go's build cache: see docs/judge-environment.md).
 func withoutTestCache(env []string) []string {
 	const key = "PYTEST_ADDOPTS="
 	out := make([]string, 0, len(env)+1)
