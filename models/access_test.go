@@ -94,6 +94,37 @@ func (e *accessEnv) workerTask(title string) *models.Task {
 
 // TestTokenLifetime: a token lasts its TTL (90 days by default), is refused once
 // expired or revoked, and records its use at most once a minute.
+// checkLastUseThrottled checks that token id (secret, just used) records its last use
+// at most once a minute, so authenticating does not write on every request. It moves
+// the clock on by 61 seconds.
+func checkLastUseThrottled(t *testing.T, e *accessEnv, secret string, id int64) {
+	t.Helper()
+	lastUsed := func() time.Time {
+		got, err := e.db.GetToken(e.ctx, id)
+		e.must(err)
+		if got.LastUsedAt == nil {
+			t.Fatal("no last use recorded")
+		}
+		return *got.LastUsedAt
+	}
+	first := e.now
+	if !lastUsed().Equal(first) {
+		t.Fatalf("last used %v, want %v", lastUsed(), first)
+	}
+	e.now = e.now.Add(30 * time.Second)
+	_, err := e.svc.Tokens.Authenticate(e.ctx, secret)
+	e.must(err)
+	if !lastUsed().Equal(first) {
+		t.Fatalf("a use 30s later was written (%v): at most once a minute", lastUsed())
+	}
+	e.now = e.now.Add(31 * time.Second)
+	_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
+	e.must(err)
+	if !lastUsed().Equal(e.now) {
+		t.Fatalf("last used %v, want %v after a minute", lastUsed(), e.now)
+	}
+}
+
 func TestTokenLifetime(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		secret, tok, err := e.svc.Tokens.IssueToken(e.ctx, models.System, "lee", "laptop", 0)
@@ -118,30 +149,8 @@ func TestTokenLifetime(t *testing.T) {
 		if a.ID != e.lead.ID || a.Scope != nil {
 			t.Fatalf("authenticated %+v", a)
 		}
-		lastUsed := func() time.Time {
-			got, err := e.db.GetToken(e.ctx, tok.ID)
-			e.must(err)
-			if got.LastUsedAt == nil {
-				t.Fatal("no last use recorded")
-			}
-			return *got.LastUsedAt
-		}
 		first := e.now
-		if !lastUsed().Equal(first) {
-			t.Fatalf("last used %v, want %v", lastUsed(), first)
-		}
-		e.now = e.now.Add(30 * time.Second)
-		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
-		e.must(err)
-		if !lastUsed().Equal(first) {
-			t.Fatalf("a use 30s later was written (%v): at most once a minute", lastUsed())
-		}
-		e.now = e.now.Add(31 * time.Second)
-		_, err = e.svc.Tokens.Authenticate(e.ctx, secret)
-		e.must(err)
-		if !lastUsed().Equal(e.now) {
-			t.Fatalf("last used %v, want %v after a minute", lastUsed(), e.now)
-		}
+		checkLastUseThrottled(t, e, secret, tok.ID)
 
 		e.now = first.Add(89 * 24 * time.Hour)
 		_, err = e.svc.Tokens.Authenticate(e.ctx, def)
@@ -211,6 +220,54 @@ func TestParseTokenTTL(t *testing.T) {
 // TestAttemptTokenScope: an attempt token acts as its worker on its own task and on
 // the tasks it created, and nowhere else, whatever the worker's roles; it dies when
 // revoked, with its task's tokens, or when it expires.
+// checkAttemptTokenConfined checks that attempt token a, scoped to task own, acts on
+// nothing else: not on other, not as a lead or exec though its agent holds both, not
+// on its own task (the runner submits it); only on sub-tasks it creates for its own
+// role under own. The same agent with a personal token is not confined.
+func checkAttemptTokenConfined(t *testing.T, e *accessEnv, a *models.Agent, own, other *models.Task) {
+	t.Helper()
+	// Another task: nothing, not even what the worker's roles allow.
+	_, err := e.svc.Tasks.TaskAction(e.ctx, a, other.ID, models.ActSubmit, models.ActionInput{Summary: "x"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	// Its own task: no action (the runner submits it), and no lead or exec action
+	// though the worker holds both.
+	_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActCancel, models.ActionInput{Reason: "x"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	err = e.svc.Goals.CreateGoal(e.ctx, a, &models.Goal{Title: "mine"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for lee", Assignee: "lee"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	_, _, err = e.svc.Tokens.IssueToken(e.ctx, a, "bot", "more", time.Hour)
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	_, err = e.svc.Tokens.ListTokens(e.ctx, a, "bot")
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+
+	// Work for another role would run under another agent, perhaps with wider grants.
+	_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for ops", Role: "ops"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	child, err := e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "sub-task", Role: "developer"})
+	e.must(err)
+	if child.ParentTaskID == nil || *child.ParentTaskID != own.ID || child.CreatorID != e.worker.ID {
+		t.Fatalf("a task created by an attempt token: parent %v creator %d", child.ParentTaskID, child.CreatorID)
+	}
+	if err := a.MayReadTask(child); err != nil {
+		t.Fatalf("reading a task it created: %v", err)
+	}
+	g := &models.Goal{Title: "g"}
+	e.must(e.svc.Goals.CreateGoal(e.ctx, e.lead, g))
+	_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "elsewhere", GoalID: &g.ID})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, a, child.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
+		t.Fatalf("cancelling a task it created: %v", err)
+	}
+	_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
+	wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
+	// The same agent with a personal token is not confined.
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, e.worker, other.ID, models.ActCancel, models.ActionInput{Reason: "x"}); err != nil {
+		t.Fatalf("the worker unscoped: %v", err)
+	}
+}
+
 func TestAttemptTokenScope(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
 		own := e.workerTask("own")
@@ -231,46 +288,7 @@ func TestAttemptTokenScope(t *testing.T) {
 		}
 		wantRule(t, a.MayReadTask(other), models.EFORBIDDEN, models.RuleAttemptTokenScope)
 
-		// Another task: nothing, not even what the worker's roles allow.
-		_, err = e.svc.Tasks.TaskAction(e.ctx, a, other.ID, models.ActSubmit, models.ActionInput{Summary: "x"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		// Its own task: no action (the runner submits it), and no lead or exec action
-		// though the worker holds both.
-		_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActCancel, models.ActionInput{Reason: "x"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		err = e.svc.Goals.CreateGoal(e.ctx, a, &models.Goal{Title: "mine"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for lee", Assignee: "lee"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, _, err = e.svc.Tokens.IssueToken(e.ctx, a, "bot", "more", time.Hour)
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		_, err = e.svc.Tokens.ListTokens(e.ctx, a, "bot")
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-
-		// Work for another role would run under another agent, perhaps with wider grants.
-		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "for ops", Role: "ops"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		child, err := e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "sub-task", Role: "developer"})
-		e.must(err)
-		if child.ParentTaskID == nil || *child.ParentTaskID != own.ID || child.CreatorID != e.worker.ID {
-			t.Fatalf("a task created by an attempt token: parent %v creator %d", child.ParentTaskID, child.CreatorID)
-		}
-		if err := a.MayReadTask(child); err != nil {
-			t.Fatalf("reading a task it created: %v", err)
-		}
-		g := &models.Goal{Title: "g"}
-		e.must(e.svc.Goals.CreateGoal(e.ctx, e.lead, g))
-		_, err = e.svc.Tasks.CreateTask(e.ctx, a, models.TaskSpec{Title: "elsewhere", GoalID: &g.ID})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		if _, err := e.svc.Tasks.TaskAction(e.ctx, a, child.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
-			t.Fatalf("cancelling a task it created: %v", err)
-		}
-		_, err = e.svc.Tasks.TaskAction(e.ctx, a, own.ID, models.ActSubmit, models.ActionInput{Summary: "done"})
-		wantRule(t, err, models.EFORBIDDEN, models.RuleAttemptTokenScope)
-		// The same agent with a personal token is not confined.
-		if _, err := e.svc.Tasks.TaskAction(e.ctx, e.worker, other.ID, models.ActCancel, models.ActionInput{Reason: "x"}); err != nil {
-			t.Fatalf("the worker unscoped: %v", err)
-		}
+		checkAttemptTokenConfined(t, e, a, own, other)
 
 		e.must(e.svc.Tokens.RevokeAttemptToken(e.ctx, tokID))
 		e.must(e.svc.Tokens.RevokeAttemptToken(e.ctx, tokID)) // twice changes nothing
@@ -376,30 +394,38 @@ func TestLoginLockout(t *testing.T) {
 // TestAgentChangesAndSandbox: only an admin changes an agent; each change is one
 // agent.changed event with the fields before and after (a command diff too); the
 // sandbox is validated and normalised; non-admins see neither commands nor sandboxes.
+// checkSandboxChangesRefused checks that a sandbox is only changed by an admin, with
+// valid paths and ports, and only on an agent (not a person), and that a refused
+// change records no agent.changed event.
+func checkSandboxChangesRefused(t *testing.T, e *accessEnv) {
+	t.Helper()
+	bot := *e.worker
+	bot.Sandbox = models.AgentSandbox{Write: []string{"/srv/cache/"}}
+	wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.lead, &bot), models.EFORBIDDEN, "admin_only")
+
+	bad := *e.worker
+	bad.Sandbox = models.AgentSandbox{Read: []string{"relative/dir", "/"}, Write: []string{"/ok", "/x\x00y"}, Connect: []int{0, 70000}}
+	err := e.svc.Agents.UpdateAgent(e.ctx, e.admin, &bad)
+	wantRule(t, err, models.EINVALID, "")
+	fields := err.(*models.Error).Fields
+	for _, f := range []string{"sandbox.read", "sandbox.write", "sandbox.connect"} {
+		if fields[f] == "" {
+			t.Errorf("no message for %s: %v", f, fields)
+		}
+	}
+	human := *e.lead
+	human.Sandbox = models.AgentSandbox{AllowUnix: true}
+	wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.admin, &human), models.EINVALID, "")
+	if n := len(e.events("agent.changed")); n != 0 {
+		t.Fatalf("%d agent.changed events after refused changes", n)
+	}
+}
+
 func TestAgentChangesAndSandbox(t *testing.T) {
 	eachAccess(t, func(t *testing.T, e *accessEnv) {
+		checkSandboxChangesRefused(t, e)
+
 		bot := *e.worker
-		bot.Sandbox = models.AgentSandbox{Write: []string{"/srv/cache/"}}
-		wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.lead, &bot), models.EFORBIDDEN, "admin_only")
-
-		bad := *e.worker
-		bad.Sandbox = models.AgentSandbox{Read: []string{"relative/dir", "/"}, Write: []string{"/ok", "/x\x00y"}, Connect: []int{0, 70000}}
-		err := e.svc.Agents.UpdateAgent(e.ctx, e.admin, &bad)
-		wantRule(t, err, models.EINVALID, "")
-		fields := err.(*models.Error).Fields
-		for _, f := range []string{"sandbox.read", "sandbox.write", "sandbox.connect"} {
-			if fields[f] == "" {
-				t.Errorf("no message for %s: %v", f, fields)
-			}
-		}
-		human := *e.lead
-		human.Sandbox = models.AgentSandbox{AllowUnix: true}
-		wantRule(t, e.svc.Agents.UpdateAgent(e.ctx, e.admin, &human), models.EINVALID, "")
-		if n := len(e.events("agent.changed")); n != 0 {
-			t.Fatalf("%d agent.changed events after refused changes", n)
-		}
-
-		bot = *e.worker
 		bot.Command = "claude -p\n--model haiku"
 		bot.Roles = []string{"developer"}
 		bot.Sandbox = models.AgentSandbox{Read: []string{" /opt/sdk/../sdk/ "}, Write: []string{"/srv/cache/", "/srv/cache"}, Connect: []int{5432, 443, 443}, AllowUnix: true}

@@ -181,6 +181,26 @@ func (s *InboxService) AdvisoryPromptOf(ctx context.Context, id int64) (*InboxIt
 	return openAdvisoryPrompt(ctx, s.store, t)
 }
 
+// normalize trims the decision and lowercases its action, then checks it before any
+// transaction starts, so a malformed answer changes nothing: EINVALID with field
+// errors for an unknown action, criteria on an action other than make_verifiable, or
+// an over-long reason.
+func (d *AdvisoryDecision) normalize() error {
+	d.Action = strings.ToLower(strings.TrimSpace(d.Action))
+	d.Reason = strings.TrimSpace(d.Reason)
+	var fe FieldErrors
+	if !slices.Contains(AdvisoryActions, d.Action) {
+		fe.Add("action", "must be one of "+strings.Join(AdvisoryActions, ", "))
+	}
+	if d.Action != AdvisoryMakeVerifiable && len(d.Criteria) > 0 {
+		fe.Add("criteria", "only make_verifiable takes criteria")
+	}
+	if utf8.RuneCountInString(d.Reason) > maxInboxNote {
+		fe.Add("reason", "must be at most 2000 characters")
+	}
+	return fe.Err()
+}
+
 // ResolveAdvisoryPrompt answers the advisory prompt of task id. Only a lead or an exec
 // may (EFORBIDDEN, rule lead_or_exec), as for the other inbox items; a task with no
 // open prompt is ECONFLICT (rule advisory_prompt). proceed releases the task as
@@ -194,19 +214,7 @@ func (s *TaskService) ResolveAdvisoryPrompt(ctx context.Context, actor *Agent, i
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}
-	d.Action = strings.ToLower(strings.TrimSpace(d.Action))
-	d.Reason = strings.TrimSpace(d.Reason)
-	var fe FieldErrors
-	if !slices.Contains(AdvisoryActions, d.Action) {
-		fe.Add("action", "must be one of "+strings.Join(AdvisoryActions, ", "))
-	}
-	if d.Action != AdvisoryMakeVerifiable && len(d.Criteria) > 0 {
-		fe.Add("criteria", "only make_verifiable takes criteria")
-	}
-	if utf8.RuneCountInString(d.Reason) > maxInboxNote {
-		fe.Add("reason", "must be at most 2000 characters")
-	}
-	if err := fe.Err(); err != nil {
+	if err := d.normalize(); err != nil {
 		return nil, err
 	}
 	var ct contract.Contract

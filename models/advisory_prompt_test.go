@@ -82,22 +82,63 @@ func asErr(err error, out **models.Error) bool {
 	return ok
 }
 
+// checkUnambiguousAdvisoryProceeds checks that with the setting off (the default) an
+// unambiguous advisory task is not held: it is claimable at once and its proceeding
+// is logged for review.
+func checkUnambiguousAdvisoryProceeds(t *testing.T, e *inboxEnv) {
+	t.Helper()
+	// Off (the default): an unambiguous advisory task proceeds, logged.
+	plain := e.create("Investigate why checkout is slow")
+	if plain.Contract.Verification.Type != contract.VerifyAdvisory || len(e.prompts()) != 0 {
+		t.Fatalf("plain advisory: %s, %d prompts", plain.Contract.Verification.Type, len(e.prompts()))
+	}
+	evs, err := e.db.ListEventsOfType(e.ctx, "advisory.proceeded", 1<<62, 10)
+	if err != nil || len(evs) != 1 || *evs[0].TaskID != plain.ID {
+		t.Fatalf("auto-proceed not logged: %v %+v", err, evs)
+	}
+	if !slices.Contains(e.ready(), plain.ID) {
+		t.Fatal("an unprompted advisory task is not claimable")
+	}
+}
+
+// checkPromptSettingHoldsEvery checks that with prompt_for_advisory on every advisory
+// task waits; proceed releases it, cancel cancels it, an unknown action is EINVALID.
+func checkPromptSettingHoldsEvery(t *testing.T, e *inboxEnv) {
+	t.Helper()
+	// The setting on: every advisory task waits; proceed releases, cancel cancels.
+	r, err := e.svc.Templates.Rules(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PromptForAdvisory = true
+	if err := e.svc.Templates.SaveRules(e.ctx, e.agents["lead"], &r); err != nil {
+		t.Fatal(err)
+	}
+	a := e.create("Research onboarding flows")
+	b := e.create("Explore caching options")
+	if n := len(e.prompts()); n != 2 {
+		t.Fatalf("%d prompts with the setting on", n)
+	}
+	if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], a.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed, Reason: "fine"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(e.ready(), a.ID) || slices.Contains(e.ready(), b.ID) {
+		t.Fatalf("ready %v after proceeding with %d", e.ready(), a.ID)
+	}
+	bt, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: models.AdvisoryCancel})
+	if err != nil || bt.State != models.TaskCancelled || len(e.prompts()) != 0 {
+		t.Fatalf("cancel: %v %+v", err, bt)
+	}
+	if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: "later"}); models.ErrorCode(err) != models.EINVALID {
+		t.Fatalf("unknown action: %v", err)
+	}
+}
+
 func TestAdvisoryPrompt(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(d, func(t *testing.T) {
 			e := newInboxEnv(t, d)
-			// Off (the default): an unambiguous advisory task proceeds, logged.
-			plain := e.create("Investigate why checkout is slow")
-			if plain.Contract.Verification.Type != contract.VerifyAdvisory || len(e.prompts()) != 0 {
-				t.Fatalf("plain advisory: %s, %d prompts", plain.Contract.Verification.Type, len(e.prompts()))
-			}
-			evs, err := e.db.ListEventsOfType(e.ctx, "advisory.proceeded", 1<<62, 10)
-			if err != nil || len(evs) != 1 || *evs[0].TaskID != plain.ID {
-				t.Fatalf("auto-proceed not logged: %v %+v", err, evs)
-			}
-			if !slices.Contains(e.ready(), plain.ID) {
-				t.Fatal("an unprompted advisory task is not claimable")
-			}
+			checkUnambiguousAdvisoryProceeds(t, e)
 
 			// Ambiguous: held, not claimable, not startable.
 			amb := e.create("Investigate the checkout timeout", "api/checkout.go")
@@ -115,7 +156,7 @@ func TestAdvisoryPrompt(t *testing.T) {
 			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActAssign, models.ActionInput{Agent: "dev"}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.svc.Tasks.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{})
+			_, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["dev"], amb.ID, models.ActStart, models.ActionInput{})
 			advWantRule(t, err, models.ECONFLICT, models.RuleAdvisoryPrompt)
 			// Reassigning it does not settle the prompt.
 			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], amb.ID, models.ActReassign, models.ActionInput{Agent: "dev"}); err != nil || len(e.prompts()) != 1 {
@@ -161,33 +202,7 @@ func TestAdvisoryPrompt(t *testing.T) {
 			_, err = e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], amb.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed})
 			advWantRule(t, err, models.ECONFLICT, models.RuleAdvisoryPrompt)
 
-			// The setting on: every advisory task waits; proceed releases, cancel cancels.
-			r, err := e.svc.Templates.Rules(e.ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.PromptForAdvisory = true
-			if err := e.svc.Templates.SaveRules(e.ctx, e.agents["lead"], &r); err != nil {
-				t.Fatal(err)
-			}
-			a := e.create("Research onboarding flows")
-			b := e.create("Explore caching options")
-			if n := len(e.prompts()); n != 2 {
-				t.Fatalf("%d prompts with the setting on", n)
-			}
-			if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["lead"], a.ID, models.AdvisoryDecision{Action: models.AdvisoryProceed, Reason: "fine"}); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(e.ready(), a.ID) || slices.Contains(e.ready(), b.ID) {
-				t.Fatalf("ready %v after proceeding with %d", e.ready(), a.ID)
-			}
-			bt, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: models.AdvisoryCancel})
-			if err != nil || bt.State != models.TaskCancelled || len(e.prompts()) != 0 {
-				t.Fatalf("cancel: %v %+v", err, bt)
-			}
-			if _, err := e.svc.Tasks.ResolveAdvisoryPrompt(e.ctx, e.agents["exec"], b.ID, models.AdvisoryDecision{Action: "later"}); models.ErrorCode(err) != models.EINVALID {
-				t.Fatalf("unknown action: %v", err)
-			}
+			checkPromptSettingHoldsEvery(t, e)
 		})
 	}
 }

@@ -33,6 +33,80 @@ func workspaceDir(t *testing.T, files map[string]string) string {
 // TestFixStackCriteria: the runner completes an auto contract from a real workspace
 // in its transaction, stores it, and says so with one event; a second call (another
 // attempt, a takeover) changes nothing.
+// checkContractCompletedEvent checks that completing task taskID's contract logged one
+// contract.completed event by the runner (actorID), naming the stacks, the step it
+// completed, the criteria and the workspace facts they came from.
+func checkContractCompletedEvent(t *testing.T, e *inboxEnv, taskID, actorID int64) {
+	t.Helper()
+	evs := taskEvents(t, e, taskID, models.EventContractCompleted)
+	if len(evs) != 1 || evs[0].ActorID == nil || *evs[0].ActorID != actorID {
+		t.Fatalf("events %+v", evs)
+	}
+	var data struct {
+		Stacks        []string            `json:"stacks"`
+		Step          string              `json:"step"`
+		Criteria      int                 `json:"criteria"`
+		StackCriteria []map[string]string `json:"stack_criteria"`
+		Facts         struct {
+			Files      []string          `json:"files"`
+			Configured map[string]string `json:"configured"`
+		} `json:"facts"`
+	}
+	if err := json.Unmarshal(evs[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(data.Stacks, []string{"python", "make"}) || data.Step != contract.WorkspacePending || data.Criteria != 3 ||
+		len(data.StackCriteria) != 3 || data.StackCriteria[0]["command"] != "python3 -m pytest -q" ||
+		!slices.Equal(data.Facts.Files, []string{"Makefile", "pyproject.toml"}) || data.Facts.Configured["ruff"] != "pyproject.toml" {
+		t.Fatalf("event data %s", evs[0].Data)
+	}
+}
+
+// checkExplicitSkipWaitsForNothing checks that a task created with an explicit skip
+// gets no stack criteria and no event when its workspace is seen.
+func checkExplicitSkipWaitsForNothing(t *testing.T, e *inboxEnv, runner *models.Agent) {
+	t.Helper()
+	skip, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: "Fix the parser", Role: "developer", Assignee: "bot",
+		Contract: contract.Contract{Verification: contract.Verification{Type: contract.VerifySkip}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.db.InTx(e.ctx, func(tx models.Tx) error {
+		lt, err := tx.LockTask(e.ctx, skip.ID)
+		if err != nil {
+			return err
+		}
+		return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, contract.WorkspaceFacts{Files: []string{"go.mod"}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped, _ := e.db.GetTask(e.ctx, skip.ID)
+	if len(skipped.Contract.Verification.Criteria) != 0 || skipped.Contract.Verification.Workspace != "" || len(taskEvents(t, e, skip.ID, models.EventContractCompleted)) != 0 {
+		t.Fatalf("explicit skip %+v", skipped.Contract.Verification)
+	}
+}
+
+// checkCancelledContractNotCompleted checks that a cancelled task's contract is not
+// completed (ECONFLICT), so stale work cannot change it.
+func checkCancelledContractNotCompleted(t *testing.T, e *inboxEnv, runner *models.Agent, facts contract.WorkspaceFacts) {
+	t.Helper()
+	late, _ := e.workerTask("Fix the lexer")
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], late.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	err := e.db.InTx(e.ctx, func(tx models.Tx) error {
+		lt, err := tx.LockTask(e.ctx, late.ID)
+		if err != nil {
+			return err
+		}
+		return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, facts)
+	})
+	if models.ErrorCode(err) != models.ECONFLICT {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
 func TestFixStackCriteria(t *testing.T) {
 	for _, dialect := range storetest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
@@ -92,28 +166,7 @@ func TestFixStackCriteria(t *testing.T) {
 					t.Fatalf("a Go command in a Python workspace: %+v", c)
 				}
 			}
-			evs := taskEvents(t, e, task.ID, models.EventContractCompleted)
-			if len(evs) != 1 || evs[0].ActorID == nil || *evs[0].ActorID != runner.ID {
-				t.Fatalf("events %+v", evs)
-			}
-			var data struct {
-				Stacks        []string            `json:"stacks"`
-				Step          string              `json:"step"`
-				Criteria      int                 `json:"criteria"`
-				StackCriteria []map[string]string `json:"stack_criteria"`
-				Facts         struct {
-					Files      []string          `json:"files"`
-					Configured map[string]string `json:"configured"`
-				} `json:"facts"`
-			}
-			if err := json.Unmarshal(evs[0].Data, &data); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(data.Stacks, []string{"python", "make"}) || data.Step != contract.WorkspacePending || data.Criteria != 3 ||
-				len(data.StackCriteria) != 3 || data.StackCriteria[0]["command"] != "python3 -m pytest -q" ||
-				!slices.Equal(data.Facts.Files, []string{"Makefile", "pyproject.toml"}) || data.Facts.Configured["ruff"] != "pyproject.toml" {
-				t.Fatalf("event data %s", evs[0].Data)
-			}
+			checkContractCompletedEvent(t, e, task.ID, runner.ID)
 
 			// Idempotent: a second attempt's call, even with other facts, keeps the
 			// contract and writes no event.
@@ -126,42 +179,9 @@ func TestFixStackCriteria(t *testing.T) {
 				t.Fatalf("completed twice: %+v", again.Contract.Verification)
 			}
 
-			// An explicit skip waits for nothing: no criteria, no event.
-			skip, err := e.svc.Tasks.CreateTask(e.ctx, models.System, models.TaskSpec{Title: "Fix the parser", Role: "developer", Assignee: "bot",
-				Contract: contract.Contract{Verification: contract.Verification{Type: contract.VerifySkip}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = e.db.InTx(e.ctx, func(tx models.Tx) error {
-				lt, err := tx.LockTask(e.ctx, skip.ID)
-				if err != nil {
-					return err
-				}
-				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, contract.WorkspaceFacts{Files: []string{"go.mod"}})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			skipped, _ := e.db.GetTask(e.ctx, skip.ID)
-			if len(skipped.Contract.Verification.Criteria) != 0 || skipped.Contract.Verification.Workspace != "" || len(taskEvents(t, e, skip.ID, models.EventContractCompleted)) != 0 {
-				t.Fatalf("explicit skip %+v", skipped.Contract.Verification)
-			}
+			checkExplicitSkipWaitsForNothing(t, e, runner)
 
-			// A cancelled task's contract is not completed.
-			late, _ := e.workerTask("Fix the lexer")
-			if _, err := e.svc.Tasks.TaskAction(e.ctx, e.agents["lead"], late.ID, models.ActCancel, models.ActionInput{Reason: "not needed"}); err != nil {
-				t.Fatal(err)
-			}
-			err = e.db.InTx(e.ctx, func(tx models.Tx) error {
-				lt, err := tx.LockTask(e.ctx, late.ID)
-				if err != nil {
-					return err
-				}
-				return e.svc.Attempts.FixStackCriteria(e.ctx, tx, runner, lt, facts)
-			})
-			if models.ErrorCode(err) != models.ECONFLICT {
-				t.Fatalf("cancelled: %v", err)
-			}
+			checkCancelledContractNotCompleted(t, e, runner, facts)
 		})
 	}
 }

@@ -17,6 +17,41 @@ var (
 )
 
 // TestAddStackCriteria: which contracts the workspace completes, and how.
+// checkStackCriteriaLeftAlone checks that AddStackCriteria adds nothing to a contract
+// that does not wait for the workspace: explicit skip, auto skip, advisory, verify
+// commands, explicit criteria with commands, rules without stacks.
+func checkStackCriteriaLeftAlone(t *testing.T, rules Rules) {
+	t.Helper()
+	for _, tc := range []struct {
+		name  string
+		c     Contract
+		title string
+		rules Rules
+	}{
+		{"explicit skip", Contract{Verification: Verification{Type: VerifySkip}}, "Fix the parser", rules},
+		{"auto skip", Contract{}, "Update the README", rules},
+		{"explicit advisory", Contract{Verification: Verification{Type: VerifyAdvisory}}, "Fix the parser", rules},
+		{"auto advisory", Contract{}, "Investigate the slow parser", rules},
+		{"verify commands", Contract{Completion: Completion{Verify: []string{"./check.sh"}}}, "Fix the parser", rules},
+		{"explicit criteria", Contract{Verification: Verification{Type: VerifyVerifiable, Criteria: []Criterion{{Activity: "unit-test", Description: "d", Command: "./t.sh"}}}}, "Fix it", rules},
+		{"rules without stacks", Contract{}, "Fix the parser", textRules()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ResolveContract(tc.c, tc.title, "", nil, tc.rules, genNow)
+			if c.Verification.Workspace != "" {
+				t.Fatalf("waits for the workspace: %+v", c.Verification)
+			}
+			before := c
+			if c.AddStackCriteria(tc.rules, monoFacts) || !reflect.DeepEqual(before, c) {
+				t.Fatalf("changed: %+v", c.Verification)
+			}
+			if tc.name == "explicit skip" && len(c.Verification.Criteria) != 0 {
+				t.Fatalf("explicit skip has criteria %+v", c.Verification.Criteria)
+			}
+		})
+	}
+}
+
 func TestAddStackCriteria(t *testing.T) {
 	rules := DefaultRules()
 	resolve := func(c Contract, title string) Contract {
@@ -62,36 +97,7 @@ func TestAddStackCriteria(t *testing.T) {
 		t.Fatalf("docs-only %+v", d.Verification)
 	}
 
-	// Left alone: explicit skip, auto skip, advisory, verify commands, explicit criteria
-	// with commands, rules without stacks.
-	for _, tc := range []struct {
-		name  string
-		c     Contract
-		title string
-		rules Rules
-	}{
-		{"explicit skip", Contract{Verification: Verification{Type: VerifySkip}}, "Fix the parser", rules},
-		{"auto skip", Contract{}, "Update the README", rules},
-		{"explicit advisory", Contract{Verification: Verification{Type: VerifyAdvisory}}, "Fix the parser", rules},
-		{"auto advisory", Contract{}, "Investigate the slow parser", rules},
-		{"verify commands", Contract{Completion: Completion{Verify: []string{"./check.sh"}}}, "Fix the parser", rules},
-		{"explicit criteria", Contract{Verification: Verification{Type: VerifyVerifiable, Criteria: []Criterion{{Activity: "unit-test", Description: "d", Command: "./t.sh"}}}}, "Fix it", rules},
-		{"rules without stacks", Contract{}, "Fix the parser", textRules()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := ResolveContract(tc.c, tc.title, "", nil, tc.rules, genNow)
-			if c.Verification.Workspace != "" {
-				t.Fatalf("waits for the workspace: %+v", c.Verification)
-			}
-			before := c
-			if c.AddStackCriteria(tc.rules, monoFacts) || !reflect.DeepEqual(before, c) {
-				t.Fatalf("changed: %+v", c.Verification)
-			}
-			if tc.name == "explicit skip" && len(c.Verification.Criteria) != 0 {
-				t.Fatalf("explicit skip has criteria %+v", c.Verification.Criteria)
-			}
-		})
-	}
+	checkStackCriteriaLeftAlone(t, rules)
 
 	// Criteria named only by an activity get the command of every matched stack that
 	// has one; nothing else is added.

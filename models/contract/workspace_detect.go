@@ -119,6 +119,16 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 			break
 		}
 	}
+	f.detectConfigured(read)
+	f.Tools = installedTools(lookPath, tools)
+	return f, nil
+}
+
+// detectConfigured records, per tool of ConfigTools, the first file that shows the
+// tool is set up: present at the top level, or (when a pattern says what it must
+// hold) containing that text. read gives a top-level file's contents, shared with
+// the other steps so each file is read at most once.
+func (f *WorkspaceFacts) detectConfigured(read func(name string) (string, bool)) {
 	for _, tool := range slices.Sorted(maps.Keys(ConfigTools)) {
 		for _, p := range ConfigTools[tool] {
 			if p.Contains == "" {
@@ -134,18 +144,24 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 			}
 		}
 	}
+}
 
+// installedTools lists, sorted, which of the default rules' tools and the extra
+// tools lookPath finds (nil: exec.LookPath), so a rule is only offered when the
+// command it runs is there.
+func installedTools(lookPath func(string) (string, error), extra []string) []string {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
-	want := dedupStrings(append(DefaultRules().Tools(), tools...))
+	want := dedupStrings(append(DefaultRules().Tools(), extra...))
 	sort.Strings(want)
+	var found []string
 	for _, t := range want {
 		if _, err := lookPath(t); err == nil {
-			f.Tools = append(f.Tools, t)
+			found = append(found, t)
 		}
 	}
-	return f, nil
+	return found
 }
 
 func (f *WorkspaceFacts) setConfigured(tool, file string) {
