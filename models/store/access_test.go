@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -32,18 +33,7 @@ func TestTokenUseRevokeAndPrune(t *testing.T) {
 		live := mk(a, "attempt 2", "h5", &tk.ID, ptrTime(time.Now().Add(time.Hour)))
 		mk(b, "ci", "h6", nil, nil)
 
-		must(t, db.TouchToken(ctx, ci.ID, ts(10), ts(9)))
-		must(t, db.TouchToken(ctx, ci.ID, ts(11), ts(9))) // used at 10, after 9: not written again
-		got, err := db.GetToken(ctx, ci.ID)
-		must(t, err)
-		if got.LastUsedAt == nil || !got.LastUsedAt.Equal(ts(10)) {
-			t.Fatalf("last used %v, want %v (the second touch is within the interval)", got.LastUsedAt, ts(10))
-		}
-		must(t, db.TouchToken(ctx, ci.ID, ts(20), ts(19)))
-		got, _ = db.GetToken(ctx, ci.ID)
-		if !got.LastUsedAt.Equal(ts(20)) {
-			t.Fatalf("last used %v, want %v", got.LastUsedAt, ts(20))
-		}
+		checkTouchToken(t, ctx, db, ci.ID)
 
 		list, err := db.ListTokens(ctx, a.ID)
 		must(t, err)
@@ -67,7 +57,7 @@ func TestTokenUseRevokeAndPrune(t *testing.T) {
 		if len(again) != 0 {
 			t.Fatalf("revoking a revoked token revoked %+v", again)
 		}
-		got, _ = db.GetToken(ctx, ci.ID)
+		got, _ := db.GetToken(ctx, ci.ID)
 		if !got.RevokedAt.Equal(ts(30)) {
 			t.Fatalf("revoked at %v after a second revocation, want %v kept", got.RevokedAt, ts(30))
 		}
@@ -98,6 +88,24 @@ func TestTokenUseRevokeAndPrune(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkTouchToken: a touch within the interval of the last use is not written;
+// split out of TestTokenUseRevokeAndPrune to keep it short.
+func checkTouchToken(t *testing.T, ctx context.Context, db *store.DB, id int64) {
+	t.Helper()
+	must(t, db.TouchToken(ctx, id, ts(10), ts(9)))
+	must(t, db.TouchToken(ctx, id, ts(11), ts(9))) // used at 10, after 9: not written again
+	got, err := db.GetToken(ctx, id)
+	must(t, err)
+	if got.LastUsedAt == nil || !got.LastUsedAt.Equal(ts(10)) {
+		t.Fatalf("last used %v, want %v (the second touch is within the interval)", got.LastUsedAt, ts(10))
+	}
+	must(t, db.TouchToken(ctx, id, ts(20), ts(19)))
+	got, _ = db.GetToken(ctx, id)
+	if !got.LastUsedAt.Equal(ts(20)) {
+		t.Fatalf("last used %v, want %v", got.LastUsedAt, ts(20))
+	}
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

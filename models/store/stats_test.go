@@ -148,25 +148,7 @@ func TestScorecardOfSeededHistory(t *testing.T) {
 			t.Fatalf("30 days: taken %d, first pass %d, %d bars", st30.Scorecard.Taken, st30.Scorecard.FirstPass, len(st30.Daily))
 		}
 
-		b, err := svc.Stats.ScoreBoard(ctx, h.w1, 7)
-		must(t, err)
-		if len(b.Agents) != 2 || b.Agents[0].Agent.Name != "w1" || b.Agents[1].Agent.Name != "w2" {
-			t.Fatalf("ranking: %+v", b.Agents)
-		}
-		w2 := b.Agents[1]
-		if w2.Taken != 2 || w2.Verified != 1 || w2.FirstPass != 0 || w2.Revised != 1 {
-			t.Fatalf("w2: %+v", w2.Scorecard)
-		}
-		rate(t, "w2's first-pass rate", w2.FirstPassRate, 0)
-		var dev *models.RoleScorecard
-		for i := range b.Roles {
-			if b.Roles[i].Role == "dev" {
-				dev = &b.Roles[i]
-			}
-		}
-		if dev == nil || dev.Taken != 5 || dev.FirstPass != 1 || dev.Revised != 3 || dev.BlockedWork != 1 {
-			t.Fatalf("role dev: %+v", dev)
-		}
+		checkScoreBoard(t, ctx, svc, h.w1)
 
 		_, err = svc.Stats.AgentStats(ctx, h.w1, h.w1.ID, 14)
 		wantCode(t, err, models.EINVALID)
@@ -174,6 +156,31 @@ func TestScorecardOfSeededHistory(t *testing.T) {
 			t.Fatalf("days error = %q", fe)
 		}
 	})
+}
+
+// checkScoreBoard checks the 7-day board of the seeded history as seen by w1;
+// split out of TestScorecardOfSeededHistory to keep it short.
+func checkScoreBoard(t *testing.T, ctx context.Context, svc *models.Service, w1 *models.Agent) {
+	t.Helper()
+	b, err := svc.Stats.ScoreBoard(ctx, w1, 7)
+	must(t, err)
+	if len(b.Agents) != 2 || b.Agents[0].Agent.Name != "w1" || b.Agents[1].Agent.Name != "w2" {
+		t.Fatalf("ranking: %+v", b.Agents)
+	}
+	w2 := b.Agents[1]
+	if w2.Taken != 2 || w2.Verified != 1 || w2.FirstPass != 0 || w2.Revised != 1 {
+		t.Fatalf("w2: %+v", w2.Scorecard)
+	}
+	rate(t, "w2's first-pass rate", w2.FirstPassRate, 0)
+	var dev *models.RoleScorecard
+	for i := range b.Roles {
+		if b.Roles[i].Role == "dev" {
+			dev = &b.Roles[i]
+		}
+	}
+	if dev == nil || dev.Taken != 5 || dev.FirstPass != 1 || dev.Revised != 3 || dev.BlockedWork != 1 {
+		t.Fatalf("role dev: %+v", dev)
+	}
 }
 
 func TestGoalProgressOfSeededHistory(t *testing.T) {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -146,42 +147,7 @@ func TestClaimWebhookDeliveries(t *testing.T) {
 			must(t, db.CreateWebhookDelivery(ctx, &models.WebhookDelivery{WebhookID: w.ID, EventID: e.ID, Event: "task.blocked",
 				MessageID: "m" + strconv.Itoa(i), State: models.DeliveryPending, NextAttemptAt: base, CreatedAt: base}))
 		}
-		var mu sync.Mutex
-		seen := map[int64]int{}
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					jobs, err := db.ClaimWebhookDeliveries(ctx, base, time.Minute, 3)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if len(jobs) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, j := range jobs {
-						seen[j.Delivery.ID]++
-						if j.Webhook.ID != w.ID || j.Delivery.Attempts != 1 || !j.Delivery.NextAttemptAt.Equal(base.Add(time.Minute)) {
-							t.Errorf("job %+v", j)
-						}
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if len(seen) != n {
-			t.Fatalf("claimed %d distinct deliveries, want %d", len(seen), n)
-		}
-		for id, c := range seen {
-			if c != 1 {
-				t.Fatalf("delivery %d claimed %d times", id, c)
-			}
-		}
+		claimConcurrently(t, ctx, db, base, w.ID, n)
 		// Due again once the lease ran out.
 		jobs, err := db.ClaimWebhookDeliveries(ctx, base.Add(2*time.Minute), time.Minute, 2)
 		must(t, err)
@@ -234,4 +200,47 @@ func TestClaimWebhookDeliveries(t *testing.T) {
 			t.Fatalf("pruned %d pending deliveries", n2)
 		}
 	})
+}
+
+// claimConcurrently claims the n due deliveries of webhook hookID from four
+// workers at once and checks each was claimed exactly once; split out of
+// TestClaimWebhookDeliveries to keep it short.
+func claimConcurrently(t *testing.T, ctx context.Context, db *store.DB, base time.Time, hookID int64, n int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				jobs, err := db.ClaimWebhookDeliveries(ctx, base, time.Minute, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					seen[j.Delivery.ID]++
+					if j.Webhook.ID != hookID || j.Delivery.Attempts != 1 || !j.Delivery.NextAttemptAt.Equal(base.Add(time.Minute)) {
+						t.Errorf("job %+v", j)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d distinct deliveries, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("delivery %d claimed %d times", id, c)
+		}
+	}
 }
