@@ -187,6 +187,7 @@ func gitInit(t *testing.T, dir string) {
 // that test within the length limit): the case's project, its worker sharing the warm
 // Go build cache, and the task judged by the case's verification.
 func judgeCaseTask(t *testing.T, h *harness, c judgeCase, sharedCache string) *models.Task {
+	t.Helper()
 	dir := filepath.Join(h.root, "projects", c.name)
 	files := c.files
 	if files == nil {
