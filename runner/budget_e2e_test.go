@@ -70,24 +70,7 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 			if spend.CostUSD < 3 || spend.CostUSD > 4 || float64(verified) != spend.CostUSD || blocked != 8-verified {
 				t.Fatalf("spent $%.2f with %d verified and %d blocked; want $3.00 to $4.00 and the rest blocked", spend.CostUSD, verified, blocked)
 			}
-			warned := 0
-			items, err := h.db.ListInbox(h.ctx, models.InboxFilter{Kind: models.InboxBudget, IncludeResolved: true})
-			must(t, err)
-			for _, it := range items {
-				if strings.Contains(it.Title, "goal "+itoa(g.ID)+" spent $3.00 of $3.00") {
-					warned++
-				}
-			}
-			if warned != 1 {
-				t.Errorf("budget warnings %d, want one as the goal passed 80%%: %+v", warned, items)
-			}
-			a := h.attempts(ids[0])
-			if len(a) == 1 {
-				u := a[0].Usage
-				if u == nil || u.CostUSD == nil || *u.CostUSD != 1 || u.CostSource != models.CostReported || *u.InputTokens != 100 || u.Model != "claude-sonnet-4-5" || *u.Turns != 2 {
-					t.Errorf("the recorded usage: %+v", u)
-				}
-			}
+			checkBudgetWarningAndUsage(t, h, g.ID, ids[0])
 
 			// A restart: a new pool on the same database blocks a new task of the goal.
 			stopCtx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
@@ -216,5 +199,30 @@ func TestStreamJSONWorker(t *testing.T) {
 	// What it used before it was stopped counts against its budgets.
 	if u := at[0].Usage; u == nil || *u.InputTokens != 2_000_000 || u.CostUSD == nil || *u.CostUSD < 6 {
 		t.Fatalf("the stopped attempt's usage: %+v", u)
+	}
+}
+
+// checkBudgetWarningAndUsage checks that the goal raised exactly one budget warning
+// and that the first task's attempt recorded the worker's reported usage; split out
+// of TestGoalBudgetHoldsUnderConcurrency to keep that test within the length limit.
+func checkBudgetWarningAndUsage(t *testing.T, h *harness, goalID, firstTask int64) {
+	t.Helper()
+	warned := 0
+	items, err := h.db.ListInbox(h.ctx, models.InboxFilter{Kind: models.InboxBudget, IncludeResolved: true})
+	must(t, err)
+	for _, it := range items {
+		if strings.Contains(it.Title, "goal "+itoa(goalID)+" spent $3.00 of $3.00") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("budget warnings %d, want one as the goal passed 80%%: %+v", warned, items)
+	}
+	a := h.attempts(firstTask)
+	if len(a) == 1 {
+		u := a[0].Usage
+		if u == nil || u.CostUSD == nil || *u.CostUSD != 1 || u.CostSource != models.CostReported || *u.InputTokens != 100 || u.Model != "claude-sonnet-4-5" || *u.Turns != 2 {
+			t.Errorf("the recorded usage: %+v", u)
+		}
 	}
 }

@@ -126,31 +126,7 @@ func TestRealClaudeCodeWorker(t *testing.T) {
 		if err != nil || string(b) != report {
 			t.Fatalf("the output file: %q, %v; want the scripted content", b, err)
 		}
-		calls := api.loopCalls()
-		if len(calls) != 2 {
-			t.Fatalf("the API saw %s; want two loop calls", api.report())
-		}
-		want := sumUsage(calls)
-		u := atts[0].Usage
-		if u == nil || u.InputTokens == nil || u.OutputTokens == nil || u.CacheReadTokens == nil || u.CacheWriteTokens == nil {
-			t.Fatalf("the attempt's usage: %+v; the API saw %s", u, api.report())
-		}
-		if *u.InputTokens != want.Input || *u.OutputTokens != want.Output || *u.CacheReadTokens != want.CacheRead || *u.CacheWriteTokens != want.CacheWrite {
-			t.Errorf("the attempt's tokens: input %d output %d cache read %d cache write %d; the API reported %+v",
-				*u.InputTokens, *u.OutputTokens, *u.CacheReadTokens, *u.CacheWriteTokens, want)
-		}
-		if u.CostUSD == nil || *u.CostUSD <= 0 || u.CostSource != models.CostReported {
-			t.Fatalf("the attempt's cost: %s, want the CLI's reported total_cost_usd", usageText(u))
-		}
-		// The CLI prices the tokens itself; at Sonnet 4.5's list price, as the runner does.
-		priced := models.Usage{Model: claudeModel, InputTokens: &want.Input, OutputTokens: &want.Output, CacheReadTokens: &want.CacheRead, CacheWriteTokens: &want.CacheWrite}
-		priced.PriceWith(models.DefaultPrices())
-		if priced.CostUSD == nil || math.Abs(*priced.CostUSD-*u.CostUSD) > 1e-9 {
-			t.Errorf("the CLI's cost $%v differs from the runner's price of the same tokens %s", *u.CostUSD, usageText(&priced))
-		}
-		if u.Model != claudeModel || u.Turns == nil || *u.Turns < 1 {
-			t.Errorf("the attempt's model and turns: %+v", u)
-		}
+		u := checkClaudeUsage(t, api, atts[0])
 		if !strings.Contains(atts[0].OutputTail, "Write") || !strings.Contains(atts[0].OutputTail, "TASK_COMPLETE") {
 			t.Errorf("the attempt's tail is not the readable log:\n%s", atts[0].OutputTail)
 		}
@@ -158,39 +134,7 @@ func TestRealClaudeCodeWorker(t *testing.T) {
 	})
 
 	t.Run("capped below one call", func(t *testing.T) {
-		h := newHarness(t, "sqlite", confined)
-		cent := 0.01
-		c := contract()
-		c.Budget = &models.Budget{MaxCostUSD: &cent}
-		tk := h.task("Think expensively", "developer", c)
-		out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
-		// Two million input tokens of Sonnet 4.5 are $6, far past the cent: the runner
-		// stops the run on the first assistant line that reports them (the CLI's own
-		// --max-budget-usd ends it too, but only the runner's stop is stage budget),
-		// before the scripted sleep or the Write that would finish the task.
-		api := newFakeAnthropic(t, claudeModel,
-			fakeTurn{Blocks: []fakeBlock{{Text: "Thinking hard."}, {Tool: "Bash", Input: map[string]string{"command": "sleep 30", "description": "wait"}}},
-				Usage: fakeUsage{Input: 2_000_000, Output: 50}},
-			fakeTurn{Blocks: []fakeBlock{{Tool: "Write", Input: map[string]string{"file_path": out, "content": strings.Repeat("x", 200) + " TASK_COMPLETE"}}},
-				Usage: fakeUsage{Input: 2_000_000, Output: 50}},
-			fakeTurn{Blocks: []fakeBlock{{Text: "TASK_COMPLETE"}}, Usage: fakeUsage{Input: 2_000_000, Output: 50}},
-		)
-		h.worker("claude", "developer", command, agent(api, claudeEnv(t, api)))
-		h.start()
-
-		got := h.settled(tk.ID, 3*time.Minute)
-		atts := h.attempts(tk.ID)
-		if got.State != models.TaskBlocked || got.AttemptsUsed != 0 || len(atts) != 1 || atts[0].Stage != models.StageBudget {
-			t.Fatalf("the capped task is %s with %d attempts charged, attempts %+v; want blocked at stage budget, uncharged; the API saw %s",
-				got.State, got.AttemptsUsed, atts, api.report())
-		}
-		if n := len(api.loopCalls()); n > 1 {
-			t.Fatalf("the API saw %s; want at most one loop call", api.report())
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("the capped run wrote its output")
-		}
-		t.Logf("the API saw %s; the attempt %s: %s; tail:\n%s", api.report(), atts[0].Stage, usageText(atts[0].Usage), atts[0].OutputTail)
+		claudeCappedBelowOneCall(t, command, contract(), confined, agent)
 	})
 }
 
@@ -212,4 +156,76 @@ func usageText(u *models.Usage) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// checkClaudeUsage checks that the attempt recorded the tokens the fake API reported
+// over its two loop calls and the CLI's reported cost, which must match the runner's
+// own price of those tokens; it returns the usage for the test's log. Split out of
+// TestRealClaudeCodeWorker to keep that test within the length limit.
+func checkClaudeUsage(t *testing.T, api *fakeAnthropic, att models.Attempt) *models.Usage {
+	t.Helper()
+	calls := api.loopCalls()
+	if len(calls) != 2 {
+		t.Fatalf("the API saw %s; want two loop calls", api.report())
+	}
+	want := sumUsage(calls)
+	u := att.Usage
+	if u == nil || u.InputTokens == nil || u.OutputTokens == nil || u.CacheReadTokens == nil || u.CacheWriteTokens == nil {
+		t.Fatalf("the attempt's usage: %+v; the API saw %s", u, api.report())
+	}
+	if *u.InputTokens != want.Input || *u.OutputTokens != want.Output || *u.CacheReadTokens != want.CacheRead || *u.CacheWriteTokens != want.CacheWrite {
+		t.Errorf("the attempt's tokens: input %d output %d cache read %d cache write %d; the API reported %+v",
+			*u.InputTokens, *u.OutputTokens, *u.CacheReadTokens, *u.CacheWriteTokens, want)
+	}
+	if u.CostUSD == nil || *u.CostUSD <= 0 || u.CostSource != models.CostReported {
+		t.Fatalf("the attempt's cost: %s, want the CLI's reported total_cost_usd", usageText(u))
+	}
+	// The CLI prices the tokens itself; at Sonnet 4.5's list price, as the runner does.
+	priced := models.Usage{Model: claudeModel, InputTokens: &want.Input, OutputTokens: &want.Output, CacheReadTokens: &want.CacheRead, CacheWriteTokens: &want.CacheWrite}
+	priced.PriceWith(models.DefaultPrices())
+	if priced.CostUSD == nil || math.Abs(*priced.CostUSD-*u.CostUSD) > 1e-9 {
+		t.Errorf("the CLI's cost $%v differs from the runner's price of the same tokens %s", *u.CostUSD, usageText(&priced))
+	}
+	if u.Model != claudeModel || u.Turns == nil || *u.Turns < 1 {
+		t.Errorf("the attempt's model and turns: %+v", u)
+	}
+	return u
+}
+
+// claudeCappedBelowOneCall is TestRealClaudeCodeWorker's subtest "capped below one
+// call", a named function to keep that test within the length limit: a task whose
+// budget is a cent is stopped at stage budget, uncharged, before it writes anything.
+func claudeCappedBelowOneCall(t *testing.T, command string, c contract.Contract, confined func(*Config), agent func(*fakeAnthropic, []string) func(*models.Agent)) {
+	h := newHarness(t, "sqlite", confined)
+	cent := 0.01
+	c.Budget = &models.Budget{MaxCostUSD: &cent}
+	tk := h.task("Think expensively", "developer", c)
+	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
+	// Two million input tokens of Sonnet 4.5 are $6, far past the cent: the runner
+	// stops the run on the first assistant line that reports them (the CLI's own
+	// --max-budget-usd ends it too, but only the runner's stop is stage budget),
+	// before the scripted sleep or the Write that would finish the task.
+	api := newFakeAnthropic(t, claudeModel,
+		fakeTurn{Blocks: []fakeBlock{{Text: "Thinking hard."}, {Tool: "Bash", Input: map[string]string{"command": "sleep 30", "description": "wait"}}},
+			Usage: fakeUsage{Input: 2_000_000, Output: 50}},
+		fakeTurn{Blocks: []fakeBlock{{Tool: "Write", Input: map[string]string{"file_path": out, "content": strings.Repeat("x", 200) + " TASK_COMPLETE"}}},
+			Usage: fakeUsage{Input: 2_000_000, Output: 50}},
+		fakeTurn{Blocks: []fakeBlock{{Text: "TASK_COMPLETE"}}, Usage: fakeUsage{Input: 2_000_000, Output: 50}},
+	)
+	h.worker("claude", "developer", command, agent(api, claudeEnv(t, api)))
+	h.start()
+
+	got := h.settled(tk.ID, 3*time.Minute)
+	atts := h.attempts(tk.ID)
+	if got.State != models.TaskBlocked || got.AttemptsUsed != 0 || len(atts) != 1 || atts[0].Stage != models.StageBudget {
+		t.Fatalf("the capped task is %s with %d attempts charged, attempts %+v; want blocked at stage budget, uncharged; the API saw %s",
+			got.State, got.AttemptsUsed, atts, api.report())
+	}
+	if n := len(api.loopCalls()); n > 1 {
+		t.Fatalf("the API saw %s; want at most one loop call", api.report())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the capped run wrote its output")
+	}
+	t.Logf("the API saw %s; the attempt %s: %s; tail:\n%s", api.report(), atts[0].Stage, usageText(atts[0].Usage), atts[0].OutputTail)
 }

@@ -58,21 +58,7 @@ func TestRecheckCatchesDrift(t *testing.T) {
 			if res := recheck(); !slices.Equal(res.Changed, []string{out}) {
 				t.Fatalf("changed output: %v", res)
 			}
-			stale, err := h.db.GetTask(h.ctx, task.ID)
-			must(t, err)
-			if stale.State != models.TaskVerified || stale.Drift == nil || !slices.Equal(stale.Drift.Changed, []string{out}) {
-				t.Fatalf("stale task: %s %+v", stale.State, stale.Drift)
-			}
-			if gs := h.goalState(g.ID); gs != models.GoalPendingVerify {
-				t.Fatalf("goal of a stale task is %s", gs)
-			}
-			if n := h.openInbox(task.ID, models.InboxDrift); n != 1 {
-				t.Fatalf("%d drift items", n)
-			}
-			if types := h.goalLedgerTypes(g.ID); !slices.Equal(types,
-				[]string{models.LedgerTaskComplete, models.LedgerGoalVerified, models.LedgerGoalRevoked}) {
-				t.Fatalf("goal's ledger: %v", types)
-			}
+			checkDriftRecorded(t, h, g.ID, task.ID, out)
 			// Recording the same drift again adds nothing.
 			recheck()
 			if n := h.openInbox(task.ID, models.InboxDrift); n != 1 {
@@ -171,5 +157,28 @@ func TestRecheckOfAWorktreeTask(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(fp.Dir, "calc.go"), []byte("package calc\n"), 0o644))
 	if res, err := rc.Task(h.ctx, h.boss, task.ID); err != nil || !slices.Equal(res.Changed, []string{"calc.go"}) {
 		t.Fatalf("changed file: %v %v", res, err)
+	}
+}
+
+// checkDriftRecorded checks what a recheck that found the output changed leaves
+// behind: the task still verified but stale, its goal back to pending verification,
+// one drift item, and the goal's verification revoked in the ledger. Split out of
+// TestRecheckCatchesDrift to keep that test within the length limit.
+func checkDriftRecorded(t *testing.T, h *harness, goalID, taskID int64, out string) {
+	t.Helper()
+	stale, err := h.db.GetTask(h.ctx, taskID)
+	must(t, err)
+	if stale.State != models.TaskVerified || stale.Drift == nil || !slices.Equal(stale.Drift.Changed, []string{out}) {
+		t.Fatalf("stale task: %s %+v", stale.State, stale.Drift)
+	}
+	if gs := h.goalState(goalID); gs != models.GoalPendingVerify {
+		t.Fatalf("goal of a stale task is %s", gs)
+	}
+	if n := h.openInbox(taskID, models.InboxDrift); n != 1 {
+		t.Fatalf("%d drift items", n)
+	}
+	if types := h.goalLedgerTypes(goalID); !slices.Equal(types,
+		[]string{models.LedgerTaskComplete, models.LedgerGoalVerified, models.LedgerGoalRevoked}) {
+		t.Fatalf("goal's ledger: %v", types)
 	}
 }

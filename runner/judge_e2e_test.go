@@ -148,91 +148,12 @@ func TestTheJudgeCatchesGamedTests(t *testing.T) {
 	}
 	tasks := map[string]*models.Task{}
 	for _, c := range cases {
-		dir := filepath.Join(h.root, "projects", c.name)
-		files := c.files
-		if files == nil {
-			files = calcModule
-		}
-		writeFiles(t, dir, files)
-		if c.git {
-			gitInit(t, dir)
-		}
-		role := "dev-" + c.name
-		// One warm Go build cache for all: each agent's own would start cold.
-		cacheDir := filepath.Join(h.cfg.Workspaces.Root(), "agents", "w-"+c.name, "home", ".cache")
-		must(t, os.MkdirAll(cacheDir, 0o750))
-		must(t, os.Symlink(sharedCache, filepath.Join(cacheDir, "go-build")))
-		h.worker("w-"+c.name, role, c.worker, func(a *models.Agent) {
-			a.Workdir = dir
-			a.Sandbox.Write = []string{sharedCache}
-		})
-		v := contract.Verification{Type: contract.VerifyAuto}
-		if c.contract != nil {
-			c.contract(&v)
-		}
-		if c.noFloor {
-			// Judged by a stack that reports no results.
-			v = contract.Verification{Type: contract.VerifyVerifiable, TestsMayChange: true, Protect: []string{"*_test.go"},
-				Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Unit tests pass", Command: "go test ./...", Stack: "go-no-results"}}}
-		}
-		tasks[c.name] = h.task("Fix Add in calc", role, contract.Contract{
-			Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
-			Verification: v,
-		})
+		tasks[c.name] = judgeCaseTask(t, h, c, sharedCache)
 	}
 	h.start()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			id := tasks[c.name].ID
-			got := h.settled(id, 4*time.Minute)
-			atts := h.attempts(id)
-			last := atts[len(atts)-1]
-			if c.verified != (got.State == models.TaskVerified) {
-				t.Fatalf("%s: %s, want verified=%v; last attempt: stage %s: %s", c.name, got.State, c.verified, last.Stage, last.Diagnosis)
-			}
-			if !c.verified && last.Stage != c.stage {
-				t.Fatalf("%s: stage %q, want %q: %s", c.name, last.Stage, c.stage, last.Diagnosis)
-			}
-			for _, d := range c.diag {
-				if !strings.Contains(last.Diagnosis, d) {
-					t.Errorf("%s: the diagnosis does not name %q:\n%s", c.name, d, last.Diagnosis)
-				}
-			}
-			if last.Judge == nil {
-				t.Fatalf("%s: the attempt has no judge's report", c.name)
-			}
-			for _, secret := range []string{"TestAddMore", heldOutAdd.Path, "Add(10, 4)", "want 14"} {
-				if strings.Contains(last.Diagnosis, secret) {
-					t.Errorf("%s: the diagnosis carries %q of the held-out test:\n%s", c.name, secret, last.Diagnosis)
-				}
-			}
-			if ho := last.Judge.HeldOut; c.name == "special-case" && (ho == nil || ho.FailedCount != 1 || len(ho.Failed) != 1 || !strings.Contains(ho.Failed[0], "TestAddMore")) {
-				t.Errorf("%s: the report does not keep the failed held-out test for people: %+v", c.name, ho)
-			}
-			var changed []string
-			for _, p := range last.Judge.Protected {
-				changed = append(changed, p.Path)
-			}
-			if strings.Join(changed, ",") != strings.Join(c.changed, ",") {
-				t.Errorf("%s: protected files reported %q, want %q", c.name, changed, c.changed)
-			}
-			dir := filepath.Join(h.root, "projects", c.name)
-			if _, err := os.Stat(filepath.Join(dir, "LEAKED")); err == nil {
-				t.Errorf("%s: the worker found the held-out test in its workspace or brief", c.name)
-			}
-			if _, err := os.Stat(filepath.Join(dir, heldOutAdd.Path)); err == nil {
-				t.Errorf("%s: the held-out test was left in the workspace", c.name)
-			}
-			if c.git && len(last.Judge.Base) != 40 {
-				t.Errorf("%s: the base is %q, want the commit", c.name, last.Judge.Base)
-			}
-			if c.name == "skip" {
-				// The attempt keeps what the worker left.
-				b, _ := os.ReadFile(filepath.Join(dir, "calc_test.go"))
-				if !strings.Contains(string(b), "flaky on CI") {
-					t.Errorf("the worker's calc_test.go was not put back:\n%s", b)
-				}
-			}
+			checkJudgeCase(t, h, c, tasks[c.name].ID)
 		})
 	}
 }
@@ -258,6 +179,101 @@ func gitInit(t *testing.T, dir string) {
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+}
+
+// judgeCaseTask sets up one case of TestTheJudgeCatchesGamedTests (split out to keep
+// that test within the length limit): the case's project, its worker sharing the warm
+// Go build cache, and the task judged by the case's verification.
+func judgeCaseTask(t *testing.T, h *harness, c judgeCase, sharedCache string) *models.Task {
+	t.Helper()
+	dir := filepath.Join(h.root, "projects", c.name)
+	files := c.files
+	if files == nil {
+		files = calcModule
+	}
+	writeFiles(t, dir, files)
+	if c.git {
+		gitInit(t, dir)
+	}
+	role := "dev-" + c.name
+	// One warm Go build cache for all: each agent's own would start cold.
+	cacheDir := filepath.Join(h.cfg.Workspaces.Root(), "agents", "w-"+c.name, "home", ".cache")
+	must(t, os.MkdirAll(cacheDir, 0o750))
+	must(t, os.Symlink(sharedCache, filepath.Join(cacheDir, "go-build")))
+	h.worker("w-"+c.name, role, c.worker, func(a *models.Agent) {
+		a.Workdir = dir
+		a.Sandbox.Write = []string{sharedCache}
+	})
+	v := contract.Verification{Type: contract.VerifyAuto}
+	if c.contract != nil {
+		c.contract(&v)
+	}
+	if c.noFloor {
+		// Judged by a stack that reports no results.
+		v = contract.Verification{Type: contract.VerifyVerifiable, TestsMayChange: true, Protect: []string{"*_test.go"},
+			Criteria: []contract.Criterion{{Activity: "unit-test", Description: "Unit tests pass", Command: "go test ./...", Stack: "go-no-results"}}}
+	}
+	return h.task("Fix Add in calc", role, contract.Contract{
+		Completion:   contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+		Verification: v,
+	})
+}
+
+// checkJudgeCase checks how the judge settled one case of TestTheJudgeCatchesGamedTests
+// (split out to keep that test within the length limit): the state and stage wanted,
+// the diagnosis naming what it must and none of the held-out test, the protected files
+// reported, and nothing of the held-out test left where the worker could see it.
+func checkJudgeCase(t *testing.T, h *harness, c judgeCase, id int64) {
+	t.Helper()
+	got := h.settled(id, 4*time.Minute)
+	atts := h.attempts(id)
+	last := atts[len(atts)-1]
+	if c.verified != (got.State == models.TaskVerified) {
+		t.Fatalf("%s: %s, want verified=%v; last attempt: stage %s: %s", c.name, got.State, c.verified, last.Stage, last.Diagnosis)
+	}
+	if !c.verified && last.Stage != c.stage {
+		t.Fatalf("%s: stage %q, want %q: %s", c.name, last.Stage, c.stage, last.Diagnosis)
+	}
+	for _, d := range c.diag {
+		if !strings.Contains(last.Diagnosis, d) {
+			t.Errorf("%s: the diagnosis does not name %q:\n%s", c.name, d, last.Diagnosis)
+		}
+	}
+	if last.Judge == nil {
+		t.Fatalf("%s: the attempt has no judge's report", c.name)
+	}
+	for _, secret := range []string{"TestAddMore", heldOutAdd.Path, "Add(10, 4)", "want 14"} {
+		if strings.Contains(last.Diagnosis, secret) {
+			t.Errorf("%s: the diagnosis carries %q of the held-out test:\n%s", c.name, secret, last.Diagnosis)
+		}
+	}
+	if ho := last.Judge.HeldOut; c.name == "special-case" && (ho == nil || ho.FailedCount != 1 || len(ho.Failed) != 1 || !strings.Contains(ho.Failed[0], "TestAddMore")) {
+		t.Errorf("%s: the report does not keep the failed held-out test for people: %+v", c.name, ho)
+	}
+	var changed []string
+	for _, p := range last.Judge.Protected {
+		changed = append(changed, p.Path)
+	}
+	if strings.Join(changed, ",") != strings.Join(c.changed, ",") {
+		t.Errorf("%s: protected files reported %q, want %q", c.name, changed, c.changed)
+	}
+	dir := filepath.Join(h.root, "projects", c.name)
+	if _, err := os.Stat(filepath.Join(dir, "LEAKED")); err == nil {
+		t.Errorf("%s: the worker found the held-out test in its workspace or brief", c.name)
+	}
+	if _, err := os.Stat(filepath.Join(dir, heldOutAdd.Path)); err == nil {
+		t.Errorf("%s: the held-out test was left in the workspace", c.name)
+	}
+	if c.git && len(last.Judge.Base) != 40 {
+		t.Errorf("%s: the base is %q, want the commit", c.name, last.Judge.Base)
+	}
+	if c.name == "skip" {
+		// The attempt keeps what the worker left.
+		b, _ := os.ReadFile(filepath.Join(dir, "calc_test.go"))
+		if !strings.Contains(string(b), "flaky on CI") {
+			t.Errorf("the worker's calc_test.go was not put back:\n%s", b)
 		}
 	}
 }

@@ -52,35 +52,7 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 	if first.State != models.TaskVerified {
 		t.Fatalf("the fix: %s; attempts %+v", first.State, h.attempts(fix.ID))
 	}
-	if want := "countersign/task-" + itoa(fix.ID); first.Branch != want || len(first.Base) != 40 || len(first.Commit) != 40 {
-		t.Fatalf("the fix's branch %q base %q commit %q, want branch %s and both commits", first.Branch, first.Base, first.Commit, want)
-	}
-	if tip := git(t, repo, "rev-parse", first.Branch); tip != first.Commit {
-		t.Fatalf("the branch's tip is %s, the task's commit %s", tip, first.Commit)
-	}
-	if base := git(t, repo, "rev-parse", "main"); base != first.Base {
-		t.Fatalf("the fix was based on %s, main is at %s (main must not move)", first.Base, base)
-	}
-	trailers := git(t, repo, "log", "-1", "--format=%(trailers)%an", first.Commit)
-	for _, want := range []string{"Countersign-Task: " + itoa(fix.ID), "Countersign-Attempt: 1", "Countersign-Verified-By: runner", "fixer"} {
-		if !strings.Contains(trailers, want) {
-			t.Errorf("the verified commit lacks %q:\n%s", want, trailers)
-		}
-	}
-	if body := git(t, repo, "show", first.Commit+":calc.go"); !strings.Contains(body, "a + b") {
-		t.Errorf("the verified commit does not hold the fix:\n%s", body)
-	}
-	entries, err := h.db.ListLedger(h.ctx, models.LedgerFilter{})
-	must(t, err)
-	named := false
-	for _, e := range entries {
-		if e.TaskID != nil && *e.TaskID == fix.ID && strings.Contains(string(e.Message), `"commit":"`+first.Commit+`"`) {
-			named = true
-		}
-	}
-	if !named {
-		t.Errorf("no task.complete names the verified commit %s", first.Commit)
-	}
+	checkFixCommitted(t, h, repo, fix.ID, first)
 
 	second := h.settled(doc.ID, 2*time.Minute)
 	if second.State != models.TaskVerified {
@@ -124,27 +96,7 @@ func TestVerifiedWorkLandsOnTaskBranches(t *testing.T) {
 
 	// The rival changed the same line from the old main: its merge conflicts, main
 	// stays, and a fix task names the file.
-	if r := h.settled(rival.ID, 2*time.Minute); r.State != models.TaskVerified {
-		t.Fatalf("the rival: %s", r.State)
-	}
-	_, err = h.svc.Merges.MergeTask(h.ctx, h.boss, rival.ID, lander)
-	if ruleOf(err) != models.RuleMergeConflict || !strings.Contains(err.Error(), "calc.go") {
-		t.Fatalf("merging a conflicting branch: %v, want %s naming calc.go", err, models.RuleMergeConflict)
-	}
-	if now := git(t, repo, "rev-parse", "main"); now != first.Commit {
-		t.Fatalf("a conflicting merge moved main to %s", now)
-	}
-	all, err := h.db.ListTasks(h.ctx, models.TaskFilter{})
-	must(t, err)
-	found := false
-	for _, tk := range all {
-		if strings.HasPrefix(tk.Title, "Resolve the merge conflict of task "+itoa(rival.ID)) && strings.Contains(tk.Brief, "calc.go") {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("no fix task carries the conflicting file")
-	}
+	checkRivalConflicts(t, h, repo, rival.ID, first.Commit, lander)
 }
 
 // gitHarness is a harness whose runner is confined (the sandbox must work here), with
@@ -393,5 +345,71 @@ echo TASK_COMPLETE`, func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBran
 	}
 	if author := git(t, repo, "log", "-1", "--format=%an", done.Commit+"^"); author != "s" {
 		t.Errorf("the worker's own commit on its branch is not under the verified one (author %q)", author)
+	}
+}
+
+// checkFixCommitted checks the first step's verified work: on its own task branch,
+// based on main (which did not move), committed with the trailers that name the task,
+// and named in the ledger. Split out of TestVerifiedWorkLandsOnTaskBranches to keep
+// that test within the length limit.
+func checkFixCommitted(t *testing.T, h *harness, repo string, fixID int64, first *models.Task) {
+	t.Helper()
+	if want := "countersign/task-" + itoa(fixID); first.Branch != want || len(first.Base) != 40 || len(first.Commit) != 40 {
+		t.Fatalf("the fix's branch %q base %q commit %q, want branch %s and both commits", first.Branch, first.Base, first.Commit, want)
+	}
+	if tip := git(t, repo, "rev-parse", first.Branch); tip != first.Commit {
+		t.Fatalf("the branch's tip is %s, the task's commit %s", tip, first.Commit)
+	}
+	if base := git(t, repo, "rev-parse", "main"); base != first.Base {
+		t.Fatalf("the fix was based on %s, main is at %s (main must not move)", first.Base, base)
+	}
+	trailers := git(t, repo, "log", "-1", "--format=%(trailers)%an", first.Commit)
+	for _, want := range []string{"Countersign-Task: " + itoa(fixID), "Countersign-Attempt: 1", "Countersign-Verified-By: runner", "fixer"} {
+		if !strings.Contains(trailers, want) {
+			t.Errorf("the verified commit lacks %q:\n%s", want, trailers)
+		}
+	}
+	if body := git(t, repo, "show", first.Commit+":calc.go"); !strings.Contains(body, "a + b") {
+		t.Errorf("the verified commit does not hold the fix:\n%s", body)
+	}
+	entries, err := h.db.ListLedger(h.ctx, models.LedgerFilter{})
+	must(t, err)
+	named := false
+	for _, e := range entries {
+		if e.TaskID != nil && *e.TaskID == fixID && strings.Contains(string(e.Message), `"commit":"`+first.Commit+`"`) {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("no task.complete names the verified commit %s", first.Commit)
+	}
+}
+
+// checkRivalConflicts checks that the rival, which changed the same line from the old
+// main, is verified but its merge conflicts: main stays at the verified commit and a
+// fix task names the file. Split out of TestVerifiedWorkLandsOnTaskBranches to keep
+// that test within the length limit.
+func checkRivalConflicts(t *testing.T, h *harness, repo string, rivalID int64, verified string, lander *Landing) {
+	t.Helper()
+	if r := h.settled(rivalID, 2*time.Minute); r.State != models.TaskVerified {
+		t.Fatalf("the rival: %s", r.State)
+	}
+	_, err := h.svc.Merges.MergeTask(h.ctx, h.boss, rivalID, lander)
+	if ruleOf(err) != models.RuleMergeConflict || !strings.Contains(err.Error(), "calc.go") {
+		t.Fatalf("merging a conflicting branch: %v, want %s naming calc.go", err, models.RuleMergeConflict)
+	}
+	if now := git(t, repo, "rev-parse", "main"); now != verified {
+		t.Fatalf("a conflicting merge moved main to %s", now)
+	}
+	all, err := h.db.ListTasks(h.ctx, models.TaskFilter{})
+	must(t, err)
+	found := false
+	for _, tk := range all {
+		if strings.HasPrefix(tk.Title, "Resolve the merge conflict of task "+itoa(rivalID)) && strings.Contains(tk.Brief, "calc.go") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no fix task carries the conflicting file")
 	}
 }

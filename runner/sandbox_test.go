@@ -124,45 +124,7 @@ func TestHostileWorkerConfined(t *testing.T) {
 			if got.State != models.TaskVerified {
 				t.Fatalf("task %s, want verified; attempts %+v", got.State, h.attempts(task.ID))
 			}
-			for _, who := range []string{"worker", "verify", "review"} {
-				dir := reports
-				if who == "verify" {
-					dir = judged
-				}
-				report := readProbe(t, filepath.Join(dir, who+".txt"))
-				for _, name := range escapes {
-					denied := strings.HasPrefix(report[name], "denied")
-					if tc.mode == sandbox.ModeOn && !denied {
-						t.Errorf("%s %s: %q, want denied", who, name, report[name])
-					}
-					if tc.mode == sandbox.ModeOff && denied {
-						t.Errorf("%s %s: %q, want ok with the sandbox off", who, name, report[name])
-					}
-				}
-				wantNeeds := needs
-				if who == "worker" {
-					// Only the worker holds a token: its own task, nobody else's.
-					wantNeeds = append(wantNeeds, "api")
-					if !strings.Contains(report["api-other-task"], "status 403") {
-						t.Errorf("worker api-other-task: %q, want 403", report["api-other-task"])
-					}
-				} else if who == "verify" {
-					// A judged run has no COUNTERSIGN_URL and, confined, no port of it.
-					if strings.Contains(report["api"], "status") {
-						t.Errorf("verify api: %q, want unreachable: the judge's runs get no egress", report["api"])
-					}
-				} else if !strings.Contains(report["api"], "status 401") {
-					t.Errorf("%s api: %q, want 401 (reachable, but no token)", who, report["api"])
-				}
-				if who == "worker" && tc.mode == sandbox.ModeOn {
-					wantNeeds = append(wantNeeds, "go-test")
-				}
-				for _, name := range wantNeeds {
-					if report[name] != "ok" {
-						t.Errorf("%s %s: %q, want ok", who, name, report[name])
-					}
-				}
-			}
+			checkProbeReports(t, tc.mode, reports, judged, escapes, needs)
 		})
 	}
 }
@@ -231,5 +193,52 @@ func TestEffectivePolicy(t *testing.T) {
 	must(t, err)
 	if got := p.EffectivePolicy(a); len(got) != 1 || !strings.Contains(got[0], "unconfined") {
 		t.Errorf("sandbox off: %q", got)
+	}
+}
+
+// checkProbeReports checks the probe's reports of the worker, the verify command and
+// the reviewer: every escape denied when confined (and not denied with the sandbox
+// off), every need met, and the API reachable only as each one should reach it.
+// Split out of TestHostileWorkerConfined to keep that test within the length limit.
+func checkProbeReports(t *testing.T, mode sandbox.Mode, reports, judged string, escapes, needs []string) {
+	t.Helper()
+	for _, who := range []string{"worker", "verify", "review"} {
+		dir := reports
+		if who == "verify" {
+			dir = judged
+		}
+		report := readProbe(t, filepath.Join(dir, who+".txt"))
+		for _, name := range escapes {
+			denied := strings.HasPrefix(report[name], "denied")
+			if mode == sandbox.ModeOn && !denied {
+				t.Errorf("%s %s: %q, want denied", who, name, report[name])
+			}
+			if mode == sandbox.ModeOff && denied {
+				t.Errorf("%s %s: %q, want ok with the sandbox off", who, name, report[name])
+			}
+		}
+		wantNeeds := needs
+		if who == "worker" {
+			// Only the worker holds a token: its own task, nobody else's.
+			wantNeeds = append(wantNeeds, "api")
+			if !strings.Contains(report["api-other-task"], "status 403") {
+				t.Errorf("worker api-other-task: %q, want 403", report["api-other-task"])
+			}
+		} else if who == "verify" {
+			// A judged run has no COUNTERSIGN_URL and, confined, no port of it.
+			if strings.Contains(report["api"], "status") {
+				t.Errorf("verify api: %q, want unreachable: the judge's runs get no egress", report["api"])
+			}
+		} else if !strings.Contains(report["api"], "status 401") {
+			t.Errorf("%s api: %q, want 401 (reachable, but no token)", who, report["api"])
+		}
+		if who == "worker" && mode == sandbox.ModeOn {
+			wantNeeds = append(wantNeeds, "go-test")
+		}
+		for _, name := range wantNeeds {
+			if report[name] != "ok" {
+				t.Errorf("%s %s: %q, want ok", who, name, report[name])
+			}
+		}
 	}
 }
