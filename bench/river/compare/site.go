@@ -20,8 +20,8 @@ const workerRole = "developer"
 
 // noopContract asks for a clean exit and nothing else: no output file, no verify
 // commands (type skip in a project with no always-run activities).
-func noopContract() models.Contract {
-	return models.Contract{Completion: models.Completion{Type: models.CompletionNone}, Verification: models.Verification{Type: models.VerifySkip}}
+func noopContract() contract.Contract {
+	return contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone}, Verification: contract.Verification{Type: contract.VerifySkip}}
 }
 
 // site is a Countersign installation built the way the runner's own benchmarks build
@@ -58,14 +58,14 @@ func openSite(ctx context.Context, cfg store.Config, concurrency int) (s *site, 
 	}
 	s.svc = models.NewService(s.db, ledger.Composer{})
 	s.boss = &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
-	if err = s.svc.CreateAgent(ctx, models.System, s.boss, ""); err != nil {
+	if err = s.svc.Agents.CreateAgent(ctx, models.System, s.boss, ""); err != nil {
 		return nil, err
 	}
-	if err = s.svc.SaveRules(ctx, s.boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}); err != nil {
+	if err = s.svc.Templates.SaveRules(ctx, s.boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}); err != nil {
 		return nil, err
 	}
 	w := &models.Agent{Name: "bench", Kind: models.KindWorker, Roles: []string{workerRole}, Command: Command, Concurrency: concurrency}
-	if err = s.svc.CreateAgent(ctx, s.boss, w, ""); err != nil {
+	if err = s.svc.Agents.CreateAgent(ctx, s.boss, w, ""); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -83,7 +83,7 @@ func (s *site) createTasks(ctx context.Context, n int) error {
 	for i := range n {
 		g.Go(func() error {
 			spec := models.TaskSpec{Title: fmt.Sprintf("noop %d", i), Brief: "Do the no-op thing.", Role: workerRole, Contract: noopContract()}
-			_, err := s.svc.CreateTask(gctx, s.boss, spec)
+			_, err := s.svc.Tasks.CreateTask(gctx, s.boss, spec)
 			return err
 		})
 	}
