@@ -118,6 +118,19 @@ func (l *ledger) fit(ps []*pool, usd float64) (key string, fits, never bool) {
 	return "", true, false
 }
 
+// exhausted names a pool of ps with nothing left even were every call in flight to
+// cost nothing, "" when there is none: no call under it can ever be admitted.
+func (l *ledger) exhausted(ps []*pool) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range ps {
+		if p.limit-p.spent <= 0 {
+			return p.key
+		}
+	}
+	return ""
+}
+
 // changedLocked is a channel closed at the next settle.
 func (l *ledger) changedLocked() chan struct{} {
 	if l.changed == nil {

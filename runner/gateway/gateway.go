@@ -100,6 +100,13 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gw.serveBuffered(w, r, l, rt)
 		return
 	}
+	// A metered call under a spent cap is refused before anything goes upstream:
+	// the body streams, so its own check would come only after the upstream had
+	// been reached, and a worker must hear "budget", not an unreachable provider.
+	if key := gw.ledger.exhausted(l.pools); key != "" && rt.kind.metered() {
+		gw.refuse(w, l, rt.provider, &budgetError{key: key, spent: true})
+		return
+	}
 	gw.serveStreamed(w, r, l, rt)
 }
 
@@ -205,9 +212,13 @@ type budgetError struct {
 	needUSD   float64
 	model     string
 	maxOutput int64
+	spent     bool // the cap has nothing left: no call would fit
 }
 
 func (e *budgetError) Error() string {
+	if e.spent {
+		return fmt.Sprintf("Countersign budget %s is spent: it has no room for any call.", e.key)
+	}
 	return fmt.Sprintf("Countersign budget %s has no room for this call (up to $%.4f for %s with up to %d output tokens).",
 		e.key, e.needUSD, e.model, e.maxOutput)
 }
