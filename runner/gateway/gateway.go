@@ -155,10 +155,11 @@ func (gw *Gateway) serveStreamed(w http.ResponseWriter, r *http.Request, l *Leas
 		out.Body, out.GetBody = body, nil
 		return nil
 	})
-	if body != nil {
-		body.release()
+	if body == nil { // a dead credential: the call never began
+		return
 	}
-	if body != nil && !body.done.Load() {
+	body.release()
+	if !body.done.Load() {
 		// The upstream answered before the body ended: the transport may still be
 		// reading it, so end that read rather than wait on the worker.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
