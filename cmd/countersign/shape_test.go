@@ -22,33 +22,12 @@ const (
 	maxFuncLines = 80
 )
 
-// pendingElsewhere lists offenders owned by other helpers of issue #32 while their
-// branches are in flight: models (contract, service), the runner package (runnersvc),
-// runner/judge/fileparts (formats), and the template preview's contractWords, which
-// the contract helper rewrites to render the normalised contract. The lead empties
-// it once those branches are merged; nothing may be added to it.
-var pendingElsewhere = map[string]bool{
-}
-
 // TestSourceShape walks the module's Go files and fails naming every file and
-// function over the limits. Run it with -v to see the full list of offenders,
-// pending ones included.
+// function over the limits.
 func TestSourceShape(t *testing.T) {
-	root := moduleRoot(t)
-	offenders := shapeOffenders(t, root)
 	var failed []string
-	for _, o := range offenders {
-		if pendingElsewhere[o.key] {
-			t.Logf("pending elsewhere: %s", o)
-			continue
-		}
-		t.Logf("offender: %s", o)
+	for _, o := range shapeOffenders(t, moduleRoot(t)) {
 		failed = append(failed, o.String())
-	}
-	for key := range pendingElsewhere {
-		if !containsKey(offenders, key) {
-			t.Errorf("pendingElsewhere names %q, which is no longer an offender: remove it", key)
-		}
 	}
 	if len(failed) > 0 {
 		t.Errorf("%d files or functions over the shape limits (%d lines a file, %d a function):\n%s",
@@ -56,9 +35,8 @@ func TestSourceShape(t *testing.T) {
 	}
 }
 
-// shapeOffender is one file or function over its limit. key is what
-// pendingElsewhere names: "path" for a file, "path:Func" for a function, where a
-// method is "Type.Method".
+// shapeOffender is one file or function over its limit. key is "path" for a file,
+// "path:Func" for a function, where a method is "Type.Method".
 type shapeOffender struct {
 	key   string
 	lines int
@@ -67,15 +45,6 @@ type shapeOffender struct {
 
 func (o shapeOffender) String() string {
 	return fmt.Sprintf("%s %d lines (limit %d)", o.key, o.lines, o.limit)
-}
-
-func containsKey(offenders []shapeOffender, key string) bool {
-	for _, o := range offenders {
-		if o.key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // moduleRoot is the directory holding the module's go.mod, found upwards from
