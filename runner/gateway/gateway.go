@@ -94,17 +94,17 @@ func (gw *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gw.refuse(w, l, rt.provider, errTooLarge)
 		return
 	}
+	// A metered call under a spent cap is refused before anything goes upstream: a
+	// streamed body is admitted only once the upstream has been reached, and a
+	// worker must hear "budget", not an unreachable provider.
+	if key := gw.ledger.exhausted(l.pools); key != "" && rt.kind.metered() {
+		gw.refuse(w, l, rt.provider, &budgetError{key: key, spent: true})
+		return
+	}
 	// A Chat call's body may need rewriting (see withStreamUsage), so it is read
 	// whole first; every other body streams on while the gateway reads it.
 	if rt.kind == kindChat || r.ContentLength == 0 || gw.bufferAll {
 		gw.serveBuffered(w, r, l, rt)
-		return
-	}
-	// A metered call under a spent cap is refused before anything goes upstream:
-	// the body streams, so its own check would come only after the upstream had
-	// been reached, and a worker must hear "budget", not an unreachable provider.
-	if key := gw.ledger.exhausted(l.pools); key != "" && rt.kind.metered() {
-		gw.refuse(w, l, rt.provider, &budgetError{key: key, spent: true})
 		return
 	}
 	gw.serveStreamed(w, r, l, rt)

@@ -35,15 +35,13 @@ func (w wireRequest) includesUsage() bool {
 // errTooLarge refuses a body over the gateway's limit.
 var errTooLarge = errors.New("request body too large")
 
-// readBody reads r's body, at most max bytes.
+// readBody reads r's body, at most max bytes (ServeHTTP refuses a longer declared
+// length before it gets here).
 func readBody(r *http.Request, max int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	if r.ContentLength > max {
-		return nil, errTooLarge
-	}
-	if r.ContentLength > 0 { // one allocation, not ReadAll's doubling
+	if r.ContentLength > 0 && r.ContentLength <= max { // one allocation, not ReadAll's doubling
 		body := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			return nil, fmt.Errorf("reading the request: %w", err)
