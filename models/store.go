@@ -28,12 +28,30 @@ type Store interface {
 // methods read a row for update (SELECT … FOR UPDATE on PostgreSQL; SQLite serialises
 // writers). Get* and Lock* return an ENOTFOUND *Error when the row does not exist.
 type Tx interface {
+	AgentStore
+	TokenStore
+	LoginStore
+	GoalStore
+	TaskStore
+	TemplateStore
+	AttemptStore
+	InboxStore
+	EventStore
+	LedgerStore
+	RulesStore
+}
+
+// AgentStore keeps agents.
+type AgentStore interface {
 	CreateAgent(ctx context.Context, a *Agent) error
 	UpdateAgent(ctx context.Context, a *Agent) error
 	GetAgent(ctx context.Context, id int64) (*Agent, error)
 	GetAgentByName(ctx context.Context, name string) (*Agent, error)
 	ListAgents(ctx context.Context) ([]Agent, error)
+}
 
+// TokenStore keeps API tokens and the runner's attempt tokens.
+type TokenStore interface {
 	CreateToken(ctx context.Context, t *Token) error
 	// TokenByHash returns the token with this hash and its agent, whatever their state
 	// (revoked, expired, disabled: the service decides); ENOTFOUND when there is none.
@@ -57,7 +75,10 @@ type Tx interface {
 	// DeleteAttemptTokens deletes the attempt tokens that expired before before, and
 	// returns how many.
 	DeleteAttemptTokens(ctx context.Context, before time.Time) (int64, error)
+}
 
+// LoginStore keeps failed sign-ins, lockouts and browser sessions.
+type LoginStore interface {
 	// GetLoginFailures returns the failed sign-ins recorded for an account name;
 	// ENOTFOUND when there are none.
 	GetLoginFailures(ctx context.Context, name string) (*LoginFailures, error)
@@ -72,7 +93,10 @@ type Tx interface {
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	DeleteSession(ctx context.Context, id string) error
+}
 
+// GoalStore keeps goals.
+type GoalStore interface {
 	CreateGoal(ctx context.Context, g *Goal) error
 	UpdateGoal(ctx context.Context, g *Goal) error
 	GetGoal(ctx context.Context, id int64) (*Goal, error)
@@ -80,7 +104,10 @@ type Tx interface {
 	ListGoals(ctx context.Context, f GoalFilter) ([]Goal, error)
 	// CountGoals counts all goals per state; every state of GoalStates is present.
 	CountGoals(ctx context.Context) (map[GoalState]int, error)
+}
 
+// TaskStore keeps tasks and their dependencies.
+type TaskStore interface {
 	CreateTask(ctx context.Context, t *Task) error
 	// UpdateTask saves every field of t but CreatedAt and DependsOn: dependencies are
 	// fixed when the task is created.
@@ -104,7 +131,10 @@ type Tx interface {
 	// CountTasksByGoal is CountTasks for each of goalIDs, in one query: every id is a
 	// key, and each of its maps has every state.
 	CountTasksByGoal(ctx context.Context, goalIDs []int64) (map[int64]map[TaskState]int, error)
+}
 
+// TemplateStore keeps workflow templates, their versions and their runs.
+type TemplateStore interface {
 	// CreateTemplate saves t as the next version of its name and sets t.Version.
 	CreateTemplate(ctx context.Context, t *Template) error
 	// GetTemplate returns one version of a template; version 0 means the latest.
@@ -115,14 +145,20 @@ type Tx interface {
 
 	CreateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id int64) (*Run, error)
+}
 
+// AttemptStore keeps the runner's attempts and sums their spend.
+type AttemptStore interface {
 	CreateAttempt(ctx context.Context, a *Attempt) error
 	UpdateAttempt(ctx context.Context, a *Attempt) error
 	ListAttempts(ctx context.Context, taskID int64) ([]Attempt, error)
 	// SpendOf sums what the attempts in scope used: cost and tokens of finished ones,
 	// and what running ones reserved.
 	SpendOf(ctx context.Context, scope SpendScope) (Spend, error)
+}
 
+// InboxStore keeps the inbox.
+type InboxStore interface {
 	CreateInboxItem(ctx context.Context, i *InboxItem) error
 	UpdateInboxItem(ctx context.Context, i *InboxItem) error
 	GetInboxItem(ctx context.Context, id int64) (*InboxItem, error)
@@ -132,7 +168,10 @@ type Tx interface {
 	EscalateInboxItem(ctx context.Context, id int64, at time.Time) (bool, error)
 	// CountInbox counts the items ListInbox would list without its limit.
 	CountInbox(ctx context.Context, f InboxFilter) (int, error)
+}
 
+// EventStore appends and reads the event log.
+type EventStore interface {
 	// AppendEvent stores e. Its ID (strictly increasing, committed in ID order) is
 	// assigned when its transaction commits, just before: reads through the same
 	// transaction do not see it, and code that needs the ID registers BeforeCommit.
@@ -155,7 +194,10 @@ type Tx interface {
 	// ListAgentEvents returns the newest limit events about one agent (Event.AgentID),
 	// oldest first.
 	ListAgentEvents(ctx context.Context, agentID int64, limit int) ([]Event, error)
+}
 
+// LedgerStore keeps ledger entries until and after they are posted.
+type LedgerStore interface {
 	// AppendLedgerEntry stores e as pending; its ID (the posting order) is assigned
 	// as an event's is, when its transaction commits.
 	AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error
@@ -164,7 +206,10 @@ type Tx interface {
 	ListLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
 	// CountLedger counts the entries with a status ("" for all).
 	CountLedger(ctx context.Context, status string) (int, error)
+}
 
+// RulesStore keeps the project rules.
+type RulesStore interface {
 	// GetRules returns the project rules; ENOTFOUND when none were saved yet.
 	GetRules(ctx context.Context) (*ProjectRules, error)
 	// LockRules is GetRules locking the saved rules until the transaction ends, so
