@@ -16,6 +16,7 @@
 // continues no option, or one followed by other text ("[x] y"), for a header;
 // iniconfig refuses such a file. And configparser ends lines only at \n, \r\n and
 // \r, so it reads no header after a form feed. Everywhere else the two agree.
+// models/formats/onehome_test.go forbids a second INI reader.
 package ini
 
 import (

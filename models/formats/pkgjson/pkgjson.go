@@ -10,7 +10,8 @@
 // formatting), and Members, Scripts and Dependencies, built on the same scan,
 // give values (the contract code's models/contract reads a workspace's scripts,
 // the judge's runner/judge compares dependencies). Object.Effective is the one
-// duplicate-key rule of both.
+// duplicate-key rule of both; models/formats/onehome_test.go forbids a second
+// JSON object scanner.
 package pkgjson
 
 import (

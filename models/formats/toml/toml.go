@@ -11,7 +11,7 @@
 // for a header, and a comment is never read. HasTable answers, from the same
 // statements, whether a table exists as Python's tomllib reads it. It does not
 // build values and does not refuse invalid TOML: what it cannot read is a Junk
-// statement.
+// statement. models/formats/onehome_test.go forbids a second TOML reader.
 package toml
 
 import (
