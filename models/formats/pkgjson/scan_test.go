@@ -1,6 +1,7 @@
 package pkgjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -135,4 +136,29 @@ func TestScanSpans(t *testing.T) {
 	if _, ok := ScanObject(doc, a.ValStart); ok {
 		t.Error("ScanObject read an object at a number")
 	}
+}
+
+// FuzzMembersAgreeWithDecoding: Members, built on Scan, reads the members
+// encoding/json reads into a map (the value reader's former implementation):
+// the same refusals, names and value bytes.
+func FuzzMembersAgreeWithDecoding(f *testing.F) {
+	for _, c := range append(append([]string{}, objectCases...), npmCases...) {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Members(data)
+		var want map[string]json.RawMessage
+		werr := json.Unmarshal(bytes.TrimPrefix(data, bom), &want)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%q: Members err %v, encoding/json err %v", data, err, werr)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: Members %q, encoding/json %q", data, got, want)
+		}
+		for name, raw := range want {
+			if !bytes.Equal(got[name], raw) {
+				t.Fatalf("%q: member %q is %q, encoding/json reads %q", data, name, got[name], raw)
+			}
+		}
+	})
 }
