@@ -13,7 +13,8 @@ import (
 // blanks around the dots), and key = value pairs whose values may span lines
 // (multi-line strings, arrays with comments, inline tables, which TOML 1.1 lets
 // span lines too), so a line inside a string or an array is never taken for a
-// header.
+// header. The scanner is models/formats/toml's (Scan), the one TOML reader; this
+// file only decides what is protected and how it compares.
 //
 // Protected, for the part [P]:
 //   - a table or array of tables whose key path starts with P ([tool.pytest],
