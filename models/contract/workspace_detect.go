@@ -14,8 +14,10 @@ import (
 	"syscall"
 
 	"github.com/countersign/countersign/models/formats/glob"
+	"github.com/countersign/countersign/models/formats/ini"
 	"github.com/countersign/countersign/models/formats/makefile"
 	"github.com/countersign/countersign/models/formats/pkgjson"
+	"github.com/countersign/countersign/models/formats/toml"
 )
 
 // Bounds of DetectWorkspace: a workspace is read, never trusted.
@@ -28,20 +30,48 @@ const (
 )
 
 // ConfigTools are the tools a Condition's Config may name, and where each is
-// recognised as configured: its own files, or a mention in a shared one.
+// recognised as configured: its own files, a table or section of a shared one, or
+// a mention in a shared one. pytest's probes stay substring checks on purpose: a
+// mention anywhere (a dependency, a [tool:pytest] section, a tox command) is
+// taken as its setup. A probe that means "this table/section exists" reads the
+// file with the one TOML or INI reader (models/formats/toml, models/formats/ini),
+// so a comment or a string holding "[tool.ruff]" does not count.
 var ConfigTools = map[string][]ConfigProbe{
 	"pytest": {{File: "pytest.ini"}, {File: "conftest.py"}, {File: "pyproject.toml", Contains: "pytest"},
 		{File: "setup.cfg", Contains: "pytest"}, {File: "tox.ini", Contains: "pytest"}},
-	"ruff": {{File: "ruff.toml"}, {File: ".ruff.toml"}, {File: "pyproject.toml", Contains: "[tool.ruff"}},
-	"mypy": {{File: "mypy.ini"}, {File: ".mypy.ini"}, {File: "pyproject.toml", Contains: "[tool.mypy"},
-		{File: "setup.cfg", Contains: "[mypy"}},
+	"ruff": {{File: "ruff.toml"}, {File: ".ruff.toml"}, {File: "pyproject.toml", Table: "tool.ruff"}},
+	// mypy reads setup.cfg only when it has a [mypy] section ([mypy-x.*] alone is
+	// ignored).
+	"mypy": {{File: "mypy.ini"}, {File: ".mypy.ini"}, {File: "pyproject.toml", Table: "tool.mypy"},
+		{File: "setup.cfg", Section: "mypy"}},
 }
 
 // ConfigProbe recognises a configured tool: File exists at the top level and, when
-// Contains is set, holds that text.
+// one of Contains, Table or Section is set, holds what it names.
 type ConfigProbe struct {
 	File     string
-	Contains string
+	Contains string // text anywhere in the file (a mention)
+	Table    string // a TOML table, as a dotted key ("tool.ruff"), that tomllib would read
+	Section  string // an INI section, by exact name, that iniconfig would read
+}
+
+// found reports whether the probe recognises its tool, given the top-level names
+// and read, which gives a top-level file's contents.
+func (p ConfigProbe) found(files []string, read func(name string) (string, bool)) bool {
+	if p.Contains == "" && p.Table == "" && p.Section == "" {
+		return slices.Contains(files, p.File)
+	}
+	s, ok := read(p.File)
+	switch {
+	case !ok:
+		return false
+	case p.Table != "":
+		path, ok := toml.ParseKey(p.Table)
+		return ok && toml.HasTable([]byte(s), path...)
+	case p.Section != "":
+		return ini.HasSection([]byte(s), p.Section)
+	}
+	return strings.Contains(s, p.Contains)
 }
 
 // makefileNames are the names make reads, in its order.
@@ -125,20 +155,13 @@ func DetectWorkspace(dir string, lookPath func(string) (string, error), tools ..
 }
 
 // detectConfigured records, per tool of ConfigTools, the first file that shows the
-// tool is set up: present at the top level, or (when a pattern says what it must
-// hold) containing that text. read gives a top-level file's contents, shared with
-// the other steps so each file is read at most once.
+// tool is set up: present at the top level, or (when a probe says what it must
+// hold) holding that table, section or text. read gives a top-level file's
+// contents, shared with the other steps so each file is read at most once.
 func (f *WorkspaceFacts) detectConfigured(read func(name string) (string, bool)) {
 	for _, tool := range slices.Sorted(maps.Keys(ConfigTools)) {
 		for _, p := range ConfigTools[tool] {
-			if p.Contains == "" {
-				if slices.Contains(f.Files, p.File) {
-					f.setConfigured(tool, p.File)
-					break
-				}
-				continue
-			}
-			if s, ok := read(p.File); ok && strings.Contains(s, p.Contains) {
+			if p.found(f.Files, read) {
 				f.setConfigured(tool, p.File)
 				break
 			}

@@ -5,7 +5,9 @@
 // MatchTask an npm-run-all task pattern against a script name: the same grammar,
 // each with the separator its tool uses. One difference from git and the shell is
 // kept from path.Match: a class is negated with '^' ("[^a]"); "[!a]" is the class
-// of '!' and 'a'.
+// of '!' and 'a'. Its importers: the contract code (models/contract: protect
+// rules) and the judge (runner/judge, runner/judge/fileparts: protected paths,
+// npm-run-all patterns); models/formats/onehome_test.go forbids a second matcher.
 package glob
 
 import (

@@ -1,6 +1,7 @@
 // Package makefile is the one Makefile reader: it reads a Makefile as GNU make reads
-// it, for the workspace detection of the contract code and for the judge, which
-// protects parts of a Makefile.
+// it, for the workspace detection of the contract code (models/contract) and for
+// the judge (runner/judge/fileparts), which protects parts of a Makefile;
+// models/formats/onehome_test.go forbids a second one.
 //
 // The file is read line by line: logical lines joined at an odd number of trailing
 // backslashes, CR before LF dropped, comments cut at an unescaped '#' outside

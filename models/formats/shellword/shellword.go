@@ -3,7 +3,9 @@
 // grammar, mvdan.cc/sh); Plain and Simple read a command line exactly as a shell
 // would, from that tree, and give up on what they cannot be sure of; Split is the
 // over-approximating reading the judge uses to find what commands may run, which
-// never gives up.
+// never gives up. Its importers: models (readiness: the programs a command
+// runs), the worker (runner/worker) and the judge (runner/judge/fileparts);
+// models/formats/onehome_test.go forbids a second shell parser.
 package shellword
 
 import (

@@ -69,6 +69,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/countersign/countersign/models/formats/toml"
 )
 
 // MaxFileBytes is the largest base or worker file Restore accepts.
@@ -126,7 +128,7 @@ func parsePart(file, p string) (part, error) {
 			return part{}, fmt.Errorf("fileparts: part %q spans lines", p)
 		}
 		if strings.HasSuffix(strings.ToLower(path.Base(file)), ".toml") {
-			keys, ok := parseTOMLKeyString(inner)
+			keys, ok := toml.ParseKey(inner)
 			if !ok {
 				return part{}, fmt.Errorf("fileparts: part %q is not a TOML table name", p)
 			}

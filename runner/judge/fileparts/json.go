@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models/formats/glob"
+	"github.com/countersign/countersign/models/formats/pkgjson"
 )
 
 // JSON parts (package.json#scripts, file.json#.member).
@@ -17,158 +18,14 @@ import (
 // are compared by decoded value (escapes and spacing inside a value do not count as
 // a change); a changed value is replaced by the base's bytes. Duplicate keys are
 // read as npm reads them (JSON.parse: the last one wins) and then removed: only the
-// last "scripts" member survives, and a protected script appears once.
+// last "scripts" member survives, and a protected script appears once. The object
+// and its members are read by models/formats/pkgjson (Scan, ScanObject,
+// Effective), the one JSON object reader; this file only edits.
 
 type jsonSpec struct {
 	scripts bool     // protect the scripts named and what they run
 	names   []string // scripts the contract runs
 	member  string   // else: protect this top-level member
-}
-
-// jmember is one member of a JSON object, by byte offsets into its document.
-type jmember struct {
-	name                string
-	leadStart, keyStart int // leadStart: just after '{' or ','
-	valStart, valEnd    int
-	gapEnd              int // the ',' after the value, or valEnd for the last member
-}
-
-// jobject is one JSON object: its members and where it closes.
-type jobject struct {
-	open, close int // offsets of '{' and '}'
-	members     []jmember
-}
-
-var bom = []byte{0xEF, 0xBB, 0xBF}
-
-// parseJSONObject checks data is a JSON document whose top level is an object (an
-// UTF-8 byte order mark, which npm strips, is allowed) and returns that object.
-func parseJSONObject(data []byte) (jobject, bool) {
-	off := 0
-	if bytes.HasPrefix(data, bom) {
-		off = len(bom)
-	}
-	if !json.Valid(data[off:]) {
-		return jobject{}, false
-	}
-	p := skipJSONSpace(data, off)
-	if p >= len(data) || data[p] != '{' {
-		return jobject{}, false
-	}
-	return parseJSONMembers(data, p)
-}
-
-// parseJSONMembers reads the object opening at data[open] of an already valid
-// document.
-func parseJSONMembers(data []byte, open int) (jobject, bool) {
-	obj := jobject{open: open}
-	pos := open + 1
-	for {
-		p := skipJSONSpace(data, pos)
-		if p >= len(data) {
-			return obj, false
-		}
-		if data[p] == '}' && len(obj.members) == 0 {
-			obj.close = p
-			return obj, true
-		}
-		keyEnd, ok := skipJSONString(data, p)
-		if !ok {
-			return obj, false
-		}
-		var name string
-		if json.Unmarshal(data[p:keyEnd], &name) != nil {
-			return obj, false
-		}
-		q := skipJSONSpace(data, keyEnd)
-		if q >= len(data) || data[q] != ':' {
-			return obj, false
-		}
-		vs := skipJSONSpace(data, q+1)
-		ve, ok := skipJSONValue(data, vs)
-		if !ok {
-			return obj, false
-		}
-		m := jmember{name: name, leadStart: pos, keyStart: p, valStart: vs, valEnd: ve, gapEnd: ve}
-		q = skipJSONSpace(data, ve)
-		if q >= len(data) {
-			return obj, false
-		}
-		switch data[q] {
-		case ',':
-			m.gapEnd = q
-			obj.members = append(obj.members, m)
-			pos = q + 1
-		case '}':
-			obj.members = append(obj.members, m)
-			obj.close = q
-			return obj, true
-		default:
-			return obj, false
-		}
-	}
-}
-
-func skipJSONSpace(d []byte, p int) int {
-	for p < len(d) && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r') {
-		p++
-	}
-	return p
-}
-
-func skipJSONString(d []byte, p int) (int, bool) {
-	if p >= len(d) || d[p] != '"' {
-		return p, false
-	}
-	for q := p + 1; q < len(d); q++ {
-		switch d[q] {
-		case '\\':
-			q++
-		case '"':
-			return q + 1, true
-		}
-	}
-	return p, false
-}
-
-// skipJSONValue returns the end of the value starting at d[p], iteratively (no
-// recursion on nesting).
-func skipJSONValue(d []byte, p int) (int, bool) {
-	if p >= len(d) {
-		return p, false
-	}
-	switch d[p] {
-	case '"':
-		return skipJSONString(d, p)
-	case '{', '[':
-		depth := 0
-		for q := p; q < len(d); {
-			switch d[q] {
-			case '"':
-				e, ok := skipJSONString(d, q)
-				if !ok {
-					return p, false
-				}
-				q = e
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return q + 1, true
-				}
-			}
-			q++
-		}
-		return p, false
-	default:
-		q := p
-		for q < len(d) && !strings.ContainsRune(",}] \t\r\n", rune(d[q])) {
-			q++
-		}
-		return q, q > p
-	}
 }
 
 // jsonEqual compares two JSON values by what they decode to.
@@ -185,24 +42,6 @@ func jsonEqual(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(va, vb)
-}
-
-// effective returns, by name, the last member of each name (JSON.parse semantics),
-// and the names in order of their last occurrence.
-func effective(ms []jmember) (map[string]jmember, []string) {
-	last := map[string]int{}
-	for i, m := range ms {
-		last[m.name] = i
-	}
-	out := map[string]jmember{}
-	var order []string
-	for i, m := range ms {
-		if last[m.name] == i {
-			out[m.name] = m
-			order = append(order, m.name)
-		}
-	}
-	return out, order
 }
 
 // piece is one member of an object being rebuilt: whitespace before it, the
@@ -227,12 +66,12 @@ func rebuildObject(pieces []piece, tail []byte) []byte {
 
 // guessLead is the whitespace to put before a member inserted into obj: the last
 // member's, or for an empty object an indentation one step in from its closing.
-func guessLead(doc []byte, obj jobject) []byte {
-	if n := len(obj.members); n > 0 {
-		m := obj.members[n-1]
-		return doc[m.leadStart:m.keyStart]
+func guessLead(doc []byte, obj pkgjson.Object) []byte {
+	if n := len(obj.Members); n > 0 {
+		m := obj.Members[n-1]
+		return doc[m.LeadStart:m.KeyStart]
 	}
-	tail := doc[obj.open+1 : obj.close]
+	tail := doc[obj.Open+1 : obj.Close]
 	if bytes.IndexByte(tail, '\n') < 0 {
 		return nil
 	}
@@ -244,27 +83,27 @@ func guessLead(doc []byte, obj jobject) []byte {
 // is kept as written, a differing one gets base's value, an extra one or an
 // earlier duplicate is removed, a missing one is appended. changed gets
 // prefix+name for each member touched; out is nil when nothing changes.
-func protectMembers(doc []byte, obj jobject, isProt func(string) bool, bdoc []byte, bm map[string]jmember, border []string, prefix string) (out []byte, changed []string) {
-	eff, _ := effective(obj.members)
+func protectMembers(doc []byte, obj pkgjson.Object, isProt func(string) bool, bdoc []byte, bm map[string]pkgjson.Member, border []string, prefix string) (out []byte, changed []string) {
+	eff, _ := obj.Effective()
 	var pieces []piece
 	touched := false
-	for _, m := range obj.members {
-		p := piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]}
-		if !isProt(m.name) {
+	for _, m := range obj.Members {
+		p := piece{lead: doc[m.LeadStart:m.KeyStart], body: doc[m.KeyStart:m.ValEnd], gap: doc[m.ValEnd:m.GapEnd]}
+		if !isProt(m.Name) {
 			pieces = append(pieces, p)
 			continue
 		}
-		b, inBase := bm[m.name]
-		if e := eff[m.name]; e.keyStart != m.keyStart || !inBase {
+		b, inBase := bm[m.Name]
+		if e := eff[m.Name]; e.KeyStart != m.KeyStart || !inBase {
 			touched = true
-			changed = append(changed, prefix+m.name)
+			changed = append(changed, prefix+m.Name)
 			continue
 		}
-		if !jsonEqual(doc[m.valStart:m.valEnd], bdoc[b.valStart:b.valEnd]) {
+		if !jsonEqual(doc[m.ValStart:m.ValEnd], bdoc[b.ValStart:b.ValEnd]) {
 			touched = true
-			changed = append(changed, prefix+m.name)
-			body := append([]byte{}, doc[m.keyStart:m.valStart]...)
-			p.body = append(body, bdoc[b.valStart:b.valEnd]...)
+			changed = append(changed, prefix+m.Name)
+			body := append([]byte{}, doc[m.KeyStart:m.ValStart]...)
+			p.body = append(body, bdoc[b.ValStart:b.ValEnd]...)
 		}
 		pieces = append(pieces, p)
 	}
@@ -279,26 +118,26 @@ func protectMembers(doc []byte, obj jobject, isProt func(string) bool, bdoc []by
 		b := bm[name]
 		touched = true
 		changed = append(changed, prefix+name)
-		pieces = append(pieces, piece{lead: lead, body: bdoc[b.keyStart:b.valEnd]})
+		pieces = append(pieces, piece{lead: lead, body: bdoc[b.KeyStart:b.ValEnd]})
 	}
 	if !touched {
 		return nil, nil
 	}
-	if len(obj.members) > 0 && len(pieces) > 0 {
+	if len(obj.Members) > 0 && len(pieces) > 0 {
 		// The first member keeps the first member's indentation ("{" + lead).
-		first := obj.members[0]
-		pieces[0].lead = doc[first.leadStart:first.keyStart]
+		first := obj.Members[0]
+		pieces[0].lead = doc[first.LeadStart:first.KeyStart]
 	}
-	tail := doc[obj.open+1 : obj.close]
-	if n := len(obj.members); n > 0 {
-		tail = doc[obj.members[n-1].valEnd:obj.close]
+	tail := doc[obj.Open+1 : obj.Close]
+	if n := len(obj.Members); n > 0 {
+		tail = doc[obj.Members[n-1].ValEnd:obj.Close]
 	}
 	return rebuildObject(pieces, tail), changed
 }
 
 // newObject builds an object of base members for a file that has none, indented
 // one step in from lead (the whitespace before the member that will hold it).
-func newObject(bdoc []byte, bm map[string]jmember, names []string, lead []byte) []byte {
+func newObject(bdoc []byte, bm map[string]pkgjson.Member, names []string, lead []byte) []byte {
 	indent := []byte(nil)
 	if i := bytes.LastIndexByte(lead, '\n'); i >= 0 {
 		indent = lead[i:]
@@ -314,7 +153,7 @@ func newObject(bdoc []byte, bm map[string]jmember, names []string, lead []byte) 
 		if len(indent) > 0 {
 			l = append(append([]byte{}, indent...), step...)
 		}
-		pieces = append(pieces, piece{lead: l, body: bdoc[b.keyStart:b.valEnd]})
+		pieces = append(pieces, piece{lead: l, body: bdoc[b.KeyStart:b.ValEnd]})
 	}
 	return rebuildObject(pieces, indent)
 }
@@ -340,7 +179,7 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 	if bytes.Equal(base, worker) && base != nil {
 		return clone(worker), nil, nil
 	}
-	wobj, ok := parseJSONObject(worker)
+	wobj, ok := pkgjson.Scan(worker)
 	if !ok {
 		return wholeBase(base, worker, nil)
 	}
@@ -349,7 +188,7 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 		if out == nil {
 			return clone(worker), nil, nil
 		}
-		return splicedJSON(worker, wobj.open, wobj.close+1, out), sortedNames(changed), nil
+		return splicedJSON(worker, wobj.Open, wobj.Close+1, out), sortedNames(changed), nil
 	}
 	return restoreScripts(base, worker, wobj, bj)
 }
@@ -359,7 +198,7 @@ func restoreJSON(base, worker []byte, spec jsonSpec) ([]byte, []string, error) {
 // which of them are protected, those in order, and the prefix of their names.
 type baseJSON struct {
 	doc    []byte
-	bm     map[string]jmember
+	bm     map[string]pkgjson.Member
 	order  []string
 	isProt func(string) bool
 	prot   []string
@@ -369,20 +208,20 @@ type baseJSON struct {
 func readBaseJSON(base []byte, spec jsonSpec) (baseJSON, error) {
 	var bj baseJSON
 	if base != nil {
-		bobj, ok := parseJSONObject(base)
+		bobj, ok := pkgjson.Scan(base)
 		if !ok {
 			return bj, errors.New("fileparts: the base file is not a JSON object")
 		}
 		bj.doc = base
-		top, order := effective(bobj.members)
+		top, order := bobj.Effective()
 		if !spec.scripts {
 			bj.bm, bj.order = top, order
-		} else if s, ok := top["scripts"]; ok && base[s.valStart] == '{' {
-			sobj, ok := parseJSONMembers(base, s.valStart)
+		} else if s, ok := top["scripts"]; ok && base[s.ValStart] == '{' {
+			sobj, ok := pkgjson.ScanObject(base, s.ValStart)
 			if !ok {
 				return bj, errors.New("fileparts: the base file is not a JSON object")
 			}
-			bj.bm, bj.order = effective(sobj.members)
+			bj.bm, bj.order = sobj.Effective()
 		}
 	}
 	if spec.scripts {
@@ -400,45 +239,45 @@ func readBaseJSON(base []byte, spec jsonSpec) (baseJSON, error) {
 
 // restoreScripts protects the scripts of worker's package.json (wobj): earlier
 // duplicates of "scripts" dropped, then the protected scripts made the base's.
-func restoreScripts(base, worker []byte, wobj jobject, bj baseJSON) ([]byte, []string, error) {
+func restoreScripts(base, worker []byte, wobj pkgjson.Object, bj baseJSON) ([]byte, []string, error) {
 	var changed []string
 	doc := worker
-	weff, _ := effective(wobj.members)
+	weff, _ := wobj.Effective()
 	s, has := weff["scripts"]
 	nScripts := 0
-	for _, m := range wobj.members {
-		if m.name == "scripts" {
+	for _, m := range wobj.Members {
+		if m.Name == "scripts" {
 			nScripts++
 		}
 	}
 	if nScripts > 1 {
 		onlyLast := func(n string) bool { return n == "scripts" }
-		keep := map[string]jmember{"scripts": s}
+		keep := map[string]pkgjson.Member{"scripts": s}
 		out, _ := protectMembers(worker, wobj, onlyLast, worker, keep, []string{"scripts"}, "")
-		doc = splicedJSON(worker, wobj.open, wobj.close+1, out)
+		doc = splicedJSON(worker, wobj.Open, wobj.Close+1, out)
 		changed = append(changed, "scripts")
 		var ok bool
-		if wobj, ok = parseJSONObject(doc); !ok {
+		if wobj, ok = pkgjson.Scan(doc); !ok {
 			return wholeBase(base, worker, nil)
 		}
-		weff, _ = effective(wobj.members)
+		weff, _ = wobj.Effective()
 		s, has = weff["scripts"]
 	}
 	switch {
-	case has && doc[s.valStart] == '{':
-		sobj, ok := parseJSONMembers(doc, s.valStart)
+	case has && doc[s.ValStart] == '{':
+		sobj, ok := pkgjson.ScanObject(doc, s.ValStart)
 		if !ok {
 			return wholeBase(base, worker, nil)
 		}
 		out, ch := protectMembers(doc, sobj, bj.isProt, bj.doc, bj.bm, bj.order, bj.prefix)
 		if out != nil {
-			doc = splicedJSON(doc, s.valStart, s.valEnd, out)
+			doc = splicedJSON(doc, s.ValStart, s.ValEnd, out)
 			changed = append(changed, ch...)
 		}
 	case has && len(bj.prot) > 0:
 		// "scripts" is not an object: replace it by the base's protected scripts.
-		lead := doc[s.leadStart:s.keyStart]
-		doc = splicedJSON(doc, s.valStart, s.valEnd, newObject(bj.doc, bj.bm, bj.prot, lead))
+		lead := doc[s.LeadStart:s.KeyStart]
+		doc = splicedJSON(doc, s.ValStart, s.ValEnd, newObject(bj.doc, bj.bm, bj.prot, lead))
 		changed = append(changed, "scripts")
 		for _, n := range bj.prot {
 			changed = append(changed, bj.prefix+n)
@@ -457,19 +296,19 @@ func restoreScripts(base, worker []byte, wobj jobject, bj baseJSON) ([]byte, []s
 
 // appendScripts adds a "scripts" member holding the base's protected scripts to
 // the object wobj of doc, which has none.
-func appendScripts(doc []byte, wobj jobject, bj baseJSON) []byte {
+func appendScripts(doc []byte, wobj pkgjson.Object, bj baseJSON) []byte {
 	lead := guessLead(doc, wobj)
 	body := append([]byte(`"scripts": `), newObject(bj.doc, bj.bm, bj.prot, lead)...)
 	var pieces []piece
-	for _, m := range wobj.members {
-		pieces = append(pieces, piece{lead: doc[m.leadStart:m.keyStart], body: doc[m.keyStart:m.valEnd], gap: doc[m.valEnd:m.gapEnd]})
+	for _, m := range wobj.Members {
+		pieces = append(pieces, piece{lead: doc[m.LeadStart:m.KeyStart], body: doc[m.KeyStart:m.ValEnd], gap: doc[m.ValEnd:m.GapEnd]})
 	}
 	pieces = append(pieces, piece{lead: lead, body: body})
-	tail := doc[wobj.open+1 : wobj.close]
-	if n := len(wobj.members); n > 0 {
-		tail = doc[wobj.members[n-1].valEnd:wobj.close]
+	tail := doc[wobj.Open+1 : wobj.Close]
+	if n := len(wobj.Members); n > 0 {
+		tail = doc[wobj.Members[n-1].ValEnd:wobj.Close]
 	}
-	return splicedJSON(doc, wobj.open, wobj.close+1, rebuildObject(pieces, tail))
+	return splicedJSON(doc, wobj.Open, wobj.Close+1, rebuildObject(pieces, tail))
 }
 
 func splicedJSON(doc []byte, start, end int, mid []byte) []byte {
@@ -482,7 +321,7 @@ func splicedJSON(doc []byte, start, end int, mid []byte) []byte {
 // scriptSet returns which script names are protected: the names given (globs with
 // '*' allowed, as npm-run-all takes them), their pre/post hooks, and transitively
 // what the base's versions of those scripts run.
-func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) bool {
+func scriptSet(names []string, bdoc []byte, bm map[string]pkgjson.Member) func(string) bool {
 	exact := map[string]bool{}
 	var globs []string
 	var queue []string
@@ -524,7 +363,7 @@ func scriptSet(names []string, bdoc []byte, bm map[string]jmember) func(string) 
 				continue
 			}
 			var body string
-			if json.Unmarshal(bdoc[m.valStart:m.valEnd], &body) != nil {
+			if json.Unmarshal(bdoc[m.ValStart:m.ValEnd], &body) != nil {
 				continue
 			}
 			for _, r := range ScriptsRun([]string{body}) {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/countersign/countersign/models/formats/pkgjson"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -340,24 +341,24 @@ func (r *runFinder) packageScripts() {
 	if !ok || len(doc) > MaxFileBytes {
 		return
 	}
-	obj, ok := parseJSONObject(doc)
+	obj, ok := pkgjson.Scan(doc)
 	if !ok {
 		return
 	}
-	top, _ := effective(obj.members)
+	top, _ := obj.Effective()
 	sm, ok := top["scripts"]
-	if !ok || doc[sm.valStart] != '{' {
+	if !ok || doc[sm.ValStart] != '{' {
 		return
 	}
-	sobj, ok := parseJSONMembers(doc, sm.valStart)
+	sobj, ok := pkgjson.ScanObject(doc, sm.ValStart)
 	if !ok {
 		return
 	}
-	bm, _ := effective(sobj.members)
+	bm, _ := sobj.Effective()
 	isProt := scriptSet(setList(r.scripts), doc, bm)
 	for _, name := range sortedKeys(bm) {
 		var body string
-		if !isProt(name) || json.Unmarshal(doc[bm[name].valStart:bm[name].valEnd], &body) != nil {
+		if !isProt(name) || json.Unmarshal(doc[bm[name].ValStart:bm[name].ValEnd], &body) != nil {
 			continue
 		}
 		r.shell(body, runState{}, 1)

@@ -1,9 +1,6 @@
 package fileparts
 
-import (
-	"reflect"
-	"testing"
-)
+import "testing"
 
 const basePyproject = `[project]
 name = "calc"
@@ -91,25 +88,6 @@ func TestRestorePyproject(t *testing.T) {
 		want:    "[[tool.pytest.x]]\na = 1\n",
 		changed: []string{"[[tool.pytest.x]]"},
 	}})
-}
-
-func TestParseTOMLKey(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string
-		ok   bool
-	}{
-		{"tool.pytest", []string{"tool", "pytest"}, true},
-		{` tool . "py\u0074est" `, []string{"tool", "pytest"}, true},
-		{"'a.b'.c", []string{"a.b", "c"}, true},
-		{"tool:pytest", nil, false},
-		{"a..b", nil, false},
-	} {
-		got, ok := parseTOMLKeyString(c.in)
-		if ok != c.ok || (ok && !reflect.DeepEqual(got, c.want)) {
-			t.Errorf("parseTOMLKeyString(%q) = %q, %v", c.in, got, ok)
-		}
-	}
 }
 
 const baseSetupCfg = `[metadata]
