@@ -23,6 +23,9 @@ for p in sys.argv[1:]:
 
 func TestRestorePyprojectAgainstTomllib(t *testing.T) {
 	if exec.Command("python3", "-c", "import tomllib").Run() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and no python3 with tomllib: the comparison with the real reader must run")
+		}
 		t.Skip("no python3 with tomllib")
 	}
 	const dep = `    "requests>=2",`
