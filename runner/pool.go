@@ -67,7 +67,7 @@ func New(cfg Config) (*Pool, error) {
 	run := newAttemptRunner(cfg, nil, exec)
 	run.events = newPublisher(run.store, run.forgetRules)
 	exec.run = run
-	claims := &claimLoop{attemptRunner: run, wake: make(chan struct{}, 1)}
+	claims := &claimLoop{common: run.common, starts: run, tmpDirs: run.tmpDirs, exec: exec, wake: make(chan struct{}, 1)}
 	exec.freed = claims.notify
 	return &Pool{
 		cfg:     cfg,
@@ -76,7 +76,7 @@ func New(cfg Config) (*Pool, error) {
 		events:  run.events,
 		beat:    &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec},
 		clean:   &cleanup{cfg: cfg, store: run.store, log: run.log, exec: exec},
-		recheck: &rechecker{attemptRunner: run},
+		recheck: &rechecker{common: run.common, conf: run.conf, judging: run.judging},
 		exec:    exec,
 		claims:  claims,
 	}, nil
@@ -228,8 +228,8 @@ func (p *Pool) stop(ctx context.Context) error {
 // EffectivePolicy describes, one grant per line, what a's confined processes may
 // touch in any attempt — with <task> and <n> standing for the task and attempt — and
 // whether the sandbox confines them at all; for the agent page.
-func (p *Pool) EffectivePolicy(a *models.Agent) []string { return p.run.EffectivePolicy(a) }
+func (p *Pool) EffectivePolicy(a *models.Agent) []string { return p.run.conf.EffectivePolicy(a) }
 
 // GatewayStatus says what the pool's model gateway serves and how its confined runs
 // reach the network, for the dashboard.
-func (p *Pool) GatewayStatus() models.GatewayStatus { return p.run.GatewayStatus() }
+func (p *Pool) GatewayStatus() models.GatewayStatus { return p.run.conf.GatewayStatus() }
