@@ -16,7 +16,6 @@ import (
 	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/evaluator"
-	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -266,7 +265,7 @@ func interrupted(ctx context.Context, ar *attemptRun) bool {
 	return true
 }
 
-// mechanical applies the file / signal / none contract (cp, its paths expanded) to the
+// mechanicalCheck applies the file / signal / none contract (cp, its paths expanded) to the
 // output path, resolved again now that the worker has finished: it may have made the
 // path, or a directory on it, a symbolic link out of the workspace, which is its
 // failure, with a diagnosis naming the path and the link.
@@ -339,28 +338,6 @@ func (p *checker) verify(ctx context.Context, tr *taskRun, ar *attemptRun) model
 // writers it does not hear from (another process on SQLite).
 const rulesTTL = time.Second
 
-// rules returns the project rules, read at most once per rulesTTL unless another
-// writer's events arrived since.
-func (p *common) rules(ctx context.Context) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Templates.Rules(ctx) })
-}
-
-// rulesIn is rules read through tx when the copy is stale: inside a claim, whose
-// transaction may hold the only connection (SQLite).
-func (p *common) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return models.RulesIn(ctx, tx) })
-}
-
-// checkEnv is the environment of a judged run (verify commands, criteria, the floor's
-// base run, held-out tests): the judge's (see judge.Env: a fresh judge-owned home and
-// temp dir, a fixed PATH, the stacks' user configuration off, judge-owned caches)
-// and the task facts. Nothing of the worker's agent home, nor of the runner's own
-// environment beyond the judge's short list: a verify command runs the worker's code,
-// and a home the worker wrote would configure the tools that judge it.
-func (p *judging) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
-	return append(ar.judge.withInstallDir(je.Vars()), p.conf.taskEnv(tr, ar)...)
-}
-
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has
 // `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
 // error verdict, an infrastructure failure: the task never passes on it.
@@ -395,7 +372,7 @@ func (p *checker) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp 
 	return r
 }
 
-// artifact returns what the evaluator and a reviewer judge: the output file (its head
+// attemptArtifact returns what the evaluator and a reviewer judge: the output file (its head
 // and tail when large), or for type none the tail of what the worker printed.
 func attemptArtifact(ar *attemptRun) ([]byte, error) {
 	if ar.outAbs == "" {
@@ -432,7 +409,7 @@ func readBounded(f *os.File, max int) ([]byte, error) {
 	return append(append(head, marker...), tail...), nil
 }
 
-// outputHash is the SHA-384 (hex) of the verified output: the output file, or for type
+// outputHashOf is the SHA-384 (hex) of the verified output: the output file, or for type
 // none everything the worker printed.
 func outputHashOf(cp contract.Completion, ar *attemptRun) string {
 	if ar.outAbs == "" {

@@ -142,3 +142,13 @@ func (p *judging) goPrep(ctx context.Context, dir string, env []string, conf *wo
 			"exit", res.ExitCode, "err", err, "output", string(res.Tail))
 	}
 }
+
+// checkEnv is the environment of a judged run (verify commands, criteria, the floor's
+// base run, held-out tests): the judge's (see judge.Env: a fresh judge-owned home and
+// temp dir, a fixed PATH, the stacks' user configuration off, judge-owned caches)
+// and the task facts. Nothing of the worker's agent home, nor of the runner's own
+// environment beyond the judge's short list: a verify command runs the worker's code,
+// and a home the worker wrote would configure the tools that judge it.
+func (p *judging) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
+	return append(ar.judge.withInstallDir(je.Vars()), p.conf.taskEnv(tr, ar)...)
+}

@@ -8,6 +8,18 @@
 // lock rows with SKIP LOCKED, leases are renewed by a heartbeat, and a task whose
 // runner died is taken over once its lease expires, without using up an attempt.
 //
+// The Pool only wires its services, each with Start and Stop on startstop.Base or
+// loop.Loop: the publisher (events), heartbeat (leases), cleanup (worktrees),
+// rechecker (goals' deferred checks), executor (the running tasks) and claimLoop
+// (claims). A claimed task's attempts run in the attemptRunner (attempt.go), which
+// keeps the attempt's flow and hands each step to a part that holds only what it
+// uses: the confiner confines every run (sandbox policy, private network, model
+// gateway), the judging snapshots base and candidate into the judge's own store and
+// runs commands in its view, the checker runs the check layers, the reviewing runs
+// the artifact review and its rounds, the lander keeps the task branches, and the
+// settler records each outcome (and asks the triage). What they all read — config,
+// store, log, the runner agent, the rules — is one shared common.
+//
 // The subpackages hold the parts: worker (running one command), workspace (where it
 // runs), checks (the check layers), evaluator (semantic evaluation) and ledger.
 package runner
