@@ -128,12 +128,12 @@ func (p *attemptRunner) runTask(tr *taskRun) {
 		tr.settled.Store(false)
 		var d decision
 		if triagePending(&tr.task) {
-			d = p.triage(ctx, tr) // a runner that died left it asking
+			d = p.settling.triage(ctx, tr) // a runner that died left it asking
 		} else {
 			d = p.attempt(ctx, tr)
 		}
 		if d.triage {
-			d = p.triage(ctx, tr)
+			d = p.settling.triage(ctx, tr)
 		}
 		tr.fresh = false
 		if d.done {
@@ -190,26 +190,26 @@ func (p *attemptRunner) attempt(ctx context.Context, tr *taskRun) decision {
 			return p.settle(tr, ar)
 		}
 	}
-	if err := p.prepareJudge(ctx, tr, ar); err != nil {
-		if !p.interrupted(ctx, ar) {
+	if err := p.judging.prepareJudge(ctx, tr, ar); err != nil {
+		if !interrupted(ctx, ar) {
 			ar.infra("preparing the judge failed: "+err.Error(), err)
 		}
 		return p.settle(tr, ar)
 	}
 	p.prepareDeliverable(tr, ar)
 	if ar.reviewOnly {
-		p.reviewAlone(ctx, tr, ar) // the next review round: the worker does not run
+		p.checker.reviewAlone(ctx, tr, ar) // the next review round: the worker does not run
 	} else {
 		p.execute(ctx, tr, ar)
 		if !noteQuestion(ar) {
-			p.check(ctx, tr, ar)
+			p.checker.check(ctx, tr, ar)
 		}
 	}
-	p.commitVerified(ctx, tr, ar)
+	p.lander.commitVerified(ctx, tr, ar)
 	p.keepDeliverable(ctx, tr, ar)
 	p.takeFingerprint(ctx, tr, ar)
 	d := p.settle(tr, ar)
-	p.pushVerified(ctx, tr, ar)
+	p.lander.pushVerified(ctx, tr, ar)
 	return d
 }
 
@@ -247,7 +247,7 @@ func (p *attemptRunner) prepareReady(ctx context.Context, tr *taskRun, ar *attem
 		}
 		return nil, nil
 	}
-	return p.readiness(tr, ar, rules)
+	return p.judging.readiness(tr, ar, rules)
 }
 
 // prepare lays out the workspace, completes a generated contract with the criteria of
@@ -259,7 +259,7 @@ func (p *attemptRunner) prepare(ctx context.Context, tr *taskRun, ar *attemptRun
 	req := workspace.Request{TaskID: t.ID, Attempt: ar.num, AgentWorkdir: tr.agent.Workdir, Worktree: tr.agent.Worktree}
 	if tr.agent.Worktree {
 		var err error
-		if req.Branch, req.Base, err = p.branchFor(ctx, tr); err != nil {
+		if req.Branch, req.Base, err = p.lander.branchFor(ctx, tr); err != nil {
 			return err
 		}
 	}
@@ -268,7 +268,7 @@ func (p *attemptRunner) prepare(ctx context.Context, tr *taskRun, ar *attemptRun
 		return err
 	}
 	ar.ws = ws
-	if err := p.prepareConfinement(tr, ar); err != nil {
+	if err := p.conf.prepareConfinement(tr, ar); err != nil {
 		return err
 	}
 	if err := p.completeContract(tr, ar, rules); err != nil {
@@ -307,7 +307,7 @@ func (p *attemptRunner) completeContract(tr *taskRun, ar *attemptRun, rules func
 
 // fixContract stores, in tx, the stack criteria completeContract added, with their
 // contract.completed event; a no-op when it added none.
-func (p *attemptRunner) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+func (p *common) fixContract(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	if ar == nil || ar.facts == nil {
 		return nil
 	}
@@ -409,7 +409,7 @@ func (p *attemptRunner) recordStart(ctx context.Context, tx models.Tx, tr *taskR
 	if err := p.fixContract(ctx, tx, &tr.task, ar); err != nil {
 		return err
 	}
-	if err := p.recordBranch(ctx, tx, tr, ar); err != nil {
+	if err := p.lander.recordBranch(ctx, tx, tr, ar); err != nil {
 		return err
 	}
 	t := &tr.task
@@ -446,11 +446,11 @@ func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun
 		Command:   tr.agent.Command,
 		Dir:       ar.ws.Dir,
 		Stdin:     strings.NewReader(ar.brief),
-		Env:       slices.Concat(p.taskEnv(tr, ar), p.confinedEnv(ar, &tr.agent), p.usageEnv(tr, ar)),
+		Env:       slices.Concat(p.conf.taskEnv(tr, ar), p.conf.confinedEnv(ar, &tr.agent), p.conf.usageEnv(tr, ar)),
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
 		LogPath:   ar.ws.LogPath(ar.num),
-		Confine:   p.confinement(tr, ar, &tr.agent),
+		Confine:   p.conf.confinement(tr, ar, &tr.agent),
 		OnOutput: func(chunk []byte) {
 			ar.stream.Write(chunk)
 			if onLog != nil {
@@ -470,9 +470,9 @@ func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	spec.Env = append(spec.Env, p.openGateway(tr, ar, cancel)...)
-	defer p.closeGateway(ar) // after the report is read: the meter's usage goes beside it
-	if p.privateNetwork() {
+	spec.Env = append(spec.Env, p.conf.openGateway(tr, ar, cancel)...)
+	defer p.conf.closeGateway(ar) // after the report is read: the meter's usage goes beside it
+	if p.conf.privateNetwork() {
 		spec.Env = append(spec.Env, networkEnv()...)
 	}
 	var stream *jsonStream
@@ -523,7 +523,7 @@ func (p *attemptRunner) revokeAttemptTokens(ids []int64) error {
 }
 
 // taskEnv is the worker's environment beyond worker.BaseEnv.
-func (p *attemptRunner) taskEnv(tr *taskRun, ar *attemptRun) []string {
+func (p *confiner) taskEnv(tr *taskRun, ar *attemptRun) []string {
 	return []string{
 		EnvTaskID + "=" + strconv.FormatInt(tr.task.ID, 10),
 		EnvOutputPath + "=" + ar.outAbs,

@@ -12,13 +12,12 @@ import (
 	"github.com/countersign/countersign/runner/sandbox"
 )
 
-// attemptRunner holds what one attempt of a task needs, and its methods (attempt.go,
-// checks.go, judge*.go, outcome.go, …) run a claimed task's attempts from preparing
-// the workspace to settling the outcome. It is shared by every task goroutine: what
-// it holds is read-only after Pool.Start, or guarded by its own lock (the rules
-// cache, the revoker, the temp dirs). The services that run in the background (the
-// claim loop, the heartbeat, the cleanup, the rechecker) reach it through it too.
-type attemptRunner struct {
+// common is what every part of the pool reads: the configuration, the store and its
+// services, the log, who the pool acts as, and the pool's own events. Its methods are
+// the few steps every part takes (a transaction, an event, the project rules, giving a
+// lease back). It is shared by pointer: what it holds is read-only after Pool.Start,
+// or guarded by its own lock (the rules cache).
+type common struct {
 	cfg     Config
 	svc     services
 	store   models.Store
@@ -28,58 +27,86 @@ type attemptRunner struct {
 	runner    *models.Agent // the system agent the pool acts as, set by Pool.Start
 	startedAt time.Time     // when Pool.Start finished preparing
 
-	systemPaths []string // what every confined run may read: sandbox.SystemReadPaths, once
-	private     bool     // confined runs get a private network (privateNetwork), decided once
-	gwPort      uint16   // the model gateway's port (gatewayPort), 0 without one
-
-	rulesCache                    // the project rules, read at most once per rulesTTL
-	revoker    groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
-	tmpDirs    *tmpDirs           // attempts' private temp dirs
+	rulesCache // the project rules, read at most once per rulesTTL
 	// judgeStore is the judge's own object store: every base and candidate snapshot,
-	// opened by Pool.Start.
+	// opened by Pool.Start. The judge, the reviewers and the landing read it.
 	judgeStore *judge.Store
 
-	events   *publisher // remembers the events attempts append (inTx)
-	exec     *executor  // the tasks running: whether the pool is stopping
-	settling *settler   // records each attempt's outcome (settle)
+	events *publisher // remembers the events attempts append (inTx)
 }
 
-// newAttemptRunner builds the attempt runner of a pool over cfg, its defaults applied.
+// attemptRunner runs a claimed task's attempts (attempt.go): it prepares each
+// attempt's workspace, records its start, runs the worker and hands the rest to its
+// parts, in this order — the confiner confines every run, the checker checks the
+// output in the judging's view (asking the reviewers), the lander commits and pushes
+// what passed, and the settler records the outcome. It holds only the flow's own
+// state; the parts hold theirs. It is shared by every task goroutine: what it holds
+// is read-only after Pool.Start, or guarded by its own lock (the revoker, the temp
+// dirs).
+type attemptRunner struct {
+	*common
+
+	conf     *confiner  // confines the worker and every judged run
+	judging  *judging   // the judge's view of each attempt: base, candidate, environment
+	checker  *checker   // runs the contract's check layers on an attempt
+	reviews  *reviewing // the artifact review and its rounds
+	lander   *lander    // the task branches and their verified commits
+	settling *settler   // records each attempt's outcome (settle), and the triage
+
+	revoker groupCommit[int64] // attempt tokens to revoke, batched (revokeAttemptToken)
+	tmpDirs *tmpDirs           // attempts' private temp dirs
+	exec    *executor          // the tasks running: whether the pool is stopping
+}
+
+// newAttemptRunner builds the attempt runner of a pool over cfg, its defaults applied,
+// with its parts.
 func newAttemptRunner(cfg Config, events *publisher, exec *executor) *attemptRunner {
 	st := cfg.Service.Store()
-	p := &attemptRunner{
+	c := &common{
 		cfg:     cfg,
 		svc:     newServices(cfg.Service),
 		store:   st,
 		claimer: st.(models.Claimer),
 		log:     cfg.Log.With("runner_id", cfg.RunnerID),
 		events:  events,
-		exec:    exec,
-
-		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
-		private:     canMakePrivateNetwork(cfg),
-		gwPort:      gatewayPortOf(cfg),
 	}
-	p.settling = &settler{attemptRunner: p}
-	p.revoker.do = p.revokeAttemptTokens
 	// Recycled only where no process of an attempt can outlive it, or where nothing
 	// confined it anyway.
 	sb := cfg.Sandbox
-	p.tmpDirs = newTmpDirs(filepath.Join(cfg.Workspaces.Root(), "tmp"), sb == nil || !sb.Enabled() || sb.KillsEscapees())
+	tmp := newTmpDirs(filepath.Join(cfg.Workspaces.Root(), "tmp"), sb == nil || !sb.Enabled() || sb.KillsEscapees())
+	conf := &confiner{
+		cfg:         cfg,
+		log:         c.log,
+		systemPaths: sandbox.SystemReadPaths(os.Getenv("PATH")),
+		private:     canMakePrivateNetwork(cfg),
+		gwPort:      gatewayPortOf(cfg),
+		tmpDirs:     tmp,
+	}
+	jg := &judging{common: c, conf: conf}
+	rv := &reviewing{common: c, conf: conf}
+	p := &attemptRunner{
+		common:   c,
+		conf:     conf,
+		judging:  jg,
+		checker:  &checker{common: c, conf: conf, judging: jg, reviews: rv},
+		reviews:  rv,
+		lander:   &lander{common: c},
+		settling: &settler{common: c, reviews: rv},
+		tmpDirs:  tmp,
+		exec:     exec,
+	}
+	p.revoker.do = p.revokeAttemptTokens
 	return p
 }
 
 // inTx runs fn in a transaction whose appended events count as the pool's (see
 // publisher.inTx).
-func (p *attemptRunner) inTx(ctx context.Context, fn func(tx models.Tx) error) error {
+func (p *common) inTx(ctx context.Context, fn func(tx models.Tx) error) error {
 	return p.events.inTx(ctx, fn)
 }
 
 // isStopping reports whether Stop was called: no new attempts start.
 func (p *attemptRunner) isStopping() bool { return p.exec.isStopping() }
-
-// runningIDs lists the tasks this pool runs, which a claim must not hand out again.
-func (p *attemptRunner) runningIDs() []int64 { return p.exec.runningIDs() }
 
 // settle records the attempt's outcome and what follows from it (see settler.settle).
 func (p *attemptRunner) settle(tr *taskRun, ar *attemptRun) decision {

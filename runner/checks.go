@@ -16,7 +16,6 @@ import (
 	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/checks"
 	"github.com/countersign/countersign/runner/evaluator"
-	"github.com/countersign/countersign/runner/judge"
 	"github.com/countersign/countersign/runner/worker"
 )
 
@@ -49,13 +48,13 @@ func (ar *attemptRun) record(r models.CheckResult) bool {
 // A layer after the worker that cannot give a verdict (an error verdict: the evaluator
 // is down, a verify command could not start) is tried again on its own, against the
 // same output (see layer): the worker is never run again for it.
-func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *checker) check(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	t := &tr.task
 	cp := expandedCompletion(t)
 	if ar.outcome != "" {
 		return // decided while it ran (a budget stop, a log that could not be made)
 	}
-	if p.interrupted(ctx, ar) || !workerRan(tr, ar) {
+	if interrupted(ctx, ar) || !workerRan(tr, ar) {
 		return
 	}
 	if !ar.record(processCheck(cp, ar)) {
@@ -63,12 +62,12 @@ func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) 
 	}
 	// Every process of the worker is gone: its result is fixed now, and everything
 	// after judges that.
-	if !p.takeCandidate(ctx, tr, ar) {
+	if !p.judging.takeCandidate(ctx, tr, ar) {
 		return
 	}
 	advisory := t.Contract.Verification.Type == contract.VerifyAdvisory
 	if advisory {
-		ar.outputHash = p.outputHash(cp, ar)
+		ar.outputHash = outputHashOf(cp, ar)
 		ar.outcome = models.OutcomePassed
 		return
 	}
@@ -79,7 +78,7 @@ func (p *attemptRunner) check(ctx context.Context, tr *taskRun, ar *attemptRun) 
 	if !skip && !p.judgedLayers(ctx, tr, ar, cp) {
 		return
 	}
-	ar.outputHash = p.outputHash(cp, ar)
+	ar.outputHash = outputHashOf(cp, ar)
 	ar.outcome = models.OutcomePassed
 }
 
@@ -119,7 +118,7 @@ func processCheck(cp contract.Completion, ar *attemptRun) models.CheckResult {
 
 // outputLayers runs the layers that read the worker's output and files as they are:
 // contradiction, done token, mechanical.
-func (p *attemptRunner) outputLayers(ctx context.Context, ar *attemptRun, cp contract.Completion) bool {
+func (p *checker) outputLayers(ctx context.Context, ar *attemptRun, cp contract.Completion) bool {
 	output := string(ar.res.Tail)
 	if !ar.record(checks.Contradiction(output, checks.ClaimTokens(cp.DoneToken), p.cfg.ContradictionPhrases)) {
 		return false
@@ -127,37 +126,37 @@ func (p *attemptRunner) outputLayers(ctx context.Context, ar *attemptRun, cp con
 	if !ar.record(checks.DoneToken(output, cp.DoneToken)) {
 		return false
 	}
-	return p.layer(ctx, ar, func() models.CheckResult { return p.mechanical(cp, ar) })
+	return p.layer(ctx, ar, func() models.CheckResult { return mechanicalCheck(cp, ar) })
 }
 
 // verifyInView runs the verify layer in the judge's view of the candidate, with its
 // dependencies installed, and reports whether the attempt may go on.
-func (p *attemptRunner) verifyInView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
-	if !p.openView(ctx, tr, ar) {
+func (p *checker) verifyInView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+	if !p.judging.openView(ctx, tr, ar) {
 		return false
 	}
-	if !p.installDependencies(ctx, tr, ar) {
-		p.closeView(ar)
+	if !p.judging.installDependencies(ctx, tr, ar) {
+		p.judging.closeView(ar)
 		return false
 	}
 	verified := p.layer(ctx, ar, func() models.CheckResult { return p.verify(ctx, tr, ar) })
-	p.closeView(ar)
-	return verified && !p.interrupted(ctx, ar) && ar.outcome != models.OutcomeInfra
+	p.judging.closeView(ar)
+	return verified && !interrupted(ctx, ar) && ar.outcome != models.OutcomeInfra
 }
 
 // judgedLayers runs the layers after verify: the workspace's, the evaluator's, the
 // review's.
-func (p *attemptRunner) judgedLayers(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) bool {
+func (p *checker) judgedLayers(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) bool {
 	workspace := func() models.CheckResult {
-		return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.confinement(tr, ar, &tr.agent))
+		return checks.Workspace(ctx, ar.ws.Dir, cp.Clean, cp.Checklist, ar.ws.Resolve, p.conf.confinement(tr, ar, &tr.agent))
 	}
-	if !p.layer(ctx, ar, workspace) || p.interrupted(ctx, ar) {
+	if !p.layer(ctx, ar, workspace) || interrupted(ctx, ar) {
 		return false
 	}
-	if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || p.interrupted(ctx, ar) {
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.evaluate(ctx, tr, ar, cp) }) || interrupted(ctx, ar) {
 		return false
 	}
-	return p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) && !p.interrupted(ctx, ar)
+	return p.layer(ctx, ar, func() models.CheckResult { return p.reviews.review(ctx, tr, ar) }) && !interrupted(ctx, ar)
 }
 
 // ErrAgentCommand is the cause of an attempt whose worker command could not run at all
@@ -193,7 +192,7 @@ func agentCommandFailed(ar *attemptRun, agent *models.Agent) bool {
 // all, each failed try kept with the attempt's checks; the worker never runs again
 // for it. If no try gives a verdict the attempt is an infrastructure failure that
 // blocks the task at once (layerExhausted).
-func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
+func (p *checker) layer(ctx context.Context, ar *attemptRun, run func() models.CheckResult) bool {
 	tries := max(p.cfg.MaxInfraFailures, 1)
 	for try := 1; ; try++ {
 		r := run()
@@ -202,7 +201,7 @@ func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() mo
 		}
 		if ctx.Err() != nil {
 			ar.checks = append(ar.checks, r)
-			p.interrupted(ctx, ar)
+			interrupted(ctx, ar)
 			return false
 		}
 		if try >= tries {
@@ -219,7 +218,7 @@ func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() mo
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			p.interrupted(ctx, ar)
+			interrupted(ctx, ar)
 			return false
 		case <-t.C:
 		}
@@ -228,7 +227,7 @@ func (p *attemptRunner) layer(ctx context.Context, ar *attemptRun, run func() mo
 
 // infraWait is the backoff after the n-th infrastructure failure in a row:
 // InfraBackoff, doubled each time, at most MaxInfraBackoff.
-func (p *attemptRunner) infraWait(n int) time.Duration {
+func (p *common) infraWait(n int) time.Duration {
 	wait := p.cfg.InfraBackoff << min(max(n-1, 0), 20)
 	if wait > p.cfg.MaxInfraBackoff || wait <= 0 {
 		wait = p.cfg.MaxInfraBackoff
@@ -254,7 +253,7 @@ func expandedCompletion(t *models.Task) contract.Completion {
 
 // interrupted turns a cancelled task context (Stop after the grace period, a lost
 // lease) into an infrastructure failure naming the cause.
-func (p *attemptRunner) interrupted(ctx context.Context, ar *attemptRun) bool {
+func interrupted(ctx context.Context, ar *attemptRun) bool {
 	if ctx.Err() == nil && !ar.res.Cancelled {
 		return false
 	}
@@ -266,11 +265,11 @@ func (p *attemptRunner) interrupted(ctx context.Context, ar *attemptRun) bool {
 	return true
 }
 
-// mechanical applies the file / signal / none contract (cp, its paths expanded) to the
+// mechanicalCheck applies the file / signal / none contract (cp, its paths expanded) to the
 // output path, resolved again now that the worker has finished: it may have made the
 // path, or a directory on it, a symbolic link out of the workspace, which is its
 // failure, with a diagnosis naming the path and the link.
-func (p *attemptRunner) mechanical(cp contract.Completion, ar *attemptRun) models.CheckResult {
+func mechanicalCheck(cp contract.Completion, ar *attemptRun) models.CheckResult {
 	if ar.outAbs == "" {
 		return checks.Mechanical(cp, "", nil)
 	}
@@ -288,7 +287,7 @@ func (p *attemptRunner) mechanical(cp contract.Completion, ar *attemptRun) model
 // verify runs the contract's verify commands and its immediate criteria (deferred
 // ones run later, with the integrated result), with the project rules' activity
 // commands.
-func (p *attemptRunner) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *checker) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	cp := t.Contract.Completion
 	var crit []contract.Criterion
@@ -306,7 +305,7 @@ func (p *attemptRunner) verify(ctx context.Context, tr *taskRun, ar *attemptRun)
 			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
 				Diagnosis: "reading the project rules failed: " + err.Error()}
 		}
-		run, err := p.judged(tr, ar, dir, rules.Stacks)
+		run, err := p.judging.judged(tr, ar, dir, rules.Stacks)
 		if err != nil {
 			return models.CheckResult{Stage: models.StageVerify, Verdict: models.VerdictError,
 				Diagnosis: "preparing the judge's environment failed: " + err.Error()}
@@ -339,38 +338,16 @@ func (p *attemptRunner) verify(ctx context.Context, tr *taskRun, ar *attemptRun)
 // writers it does not hear from (another process on SQLite).
 const rulesTTL = time.Second
 
-// rules returns the project rules, read at most once per rulesTTL unless another
-// writer's events arrived since.
-func (p *attemptRunner) rules(ctx context.Context) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Templates.Rules(ctx) })
-}
-
-// rulesIn is rules read through tx when the copy is stale: inside a claim, whose
-// transaction may hold the only connection (SQLite).
-func (p *attemptRunner) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
-	return p.cachedRules(func() (models.ProjectRules, error) { return models.RulesIn(ctx, tx) })
-}
-
-// checkEnv is the environment of a judged run (verify commands, criteria, the floor's
-// base run, held-out tests): the judge's (see judge.Env: a fresh judge-owned home and
-// temp dir, a fixed PATH, the stacks' user configuration off, judge-owned caches)
-// and the task facts. Nothing of the worker's agent home, nor of the runner's own
-// environment beyond the judge's short list: a verify command runs the worker's code,
-// and a home the worker wrote would configure the tools that judge it.
-func (p *attemptRunner) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
-	return append(ar.judge.withInstallDir(je.Vars()), p.taskEnv(tr, ar)...)
-}
-
 // evaluate asks the evaluator when the contract (cp, its paths expanded) has
 // `evaluate`. No verdict (an outage, a malformed reply, no evaluator configured) is an
 // error verdict, an infrastructure failure: the task never passes on it.
-func (p *attemptRunner) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) models.CheckResult {
+func (p *checker) evaluate(ctx context.Context, tr *taskRun, ar *attemptRun, cp contract.Completion) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	if strings.TrimSpace(cp.Evaluate) == "" {
 		return models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictSkipped, Diagnosis: "the contract has no evaluate criteria"}
 	}
-	out, err := p.artifact(ar)
+	out, err := attemptArtifact(ar)
 	if err != nil {
 		return models.CheckResult{Stage: models.StageEvaluation, Verdict: models.VerdictError,
 			Diagnosis: "reading the output for evaluation: " + err.Error(), DurationMS: time.Since(start).Milliseconds()}
@@ -395,9 +372,9 @@ func (p *attemptRunner) evaluate(ctx context.Context, tr *taskRun, ar *attemptRu
 	return r
 }
 
-// artifact returns what the evaluator and a reviewer judge: the output file (its head
+// attemptArtifact returns what the evaluator and a reviewer judge: the output file (its head
 // and tail when large), or for type none the tail of what the worker printed.
-func (p *attemptRunner) artifact(ar *attemptRun) ([]byte, error) {
+func attemptArtifact(ar *attemptRun) ([]byte, error) {
 	if ar.outAbs == "" {
 		return ar.res.Tail, nil
 	}
@@ -432,9 +409,9 @@ func readBounded(f *os.File, max int) ([]byte, error) {
 	return append(append(head, marker...), tail...), nil
 }
 
-// outputHash is the SHA-384 (hex) of the verified output: the output file, or for type
+// outputHashOf is the SHA-384 (hex) of the verified output: the output file, or for type
 // none everything the worker printed.
-func (p *attemptRunner) outputHash(cp contract.Completion, ar *attemptRun) string {
+func outputHashOf(cp contract.Completion, ar *attemptRun) string {
 	if ar.outAbs == "" {
 		if ar.stream == nil {
 			return ""

@@ -95,7 +95,7 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 			roleList = append(roleList, r)
 		}
 		ready, err := c.ReadyTasks(ctx, models.ReadyQuery{Now: now, Roles: roleList, AgentIDs: ids,
-			Exclude: p.runningIDs(), Limit: p.cfg.ClaimBatch})
+			Exclude: p.exec.runningIDs(), Limit: p.cfg.ClaimBatch})
 		if err != nil {
 			return err
 		}
@@ -269,8 +269,8 @@ func (p *claimLoop) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun,
 	if tr.agent.Worktree || triagePending(t) {
 		return nil // prepared by the attempt; a pending triage asks before any attempt
 	}
-	ar := p.newAttempt(tr)
-	missing, err := p.prepareReady(ctx, tr, ar, func() (models.ProjectRules, error) { return p.rulesIn(ctx, tx) })
+	ar := p.starts.newAttempt(tr)
+	missing, err := p.starts.prepareReady(ctx, tr, ar, func() (models.ProjectRules, error) { return p.rulesIn(ctx, tx) })
 	if err != nil {
 		ar.infra("preparing the attempt failed: "+err.Error(), err)
 		tr.next = ar
@@ -286,11 +286,11 @@ func (p *claimLoop) beginInClaim(ctx context.Context, tx models.Tx, tr *taskRun,
 			return err
 		}
 		tr.task, tr.blocked = *t, true
-		p.logNotReady(tr, missing)
+		p.starts.logNotReady(tr, missing)
 		return nil
 	}
 	tr.next = ar
-	err = p.recordStart(ctx, tx, tr, ar)
+	err = p.starts.recordStart(ctx, tx, tr, ar)
 	if errors.Is(err, errBudgetWait) || errors.Is(err, errBudgetSpent) {
 		// Not started: the task's goroutine waits for room (its next attempt checks
 		// again), or the task was blocked here.
@@ -362,7 +362,7 @@ func (p *claimLoop) abandonAttempts(ctx context.Context, tx models.Tx, t *models
 }
 
 // event appends an event about t by the runner in tx.
-func (p *attemptRunner) event(ctx context.Context, tx models.Tx, typ string, t *models.Task, data any) error {
+func (p *common) event(ctx context.Context, tx models.Tx, typ string, t *models.Task, data any) error {
 	e := &models.Event{Type: typ, TaskID: &t.ID, GoalID: t.GoalID, CreatedAt: time.Now().UTC()}
 	if p.runner != nil && p.runner.ID != 0 {
 		id := p.runner.ID
@@ -378,7 +378,7 @@ func (p *attemptRunner) event(ctx context.Context, tx models.Tx, typ string, t *
 	return tx.AppendEvent(ctx, e)
 }
 
-func (p *attemptRunner) observeAttempt(outcome, stage string) {
+func (p *common) observeAttempt(outcome, stage string) {
 	if p.cfg.Observer != nil {
 		p.cfg.Observer.AttemptFinished(outcome, stage)
 	}
@@ -391,7 +391,7 @@ type UsageObserver interface {
 }
 
 // observeUsage reports a finished attempt's usage to an Observer that counts it.
-func (p *attemptRunner) observeUsage(agent string, u *models.Usage) {
+func (p *common) observeUsage(agent string, u *models.Usage) {
 	if o, ok := p.cfg.Observer.(UsageObserver); ok && u != nil {
 		o.Used(agent, u)
 	}

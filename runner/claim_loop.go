@@ -9,13 +9,15 @@ import (
 
 // claimLoop claims ready tasks together with idle agents (claim.go) and hands them to
 // the executor: at Start, whenever another writer's events commit (publisher), when a
-// task frees its agent's slot (notify), and every Poll as a fallback. Its methods
-// read the pool's configuration and store through the attempt runner it embeds: a
-// claim prepares the task's first attempt in its own transaction.
+// task frees its agent's slot (notify), and every Poll as a fallback. A claim
+// prepares the task's first attempt in its own transaction, through starts.
 type claimLoop struct {
 	startstop.Base
-	*attemptRunner
-	wake chan struct{} // a freed slot; buffered, one pending wake-up is enough
+	*common
+	starts  attemptStarter // prepares and begins a claimed task's first attempt
+	tmpDirs *tmpDirs       // the attempts' temp dirs, given back when one does not begin
+	exec    *executor      // runs what was claimed; what runs is not claimed again
+	wake    chan struct{}  // a freed slot; buffered, one pending wake-up is enough
 }
 
 // Start claims until Stop or until ctx ends.

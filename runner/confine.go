@@ -25,18 +25,18 @@ const EnvURL = "COUNTERSIGN_URL"
 // agentHome is the agent's own home directory, its HOME when confined: caches,
 // ~/.claude, a Go build cache. It outlives attempts; nothing else of the data dir is
 // visible to the agent.
-func (p *attemptRunner) agentHome(a *models.Agent) string {
+func (p *confiner) agentHome(a *models.Agent) string {
 	return filepath.Join(p.cfg.Workspaces.Root(), "agents", a.Name, "home")
 }
 
 // attemptTmp is the attempt's private temp dir, its TMPDIR; released (see tmpDirs)
 // when the attempt is settled.
-func (p *attemptRunner) attemptTmp(taskID int64, attempt int) string {
+func (p *confiner) attemptTmp(taskID int64, attempt int) string {
 	return filepath.Join(p.cfg.Workspaces.Root(), "tmp", fmt.Sprintf("task-%d-attempt-%d", taskID, attempt))
 }
 
 // prepareConfinement creates the attempt's temp dir and the agent's home.
-func (p *attemptRunner) prepareConfinement(tr *taskRun, ar *attemptRun) error {
+func (p *confiner) prepareConfinement(tr *taskRun, ar *attemptRun) error {
 	tmp := p.attemptTmp(tr.task.ID, ar.num)
 	if err := p.tmpDirs.make(tmp); err != nil {
 		return err
@@ -48,7 +48,7 @@ func (p *attemptRunner) prepareConfinement(tr *taskRun, ar *attemptRun) error {
 // confinement is how every process of an attempt runs — the worker, its verify
 // commands, git status, the reviewer — given the agent whose code or rights are at
 // stake (see policy).
-func (p *attemptRunner) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker.Confinement {
+func (p *confiner) confinement(tr *taskRun, ar *attemptRun, a *models.Agent) *worker.Confinement {
 	gitRead, gitWrite := ar.ws.GitPaths()
 	pol := p.policy(a, ar.ws.Dir, ar.ws.MetaDir, ar.tmp)
 	pol.ReadExec, pol.ReadWrite = append(pol.ReadExec, gitRead...), append(pol.ReadWrite, gitWrite...)
@@ -67,7 +67,7 @@ func (p *attemptRunner) confinement(tr *taskRun, ar *attemptRun, a *models.Agent
 // stacks' rules give the judge (none by default). Never the agent's home: what the
 // worker left there must not configure the judge. onStart tracks the process group
 // (nil: untracked).
-func (p *attemptRunner) judgeConfinement(je *judge.Env, dir string, read []string, onStart func(pid int) (done func())) *worker.Confinement {
+func (p *confiner) judgeConfinement(je *judge.Env, dir string, read []string, onStart func(pid int) (done func())) *worker.Confinement {
 	pol := sandbox.Policy{
 		ReadExec:   slices.Concat(p.systemPaths, je.Readable(), read),
 		ReadWrite:  slices.Concat([]string{dir}, je.Writable(), p.cfg.JudgeWrite),
@@ -82,7 +82,7 @@ func (p *attemptRunner) judgeConfinement(je *judge.Env, dir string, read []strin
 
 // viewConfinement is how a process of agent a runs in a judge's view dir: a's
 // confinement with dir writable in place of the workspace, which it may not touch.
-func (p *attemptRunner) viewConfinement(tr *taskRun, ar *attemptRun, a *models.Agent, dir string) *worker.Confinement {
+func (p *confiner) viewConfinement(tr *taskRun, ar *attemptRun, a *models.Agent, dir string) *worker.Confinement {
 	pol := p.policy(a, dir, ar.ws.MetaDir, ar.tmp)
 	// The view's git repository borrows the history from the user's repository.
 	if read, _ := ar.ws.GitPaths(); len(read) > 0 {
@@ -102,7 +102,7 @@ func (p *attemptRunner) viewConfinement(tr *taskRun, ar *attemptRun, a *models.A
 // dir (briefs) and temp dir are given: those and a's home writable (the meta dir only
 // readable); the system and a's extra paths readable; Countersign's port, the default
 // ports and a's own reachable.
-func (p *attemptRunner) policy(a *models.Agent, workspace, meta, tmp string) sandbox.Policy {
+func (p *confiner) policy(a *models.Agent, workspace, meta, tmp string) sandbox.Policy {
 	return sandbox.Policy{
 		ReadExec:   append(append([]string{meta}, p.systemPaths...), a.Sandbox.Read...),
 		ReadWrite:  append([]string{workspace, tmp, p.agentHome(a)}, a.Sandbox.Write...),
@@ -114,7 +114,7 @@ func (p *attemptRunner) policy(a *models.Agent, workspace, meta, tmp string) san
 // EffectivePolicy describes, one grant per line, what a's confined processes may
 // touch in any attempt — with <task> and <n> standing for the task and attempt — and
 // whether the sandbox confines them at all; for the agent page.
-func (p *attemptRunner) EffectivePolicy(a *models.Agent) []string {
+func (p *confiner) EffectivePolicy(a *models.Agent) []string {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return []string{"unconfined: the sandbox is off"}
 	}
@@ -136,7 +136,7 @@ func (p *attemptRunner) EffectivePolicy(a *models.Agent) []string {
 }
 
 // confinedEnv is what a confined process's environment says about where it lives.
-func (p *attemptRunner) confinedEnv(ar *attemptRun, a *models.Agent) []string {
+func (p *confiner) confinedEnv(ar *attemptRun, a *models.Agent) []string {
 	env := []string{"HOME=" + p.agentHome(a), "TMPDIR=" + ar.tmp}
 	if p.cfg.APIURL != "" {
 		env = append(env, EnvURL+"="+p.cfg.APIURL)
@@ -146,7 +146,7 @@ func (p *attemptRunner) confinedEnv(ar *attemptRun, a *models.Agent) []string {
 
 // connectPorts are the ports every run may reach: Countersign's own (its API, its
 // model gateway) and the defaults.
-func (p *attemptRunner) connectPorts() []uint16 {
+func (p *confiner) connectPorts() []uint16 {
 	ports := append([]uint16{}, p.cfg.ConnectPorts...)
 	if port := urlPort(p.cfg.APIURL); port != 0 {
 		ports = append(ports, port)

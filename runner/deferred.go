@@ -22,7 +22,9 @@ import (
 // pending_verify in whatever transaction verifies its last task.
 type rechecker struct {
 	loop.Loop
-	*attemptRunner
+	*common
+	conf    *confiner // confines the checks as judged runs are
+	judging *judging  // the judge's environment the checks run in
 }
 
 // Start runs the deferred checks at once and every Poll; cancelling ctx does not stop
@@ -32,7 +34,7 @@ func (p *rechecker) Start(ctx context.Context) error {
 }
 
 // runDeferredOnce claims and runs every deferred run waiting now.
-func (p *attemptRunner) runDeferredOnce(ctx context.Context) {
+func (p *rechecker) runDeferredOnce(ctx context.Context) {
 	goals, err := p.store.ListGoals(ctx, models.GoalFilter{State: models.GoalPendingVerify, Limit: 100})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -71,7 +73,7 @@ func (p *attemptRunner) runDeferredOnce(ctx context.Context) {
 // verified last, which in a workflow holds every earlier step's work — confined as
 // verify commands are, with the project rules' activity commands. It returns the
 // criteria's results, and on failure a diagnosis and the failing commands' output.
-func (p *attemptRunner) runDeferred(ctx context.Context, g *models.Goal) ([]models.CriterionResult, string, string) {
+func (p *rechecker) runDeferred(ctx context.Context, g *models.Goal) ([]models.CriterionResult, string, string) {
 	dir, err := p.finalWorkspace(ctx, g.ID)
 	if err != nil {
 		return nil, "the goal's final workspace: " + err.Error(), ""
@@ -84,7 +86,7 @@ func (p *attemptRunner) runDeferred(ctx context.Context, g *models.Goal) ([]mode
 	for i, c := range g.Deferred.Criteria {
 		crit[i] = c.Criterion
 	}
-	je, err := p.newJudgeEnv(dir, rules.Stacks, nil)
+	je, err := p.judging.newJudgeEnv(dir, rules.Stacks, nil)
 	if err != nil {
 		return nil, "preparing the judge's environment for the checks failed: " + err.Error(), ""
 	}
@@ -110,7 +112,7 @@ func (p *attemptRunner) runDeferred(ctx context.Context, g *models.Goal) ([]mode
 
 // finalWorkspace is the workspace of the goal's task verified last among those the
 // runner fingerprinted, while it exists.
-func (p *attemptRunner) finalWorkspace(ctx context.Context, goalID int64) (string, error) {
+func (p *rechecker) finalWorkspace(ctx context.Context, goalID int64) (string, error) {
 	tasks, err := p.store.ListTasks(ctx, models.TaskFilter{GoalID: goalID, State: models.TaskVerified, Limit: 500})
 	if err != nil {
 		return "", err
@@ -137,9 +139,9 @@ func (p *attemptRunner) finalWorkspace(ctx context.Context, goalID int64) (strin
 
 // deferredConfinement confines the deferred checks as a judged run is
 // (judgeConfinement): dir and the run's own places writable, no agent's home.
-func (p *attemptRunner) deferredConfinement(je *judge.Env, dir string) *worker.Confinement {
+func (p *rechecker) deferredConfinement(je *judge.Env, dir string) *worker.Confinement {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return nil
 	}
-	return p.judgeConfinement(je, dir, nil, nil)
+	return p.conf.judgeConfinement(je, dir, nil, nil)
 }

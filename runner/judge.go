@@ -59,7 +59,7 @@ func judgeDir(ar *attemptRun) string { return filepath.Join(ar.ws.MetaDir, "judg
 // base snapshot (and Env, when the contract runs commands), taken before the first
 // worker ran, and the base's tests for the floor, run once per base in a view of the
 // base. A task that runs no commands and lands nothing needs no judge.
-func (p *attemptRunner) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
+func (p *judging) prepareJudge(ctx context.Context, tr *taskRun, ar *attemptRun) error {
 	t := &tr.task
 	commands := t.Contract.Verification.Type != contract.VerifyAdvisory && runsCommands(&t.Contract)
 	reviewed := t.Contract.Review != nil
@@ -127,7 +127,7 @@ func (p *attemptRunner) prepareJudge(ctx context.Context, tr *taskRun, ar *attem
 // the task; when the workspace was a clean git checkout they are kept by commit too,
 // and any task based on the same commit reuses them. A later attempt without them (a
 // task begun under an older version) has no floor.
-func (p *attemptRunner) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, stacks []contract.Stack) error {
+func (p *judging) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, jr *judgeRun, first bool, stacks []contract.Stack) error {
 	var view *judge.TreeView
 	defer func() {
 		if view != nil {
@@ -222,7 +222,7 @@ func saveReport(path string, rep *testresults.Report) error {
 // tests_may_change), and the held-out tests. A protected path the judge cannot restore
 // fails the attempt at stage tamper; anything else going wrong is the runner's failure.
 // It reports whether verification may go on.
-func (p *attemptRunner) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+func (p *judging) openView(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr := ar.judge
 	if jr == nil || !jr.commands {
 		return true
@@ -271,7 +271,7 @@ func (p *attemptRunner) openView(ctx context.Context, tr *taskRun, ar *attemptRu
 
 // closeView removes the judge's view; failing to is logged (the next view of the task
 // removes what is left, and a starting runner removes every view a dead one left).
-func (p *attemptRunner) closeView(ar *attemptRun) {
+func (p *judging) closeView(ar *attemptRun) {
 	if ar.judge == nil || ar.judge.view == nil {
 		return
 	}

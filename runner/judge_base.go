@@ -45,7 +45,7 @@ func snapshotRef(taskID int64, name string) string {
 // judgeBaseOf loads the task's base, or takes it now: before the first worker runs,
 // or, for a task begun under a version without snapshots, from what its earlier
 // attempts left. first says it was taken now. withEnv makes sure the base has an Env.
-func (p *attemptRunner) judgeBaseOf(ctx context.Context, tr *taskRun, ar *attemptRun, withEnv bool) (judgeBase, bool, error) {
+func (p *judging) judgeBaseOf(ctx context.Context, tr *taskRun, ar *attemptRun, withEnv bool) (judgeBase, bool, error) {
 	file := filepath.Join(judgeDir(ar), "snapshot.json")
 	var jb judgeBase
 	if b, err := os.ReadFile(file); err == nil && json.Unmarshal(b, &jb) == nil && jb.Commit != "" {
@@ -102,7 +102,7 @@ func (p *attemptRunner) judgeBaseOf(ctx context.Context, tr *taskRun, ar *attemp
 // prepareEnv makes (or finds) the Env of a base whose tree is tree from the workspace
 // at dir before any worker ran. Tasks on one tree with the same ignored files (their
 // names, sizes and times) share one.
-func (p *attemptRunner) prepareEnv(ctx context.Context, dir, tree string) (string, error) {
+func (p *judging) prepareEnv(ctx context.Context, dir, tree string) (string, error) {
 	ignored, err := p.judgeStore.Ignored(ctx, dir, workspace.MetaDirName)
 	if err != nil {
 		return "", fmt.Errorf("listing the base's ignored files: %w", err)
@@ -122,7 +122,7 @@ func (p *attemptRunner) prepareEnv(ctx context.Context, dir, tree string) (strin
 // process of the worker is gone: the workspace's files under the base's ignore rules,
 // the output file whatever they say. It reports whether checking may go on; failing to
 // take it is the runner's failure.
-func (p *attemptRunner) takeCandidate(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+func (p *judging) takeCandidate(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr := ar.judge
 	if jr == nil || jr.cand != nil {
 		return true
@@ -171,7 +171,7 @@ func (jr *judgeRun) judged() *models.JudgeReport {
 // imported into the judge's store (every object checked), so history checks see the
 // worker's merges and commits; a workspace that is no checkout, or whose HEAD cannot
 // be imported, gets the base snapshot as HEAD's parent.
-func (p *attemptRunner) viewGit(ctx context.Context, ar *attemptRun, root string) error {
+func (p *judging) viewGit(ctx context.Context, ar *attemptRun, root string) error {
 	jr := ar.judge
 	parent, repo := jr.base.Commit, ""
 	if head := p.cfg.Workspaces.Head(ctx, ar.ws); head != "" {

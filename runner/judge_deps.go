@@ -33,7 +33,7 @@ const installTimeout = 10 * time.Minute
 // since it would swap code the tests import for the worker's. A failing install fails the attempt at the
 // verify stage with the command's output: the candidate's manifests do not install.
 // It reports whether verification may go on.
-func (p *attemptRunner) installDependencies(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
+func (p *judging) installDependencies(ctx context.Context, tr *taskRun, ar *attemptRun) bool {
 	jr := ar.judge
 	v := &tr.task.Contract.Verification
 	if jr == nil || jr.view == nil || !v.DependenciesMayChange || depsInstallOff {
@@ -82,7 +82,7 @@ func (p *attemptRunner) installDependencies(ctx context.Context, tr *taskRun, ar
 
 // changedDependencies lists the dependencies the candidate changed in the files pins
 // match, read from the judge's store on both sides (never from the workspace).
-func (p *attemptRunner) changedDependencies(ctx context.Context, jr *judgeRun, pins []string) ([]string, error) {
+func (p *judging) changedDependencies(ctx context.Context, jr *judgeRun, pins []string) ([]string, error) {
 	if len(pins) == 0 {
 		return nil, nil
 	}
@@ -110,7 +110,7 @@ func (p *attemptRunner) changedDependencies(ctx context.Context, jr *judgeRun, p
 	return slices.Compact(out), nil
 }
 
-func (p *attemptRunner) blobOrNil(ctx context.Context, id string) ([]byte, error) {
+func (p *judging) blobOrNil(ctx context.Context, id string) ([]byte, error) {
 	if id == "" {
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func (p *attemptRunner) blobOrNil(ctx context.Context, id string) ([]byte, error
 // the view and a judge-owned install directory writable, the judge's Go module cache
 // writable for Go's downloads, and the runner's connect ports (the registries). It
 // returns the command's output tail when it fails.
-func (p *attemptRunner) install(ctx context.Context, tr *taskRun, ar *attemptRun, in contract.InstallCommand, stacks []contract.Stack) (string, bool) {
+func (p *judging) install(ctx context.Context, tr *taskRun, ar *attemptRun, in contract.InstallCommand, stacks []contract.Stack) (string, bool) {
 	jr := ar.judge
 	dir := jr.view.Root()
 	je, err := p.newJudgeEnv(dir, stacks, tr.agent.Sandbox.Write)
@@ -151,12 +151,12 @@ func (p *attemptRunner) install(ctx context.Context, tr *taskRun, ar *attemptRun
 	env = append(env, worker.Inherit("GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GONOSUMDB",
 		"npm_config_registry", "PIP_INDEX_URL", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "PIP_CERT",
 		"REQUESTS_CA_BUNDLE")...)
-	conf := p.judgeConfinement(je, dir, p.judgeReads(tr, ar), nil)
+	conf := p.conf.judgeConfinement(je, dir, p.judgeReads(tr, ar), nil)
 	conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, je.GoModCache)
 	if jr.installDir != "" {
 		conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, jr.installDir)
 	}
-	conf.Policy.ConnectTCP, conf.Policy.Network = p.connectPorts(), nil // the registries
+	conf.Policy.ConnectTCP, conf.Policy.Network = p.conf.connectPorts(), nil // the registries
 	res, err := worker.Run(ctx, worker.Spec{Argv: []string{"/bin/sh", "-c", command}, Dir: dir, Env: env, ExactEnv: true,
 		Timeout: installTimeout, KillGrace: p.cfg.KillGrace, TailBytes: 4096, Confine: conf})
 	switch {

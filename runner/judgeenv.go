@@ -21,13 +21,13 @@ var judgeEnvOff bool
 
 // judgeRoot is the judge-owned root of judged runs' environments (runs, caches): in
 // the data dir, out of every worker's reach.
-func (p *attemptRunner) judgeRoot() string {
+func (p *judging) judgeRoot() string {
 	return filepath.Join(p.cfg.Workspaces.Root(), "judge-env")
 }
 
 // newJudgeEnv makes a fresh environment for one judged run of dir, with the stacks'
 // judge variables; no PATH entry lies in the data dir or in untrusted.
-func (p *attemptRunner) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []string) (*judge.Env, error) {
+func (p *judging) newJudgeEnv(dir string, stacks []contract.Stack, untrusted []string) (*judge.Env, error) {
 	return judge.NewEnv(judge.EnvOptions{Root: p.judgeRoot(), Dir: dir, Stacks: stacks, Path: p.cfg.JudgePath,
 		Untrusted: append([]string{p.cfg.Workspaces.Root()}, untrusted...), GoCache: p.cfg.JudgeGoCache,
 		Unconfined: p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled()})
@@ -35,7 +35,7 @@ func (p *attemptRunner) newJudgeEnv(dir string, stacks []contract.Stack, untrust
 
 // judgePath is the PATH of the agent's judged runs: the judge's candidates without
 // what the agent's workers could write.
-func (p *attemptRunner) judgePath(a *models.Agent, dir string) []string {
+func (p *judging) judgePath(a *models.Agent, dir string) []string {
 	return judge.JudgePath(judge.PathCandidates(p.cfg.JudgePath), append([]string{dir, p.cfg.Workspaces.Root()}, a.Sandbox.Write...))
 }
 
@@ -50,11 +50,11 @@ type judgedRun struct {
 
 // judged prepares a judged run of dir for attempt ar: the judge's environment and
 // confinement (judgeConfinement), never the agent's home. Call close when it is done.
-func (p *attemptRunner) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract.Stack) (*judgedRun, error) {
+func (p *judging) judged(tr *taskRun, ar *attemptRun, dir string, stacks []contract.Stack) (*judgedRun, error) {
 	if judgeEnvOff {
 		env := append(worker.BaseEnv(), worker.Inherit("GOFLAGS")...)
-		env = append(append(env, p.taskEnv(tr, ar)...), p.confinedEnv(ar, &tr.agent)...)
-		return &judgedRun{env: env, confine: p.confinement(tr, ar, &tr.agent), resultsDir: ar.tmp, close: func() {}}, nil
+		env = append(append(env, p.conf.taskEnv(tr, ar)...), p.conf.confinedEnv(ar, &tr.agent)...)
+		return &judgedRun{env: env, confine: p.conf.confinement(tr, ar, &tr.agent), resultsDir: ar.tmp, close: func() {}}, nil
 	}
 	je, err := p.newJudgeEnv(dir, stacks, tr.agent.Sandbox.Write)
 	if err != nil {
@@ -64,7 +64,7 @@ func (p *attemptRunner) judged(tr *taskRun, ar *attemptRun, dir string, stacks [
 	if p.cfg.Procs != nil {
 		onStart = p.cfg.Procs.Track(tr.task.ID, ar.num)
 	}
-	return &judgedRun{env: p.checkEnv(tr, ar, je), confine: p.judgeConfinement(je, dir, p.judgeReads(tr, ar), onStart), resultsDir: je.Tmp,
+	return &judgedRun{env: p.checkEnv(tr, ar, je), confine: p.conf.judgeConfinement(je, dir, p.judgeReads(tr, ar), onStart), resultsDir: je.Tmp,
 		close: func() {
 			if err := je.Close(); err != nil {
 				p.log.Warn("removing a judged run's environment failed", "dir", je.Run, "err", err)
@@ -76,7 +76,7 @@ func (p *attemptRunner) judged(tr *taskRun, ar *attemptRun, dir string, stacks [
 // judge's own: the repository's git directory (a worktree's), the task's meta dir
 // (its briefs), and the paths an admin lets the agent read (its tools). Nothing there
 // is the worker's to write.
-func (p *attemptRunner) judgeReads(tr *taskRun, ar *attemptRun) []string {
+func (p *judging) judgeReads(tr *taskRun, ar *attemptRun) []string {
 	gitRead, _ := ar.ws.GitPaths()
 	// The judge's view has a git repository of the judge's whose history is the user's
 	// repository's: a checkout used in place lends its .git (read only).
@@ -96,7 +96,7 @@ const goPrepTimeout = 10 * time.Minute
 // into the judge's shared build cache, which judged runs see read-only under a layer
 // of their own. Neither runs any of the project's code. Failures are logged, not
 // fatal: a judged run that misses a module fails on its own and says which.
-func (p *attemptRunner) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []contract.Stack) {
+func (p *judging) prepareGo(ctx context.Context, tr *taskRun, dir string, stacks []contract.Stack) {
 	if judgeEnvOff {
 		return
 	}
@@ -119,26 +119,36 @@ func (p *attemptRunner) prepareGo(ctx context.Context, tr *taskRun, dir string, 
 	// The judge's own download: the admin's proxy and checksum settings apply.
 	download := append(append(slices.Clone(base), "GOCACHE="+shared, "GOFLAGS=-mod=mod"),
 		worker.Inherit("GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GONOSUMDB")...)
-	conf := p.judgeConfinement(je, dir, nil, nil)
+	conf := p.conf.judgeConfinement(je, dir, nil, nil)
 	conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, je.GoModCache, shared)
-	conf.Policy.ConnectTCP, conf.Policy.Network = p.connectPorts(), nil // the module proxy
+	conf.Policy.ConnectTCP, conf.Policy.Network = p.conf.connectPorts(), nil // the module proxy
 	goBin := je.LookPath("go")
 	if goBin == "" {
 		return // no go on the judge's PATH: the judged runs say so themselves
 	}
 	p.goPrep(ctx, dir, download, conf, goBin, "mod", "download")
 	compile := append(slices.Clone(base), "GOCACHE="+shared, "GOPROXY=off")
-	conf = p.judgeConfinement(je, dir, nil, nil)
+	conf = p.conf.judgeConfinement(je, dir, nil, nil)
 	conf.Policy.ReadWrite = append(conf.Policy.ReadWrite, shared)
 	p.goPrep(ctx, dir, compile, conf, goBin, "test", "-exec=/bin/true", "-run=^$", "-count=1", "./...")
 }
 
 // goPrep runs one of the judge's Go preparation commands in dir and logs a failure.
-func (p *attemptRunner) goPrep(ctx context.Context, dir string, env []string, conf *worker.Confinement, argv ...string) {
+func (p *judging) goPrep(ctx context.Context, dir string, env []string, conf *worker.Confinement, argv ...string) {
 	res, err := worker.Run(ctx, worker.Spec{Argv: argv, Dir: dir, Env: env, ExactEnv: true, Timeout: goPrepTimeout,
 		KillGrace: p.cfg.KillGrace, TailBytes: 2048, Confine: conf})
 	if err != nil || res.ExitCode != 0 {
 		p.log.Warn("the judge's Go preparation failed", "command", strings.Join(argv, " "), "dir", dir,
 			"exit", res.ExitCode, "err", err, "output", string(res.Tail))
 	}
+}
+
+// checkEnv is the environment of a judged run (verify commands, criteria, the floor's
+// base run, held-out tests): the judge's (see judge.Env: a fresh judge-owned home and
+// temp dir, a fixed PATH, the stacks' user configuration off, judge-owned caches)
+// and the task facts. Nothing of the worker's agent home, nor of the runner's own
+// environment beyond the judge's short list: a verify command runs the worker's code,
+// and a home the worker wrote would configure the tools that judge it.
+func (p *judging) checkEnv(tr *taskRun, ar *attemptRun, je *judge.Env) []string {
+	return append(ar.judge.withInstallDir(je.Vars()), p.conf.taskEnv(tr, ar)...)
 }

@@ -184,7 +184,7 @@ func judgeEnvRun(t *testing.T, sb *sandbox.Sandbox, sharedCache string, off bool
 				t.Errorf("%s: the diagnosis does not name %q:\n%s", c.name, c.diag, last.Diagnosis)
 			}
 			if c.name == "go-module-fair" && !off {
-				if _, err := os.Stat(filepath.Join(h.pool.run.judgeRoot(), "gomodcache", "github.com", "google", "go-cmp@v0.7.0")); err != nil {
+				if _, err := os.Stat(filepath.Join(h.pool.run.judging.judgeRoot(), "gomodcache", "github.com", "google", "go-cmp@v0.7.0")); err != nil {
 					t.Errorf("the module is not in the judge's module cache: %v", err)
 				}
 			}

@@ -78,7 +78,7 @@ func (c *LandingConfig) defaults() error {
 // *stepConflictError); else the agent's target branch, else the checkout's HEAD ("").
 // It reads the dependencies in a transaction of its own: worktree tasks are prepared
 // outside the claim's.
-func (p *attemptRunner) branchFor(ctx context.Context, tr *taskRun) (branch, base string, err error) {
+func (p *lander) branchFor(ctx context.Context, tr *taskRun) (branch, base string, err error) {
 	t := &tr.task
 	branch = p.cfg.Landing.BranchPrefix + strconv.FormatInt(t.ID, 10)
 	if t.Base != "" {
@@ -127,7 +127,7 @@ func (e *stepConflictError) Error() string {
 
 // recordBranch stores, in tx, the branch and base commit the task's worktree was
 // prepared with, the first time they are known.
-func (p *attemptRunner) recordBranch(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
+func (p *lander) recordBranch(ctx context.Context, tx models.Tx, tr *taskRun, ar *attemptRun) error {
 	branch, base := ar.ws.Branch(), ar.ws.BaseCommit()
 	if branch == "" || (tr.task.Branch == branch && tr.task.Base != "") {
 		return nil
@@ -151,7 +151,7 @@ func (p *attemptRunner) recordBranch(ctx context.Context, tx models.Tx, tr *task
 // passed: the tree the checks ran on, authored by the worker agent, with the task,
 // attempt and verifier in trailers. Its id becomes the task's commit and is named on
 // the ledger. A commit that cannot be made is the runner's failure.
-func (p *attemptRunner) commitVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *lander) commitVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	if ar.ws == nil || ar.ws.Branch() == "" || ar.outcome != models.OutcomePassed {
 		return
 	}
@@ -196,7 +196,7 @@ func verifiedBy(t *models.Task) string {
 // pushVerified pushes a task branch whose verified commit was just recorded to
 // LandingConfig.PushRemote. A push that fails is logged and recorded as an event: the
 // verification stands, and the branch can be pushed by hand.
-func (p *attemptRunner) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *lander) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	remote := p.cfg.Landing.PushRemote
 	if remote == "" || ar.commit == "" || ar.outcome != models.OutcomePassed || tr.task.Commit != ar.commit {
 		return

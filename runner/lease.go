@@ -58,7 +58,7 @@ func (p *heartbeat) renew(ctx context.Context) {
 
 // releaseLease gives up the lease of a task this runner will not continue (stopping,
 // or a result that could not be recorded), so another runner may take it at once.
-func (p *attemptRunner) releaseLease(tr *taskRun) {
+func (p *common) releaseLease(tr *taskRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.claimer.ReleaseLease(ctx, p.cfg.RunnerID, tr.task.ID); err != nil {

@@ -19,7 +19,7 @@ var providerVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHRO
 
 // gatewayPort is the model gateway's port on the runner's loopback (and in each run's
 // private network); 0 without a gateway. Read once, in New.
-func (p *attemptRunner) gatewayPort() uint16 { return p.gwPort }
+func (p *confiner) gatewayPort() uint16 { return p.gwPort }
 
 // gatewayPortOf is the port cfg's gateway service listens on; 0 without one.
 func gatewayPortOf(cfg Config) uint16 {
@@ -39,7 +39,7 @@ func gatewayPortOf(cfg Config) uint16 {
 // gateway's address and the credential in the variables its clients read. A call
 // refused for the budget cancels the run with errBudgetOverrun, so the attempt ends
 // at stage budget with what was metered. Without a gateway it returns nothing.
-func (p *attemptRunner) openGateway(tr *taskRun, ar *attemptRun, cancel context.CancelCauseFunc) []string {
+func (p *confiner) openGateway(tr *taskRun, ar *attemptRun, cancel context.CancelCauseFunc) []string {
 	port := p.gatewayPort()
 	if port == 0 {
 		return nil
@@ -61,7 +61,7 @@ func (p *attemptRunner) openGateway(tr *taskRun, ar *attemptRun, cancel context.
 // closeGateway revokes the attempt's credential and makes what the gateway metered
 // the attempt's usage, keeping the worker's own report beside it (flagged when it
 // says otherwise).
-func (p *attemptRunner) closeGateway(ar *attemptRun) {
+func (p *confiner) closeGateway(ar *attemptRun) {
 	if ar.lease == nil {
 		return
 	}
@@ -75,7 +75,7 @@ func (p *attemptRunner) closeGateway(ar *attemptRun) {
 
 // GatewayStatus says what the pool's model gateway serves and how its confined runs
 // reach the network, for the dashboard.
-func (p *attemptRunner) GatewayStatus() models.GatewayStatus {
+func (p *confiner) GatewayStatus() models.GatewayStatus {
 	st := models.GatewayStatus{Network: "ports", Egress: slices.Clone(p.cfg.EgressAllow)}
 	if p.privateNetwork() {
 		st.Network = "private"

@@ -25,7 +25,7 @@ const EgressPort = 3128
 // privateNetwork reports whether the attempt's confined runs get a private network:
 // Config.PrivateNetwork, with the sandbox on and able to make one (decided once, in
 // New).
-func (p *attemptRunner) privateNetwork() bool { return p.private }
+func (p *confiner) privateNetwork() bool { return p.private }
 
 // canMakePrivateNetwork is privateNetwork's decision, from the config.
 func canMakePrivateNetwork(cfg Config) bool {
@@ -41,7 +41,7 @@ func canMakePrivateNetwork(cfg Config) bool {
 // at its port, the egress proxy at EgressPort and agent a's own ports (forwarded to
 // the same ports on the runner's loopback, the admin's grant); nothing else, on any
 // host. Nil keeps the Landlock port rules alone.
-func (p *attemptRunner) runNetwork(ar *attemptRun, a *models.Agent) *sandbox.NetworkPolicy {
+func (p *confiner) runNetwork(ar *attemptRun, a *models.Agent) *sandbox.NetworkPolicy {
 	if !p.privateNetwork() {
 		return nil
 	}
@@ -142,7 +142,7 @@ type attemptNet struct {
 // ownServices are Countersign's own services on the runner's loopback (the gateway,
 // the API), as egress patterns: a client that sends every connection to its proxy,
 // NO_PROXY or not (Qwen Code does), still reaches them through the egress proxy.
-func (p *attemptRunner) ownServices() []string {
+func (p *confiner) ownServices() []string {
 	var out []string
 	if port := p.gatewayPort(); port != 0 {
 		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
@@ -157,7 +157,7 @@ func (p *attemptRunner) ownServices() []string {
 
 // serve starts an egress proxy on ln for one run of the attempt: the hosts
 // Config.EgressAllow names, and own (Countersign's services).
-func (n *attemptNet) serve(p *attemptRunner, ln net.Listener, own []string) {
+func (n *attemptNet) serve(p *confiner, ln net.Listener, own []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	allow := slices.Concat(p.cfg.EgressAllow, own)

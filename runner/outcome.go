@@ -21,10 +21,11 @@ const tailBytes = 8 << 10
 
 // settler records attempts' outcomes and moves their tasks on: settling runs in the
 // task's goroutine, once per attempt, on a context of its own, and has no background
-// work (the executor's Stop waits for settlements under way with their tasks). It
-// reads the pool's configuration and store through the attempt runner it embeds.
+// work (the executor's Stop waits for settlements under way with their tasks). When a
+// task's attempts ran out on work failures it also asks the triage (triage.go).
 type settler struct {
-	*attemptRunner
+	*common
+	reviews *reviewing // a passed or failed review round moves its review task on
 }
 
 // settle records the attempt and its consequence in one transaction: the attempt row
@@ -88,7 +89,7 @@ func (p *settler) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		tr.task = *t
 		return decision{done: true}, nil
 	}
-	if err := p.reviewSettled(ctx, tx, t, ar); err != nil {
+	if err := p.reviews.reviewSettled(ctx, tx, t, ar); err != nil {
 		return decision{}, err
 	}
 
@@ -100,7 +101,7 @@ func (p *settler) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 		d.done = true
 	case models.OutcomePassed:
 		var batchNext bool
-		if batchNext, err = p.batchReviewNext(ctx, tx, tr, t, ar); err != nil {
+		if batchNext, err = p.reviews.batchReviewNext(ctx, tx, tr, t, ar); err != nil {
 			return decision{}, err
 		}
 		if batchNext {
@@ -202,14 +203,14 @@ func (p *settler) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, 
 }
 
 // keepLease saves t (its budget) with a fresh lease for the next attempt.
-func (p *attemptRunner) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
+func (p *settler) keepLease(ctx context.Context, tx models.Tx, t *models.Task) error {
 	until := time.Now().Add(p.cfg.Lease)
 	t.LeaseUntil = &until
 	return tx.UpdateTask(ctx, t)
 }
 
 // block blocks t with every attempt of this round in the payload.
-func (p *attemptRunner) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
+func (p *settler) block(ctx context.Context, tx models.Tx, t *models.Task, infra bool) error {
 	attempts, err := tx.ListAttempts(ctx, t.ID)
 	if err != nil {
 		return err

@@ -150,7 +150,7 @@ func TestLayerRetriesAloneWithBackoff(t *testing.T) {
 	run, calls := errUntil(3)
 	ar := &attemptRun{}
 	start := time.Now()
-	if !p.run.layer(context.Background(), ar, run) || *calls != 4 || len(ar.checks) != 4 || ar.outcome != "" {
+	if !p.run.checker.layer(context.Background(), ar, run) || *calls != 4 || len(ar.checks) != 4 || ar.outcome != "" {
 		t.Fatalf("layer: %d calls, checks %+v, outcome %q", *calls, ar.checks, ar.outcome)
 	}
 	if took := time.Since(start); took < 20*time.Millisecond+30*time.Millisecond+30*time.Millisecond {
@@ -158,14 +158,14 @@ func TestLayerRetriesAloneWithBackoff(t *testing.T) {
 	}
 	run, calls = errUntil(100)
 	ar = &attemptRun{}
-	if p.run.layer(context.Background(), ar, run) || *calls != 4 || !ar.layerExhausted || ar.outcome != models.OutcomeInfra {
+	if p.run.checker.layer(context.Background(), ar, run) || *calls != 4 || !ar.layerExhausted || ar.outcome != models.OutcomeInfra {
 		t.Fatalf("layer: %d calls, exhausted %v, outcome %q", *calls, ar.layerExhausted, ar.outcome)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrStopping)
 	run, calls = errUntil(100)
 	ar = &attemptRun{}
-	if p.run.layer(ctx, ar, run) || *calls != 1 || ar.layerExhausted || ar.cause != ErrStopping {
+	if p.run.checker.layer(ctx, ar, run) || *calls != 1 || ar.layerExhausted || ar.cause != ErrStopping {
 		t.Fatalf("cancelled layer: %d calls, exhausted %v, cause %v", *calls, ar.layerExhausted, ar.cause)
 	}
 }

@@ -8,6 +8,18 @@
 // lock rows with SKIP LOCKED, leases are renewed by a heartbeat, and a task whose
 // runner died is taken over once its lease expires, without using up an attempt.
 //
+// The Pool only wires its services, each with Start and Stop on startstop.Base or
+// loop.Loop: the publisher (events), heartbeat (leases), cleanup (worktrees),
+// rechecker (goals' deferred checks), executor (the running tasks) and claimLoop
+// (claims). A claimed task's attempts run in the attemptRunner (attempt.go), which
+// keeps the attempt's flow and hands each step to a part that holds only what it
+// uses: the confiner confines every run (sandbox policy, private network, model
+// gateway), the judging snapshots base and candidate into the judge's own store and
+// runs commands in its view, the checker runs the check layers, the reviewing runs
+// the artifact review and its rounds, the lander keeps the task branches, and the
+// settler records each outcome (and asks the triage). What they all read — config,
+// store, log, the runner agent, the rules — is one shared common.
+//
 // The subpackages hold the parts: worker (running one command), workspace (where it
 // runs), checks (the check layers), evaluator (semantic evaluation) and ledger.
 package runner
@@ -67,7 +79,7 @@ func New(cfg Config) (*Pool, error) {
 	run := newAttemptRunner(cfg, nil, exec)
 	run.events = newPublisher(run.store, run.forgetRules)
 	exec.run = run
-	claims := &claimLoop{attemptRunner: run, wake: make(chan struct{}, 1)}
+	claims := &claimLoop{common: run.common, starts: run, tmpDirs: run.tmpDirs, exec: exec, wake: make(chan struct{}, 1)}
 	exec.freed = claims.notify
 	return &Pool{
 		cfg:     cfg,
@@ -76,7 +88,7 @@ func New(cfg Config) (*Pool, error) {
 		events:  run.events,
 		beat:    &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec},
 		clean:   &cleanup{cfg: cfg, store: run.store, log: run.log, exec: exec},
-		recheck: &rechecker{attemptRunner: run},
+		recheck: &rechecker{common: run.common, conf: run.conf, judging: run.judging},
 		exec:    exec,
 		claims:  claims,
 	}, nil
@@ -228,8 +240,8 @@ func (p *Pool) stop(ctx context.Context) error {
 // EffectivePolicy describes, one grant per line, what a's confined processes may
 // touch in any attempt — with <task> and <n> standing for the task and attempt — and
 // whether the sandbox confines them at all; for the agent page.
-func (p *Pool) EffectivePolicy(a *models.Agent) []string { return p.run.EffectivePolicy(a) }
+func (p *Pool) EffectivePolicy(a *models.Agent) []string { return p.run.conf.EffectivePolicy(a) }
 
 // GatewayStatus says what the pool's model gateway serves and how its confined runs
 // reach the network, for the dashboard.
-func (p *Pool) GatewayStatus() models.GatewayStatus { return p.run.GatewayStatus() }
+func (p *Pool) GatewayStatus() models.GatewayStatus { return p.run.conf.GatewayStatus() }

@@ -26,7 +26,7 @@ import (
 // checks, skip tasks no workspace or evaluation layer). Nothing is
 // run: a few stats, so that a task that cannot be judged costs no worker. rules gives
 // the project rules (activity commands) when a criterion needs them.
-func (p *attemptRunner) readiness(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) ([]string, error) {
+func (p *judging) readiness(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) ([]string, error) {
 	t := &tr.task
 	cp := t.Contract.Completion
 	var missing []string
@@ -98,7 +98,7 @@ func (p *attemptRunner) readiness(tr *taskRun, ar *attemptRun, rules func() (mod
 
 // gitRepo says why the workspace is not a git repository a confined git can read, ""
 // when it is: the nearest .git at or above it decides, as for git itself.
-func (p *attemptRunner) gitRepo(tr *taskRun, ar *attemptRun) string {
+func (p *judging) gitRepo(tr *taskRun, ar *attemptRun) string {
 	for dir := ar.ws.Dir; ; dir = filepath.Dir(dir) {
 		gitDir := filepath.Join(dir, ".git")
 		if _, err := os.Stat(gitDir); err == nil {
@@ -115,11 +115,11 @@ func (p *attemptRunner) gitRepo(tr *taskRun, ar *attemptRun) string {
 
 // readablePaths are the hierarchies a confined process of the attempt may read and
 // execute; nil when the attempt runs unconfined.
-func (p *attemptRunner) readablePaths(tr *taskRun, ar *attemptRun) []string {
+func (p *judging) readablePaths(tr *taskRun, ar *attemptRun) []string {
 	if p.cfg.Sandbox == nil || !p.cfg.Sandbox.Enabled() {
 		return nil
 	}
-	pol := p.confinement(tr, ar, &tr.agent).Policy
+	pol := p.conf.confinement(tr, ar, &tr.agent).Policy
 	return append(append([]string{}, pol.ReadExec...), pol.ReadWrite...)
 }
 
@@ -134,19 +134,19 @@ type toolLookup struct {
 
 // newJudgeToolLookup looks for programs as a judged run's shell would (verify
 // commands, criteria): on the judge's PATH, within what judgeConfinement lets it read.
-func (p *attemptRunner) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
+func (p *judging) newJudgeToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	if judgeEnvOff {
 		return p.newToolLookup(tr, ar)
 	}
 	path := p.judgePath(&tr.agent, ar.ws.Dir)
 	var readable []string
 	if p.cfg.Sandbox != nil && p.cfg.Sandbox.Enabled() {
-		readable = slices.Concat(p.systemPaths, path, []string{ar.ws.Dir}, p.judgeReads(tr, ar))
+		readable = slices.Concat(p.conf.systemPaths, path, []string{ar.ws.Dir}, p.judgeReads(tr, ar))
 	}
 	return &toolLookup{path: strings.Join(path, string(filepath.ListSeparator)), readable: readable, seen: map[string]string{}}
 }
 
-func (p *attemptRunner) newToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
+func (p *judging) newToolLookup(tr *taskRun, ar *attemptRun) *toolLookup {
 	path := ""
 	for _, kv := range worker.BaseEnv() {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {

@@ -62,7 +62,7 @@ const EnvReviewRound = "COUNTERSIGN_REVIEW_ROUND"
 //     created first); its concurrency is not counted, since a review is part of the
 //     builder's slot. No such agent, or a reviewer that crashes or cannot start, is an
 //     infrastructure failure (an error verdict, which check tries again on its own).
-func (p *attemptRunner) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
+func (p *reviewing) review(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
 	start := time.Now()
 	ar.reviewAgain, ar.deferredTo = false, nil
@@ -125,9 +125,9 @@ type reviewRound struct {
 // runReviewer writes the review brief and runs the reviewer on the candidate (in the
 // judge's view of it when there is one). A non-empty diagnosis says why no verdict
 // came: an error verdict.
-func (p *attemptRunner) runReviewer(ctx context.Context, tr *taskRun, ar *attemptRun, rr *reviewRound) (worker.Result, string) {
+func (p *reviewing) runReviewer(ctx context.Context, tr *taskRun, ar *attemptRun, rr *reviewRound) (worker.Result, string) {
 	t, reviewer := &tr.task, rr.reviewer
-	artifact, err := p.artifact(ar)
+	artifact, err := attemptArtifact(ar)
 	if err != nil {
 		return worker.Result{}, "reading the artifact: " + err.Error()
 	}
@@ -141,23 +141,23 @@ func (p *attemptRunner) runReviewer(ctx context.Context, tr *taskRun, ar *attemp
 	if timeout <= 0 {
 		timeout = contract.DefaultTimeout
 	}
-	if err := os.MkdirAll(p.agentHome(reviewer), 0o750); err != nil {
+	if err := os.MkdirAll(p.conf.agentHome(reviewer), 0o750); err != nil {
 		return worker.Result{}, err.Error()
 	}
-	dir, confine := ar.ws.Dir, p.confinement(tr, ar, reviewer)
+	dir, confine := ar.ws.Dir, p.conf.confinement(tr, ar, reviewer)
 	view, err := p.reviewView(ctx, tr, ar)
 	if err != nil {
 		return worker.Result{}, "preparing the reviewer's view of the candidate: " + err.Error()
 	}
 	if view != nil {
 		defer func() { _ = view.Close() }()
-		dir, confine = view.Root(), p.viewConfinement(tr, ar, reviewer, view.Root())
+		dir, confine = view.Root(), p.conf.viewConfinement(tr, ar, reviewer, view.Root())
 	}
 	res, err := worker.Run(ctx, worker.Spec{
 		Command: reviewer.Command,
 		Dir:     dir,
 		Stdin:   strings.NewReader(brief),
-		Env: append(append(p.taskEnv(tr, ar), p.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(rr.round),
+		Env: append(append(p.conf.taskEnv(tr, ar), p.conf.confinedEnv(ar, reviewer)...), EnvReviewRound+"="+strconv.Itoa(rr.round),
 			EnvBriefFile+"="+briefPath), // the later entry wins: the review brief
 		Timeout:   timeout,
 		KillGrace: p.cfg.KillGrace,
@@ -231,7 +231,7 @@ func reviewRoundsFailed(history []models.Attempt) int {
 
 // reviewDue decides the review's triggers for t (see review); a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
-func (p *attemptRunner) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
+func (p *reviewing) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
 	if t.RunID != nil && t.GoalID != nil && t.StepNum > 0 {
 		var tasks []models.Task
@@ -263,7 +263,7 @@ func (p *attemptRunner) reviewDue(ctx context.Context, t *models.Task, rv *contr
 }
 
 // pickReviewer finds an enabled worker agent with role that is not the builder.
-func (p *attemptRunner) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
+func (p *reviewing) pickReviewer(ctx context.Context, tr *taskRun, role string) (*models.Agent, error) {
 	agents, err := p.store.ListAgents(ctx)
 	if err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ var AgentConfigPaths = []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/**", "A
 // configuration (AgentConfigPaths) as the base had them. nil when the task has no
 // Env (a contract that runs nothing and asks for no review of its own, reviewed in a
 // parallel group's batch): the reviewer then reads the workspace, as before.
-func (p *attemptRunner) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
+func (p *reviewing) reviewView(ctx context.Context, tr *taskRun, ar *attemptRun) (*judge.TreeView, error) {
 	jr := ar.judge
 	if jr == nil || jr.cand == nil || jr.base.Env == "" {
 		return nil, nil

@@ -45,7 +45,7 @@ type batch struct {
 
 // reviewBatch returns t's parallel group, nil when t is no step of one (or its group
 // has one step). The batch's review is the first its steps ask for.
-func (p *attemptRunner) reviewBatch(ctx context.Context, t *models.Task) (*batch, error) {
+func (p *reviewing) reviewBatch(ctx context.Context, t *models.Task) (*batch, error) {
 	if t.RunID == nil || t.GoalID == nil || t.StepNum <= 0 || t.ReviewOf != nil {
 		return nil, nil
 	}
@@ -95,7 +95,7 @@ type reviewInput struct {
 // reviewInput gathers the review's input for t, or for its batch b (verification-
 // layers.md's parallel batch note: the group's first step as the index, every task's
 // description, the union of their changed files).
-func (p *attemptRunner) reviewInput(ctx context.Context, t *models.Task, ar *attemptRun, b *batch) reviewInput {
+func (p *reviewing) reviewInput(ctx context.Context, t *models.Task, ar *attemptRun, b *batch) reviewInput {
 	in := reviewInput{index: t.StepNum}
 	files := map[string]bool{}
 	if b == nil {
@@ -195,17 +195,17 @@ func reviewFixVerified(ctx context.Context, tx models.Tx, t *models.Task, histor
 // reviewAlone is a review-only attempt: the review layer on the workspace as the fix
 // task (or the batch) left it. For a contract without an output file the artifact is
 // what the worker printed last.
-func (p *attemptRunner) reviewAlone(ctx context.Context, tr *taskRun, ar *attemptRun) {
+func (p *checker) reviewAlone(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	for i := len(ar.history) - 1; i >= 0 && ar.outAbs == ""; i-- {
 		if tail := ar.history[i].OutputTail; tail != "" {
 			ar.res.Tail = []byte(tail)
 			break
 		}
 	}
-	if !p.layer(ctx, ar, func() models.CheckResult { return p.review(ctx, tr, ar) }) || p.interrupted(ctx, ar) {
+	if !p.layer(ctx, ar, func() models.CheckResult { return p.reviews.review(ctx, tr, ar) }) || interrupted(ctx, ar) {
 		return
 	}
-	ar.outputHash = p.outputHash(expandedCompletion(&tr.task), ar)
+	ar.outputHash = outputHashOf(expandedCompletion(&tr.task), ar)
 	ar.outcome = models.OutcomePassed
 }
 
@@ -214,7 +214,7 @@ func (p *attemptRunner) reviewAlone(ctx context.Context, tr *taskRun, ar *attemp
 // released, no attempt used); a review out of rounds under proceed_with_warnings
 // appends its findings to the task's warnings; every round is a review.round event
 // with its summary.
-func (p *attemptRunner) reviewSettled(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+func (p *reviewing) reviewSettled(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
 	sum := ar.reviewSummary
 	if sum == nil || (ar.outcome != models.OutcomeFailed && ar.outcome != models.OutcomePassed) {
 		return nil
@@ -241,7 +241,7 @@ func (p *attemptRunner) reviewSettled(ctx context.Context, tx models.Tx, t *mode
 // decided one after the other and the second sees the first verified. The others
 // (false) pass on as if reviewed — verified, in the ledger — before the batch's review
 // runs, and stay so whatever it finds; only the last waits for it (see review).
-func (p *attemptRunner) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task, ar *attemptRun) (bool, error) {
+func (p *reviewing) batchReviewNext(ctx context.Context, tx models.Tx, tr *taskRun, t *models.Task, ar *attemptRun) (bool, error) {
 	// The group's steps and tasks are the ones the review check read (ar.deferredTo):
 	// they do not change; only their states are read here, in the transaction.
 	b := ar.deferredTo

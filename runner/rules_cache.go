@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -45,4 +46,16 @@ func (p *rulesCache) forgetRules() {
 	p.rulesGen++
 	p.rulesVal = nil
 	p.rulesMu.Unlock()
+}
+
+// rules returns the project rules, read at most once per rulesTTL unless another
+// writer's events arrived since.
+func (p *common) rules(ctx context.Context) (models.ProjectRules, error) {
+	return p.cachedRules(func() (models.ProjectRules, error) { return p.svc.Templates.Rules(ctx) })
+}
+
+// rulesIn is rules read through tx when the copy is stale: inside a claim, whose
+// transaction may hold the only connection (SQLite).
+func (p *common) rulesIn(ctx context.Context, tx models.Tx) (models.ProjectRules, error) {
+	return p.cachedRules(func() (models.ProjectRules, error) { return models.RulesIn(ctx, tx) })
 }

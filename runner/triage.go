@@ -39,7 +39,7 @@ func triageApproach(t *models.Task, attempts []models.Attempt) string {
 // safe — blocks it with the triage's summary and recommendation (or its error) in the
 // inbox item. What the call spent is added to the task's last attempt, so that it
 // counts against the budgets. A task is triaged once: its decision stays on it.
-func (p *attemptRunner) triage(ctx context.Context, tr *taskRun) decision {
+func (p *settler) triage(ctx context.Context, tr *taskRun) decision {
 	req := p.triageRequest(tr)
 	tctx, cancel := context.WithTimeout(ctx, triageTimeout)
 	dec, askErr := p.cfg.Triage.Triage(tctx, req)
@@ -74,7 +74,7 @@ func (p *attemptRunner) triage(ctx context.Context, tr *taskRun) decision {
 
 // triageRequest is what the triage reads: the task, its contract in words, and the
 // round's failures with their output tails.
-func (p *attemptRunner) triageRequest(tr *taskRun) triage.Request {
+func (p *settler) triageRequest(tr *taskRun) triage.Request {
 	t := &tr.task
 	req := triage.Request{TaskID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role,
 		Contract: contract.RenderContract(t.Contract, t.ID), Tails: map[int]string{},
@@ -88,7 +88,7 @@ func (p *attemptRunner) triageRequest(tr *taskRun) triage.Request {
 }
 
 // recordTriage writes the decision in tx (see triage).
-func (p *attemptRunner) recordTriage(ctx context.Context, tx models.Tx, tr *taskRun, dec triage.Decision, askErr error) (decision, error) {
+func (p *settler) recordTriage(ctx context.Context, tx models.Tx, tr *taskRun, dec triage.Decision, askErr error) (decision, error) {
 	t, err := tx.LockTask(ctx, tr.task.ID)
 	if err != nil {
 		return decision{}, err
@@ -129,7 +129,7 @@ func (p *attemptRunner) recordTriage(ctx context.Context, tx models.Tx, tr *task
 
 // chargeTriage adds what the triage spent to the task's last attempt, priced like
 // the attempt's own usage, so that the task's, goal's and agent's budgets count it.
-func (p *attemptRunner) chargeTriage(ctx context.Context, tx models.Tx, t *models.Task, u *models.Usage) error {
+func (p *settler) chargeTriage(ctx context.Context, tx models.Tx, t *models.Task, u *models.Usage) error {
 	if u == nil {
 		return nil
 	}

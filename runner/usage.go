@@ -33,7 +33,7 @@ const maxUsageFile = 64 << 10
 
 // usageEnv is the worker's environment about usage and budgets, and the variables
 // its agent passes by name from the runner's environment (values never stored).
-func (p *attemptRunner) usageEnv(tr *taskRun, ar *attemptRun) []string {
+func (p *confiner) usageEnv(tr *taskRun, ar *attemptRun) []string {
 	env := []string{EnvUsageFile + "=" + filepath.Join(ar.tmp, usageFileName)}
 	if r := ar.reserve.ReserveUSD; r != nil {
 		env = append(env, EnvBudgetUSD+"="+strconv.FormatFloat(*r, 'f', 4, 64))
@@ -135,7 +135,7 @@ func prices(rules models.ProjectRules) []models.ModelPrice {
 
 // priceUsage gives the attempt's usage a cost from the price table when the worker
 // reported tokens but no cost; the price charged is kept with it.
-func (p *attemptRunner) priceUsage(ctx context.Context, tx models.Tx, ar *attemptRun) error {
+func (p *settler) priceUsage(ctx context.Context, tx models.Tx, ar *attemptRun) error {
 	if ar.usage == nil || ar.usage.CostUSD != nil || ar.usage.Tokens() == nil {
 		return nil
 	}
@@ -150,7 +150,7 @@ func (p *attemptRunner) priceUsage(ctx context.Context, tx models.Tx, ar *attemp
 // addEvaluatorUsage adds what an evaluator call used to the attempt's usage (nil: a
 // cached verdict, nothing spent). Each side is priced with its own model first: the
 // sum keeps the worker's model.
-func (p *attemptRunner) addEvaluatorUsage(ctx context.Context, ar *attemptRun, u *models.Usage) {
+func (p *checker) addEvaluatorUsage(ctx context.Context, ar *attemptRun, u *models.Usage) {
 	if u == nil {
 		return
 	}
