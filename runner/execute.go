@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 // is over.
 type executor struct {
 	startstop.Base
-	run   *attemptRunner
-	freed func() // wakes the claim loop: a task ended and freed its agent's slot
+	grace   time.Duration // how long Stop lets running tasks finish (Config.Grace)
+	log     *slog.Logger
+	runTask func(tr *taskRun) // runs one task's attempts (attemptRunner.runTask)
+	freed   func()            // wakes the claim loop: a task ended and freed its agent's slot
 
 	mu       sync.Mutex
 	running  map[int64]*taskRun
@@ -62,13 +65,13 @@ func (e *executor) Stop(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	grace := time.NewTimer(e.run.cfg.Grace)
+	grace := time.NewTimer(e.grace)
 	defer grace.Stop()
 	var err error
 	select {
 	case <-done:
 	case <-grace.C:
-		e.run.log.Info("grace period over: cancelling running workers", "tasks", e.runningCount())
+		e.log.Info("grace period over: cancelling running workers", "tasks", e.runningCount())
 		e.cancel(ErrStopping)
 		select {
 		case <-done:
@@ -120,7 +123,7 @@ func (e *executor) launch(tr *taskRun) {
 			e.mu.Unlock()
 			e.freed()
 		}()
-		e.run.runTask(tr)
+		e.runTask(tr)
 	}()
 }
 

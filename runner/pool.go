@@ -78,7 +78,7 @@ func New(cfg Config) (*Pool, error) {
 	exec := &executor{running: map[int64]*taskRun{}}
 	run := newAttemptRunner(cfg, nil, exec)
 	run.events = newPublisher(run.store, run.forgetRules)
-	exec.run = run
+	exec.grace, exec.log, exec.runTask = cfg.Grace, run.log, run.runTask
 	claims := &claimLoop{common: run.common, starts: run, tmpDirs: run.tmpDirs, exec: exec, wake: make(chan struct{}, 1)}
 	exec.freed = claims.notify
 	return &Pool{
