@@ -403,12 +403,13 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 			Name: g("name"), Role: g("role"), Brief: g("brief"), Approve: g("approve"), Verify: g("verify"),
 			Completion:       map[string]string{},
 			VerificationType: g("verification.type"),
-			ReviewRole:       g("review.role"), ReviewWhen: g("review.when"), ReviewEvery: g("review.every"),
-			ReviewMaxRounds: g("review.max_rounds"), ReviewOnExhausted: strings.TrimSpace(g("review.on_exhausted")),
-			Parallel: strings.TrimSpace(g("parallel")),
+			Review:           map[string]string{}, Parallel: strings.TrimSpace(g("parallel")),
 		}
 		for _, cf := range contract.CompletionFormFields() {
 			s.Completion[cf.Name] = g(cf.Name)
+		}
+		for _, rf := range contract.ReviewFormFields() {
+			s.Review[rf.Name] = g(rf.Name)
 		}
 		for j := 0; j < maxFormCriteria; j++ {
 			cg := func(field string) string { return form.Get(tplpage.CriterionField(i, j, field)) }
@@ -440,26 +441,16 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 }
 
 // templateFromForm converts the form to a template, with a field message for every
-// number or duration that does not parse. The template is built from what did parse,
+// value that does not parse (the contract's, as its codec reads them). The template is built from what did parse,
 // so Validate can still report the rest.
 func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 	fe := models.FieldErrors{}
 	t := &models.Template{Name: f.Name, Description: f.Description}
 	for i, s := range f.Steps {
 		key := func(field string) string { return tplpage.StepField(i, field) }
-		num := func(field, label, v string) int {
-			v = strings.TrimSpace(v)
-			if v == "" {
-				return 0
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				fe.Add(key(field), label+": not a whole number")
-			}
-			return n
-		}
 		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify, Parallel: s.Parallel}
-		// The completion is read by the contract's codec, as a YAML file's would be.
+		// The completion and the review are read by the contract's codec, as a YAML
+		// file's would be (contract.CompletionFromForm).
 		cp, cfe := contract.CompletionFromForm(s.Completion)
 		st.Completion = cp
 		for k, m := range cfe {
@@ -480,16 +471,10 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		for _, h := range s.HeldOut {
 			st.Verification.HeldOut = append(st.Verification.HeldOut, contract.HeldOutTest{Path: h.Path, Content: h.Content})
 		}
-		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds+s.ReviewOnExhausted) != "" {
-			r := &contract.Review{Role: s.ReviewRole, OnExhausted: s.ReviewOnExhausted,
-				Every:     num("review.every", "every", s.ReviewEvery),
-				MaxRounds: num("review.max_rounds", "max_rounds", s.ReviewMaxRounds)}
-			for _, w := range strings.Split(s.ReviewWhen, ",") {
-				if w = strings.TrimSpace(w); w != "" {
-					r.When = append(r.When, w)
-				}
-			}
-			st.Review = r
+		r, rfe := contract.ReviewFromForm(s.Review)
+		st.Review = r
+		for k, m := range rfe {
+			fe.Add(key(k), m)
 		}
 		t.Steps = append(t.Steps, st)
 	}
@@ -524,12 +509,6 @@ func formErrorKeys(fields map[string]string) map[string]string {
 // formFromTemplate shows a stored template in the form.
 func formFromTemplate(t *models.Template) tplpage.Form {
 	f := tplpage.Form{Name: t.Name, Description: t.Description}
-	num := func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.Itoa(n)
-	}
 	for _, st := range t.Steps {
 		s := tplpage.StepForm{Name: st.Name, Role: st.Role, Brief: st.Brief, Approve: st.Approve, Verify: st.Verify,
 			Completion: st.Completion.FormValues(), VerificationType: string(st.Verification.Type)}
@@ -547,11 +526,7 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 			s.HeldOut = append(s.HeldOut, tplpage.HeldOutForm{Path: h.Path, Content: h.Content})
 		}
 		s.HeldOutHidden = st.Verification.HeldOutCount
-		if r := st.Review; r != nil {
-			s.ReviewRole, s.ReviewWhen = r.Role, strings.Join(r.When, ", ")
-			s.ReviewEvery, s.ReviewMaxRounds = num(r.Every), num(r.MaxRounds)
-			s.ReviewOnExhausted = r.OnExhausted
-		}
+		s.Review = st.Review.FormValues()
 		s.Parallel = st.Parallel
 		f.Steps = append(f.Steps, s)
 	}

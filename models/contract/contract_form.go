@@ -9,12 +9,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// This file derives the editor form of a completion contract from its declaration:
-// the inputs are Completion's fields (and its checklist's), found by reflection,
-// named by their YAML keys, typed by their Go types; only the words shown beside
-// them (completionFormText) are written here. The form is read back through the
-// codec (Completion.UnmarshalYAML), so a form and a YAML or JSON file are read by the
-// same rules.
+// This file derives the editor form of a contract's completion and review from their
+// declaration: the inputs are Completion's fields (and its checklist's) and Review's,
+// found by reflection, named by their YAML keys, typed by their Go types; only the
+// words shown beside them (completionFormText, reviewFormText) are written here. The
+// form is read back through the codec (Completion.UnmarshalYAML, Review's YAML
+// decoding), so a form and a YAML or JSON file are read by the same rules.
 
 // FormKind is how a contract field is typed in a form.
 type FormKind string
@@ -26,6 +26,7 @@ const (
 	FormNumber   FormKind = "number"   // a whole number; empty is "not given"
 	FormDuration FormKind = "duration" // "30m", "90s" or whole seconds; empty is "not given"
 	FormLines    FormKind = "lines"    // a list, one item a line (commands)
+	FormList     FormKind = "list"     // a short list on one line, comma-separated
 	FormCheckbox FormKind = "checkbox" // a bool
 	FormSelect   FormKind = "select"   // one of Options
 )
@@ -47,10 +48,10 @@ type FormField struct {
 }
 
 // formText is what a form shows of a field: its label, help and, for a select, its
-// choices; long marks prose that wants a text area.
+// choices; long marks prose that wants a text area, list a list typed on one line.
 type formText struct {
 	label, help string
-	long        bool
+	long, list  bool
 	options     []FormOption
 }
 
@@ -79,17 +80,38 @@ var completionFormText = map[string]formText{
 	"checklist.count": {label: "Checked boxes required"},
 }
 
-var completionForm = formFieldsOf(reflect.TypeFor[Completion](), "completion", nil, completionFormText)
+// reviewFormText holds the words of the review form, keyed by the field's key.
+var reviewFormText = map[string]formText{
+	"role":       {label: "Reviewer role", help: "empty: no review"},
+	"when":       {label: "When", help: "comma-separated: always, phase, every, final", list: true},
+	"every":      {label: "Every n-th task"},
+	"max_rounds": {label: "Max rounds", help: fmt.Sprintf("at most %d", MaxReviewRounds)},
+	"on_exhausted": {label: "When the rounds run out", help: "what happens when the last round fails", options: []FormOption{
+		{"", "(default: block)"},
+		{OnExhaustedBlock, "block — the task is blocked"},
+		{OnExhaustedProceed, "proceed_with_warnings — the task goes on, the review's findings as warnings"},
+	}},
+}
+
+var (
+	completionForm = formFieldsOf(reflect.TypeFor[Completion](), "completion", nil, completionFormText, wireFieldType)
+	reviewForm     = formFieldsOf(reflect.TypeFor[Review](), "review", nil, reviewFormText, nil)
+)
 
 // CompletionFormFields returns the inputs of the completion form, one for every
 // exported field of Completion and of the structs it points to, in declaration
 // order. The slice is shared: do not change it.
 func CompletionFormFields() []FormField { return completionForm }
 
+// ReviewFormFields returns the inputs of the review form, one for every exported
+// field of Review, in declaration order. The slice is shared: do not change it.
+func ReviewFormFields() []FormField { return reviewForm }
+
 // formFieldsOf lists the leaf fields of struct t below prefix (a pointer to a struct
 // of this package is walked into), with the words of text, keyed by the path below
-// the form's root.
-func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]formText) []FormField {
+// the form's root. wire, when set, maps the type of a field of t itself to the type
+// the codec reads its key into (Completion's wire type); nil, the field's own type.
+func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]formText, wire func(reflect.Type) reflect.Type) []FormField {
 	var out []FormField
 	for f := range t.Fields() {
 		if !f.IsExported() {
@@ -98,7 +120,7 @@ func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]fo
 		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		name, idx := prefix+"."+key, append(append([]int(nil), index...), f.Index[0])
 		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
-			out = append(out, formFieldsOf(f.Type.Elem(), name, idx, text)...)
+			out = append(out, formFieldsOf(f.Type.Elem(), name, idx, text, nil)...)
 			continue
 		}
 		_, rel, _ := strings.Cut(name, ".")
@@ -106,12 +128,12 @@ func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]fo
 		if !ok {
 			panic("contract: no form words for " + name)
 		}
-		wire := f.Type
-		if len(idx) == 1 {
-			wire = wireFieldType(f.Type)
+		wt := f.Type
+		if wire != nil {
+			wt = wire(f.Type)
 		}
 		out = append(out, FormField{Name: name, Key: key, Kind: formKind(f.Type, w), Label: w.label,
-			Help: w.help, Options: w.options, index: idx, wire: wire})
+			Help: w.help, Options: w.options, index: idx, wire: wt})
 	}
 	return out
 }
@@ -127,6 +149,8 @@ func formKind(t reflect.Type, w formText) FormKind {
 		return FormNumber
 	case t.Kind() == reflect.Bool:
 		return FormCheckbox
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && w.list:
+		return FormList
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		return FormLines
 	case t.Kind() == reflect.String && w.long:
@@ -154,24 +178,39 @@ func (f FormField) value(c reflect.Value) (reflect.Value, bool) {
 // FormValues returns c as a form shows it, keyed by FormField.Name: zero numbers and
 // durations empty (the default), commands one a line, a set checkbox "on".
 func (c Completion) FormValues() map[string]string {
+	return formValues(completionForm, reflect.ValueOf(c))
+}
+
+// FormValues returns r as a form shows it, keyed by FormField.Name (the triggers
+// comma-separated); nil shows as an empty form.
+func (r *Review) FormValues() map[string]string {
+	if r == nil {
+		return map[string]string{}
+	}
+	return formValues(reviewForm, reflect.ValueOf(*r))
+}
+
+// formValues returns the values of the fields of v as a form shows them.
+func formValues(fields []FormField, v reflect.Value) map[string]string {
 	out := map[string]string{}
-	cv := reflect.ValueOf(c)
-	for _, f := range completionForm {
-		v, ok := f.value(cv)
-		if !ok || v.IsZero() {
+	for _, f := range fields {
+		fv, ok := f.value(v)
+		if !ok || fv.IsZero() {
 			continue
 		}
 		switch f.Kind {
 		case FormNumber:
-			out[f.Name] = strconv.FormatInt(v.Int(), 10)
+			out[f.Name] = strconv.FormatInt(fv.Int(), 10)
 		case FormDuration:
-			out[f.Name] = v.Interface().(Duration).String()
+			out[f.Name] = fv.Interface().(Duration).String()
 		case FormLines:
-			out[f.Name] = strings.Join(v.Interface().([]string), "\n")
+			out[f.Name] = strings.Join(fv.Interface().([]string), "\n")
+		case FormList:
+			out[f.Name] = strings.Join(fv.Interface().([]string), ", ")
 		case FormCheckbox:
 			out[f.Name] = "on"
 		default:
-			out[f.Name] = v.String()
+			out[f.Name] = fv.String()
 		}
 	}
 	return out
@@ -184,24 +223,7 @@ func (c Completion) FormValues() map[string]string {
 // completion holds what did parse and Validate can still report the rest. The values
 // are then read together by Completion.UnmarshalYAML, as a YAML file's would be.
 func CompletionFromForm(values map[string]string) (Completion, FieldErrors) {
-	fe := FieldErrors{}
-	root := &yaml.Node{Kind: yaml.MappingNode}
-	for _, f := range completionForm {
-		n := formNode(f.Kind, values[f.Name])
-		if n == nil {
-			continue
-		}
-		if err := n.Decode(reflect.New(f.wire).Interface()); err != nil {
-			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
-			continue
-		}
-		parent := root
-		path := strings.Split(strings.TrimPrefix(f.Name, "completion."), ".")
-		for _, k := range path[:len(path)-1] {
-			parent = mappingOf(parent, k)
-		}
-		parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[len(path)-1]}, n)
-	}
+	root, fe := readForm(completionForm, values, "completion.")
 	var c Completion
 	if err := root.Decode(&c); err != nil {
 		fe.Add("completion", err.Error())
@@ -213,6 +235,45 @@ func CompletionFromForm(values map[string]string) (Completion, FieldErrors) {
 		fe.Add("completion.max_attempts", fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", DefaultMaxAttempts))
 	}
 	return c, fe
+}
+
+// ReviewFromForm reads a review from a form's values, keyed by FormField.Name, like
+// CompletionFromForm; nil when no value that parsed was given (no review).
+func ReviewFromForm(values map[string]string) (*Review, FieldErrors) {
+	root, fe := readForm(reviewForm, values, "review.")
+	if len(root.Content) == 0 {
+		return nil, fe
+	}
+	var r Review
+	if err := root.Decode(&r); err != nil {
+		fe.Add("review", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return &r, fe
+}
+
+// readForm builds the YAML mapping of the given values of fields (named below
+// prefix), reading each alone into the type the codec reads its key into: a value
+// refused there is a field error and is left out.
+func readForm(fields []FormField, values map[string]string, prefix string) (*yaml.Node, FieldErrors) {
+	fe := FieldErrors{}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range fields {
+		n := formNode(f.Kind, values[f.Name])
+		if n == nil {
+			continue
+		}
+		if err := n.Decode(reflect.New(f.wire).Interface()); err != nil {
+			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
+			continue
+		}
+		parent := root
+		path := strings.Split(strings.TrimPrefix(f.Name, prefix), ".")
+		for _, k := range path[:len(path)-1] {
+			parent = mappingOf(parent, k)
+		}
+		parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[len(path)-1]}, n)
+	}
+	return root, fe
 }
 
 // formNode is the YAML node of a typed value, nil when it is blank. Text is a
@@ -230,12 +291,16 @@ func formNode(kind FormKind, v string) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimSpace(v)}
 	case FormCheckbox:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}
-	case FormLines:
+	case FormLines, FormList:
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		// Browsers send a textarea's lines ending in CRLF.
-		for _, line := range strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				seq.Content = append(seq.Content, str(line))
+		sep, v := ",", strings.ReplaceAll(v, "\r\n", "\n")
+		if kind == FormLines {
+			sep = "\n"
+		}
+		for _, item := range strings.Split(v, sep) {
+			if item = strings.TrimSpace(item); item != "" {
+				seq.Content = append(seq.Content, str(item))
 			}
 		}
 		return seq

@@ -2,15 +2,17 @@ package contract
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestCompletionFormCoversEveryField: every exported field of Completion (and of
-// the checklist it points to) has an input, named by its YAML path, with a label.
+// the checklist it points to) and of Review has an input, named by its YAML path,
+// with a label.
 func TestCompletionFormCoversEveryField(t *testing.T) {
 	byName := map[string]FormField{}
-	for _, f := range CompletionFormFields() {
+	for _, f := range append(slices.Clone(CompletionFormFields()), ReviewFormFields()...) {
 		if f.Label == "" || f.Kind == "" {
 			t.Errorf("%s: no label or kind: %+v", f.Name, f)
 		}
@@ -33,11 +35,13 @@ func TestCompletionFormCoversEveryField(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[Completion](), "completion.")
+	walk(reflect.TypeFor[Review](), "review.")
 	if f := byName["completion.type"]; f.Kind != FormSelect || len(f.Options) != 4 {
 		t.Errorf("type: %+v", f)
 	}
 	if byName["completion.verify"].Kind != FormLines || byName["completion.timeout"].Kind != FormDuration ||
-		byName["completion.checklist.count"].Kind != FormNumber || byName["completion.clean"].Kind != FormCheckbox {
+		byName["completion.checklist.count"].Kind != FormNumber || byName["completion.clean"].Kind != FormCheckbox ||
+		byName["review.when"].Kind != FormList || byName["review.on_exhausted"].Kind != FormSelect {
 		t.Errorf("kinds: %+v", byName)
 	}
 }
@@ -49,6 +53,13 @@ func TestCompletionFormRoundTrips(t *testing.T) {
 	back, fe := CompletionFromForm(c.FormValues())
 	if len(fe) > 0 || !reflect.DeepEqual(back, c) {
 		t.Fatalf("%v\n%+v\n%+v", fe, back, c)
+	}
+	r := filledContract(t).Review
+	if back, fe := ReviewFromForm(r.FormValues()); len(fe) > 0 || !reflect.DeepEqual(back, r) {
+		t.Fatalf("review: %v\n%+v\n%+v", fe, back, r)
+	}
+	if none, fe := ReviewFromForm(map[string]string{"review.every": " "}); none != nil || len(fe) > 0 {
+		t.Fatalf("blank review: %v %+v", fe, none)
 	}
 	if empty, fe := CompletionFromForm(map[string]string{"completion.verify": " \r\n "}); len(fe) > 0 || !reflect.DeepEqual(empty, Completion{}) {
 		t.Fatalf("blank form: %v %+v", fe, empty)
@@ -71,6 +82,10 @@ func TestCompletionFormErrors(t *testing.T) {
 	}
 	if !reflect.DeepEqual(fe, want) {
 		t.Errorf("errors %v", fe)
+	}
+	r, fe := ReviewFromForm(map[string]string{"review.role": "qa", "review.when": "always, ,final", "review.max_rounds": "x"})
+	if r == nil || r.Role != "qa" || strings.Join(r.When, "|") != "always|final" || fe["review.max_rounds"] != "max_rounds: not a whole number" {
+		t.Errorf("review %+v %v", r, fe)
 	}
 	if c.Path != "out.md" || strings.Join(c.Verify, "|") != "a|b" || c.Cooldown.String() != "1m30s" || c.Checklist != nil {
 		t.Errorf("parsed %+v", c)

@@ -107,13 +107,9 @@ type StepForm struct {
 	// see (they are not in HeldOut); the form is then read-only.
 	HeldOutHidden int
 
-	ReviewRole      string
-	ReviewWhen      string // comma-separated triggers
-	ReviewEvery     string
-	ReviewMaxRounds string
-	// ReviewOnExhausted is what happens when the last review round fails: "" (the
-	// default, block), block or proceed_with_warnings.
-	ReviewOnExhausted string
+	// Review holds the review's inputs as typed, keyed by contract.FormField.Name
+	// ("review.role"): the fields are contract.ReviewFormFields.
+	Review map[string]string
 
 	// Parallel names the group of consecutive steps that run at the same time.
 	Parallel string
@@ -200,13 +196,6 @@ var VerificationTypes = []components.Option{
 	{Value: "verifiable", Label: "verifiable — the criteria below are run"},
 	{Value: "advisory", Label: "advisory — a person looks at the output"},
 	{Value: "skip", Label: "skip — minimal criteria only"},
-}
-
-// OnExhaustedChoices are the choices of a review's on_exhausted select.
-var OnExhaustedChoices = []components.Option{
-	{Value: "", Label: "(default: block)"},
-	{Value: "block", Label: "block — the task is blocked"},
-	{Value: "proceed_with_warnings", Label: "proceed_with_warnings — the task goes on, the review's findings as warnings"},
 }
 
 // Timings are the choices of a criterion's timing select.

@@ -1347,25 +1347,11 @@ func step(v View, i int, s StepForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.Field(withHelp(v.props(StepField(i, "review.role"), "Reviewer role", s.ReviewRole), "empty: no review")).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = components.Field(withHelp(v.props(StepField(i, "review.when"), "When", s.ReviewWhen), "comma-separated: always, phase, every, final")).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = components.Field(v.props(StepField(i, "review.every"), "Every n-th task", s.ReviewEvery)).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = components.Field(withHelp(v.props(StepField(i, "review.max_rounds"), "Max rounds", s.ReviewMaxRounds), "at most 3")).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
-		}
-		templ_7745c5c3_Err = components.Select(withHelp(v.props(StepField(i, "review.on_exhausted"), "When the rounds run out", s.ReviewOnExhausted), "what happens when the last round fails"), OnExhaustedChoices).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
+		for _, f := range contract.ReviewFormFields() {
+			templ_7745c5c3_Err = contractInput(v, i, f, s.Review[f.Name]).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 		}
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 124, "</div></fieldset>")
 		if templ_7745c5c3_Err != nil {

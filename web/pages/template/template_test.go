@@ -2,6 +2,7 @@ package template
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,15 +11,15 @@ import (
 
 // TestStepFormHasEveryContractInput: the editor shows an input, named as Validate
 // names the field, for every input the contract declares (contract.CompletionFormFields
-// covers every field of Completion; the contract package's tests hold it to that), and
-// shows back what was typed in it.
+// and ReviewFormFields cover every field of Completion and Review; the contract
+// package's tests hold them to that), and shows back what was typed in it.
 func TestStepFormHasEveryContractInput(t *testing.T) {
-	fields := contract.CompletionFormFields()
+	fields := append(slices.Clone(contract.CompletionFormFields()), contract.ReviewFormFields()...)
 	typed := map[string]string{}
 	for _, f := range fields {
 		typed[f.Name] = "typed-" + f.Key
 	}
-	v := View{CanEdit: true, Form: Form{Name: "t", Steps: []StepForm{{Role: "dev", Completion: typed}}}}
+	v := View{CanEdit: true, Form: Form{Name: "t", Steps: []StepForm{{Role: "dev", Completion: typed, Review: typed}}}}
 	var b strings.Builder
 	if err := Page(v).Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
