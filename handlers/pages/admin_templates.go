@@ -342,7 +342,8 @@ func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error 
 }
 
 func newStepForm() tplpage.StepForm {
-	return tplpage.StepForm{CompletionType: string(contract.CompletionFile), VerificationType: string(contract.VerifyAuto)}
+	return tplpage.StepForm{Completion: map[string]string{"completion.type": string(contract.CompletionFile)},
+		VerificationType: string(contract.VerifyAuto)}
 }
 
 var opRE = regexp.MustCompile(`^(add|remove|up|down|preview|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
@@ -400,16 +401,15 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 		}
 		s := tplpage.StepForm{
 			Name: g("name"), Role: g("role"), Brief: g("brief"), Approve: g("approve"), Verify: g("verify"),
-			CompletionType: g("completion.type"), Path: g("completion.path"), MinLength: g("completion.min_length"),
-			Signal: g("completion.signal"), DoneToken: g("completion.done_token"), VerifyCommands: g("completion.verify"),
-			VerifyTimeout: g("completion.verify_timeout"), Evaluate: g("completion.evaluate"),
-			MaxAttempts: g("completion.max_attempts"), Timeout: g("completion.timeout"), Cooldown: g("completion.cooldown"),
-			Clean: g("completion.clean") != "", ChecklistPath: g("completion.checklist.path"),
-			ChecklistCount:   g("completion.checklist.count"),
+			Completion:       map[string]string{},
 			VerificationType: g("verification.type"),
-			ReviewRole:       g("review.role"), ReviewWhen: g("review.when"), ReviewEvery: g("review.every"),
-			ReviewMaxRounds: g("review.max_rounds"), ReviewOnExhausted: strings.TrimSpace(g("review.on_exhausted")),
-			Parallel: strings.TrimSpace(g("parallel")),
+			Review:           map[string]string{}, Parallel: strings.TrimSpace(g("parallel")),
+		}
+		for _, cf := range contract.CompletionFormFields() {
+			s.Completion[cf.Name] = g(cf.Name)
+		}
+		for _, rf := range contract.ReviewFormFields() {
+			s.Review[rf.Name] = g(rf.Name)
 		}
 		for j := 0; j < maxFormCriteria; j++ {
 			cg := func(field string) string { return form.Get(tplpage.CriterionField(i, j, field)) }
@@ -441,57 +441,20 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 }
 
 // templateFromForm converts the form to a template, with a field message for every
-// number or duration that does not parse. The template is built from what did parse,
+// value that does not parse (the contract's, as its codec reads them). The template is built from what did parse,
 // so Validate can still report the rest.
 func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 	fe := models.FieldErrors{}
 	t := &models.Template{Name: f.Name, Description: f.Description}
 	for i, s := range f.Steps {
 		key := func(field string) string { return tplpage.StepField(i, field) }
-		num := func(field, label, v string) int {
-			v = strings.TrimSpace(v)
-			if v == "" {
-				return 0
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				fe.Add(key(field), label+": not a whole number")
-			}
-			return n
-		}
-		dur := func(field, label, v string) contract.Duration {
-			var d contract.Duration
-			if strings.TrimSpace(v) == "" {
-				return d
-			}
-			if err := d.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
-				fe.Add(key(field), label+": not a duration like 30m")
-			}
-			return d
-		}
 		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify, Parallel: s.Parallel}
-		cp := &st.Completion
-		cp.Type = contract.CompletionType(s.CompletionType)
-		cp.Path = s.Path
-		cp.MinLength = num("completion.min_length", "min_length", s.MinLength)
-		cp.Signal, cp.DoneToken, cp.Evaluate = s.Signal, s.DoneToken, s.Evaluate
-		for _, line := range strings.Split(strings.ReplaceAll(s.VerifyCommands, "\r\n", "\n"), "\n") {
-			if strings.TrimSpace(line) != "" {
-				cp.Verify = append(cp.Verify, strings.TrimSpace(line))
-			}
-		}
-		cp.VerifyTimeout = dur("completion.verify_timeout", "verify_timeout", s.VerifyTimeout)
-		cp.MaxAttempts = num("completion.max_attempts", "max_attempts", s.MaxAttempts)
-		if strings.TrimSpace(s.MaxAttempts) != "" && cp.MaxAttempts < 1 {
-			// Typed, a budget below 1 is refused; left empty it is the default.
-			fe.Add(key("completion.max_attempts"), fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", contract.DefaultMaxAttempts))
-		}
-		cp.Timeout = dur("completion.timeout", "timeout", s.Timeout)
-		cp.Cooldown = dur("completion.cooldown", "cooldown", s.Cooldown)
-		cp.Clean = s.Clean
-		if strings.TrimSpace(s.ChecklistPath) != "" || strings.TrimSpace(s.ChecklistCount) != "" {
-			cp.Checklist = &contract.Checklist{Path: s.ChecklistPath,
-				Count: num("completion.checklist.count", "count", s.ChecklistCount)}
+		// The completion and the review are read by the contract's codec, as a YAML
+		// file's would be (contract.CompletionFromForm).
+		cp, cfe := contract.CompletionFromForm(s.Completion)
+		st.Completion = cp
+		for k, m := range cfe {
+			fe.Add(key(k), m)
 		}
 		st.Verification.Type = contract.VerificationType(s.VerificationType)
 		for _, cr := range s.Criteria {
@@ -508,16 +471,10 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 		for _, h := range s.HeldOut {
 			st.Verification.HeldOut = append(st.Verification.HeldOut, contract.HeldOutTest{Path: h.Path, Content: h.Content})
 		}
-		if strings.TrimSpace(s.ReviewRole+s.ReviewWhen+s.ReviewEvery+s.ReviewMaxRounds+s.ReviewOnExhausted) != "" {
-			r := &contract.Review{Role: s.ReviewRole, OnExhausted: s.ReviewOnExhausted,
-				Every:     num("review.every", "every", s.ReviewEvery),
-				MaxRounds: num("review.max_rounds", "max_rounds", s.ReviewMaxRounds)}
-			for _, w := range strings.Split(s.ReviewWhen, ",") {
-				if w = strings.TrimSpace(w); w != "" {
-					r.When = append(r.When, w)
-				}
-			}
-			st.Review = r
+		r, rfe := contract.ReviewFromForm(s.Review)
+		st.Review = r
+		for k, m := range rfe {
+			fe.Add(key(k), m)
 		}
 		t.Steps = append(t.Steps, st)
 	}
@@ -552,28 +509,9 @@ func formErrorKeys(fields map[string]string) map[string]string {
 // formFromTemplate shows a stored template in the form.
 func formFromTemplate(t *models.Template) tplpage.Form {
 	f := tplpage.Form{Name: t.Name, Description: t.Description}
-	num := func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.Itoa(n)
-	}
-	dur := func(d contract.Duration) string {
-		if d.Duration == 0 {
-			return ""
-		}
-		return d.String()
-	}
 	for _, st := range t.Steps {
-		cp := st.Completion
 		s := tplpage.StepForm{Name: st.Name, Role: st.Role, Brief: st.Brief, Approve: st.Approve, Verify: st.Verify,
-			CompletionType: string(cp.Type), Path: cp.Path, MinLength: num(cp.MinLength), Signal: cp.Signal,
-			DoneToken: cp.DoneToken, VerifyCommands: strings.Join(cp.Verify, "\n"), VerifyTimeout: dur(cp.VerifyTimeout),
-			Evaluate: cp.Evaluate, MaxAttempts: num(cp.MaxAttempts), Timeout: dur(cp.Timeout), Cooldown: dur(cp.Cooldown),
-			Clean: cp.Clean, VerificationType: string(st.Verification.Type)}
-		if cp.Checklist != nil {
-			s.ChecklistPath, s.ChecklistCount = cp.Checklist.Path, num(cp.Checklist.Count)
-		}
+			Completion: st.Completion.FormValues(), VerificationType: string(st.Verification.Type)}
 		if s.VerificationType == "" {
 			s.VerificationType = string(contract.VerifyAuto)
 		}
@@ -588,11 +526,7 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 			s.HeldOut = append(s.HeldOut, tplpage.HeldOutForm{Path: h.Path, Content: h.Content})
 		}
 		s.HeldOutHidden = st.Verification.HeldOutCount
-		if r := st.Review; r != nil {
-			s.ReviewRole, s.ReviewWhen = r.Role, strings.Join(r.When, ", ")
-			s.ReviewEvery, s.ReviewMaxRounds = num(r.Every), num(r.MaxRounds)
-			s.ReviewOnExhausted = r.OnExhausted
-		}
+		s.Review = st.Review.FormValues()
 		s.Parallel = st.Parallel
 		f.Steps = append(f.Steps, s)
 	}

@@ -185,31 +185,33 @@ func (c *commandList) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: verify must be a command or a list of commands", n.Line)
 }
 
-// completionWire is Completion as it is written, with the seed aliases. Its fields
-// are Completion's, by name and tags (TestCompletionWireMatches holds them to it),
-// with three kinds of difference the conversion follows without naming a field: a
-// pointer where presence matters or a zero value must be left out (max_attempts, the
-// durations), a convertible type where the text form is looser (verify), and the
-// alias max_iterations, which only the wire has.
-type completionWire struct {
-	Type          CompletionType `json:"type,omitempty" yaml:"type,omitempty"`
-	Path          string         `json:"path,omitempty" yaml:"path,omitempty"`
-	MinLength     int            `json:"min_length,omitempty" yaml:"min_length,omitempty"`
-	Signal        string         `json:"signal,omitempty" yaml:"signal,omitempty"`
-	DoneToken     string         `json:"done_token,omitempty" yaml:"done_token,omitempty"`
-	Verify        commandList    `json:"verify,omitempty" yaml:"verify,omitempty"`
-	VerifyTimeout *Duration      `json:"verify_timeout,omitempty" yaml:"verify_timeout,omitempty"`
-	Evaluate      string         `json:"evaluate,omitempty" yaml:"evaluate,omitempty"`
-	MaxAttempts   *int           `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
-	MaxIterations *int           `json:"max_iterations,omitempty" yaml:"max_iterations,omitempty"` // seed alias
-	Timeout       *Duration      `json:"timeout,omitempty" yaml:"timeout,omitempty"`
-	Cooldown      *Duration      `json:"cooldown,omitempty" yaml:"cooldown,omitempty"`
-	Clean         bool           `json:"clean,omitempty" yaml:"clean,omitempty"`
-	Checklist     *Checklist     `json:"checklist,omitempty" yaml:"checklist,omitempty"`
+// The wire form of Completion (how it is written, with the seed aliases) is not
+// declared a second time: wireType is built once from Completion's exported fields by
+// reflect.StructOf, each field under its own name and tags with a looser type
+// (wireFieldType), and the aliases of seedAliases added after the field they stand
+// for. Both codecs and the strict readers' schema (schema.go) read that type.
+
+// seedAlias is a key the wire accepts that Completion lacks: another name of one of
+// its fields, read as that field.
+type seedAlias struct {
+	field, of, key string // wire field name, Completion field it stands for, its key
 }
 
-// wireAliases are the wire fields that are not Completion's: the seed aliases.
-var wireAliases = map[string]bool{"MaxIterations": true}
+// seedAliases are the seed aliases: Ralph mode's max_iterations is max_attempts.
+var seedAliases = []seedAlias{{field: "MaxIterations", of: "MaxAttempts", key: "max_iterations"}}
+
+// wireFieldType is the type a Completion field of type t is read and written in: a
+// pointer where presence matters or a zero value must be left out (the numbers, the
+// durations), a list of commands that may be written as one string, else t itself.
+func wireFieldType(t reflect.Type) reflect.Type {
+	switch {
+	case t == reflect.TypeFor[Duration](), t.Kind() == reflect.Int:
+		return reflect.PointerTo(t)
+	case t == reflect.TypeFor[[]string]():
+		return reflect.TypeFor[commandList]()
+	}
+	return t
+}
 
 // fieldPair is one field of Completion and its wire field, by index.
 type fieldPair struct {
@@ -217,39 +219,38 @@ type fieldPair struct {
 	pointer bool // the wire field is a pointer to the Completion field's type
 }
 
-// completionPairs pairs every exported field of Completion with its wire field.
-var completionPairs = pairFields(reflect.TypeFor[Completion](), reflect.TypeFor[completionWire]())
+// wireType is Completion as it is written; completionPairs pairs its fields with
+// Completion's.
+var wireType, completionPairs = buildWire(reflect.TypeFor[Completion]())
 
-// pairFields pairs the exported fields of c with the fields of w of the same name: the
-// same type, a pointer to it, or a type convertible to it. A field of c that w lacks,
-// or holds in a type of none of these kinds, is a programming error caught by every
-// test of the package.
-func pairFields(c, w reflect.Type) []fieldPair {
-	var out []fieldPair
+// buildWire derives the wire type from c's exported fields and seedAliases.
+func buildWire(c reflect.Type) (reflect.Type, []fieldPair) {
+	var fields []reflect.StructField
+	var pairs []fieldPair
 	for cf := range c.Fields() {
 		if !cf.IsExported() {
 			continue
 		}
-		wf, ok := w.FieldByName(cf.Name)
-		switch {
-		case !ok:
-			panic("contract: completionWire has no field " + cf.Name)
-		case wf.Type.Kind() == reflect.Pointer && wf.Type.Elem() == cf.Type:
-			out = append(out, fieldPair{c: cf.Index[0], w: wf.Index[0], pointer: true})
-		case wf.Type.ConvertibleTo(cf.Type) && cf.Type.ConvertibleTo(wf.Type):
-			out = append(out, fieldPair{c: cf.Index[0], w: wf.Index[0]})
-		default:
-			panic("contract: completionWire." + cf.Name + " has a type Completion's cannot be read from")
+		wt := wireFieldType(cf.Type)
+		pairs = append(pairs, fieldPair{c: cf.Index[0], w: len(fields), pointer: wt != cf.Type && wt.Kind() == reflect.Pointer})
+		fields = append(fields, reflect.StructField{Name: cf.Name, Type: wt, Tag: cf.Tag})
+		for _, a := range seedAliases {
+			if a.of == cf.Name {
+				tag := fmt.Sprintf(`json:"%s,omitempty" yaml:"%s,omitempty"`, a.key, a.key)
+				fields = append(fields, reflect.StructField{Name: a.field, Type: wt, Tag: reflect.StructTag(tag)})
+			}
 		}
 	}
-	return out
+	return reflect.StructOf(fields), pairs
 }
 
-func (w completionWire) completion() (Completion, error) {
+// completionFromWire reads w (a wireType value) into a Completion: the paired fields,
+// then the aliases and the seeds' typeless signal.
+func completionFromWire(w reflect.Value) (Completion, error) {
 	var c Completion
-	cv, wv := reflect.ValueOf(&c).Elem(), reflect.ValueOf(w)
+	cv := reflect.ValueOf(&c).Elem()
 	for _, p := range completionPairs {
-		from, to := wv.Field(p.w), cv.Field(p.c)
+		from, to := w.Field(p.w), cv.Field(p.c)
 		switch {
 		case !p.pointer:
 			to.Set(from.Convert(to.Type()))
@@ -257,14 +258,20 @@ func (w completionWire) completion() (Completion, error) {
 			to.Set(from.Elem())
 		}
 	}
-	if w.MaxAttempts != nil && w.MaxIterations != nil {
-		return c, errors.New("give max_attempts or its alias max_iterations, not both")
-	}
-	for _, n := range []*int{w.MaxAttempts, w.MaxIterations} {
-		if n != nil {
-			// Given as 0 is not "the default" (which is left out): Validate refuses it.
-			c.MaxAttempts, c.zeroMaxAttempts = *n, *n == 0
+	for _, a := range seedAliases {
+		alias, of := w.FieldByName(a.field), w.FieldByName(a.of)
+		if !alias.IsNil() && !of.IsNil() {
+			f, _ := reflect.TypeFor[Completion]().FieldByName(a.of)
+			key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			return c, fmt.Errorf("give %s or its alias %s, not both", key, a.key)
 		}
+		if !alias.IsNil() {
+			cv.FieldByName(a.of).Set(alias.Elem())
+		}
+	}
+	if n, alias := w.FieldByName("MaxAttempts"), w.FieldByName("MaxIterations"); !n.IsNil() || !alias.IsNil() {
+		// Given as 0 is not "the default" (which is left out): Validate refuses it.
+		c.zeroMaxAttempts = c.MaxAttempts == 0
 	}
 	// The seeds' `completion: {signal: "ALL_DONE"}` has no type: the signal is a token
 	// the worker prints, not a field of a JSON file.
@@ -277,11 +284,12 @@ func (w completionWire) completion() (Completion, error) {
 	return c, nil
 }
 
-// wire is the form c is written in: a pointer field is left out when its value is
-// zero (a plain struct would write "0s" for every unset duration).
-func (c Completion) wire() completionWire {
-	var w completionWire
-	cv, wv := reflect.ValueOf(c), reflect.ValueOf(&w).Elem()
+// wire is the form c is written in (a pointer to a wireType value): a pointer field
+// is left out when its value is zero (a plain struct would write "0s" for every unset
+// duration).
+func (c Completion) wire() any {
+	w := reflect.New(wireType)
+	cv, wv := reflect.ValueOf(c), w.Elem()
 	for _, p := range completionPairs {
 		from, to := cv.Field(p.c), wv.Field(p.w)
 		switch {
@@ -293,7 +301,7 @@ func (c Completion) wire() completionWire {
 			to.Set(ptr)
 		}
 	}
-	return w
+	return w.Interface()
 }
 
 // MarshalJSON writes the completion contract, leaving out zero durations (a plain
@@ -309,11 +317,15 @@ func (c *Completion) UnmarshalJSON(b []byte) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var w completionWire
-	if err := dec.Decode(&w); err != nil {
+	w := reflect.New(wireType)
+	if err := dec.Decode(w.Interface()); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Struct == "" {
+			te.Struct = "completion" // the derived wire type has no name of its own
+		}
 		return fmt.Errorf("completion: %w", err)
 	}
-	v, err := w.completion()
+	v, err := completionFromWire(w.Elem())
 	if err != nil {
 		return &Error{Code: EINVALID, Message: "completion: " + err.Error(), Fields: map[string]string{"max_attempts": err.Error()}}
 	}
@@ -335,11 +347,11 @@ func (c *Completion) UnmarshalYAML(n *yaml.Node) error {
 	if err := unknownFieldsErr(fe); err != nil {
 		return err
 	}
-	var w completionWire
-	if err := n.Decode(&w); err != nil {
+	w := reflect.New(wireType)
+	if err := n.Decode(w.Interface()); err != nil {
 		return err
 	}
-	v, err := w.completion()
+	v, err := completionFromWire(w.Elem())
 	if err != nil {
 		return &Error{Code: EINVALID, Message: fmt.Sprintf("line %d: completion: %s", n.Line, err), Fields: map[string]string{"max_attempts": err.Error()}}
 	}

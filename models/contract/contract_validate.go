@@ -447,24 +447,14 @@ func (r *Review) validate(fe *FieldErrors) {
 // workspace: the file a file or signal contract checks (the default path when none
 // is set), and "" for type none. It does not validate the path; Validate does.
 func (c Contract) OutputPath(taskID int64) string {
-	p := strings.TrimSpace(c.Completion.Path)
-	typ := CompletionType(strings.ToLower(strings.TrimSpace(string(c.Completion.Type))))
-	if typ == "" && p != "" {
-		typ = CompletionFile
-	}
-	switch typ {
-	case CompletionFile:
-		if p == "" {
-			p = DefaultFileOutputPath
-		}
-	case CompletionSignal:
-		if p == "" {
-			p = DefaultSignalOutputPath
-		}
-	default:
+	// The type and the default path are the normalised contract's, not worked out
+	// again here.
+	cp := c.Completion
+	cp.normalize()
+	if cp.Type != CompletionFile && cp.Type != CompletionSignal {
 		return ""
 	}
-	return strings.ReplaceAll(p, TaskIDPlaceholder, strconv.FormatInt(taskID, 10))
+	return expandTaskID(cp.Path, taskID)
 }
 
 // Expanded returns the completion contract with {task_id} expanded in its output

@@ -36,7 +36,7 @@ func ListOf(keys map[string]*Schema) *Schema { return &Schema{keys: keys, list: 
 
 // The contract's schemas, derived from the codec's types.
 var (
-	completionSchema   = schemaOf(reflect.TypeFor[completionWire]())
+	completionSchema   = schemaOf(wireType)
 	verificationSchema = schemaOf(reflect.TypeFor[Verification]())
 	reviewSchema       = schemaOf(reflect.TypeFor[Review]())
 )

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 )
@@ -89,20 +90,10 @@ type StepForm struct {
 	Approve string
 	Verify  string
 
-	CompletionType string // file | signal | none | "" (inferred)
-	Path           string
-	MinLength      string
-	Signal         string
-	DoneToken      string
-	VerifyCommands string // one command per line
-	VerifyTimeout  string
-	Evaluate       string
-	MaxAttempts    string
-	Timeout        string
-	Cooldown       string
-	Clean          bool
-	ChecklistPath  string
-	ChecklistCount string
+	// Completion holds the completion contract's inputs as typed, keyed by
+	// contract.FormField.Name ("completion.min_length"): the form's fields are
+	// contract.CompletionFormFields, derived from the contract's declaration.
+	Completion map[string]string
 
 	VerificationType string // verifiable | advisory | skip | auto
 	Criteria         []CriterionForm
@@ -116,13 +107,9 @@ type StepForm struct {
 	// see (they are not in HeldOut); the form is then read-only.
 	HeldOutHidden int
 
-	ReviewRole      string
-	ReviewWhen      string // comma-separated triggers
-	ReviewEvery     string
-	ReviewMaxRounds string
-	// ReviewOnExhausted is what happens when the last review round fails: "" (the
-	// default, block), block or proceed_with_warnings.
-	ReviewOnExhausted string
+	// Review holds the review's inputs as typed, keyed by contract.FormField.Name
+	// ("review.role"): the fields are contract.ReviewFormFields.
+	Review map[string]string
 
 	// Parallel names the group of consecutive steps that run at the same time.
 	Parallel string
@@ -203,27 +190,12 @@ func OpRemoveHeldOut(i, j int) string {
 	return "remove-held-out:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
 }
 
-// CompletionTypes are the choices of the completion type select.
-var CompletionTypes = []components.Option{
-	{Value: "", Label: "(infer: file when a path is set, else none)"},
-	{Value: "file", Label: "file — a file at path"},
-	{Value: "signal", Label: "signal — a JSON file whose \"signal\" equals the value"},
-	{Value: "none", Label: "none — a clean exit is enough"},
-}
-
 // VerificationTypes are the choices of the verification type select.
 var VerificationTypes = []components.Option{
 	{Value: "auto", Label: "auto — generated from the task before delegation"},
 	{Value: "verifiable", Label: "verifiable — the criteria below are run"},
 	{Value: "advisory", Label: "advisory — a person looks at the output"},
 	{Value: "skip", Label: "skip — minimal criteria only"},
-}
-
-// OnExhaustedChoices are the choices of a review's on_exhausted select.
-var OnExhaustedChoices = []components.Option{
-	{Value: "", Label: "(default: block)"},
-	{Value: "block", Label: "block — the task is blocked"},
-	{Value: "proceed_with_warnings", Label: "proceed_with_warnings — the task goes on, the review's findings as warnings"},
 }
 
 // Timings are the choices of a criterion's timing select.
@@ -286,6 +258,26 @@ func heldOutRows(s StepForm, readOnly bool) []HeldOutForm {
 // view is read-only.
 func (v View) props(name, label, value string) components.FieldProps {
 	return components.FieldProps{Name: name, Label: label, Value: value, Error: v.Errors[name], Disabled: v.ReadOnly}
+}
+
+// contractProps returns the field properties of contract input f of step i.
+func (v View) contractProps(i int, f contract.FormField, value string) components.FieldProps {
+	return withHelp(v.props(StepField(i, f.Name), f.Label, value), f.Help)
+}
+
+// contractOptions are the choices of a select contract input.
+func contractOptions(f contract.FormField) []components.Option {
+	out := make([]components.Option, len(f.Options))
+	for k, o := range f.Options {
+		out[k] = components.Option{Value: o.Value, Label: o.Label}
+	}
+	return out
+}
+
+// wideInput reports whether a contract input takes the fieldset's width (text
+// areas and checkboxes) rather than a cell of its grid.
+func wideInput(f contract.FormField) bool {
+	return f.Kind == contract.FormLines || f.Kind == contract.FormLongText || f.Kind == contract.FormCheckbox
 }
 
 // ErrorItem is one line of the error summary above the form.

@@ -1,0 +1,332 @@
+package contract
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// This file derives the editor form of a contract's completion and review from their
+// declaration: the inputs are Completion's fields (and its checklist's) and Review's,
+// found by reflection, named by their YAML keys, typed by their Go types; only the
+// words shown beside them (completionFormText, reviewFormText) are written here. The
+// form is read back through the codec (Completion.UnmarshalYAML, Review's YAML
+// decoding), so a form and a YAML or JSON file are read by the same rules.
+
+// FormKind is how a contract field is typed in a form.
+type FormKind string
+
+// The form kinds.
+const (
+	FormText     FormKind = "text"     // one line of text
+	FormLongText FormKind = "longtext" // a few lines of prose
+	FormNumber   FormKind = "number"   // a whole number; empty is "not given"
+	FormDuration FormKind = "duration" // "30m", "90s" or whole seconds; empty is "not given"
+	FormLines    FormKind = "lines"    // a list, one item a line (commands)
+	FormList     FormKind = "list"     // a short list on one line, comma-separated
+	FormCheckbox FormKind = "checkbox" // a bool
+	FormSelect   FormKind = "select"   // one of Options
+)
+
+// FormOption is one choice of a select field.
+type FormOption struct{ Value, Label string }
+
+// FormField describes one input of a contract's form. Name is the field's path as
+// Validate names it ("completion.min_length", "completion.checklist.count"), Key its
+// last part.
+type FormField struct {
+	Name, Key   string
+	Kind        FormKind
+	Label, Help string
+	Options     []FormOption
+
+	index []int        // the field's path through Completion's fields (pointers followed)
+	wire  reflect.Type // the type the codec reads the field's key into
+}
+
+// formText is what a form shows of a field: its label, help and, for a select, its
+// choices; long marks prose that wants a text area, list a list typed on one line.
+type formText struct {
+	label, help string
+	long, list  bool
+	options     []FormOption
+}
+
+// completionFormText holds the words of the completion form, keyed by the field's
+// path below completion. A field of Completion without an entry is a programming
+// error caught by every test of the package (completionFormFields panics).
+var completionFormText = map[string]formText{
+	"type": {label: "Type", options: []FormOption{
+		{"", "(infer: file when a path is set, else none)"},
+		{string(CompletionFile), "file — a file at path"},
+		{string(CompletionSignal), "signal — a JSON file whose \"signal\" equals the value"},
+		{string(CompletionNone), "none — a clean exit is enough"},
+	}},
+	"path":            {label: "Output path", help: "relative to the task workspace, e.g. {task_id}/output.md"},
+	"min_length":      {label: "Minimum length (bytes)"},
+	"signal":          {label: "Signal value"},
+	"done_token":      {label: "Done token", help: "must appear in the worker's output"},
+	"verify":          {label: "Verify commands", help: "one command per line; each must exit 0 in the workspace"},
+	"verify_timeout":  {label: "Verify timeout", help: "per command, e.g. 5m"},
+	"evaluate":        {label: "Evaluate (semantic criteria)", long: true},
+	"max_attempts":    {label: "Max attempts", help: fmt.Sprintf("default %d: the worker and one revision", DefaultMaxAttempts)},
+	"timeout":         {label: "Timeout", help: "per attempt, e.g. 30m"},
+	"cooldown":        {label: "Cooldown", help: "between attempts, e.g. 10s"},
+	"clean":           {label: "Workspace must be clean (no uncommitted changes)"},
+	"checklist.path":  {label: "Checklist path"},
+	"checklist.count": {label: "Checked boxes required"},
+}
+
+// reviewFormText holds the words of the review form, keyed by the field's key.
+var reviewFormText = map[string]formText{
+	"role":       {label: "Reviewer role", help: "empty: no review"},
+	"when":       {label: "When", help: "comma-separated: always, phase, every, final", list: true},
+	"every":      {label: "Every n-th task"},
+	"max_rounds": {label: "Max rounds", help: fmt.Sprintf("at most %d", MaxReviewRounds)},
+	"on_exhausted": {label: "When the rounds run out", help: "what happens when the last round fails", options: []FormOption{
+		{"", "(default: block)"},
+		{OnExhaustedBlock, "block — the task is blocked"},
+		{OnExhaustedProceed, "proceed_with_warnings — the task goes on, the review's findings as warnings"},
+	}},
+}
+
+var (
+	completionForm = formFieldsOf(reflect.TypeFor[Completion](), "completion", nil, completionFormText, wireFieldType)
+	reviewForm     = formFieldsOf(reflect.TypeFor[Review](), "review", nil, reviewFormText, nil)
+)
+
+// CompletionFormFields returns the inputs of the completion form, one for every
+// exported field of Completion and of the structs it points to, in declaration
+// order. The slice is shared: do not change it.
+func CompletionFormFields() []FormField { return completionForm }
+
+// ReviewFormFields returns the inputs of the review form, one for every exported
+// field of Review, in declaration order. The slice is shared: do not change it.
+func ReviewFormFields() []FormField { return reviewForm }
+
+// formFieldsOf lists the leaf fields of struct t below prefix (a pointer to a struct
+// of this package is walked into), with the words of text, keyed by the path below
+// the form's root. wire, when set, maps the type of a field of t itself to the type
+// the codec reads its key into (Completion's wire type); nil, the field's own type.
+func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]formText, wire func(reflect.Type) reflect.Type) []FormField {
+	var out []FormField
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, idx := prefix+"."+key, append(append([]int(nil), index...), f.Index[0])
+		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+			out = append(out, formFieldsOf(f.Type.Elem(), name, idx, text, nil)...)
+			continue
+		}
+		_, rel, _ := strings.Cut(name, ".")
+		w, ok := text[rel]
+		if !ok {
+			panic("contract: no form words for " + name)
+		}
+		wt := f.Type
+		if wire != nil {
+			wt = wire(f.Type)
+		}
+		out = append(out, FormField{Name: name, Key: key, Kind: formKind(f.Type, w), Label: w.label,
+			Help: w.help, Options: w.options, index: idx, wire: wt})
+	}
+	return out
+}
+
+// formKind is the input a field of type t is typed in.
+func formKind(t reflect.Type, w formText) FormKind {
+	switch {
+	case w.options != nil:
+		return FormSelect
+	case t == reflect.TypeFor[Duration]():
+		return FormDuration
+	case t.Kind() == reflect.Int:
+		return FormNumber
+	case t.Kind() == reflect.Bool:
+		return FormCheckbox
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && w.list:
+		return FormList
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		return FormLines
+	case t.Kind() == reflect.String && w.long:
+		return FormLongText
+	case t.Kind() == reflect.String:
+		return FormText
+	}
+	panic("contract: no form input for a " + t.String())
+}
+
+// value is the field's value in c, the zero value when a pointer on its path is nil.
+func (f FormField) value(c reflect.Value) (reflect.Value, bool) {
+	for _, i := range f.index {
+		if c.Kind() == reflect.Pointer {
+			if c.IsNil() {
+				return reflect.Value{}, false
+			}
+			c = c.Elem()
+		}
+		c = c.Field(i)
+	}
+	return c, true
+}
+
+// FormValues returns c as a form shows it, keyed by FormField.Name: zero numbers and
+// durations empty (the default), commands one a line, a set checkbox "on".
+func (c Completion) FormValues() map[string]string {
+	return formValues(completionForm, reflect.ValueOf(c))
+}
+
+// FormValues returns r as a form shows it, keyed by FormField.Name (the triggers
+// comma-separated); nil shows as an empty form.
+func (r *Review) FormValues() map[string]string {
+	if r == nil {
+		return map[string]string{}
+	}
+	return formValues(reviewForm, reflect.ValueOf(*r))
+}
+
+// formValues returns the values of the fields of v as a form shows them.
+func formValues(fields []FormField, v reflect.Value) map[string]string {
+	out := map[string]string{}
+	for _, f := range fields {
+		fv, ok := f.value(v)
+		if !ok || fv.IsZero() {
+			continue
+		}
+		switch f.Kind {
+		case FormNumber:
+			out[f.Name] = strconv.FormatInt(fv.Int(), 10)
+		case FormDuration:
+			out[f.Name] = fv.Interface().(Duration).String()
+		case FormLines:
+			out[f.Name] = strings.Join(fv.Interface().([]string), "\n")
+		case FormList:
+			out[f.Name] = strings.Join(fv.Interface().([]string), ", ")
+		case FormCheckbox:
+			out[f.Name] = "on"
+		default:
+			out[f.Name] = fv.String()
+		}
+	}
+	return out
+}
+
+// CompletionFromForm reads a completion contract from a form's values, keyed by
+// FormField.Name; a blank value is not given (the default). Each given value is first
+// read alone, as the codec reads its key: one it refuses is a field error keyed by the
+// field's name ("min_length: not a whole number") and is left out, so that the
+// completion holds what did parse and Validate can still report the rest. The values
+// are then read together by Completion.UnmarshalYAML, as a YAML file's would be.
+func CompletionFromForm(values map[string]string) (Completion, FieldErrors) {
+	root, fe := readForm(completionForm, values, "completion.")
+	var c Completion
+	if err := root.Decode(&c); err != nil {
+		fe.Add("completion", err.Error())
+		return c, fe
+	}
+	if c.zeroMaxAttempts || c.MaxAttempts < 0 {
+		// A form has no "left out" but an empty input, which is the default: a typed
+		// budget below 1 is refused here, in the form's words.
+		fe.Add("completion.max_attempts", fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", DefaultMaxAttempts))
+	}
+	return c, fe
+}
+
+// ReviewFromForm reads a review from a form's values, keyed by FormField.Name, like
+// CompletionFromForm; nil when no value that parsed was given (no review).
+func ReviewFromForm(values map[string]string) (*Review, FieldErrors) {
+	root, fe := readForm(reviewForm, values, "review.")
+	if len(root.Content) == 0 {
+		return nil, fe
+	}
+	var r Review
+	if err := root.Decode(&r); err != nil {
+		fe.Add("review", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return &r, fe
+}
+
+// readForm builds the YAML mapping of the given values of fields (named below
+// prefix), reading each alone into the type the codec reads its key into: a value
+// refused there is a field error and is left out.
+func readForm(fields []FormField, values map[string]string, prefix string) (*yaml.Node, FieldErrors) {
+	fe := FieldErrors{}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range fields {
+		n := formNode(f.Kind, values[f.Name])
+		if n == nil {
+			continue
+		}
+		if err := n.Decode(reflect.New(f.wire).Interface()); err != nil {
+			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
+			continue
+		}
+		parent := root
+		path := strings.Split(strings.TrimPrefix(f.Name, prefix), ".")
+		for _, k := range path[:len(path)-1] {
+			parent = mappingOf(parent, k)
+		}
+		parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[len(path)-1]}, n)
+	}
+	return root, fe
+}
+
+// formNode is the YAML node of a typed value, nil when it is blank. Text is a
+// string whatever it looks like; a number must be a YAML integer; a duration is
+// resolved as YAML resolves it, as Duration.UnmarshalYAML expects.
+func formNode(kind FormKind, v string) *yaml.Node {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+	switch kind {
+	case FormNumber:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strings.TrimSpace(v)}
+	case FormDuration:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimSpace(v)}
+	case FormCheckbox:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}
+	case FormLines, FormList:
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		// Browsers send a textarea's lines ending in CRLF.
+		sep, v := ",", strings.ReplaceAll(v, "\r\n", "\n")
+		if kind == FormLines {
+			sep = "\n"
+		}
+		for _, item := range strings.Split(v, sep) {
+			if item = strings.TrimSpace(item); item != "" {
+				seq.Content = append(seq.Content, str(item))
+			}
+		}
+		return seq
+	}
+	return str(v)
+}
+
+// formMessage says why a typed value was refused.
+func formMessage(kind FormKind, err error) string {
+	switch kind {
+	case FormNumber:
+		return "not a whole number"
+	case FormDuration:
+		return "not a duration like 30m"
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// mappingOf returns the mapping under key in m, adding it when m has none.
+func mappingOf(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	child := &yaml.Node{Kind: yaml.MappingNode}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
+	return child
+}
