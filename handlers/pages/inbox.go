@@ -177,8 +177,11 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 	return out
 }
 
-// completionFacts lists a completion contract exactly as the blocked payload has it.
+// completionFacts lists the blocked payload's completion contract normalised
+// (contract.Completion.Normalized): its paths as the payload has them, an unset type,
+// path, max_attempts or timeout as the value the checks applied.
 func completionFacts(cp contract.Completion) []components.DefItem {
+	cp = cp.Normalized()
 	items := []components.DefItem{
 		{Term: "type", Value: string(cp.Type)},
 		{Term: "path", Value: cp.Path, Mono: true},

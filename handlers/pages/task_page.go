@@ -166,8 +166,11 @@ func ids(list []int64) []string {
 	return out
 }
 
-// contractFacts lists the contract's key fields, paths expanded for task id.
+// contractFacts lists the key fields of the normalised contract
+// (contract.Contract.Normalized: an unset type, path, attempt budget or timeout shown
+// as the value the checks apply), paths expanded for task id.
 func contractFacts(ct contract.Contract, id int64) []components.DefItem {
+	ct = ct.Normalized()
 	cp, vf := ct.Completion.Expanded(id), ct.Verification
 	items := []components.DefItem{
 		{Term: "Completion", Value: string(cp.Type)},

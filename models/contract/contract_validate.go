@@ -99,6 +99,15 @@ func (c Contract) Normalized() Contract {
 	return out
 }
 
+// Normalized returns a normalised copy of the completion contract cp, cp itself
+// untouched: Contract.Normalized's completion, for a renderer that holds a completion
+// alone (the blocked-task payload's), so that it too shows the defaults the checks
+// apply (the inferred type, the default path, max_attempts and timeouts) without
+// working them out again.
+func (cp Completion) Normalized() Completion {
+	return Contract{Completion: cp}.Normalized().Completion
+}
+
 // Clone returns a deep copy of c: the copy shares no slice, map or pointer with c.
 func (c Contract) Clone() Contract {
 	out := c
