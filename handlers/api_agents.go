@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // AgentsAPI serves /api/v1/agents and the agents' tokens.
@@ -37,7 +38,7 @@ type agentInput struct {
 	Password    string              `json:"password"`
 	Sandbox     models.AgentSandbox `json:"sandbox"`
 	PassEnv     []string            `json:"pass_env"`
-	DailyBudget *models.Budget      `json:"daily_budget"`
+	DailyBudget *contract.Budget    `json:"daily_budget"`
 }
 
 // agentPatch is the body of PATCH /agents/{name}: the fields to change, each left as
@@ -52,7 +53,7 @@ type agentPatch struct {
 	Sandbox     *models.AgentSandbox `json:"sandbox"`
 	PassEnv     *[]string            `json:"pass_env"`
 	// DailyBudget replaces the agent's daily cap; {} removes it.
-	DailyBudget *models.Budget `json:"daily_budget"`
+	DailyBudget *contract.Budget `json:"daily_budget"`
 }
 
 // List answers GET /agents. Commands, workdirs and sandbox settings are shown to

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // BudgetAPI sets what tasks and goals may spend.
@@ -48,8 +48,8 @@ func (h *BudgetAPI) Goal(c echo.Context) error {
 }
 
 // budgetRequest reads the path's id and the body's budget.
-func budgetRequest(c echo.Context) (int64, models.Budget, error) {
-	var b models.Budget
+func budgetRequest(c echo.Context) (int64, contract.Budget, error) {
+	var b contract.Budget
 	id, err := PathID(c, "id")
 	if err == nil {
 		err = DecodeJSON(c, &b)

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // GoalsAPI serves /api/v1/goals.
@@ -25,7 +26,7 @@ type goalInput struct {
 	Description string `json:"description"`
 	Project     string `json:"project"`
 	// Budget caps what the goal's tasks may spend.
-	Budget *models.Budget `json:"budget"`
+	Budget *contract.Budget `json:"budget"`
 }
 
 // Create answers POST /goals.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The narrow interfaces the API handlers depend on, each declared here, where it is
@@ -47,12 +48,12 @@ type AgentStatsReader interface {
 
 // TaskBudgeter is what the budget API needs of the task aggregate (models.TaskService).
 type TaskBudgeter interface {
-	RaiseTaskBudget(ctx context.Context, actor *models.Agent, id int64, b models.Budget) (*models.Task, error)
+	RaiseTaskBudget(ctx context.Context, actor *models.Agent, id int64, b contract.Budget) (*models.Task, error)
 }
 
 // GoalBudgeter is what the budget API needs of the goal aggregate (models.GoalService).
 type GoalBudgeter interface {
-	SetGoalBudget(ctx context.Context, actor *models.Agent, id int64, b *models.Budget) (*models.Goal, error)
+	SetGoalBudget(ctx context.Context, actor *models.Agent, id int64, b *contract.Budget) (*models.Goal, error)
 }
 
 // GoalDecisions is what the goals API needs of the goal aggregate (models.GoalService).

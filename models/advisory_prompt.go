@@ -140,7 +140,7 @@ func (s *TaskService) gateAdvisory(ctx context.Context, tx Tx, actor *Agent, t *
 		return err
 	}
 	item := &InboxItem{Kind: InboxAdvisoryPrompt, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Advisory task %d waits: %s — proceed as advisory, make verifiable or cancel", t.ID, t.Title), 300)}
+		Title: contract.Truncate(fmt.Sprintf("Advisory task %d waits: %s — proceed as advisory, make verifiable or cancel", t.ID, t.Title), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}

@@ -54,9 +54,9 @@ type Agent struct {
 	// (API keys): admin-controlled, names only — values are never stored or shown.
 	PassEnv []string `json:"pass_env,omitempty"`
 	// DailyBudget caps what the agent's attempts may spend per UTC day; nil: no cap.
-	DailyBudget *Budget   `json:"daily_budget,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	DailyBudget *contract.Budget `json:"daily_budget,omitempty"`
+	CreatedAt   time.Time        `json:"created_at"`
+	UpdatedAt   time.Time        `json:"updated_at"`
 
 	// PasswordHash is a bcrypt hash for dashboard login; never rendered or serialised.
 	PasswordHash string `json:"-"`

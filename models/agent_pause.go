@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // AgentPausedPayload is the payload of an agent_paused inbox item.
@@ -47,7 +49,7 @@ func (s *AgentService) PauseAgent(ctx context.Context, tx Tx, runner *Agent, age
 		return err
 	}
 	item := &InboxItem{Kind: InboxAgentPaused, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Agent %s paused: its command could not run (exit %d); task %d waits for it, no attempt used",
+		Title: contract.Truncate(fmt.Sprintf("Agent %s paused: its command could not run (exit %d); task %d waits for it, no attempt used",
 			a.Name, p.ExitCode, t.ID), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err

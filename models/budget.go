@@ -21,7 +21,7 @@ const StageBudget = "budget"
 type BudgetLimit struct {
 	Scope  string // "task 7", "goal 2", "agent quinn today"
 	Of     SpendScope
-	Budget Budget
+	Budget contract.Budget
 	Spend  Spend
 }
 
@@ -81,7 +81,7 @@ func DecideBudget(limits []BudgetLimit) BudgetDecision {
 func (l BudgetLimit) Describe() string {
 	var parts []string
 	if c := l.Budget.MaxCostUSD; c != nil {
-		parts = append(parts, fmt.Sprintf("%s spent %s of %s", l.Scope, USD(l.Spend.CostUSD), USD(*c)))
+		parts = append(parts, fmt.Sprintf("%s spent %s of %s", l.Scope, contract.USD(l.Spend.CostUSD), contract.USD(*c)))
 	}
 	if m := l.Budget.MaxTokens; m != nil {
 		parts = append(parts, fmt.Sprintf("%s used %d of %d tokens", l.Scope, l.Spend.Tokens, *m))
@@ -90,6 +90,9 @@ func (l BudgetLimit) Describe() string {
 }
 
 // USD writes an amount of dollars for people: "$1.23", "$0.0042" (contract.USD).
+//
+// Deprecated: call contract.USD. Kept only while the runner package's own files
+// (runner/*.go) still call it.
 func USD(v float64) string { return contract.USD(v) }
 
 // BudgetLimits reads, in tx, the caps on an attempt of t by agent and what was spent
@@ -147,7 +150,7 @@ func (s *AttemptService) BlockOnBudget(ctx context.Context, tx Tx, runner *Agent
 // RaiseTaskBudget sets task id's budget, by a lead or exec (the contract's checks do
 // not change: a budget is money, not what was delegated), and resumes the task when a
 // budget had stopped it: a retry without guidance. The change is a task.budget event.
-func (s *TaskService) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b Budget) (*Task, error) {
+func (s *TaskService) RaiseTaskBudget(ctx context.Context, actor *Agent, id int64, b contract.Budget) (*Task, error) {
 	if err := requireAny(actor, "lead_or_exec", RoleLead, RoleExec); err != nil {
 		return nil, err
 	}
@@ -179,7 +182,7 @@ func (s *TaskService) RaiseTaskBudget(ctx context.Context, actor *Agent, id int6
 
 // SetGoalBudget sets goal id's budget, by a lead, and resumes its tasks a budget had
 // stopped. A nil budget removes the cap. The change is a goal.budget event.
-func (s *GoalService) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *Budget) (*Goal, error) {
+func (s *GoalService) SetGoalBudget(ctx context.Context, actor *Agent, id int64, b *contract.Budget) (*Goal, error) {
 	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
 		return nil, err
 	}
@@ -273,8 +276,8 @@ func (s *AttemptService) WarnBudgets(ctx context.Context, tx Tx, runner *Agent, 
 		}
 		left := max(*c-after, 0)
 		title := fmt.Sprintf("Budget warning: %s spent %s of %s (%.0f%%); %s left, at %s an hour",
-			l.Scope, USD(after), USD(*c), 100*after / *c, USD(left), USD(recent.CostUSD))
-		item := &InboxItem{Kind: InboxBudget, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(), Title: Truncate(title, 300)}
+			l.Scope, contract.USD(after), contract.USD(*c), 100*after / *c, contract.USD(left), contract.USD(recent.CostUSD))
+		item := &InboxItem{Kind: InboxBudget, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(), Title: contract.Truncate(title, 300)}
 		if item.Payload, err = json.Marshal(map[string]any{"budget": l.Scope, "spent_usd": after, "cap_usd": *c,
 			"left_usd": left, "usd_per_hour": recent.CostUSD}); err != nil {
 			return err

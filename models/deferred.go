@@ -158,7 +158,7 @@ func (s *GoalService) RecordDeferred(ctx context.Context, runner *Agent, id int6
 		}
 		now := s.now()
 		d.Status, d.FinishedAt, d.Results = DeferredPassed, &now, results
-		d.Diagnosis, d.Output = Truncate(diagnosis, 4000), Truncate(output, 16000)
+		d.Diagnosis, d.Output = contract.Truncate(diagnosis, 4000), contract.Truncate(output, 16000)
 		for _, r := range results {
 			if r.Status != VerdictPass {
 				d.Status = DeferredFailed

@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // DiffLimit bounds the diffs the audit trail records in events: 8 KiB.
@@ -251,7 +253,7 @@ func boundLines(lines []string, limit int) string {
 		}
 		if !shown {
 			note = truncationNote(len(lines) - i - 1)
-			sb.WriteString(Truncate(l, limit-sb.Len()-len(note)-1))
+			sb.WriteString(contract.Truncate(l, limit-sb.Len()-len(note)-1))
 			sb.WriteByte('\n')
 		}
 		sb.WriteString(note)

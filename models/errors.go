@@ -9,7 +9,11 @@ import (
 
 // The domain error and its codes are declared in models/contract, which the contract's
 // codec and validation use and which must not import models; these names keep them
-// where the rest of the code has always found them.
+// where the rest of the code has always found them. Unlike the other names that moved
+// to models/contract (whose callers now name contract directly), these aliases stay for
+// good: the domain error belongs to the root package, the vocabulary every layer
+// answers in, and lives in models/contract only because that package cannot import
+// models.
 const (
 	EBADREQUEST   = contract.EBADREQUEST
 	EINVALID      = contract.EINVALID

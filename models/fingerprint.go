@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Fingerprint is what a verification covered: the output file and every file the task
@@ -133,7 +135,7 @@ func (s *TaskService) ClearDrift(ctx context.Context, actor *Agent, taskID int64
 
 func (s *TaskService) driftItem(ctx context.Context, tx Tx, actor *Agent, t *Task) error {
 	item := &InboxItem{Kind: InboxDrift, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Task %d changed after it was verified: %s", t.ID, t.Drift.Summary()), 300)}
+		Title: contract.Truncate(fmt.Sprintf("Task %d changed after it was verified: %s", t.ID, t.Drift.Summary()), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}

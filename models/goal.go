@@ -1,6 +1,7 @@
 package models
 
 import (
+	"github.com/countersign/countersign/models/contract"
 	"strings"
 	"time"
 )
@@ -31,7 +32,7 @@ type Goal struct {
 	VerifierID  *int64    `json:"verifier_id,omitempty"`
 	Notes       string    `json:"notes,omitempty"` // the lead's verification notes
 	// Budget caps what all the goal's tasks may spend; nil: no cap.
-	Budget *Budget `json:"budget,omitempty"`
+	Budget *contract.Budget `json:"budget,omitempty"`
 	// Deferred are the deferred criteria of its tasks, run once it waits for
 	// verification; nil when it has none (or does not wait yet).
 	Deferred   *DeferredChecks `json:"deferred,omitempty"`

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"github.com/countersign/countersign/models/contract"
 	"strings"
 )
 
@@ -129,7 +130,7 @@ type HeldOutReport struct {
 const maxHeldOutDetail = 16 << 10
 
 // SetDetail keeps d as the report's Detail, bounded.
-func (h *HeldOutReport) SetDetail(d string) { h.Detail = Truncate(d, maxHeldOutDetail) }
+func (h *HeldOutReport) SetDetail(d string) { h.Detail = contract.Truncate(d, maxHeldOutDetail) }
 
 // Redacted returns the report without what only the people who may read held-out
 // tests see (the held-out tests' names, messages and the withheld output); nil stays

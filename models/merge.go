@@ -136,8 +136,8 @@ func (s *MergeService) MergeTask(ctx context.Context, actor *Agent, id int64, la
 // refusal naming it.
 func (s *MergeService) conflictFixTask(ctx context.Context, actor *Agent, t *Task, c *MergeConflict) error {
 	brief := fmt.Sprintf("Merging task %d (%s, branch %s) into %s conflicts in:\n\n- %s\n\nResolve the conflict so that the change of task %d applies on top of %s.\n\n%s",
-		t.ID, t.Title, t.Branch, c.Target, strings.Join(c.Files, "\n- "), t.ID, c.Target, Truncate(c.Hunks, 8000))
-	fix, err := s.tasks.CreateTask(ctx, actor, TaskSpec{Title: Truncate("Resolve the merge conflict of task "+fmt.Sprint(t.ID)+": "+t.Title, 200),
+		t.ID, t.Title, t.Branch, c.Target, strings.Join(c.Files, "\n- "), t.ID, c.Target, contract.Truncate(c.Hunks, 8000))
+	fix, err := s.tasks.CreateTask(ctx, actor, TaskSpec{Title: contract.Truncate("Resolve the merge conflict of task "+fmt.Sprint(t.ID)+": "+t.Title, 200),
 		Brief: brief, Role: t.Role})
 	if err != nil {
 		return err
@@ -275,8 +275,8 @@ func (s *AttemptService) BlockOnStepConflict(ctx context.Context, tx Tx, runner 
 		Command: `! git grep -n -E '^(<<<<<<<|>>>>>>>)( |$)' -- .`})
 	brief := fmt.Sprintf("Task %d (%s) builds on the verified work of tasks %s, which ran side by side, and their changes conflict in:\n\n- %s\n\n"+
 		"Your worktree starts from %s. Merge %s into it (git merge), resolve the conflicts keeping the intent of every task, and commit the merge.\n\n%s",
-		t.ID, t.Title, strings.Join(deps, ", "), strings.Join(c.Files, "\n- "), c.Base, strings.Join(c.Merge, " and "), Truncate(c.Hunks, 8000))
-	spec := TaskSpec{Title: Truncate(fmt.Sprintf("Resolve the conflict between tasks %s for task %d", strings.Join(deps, ", "), t.ID), 200),
+		t.ID, t.Title, strings.Join(deps, ", "), strings.Join(c.Files, "\n- "), c.Base, strings.Join(c.Merge, " and "), contract.Truncate(c.Hunks, 8000))
+	spec := TaskSpec{Title: contract.Truncate(fmt.Sprintf("Resolve the conflict between tasks %s for task %d", strings.Join(deps, ", "), t.ID), 200),
 		Brief: brief, Role: t.Role, GoalID: t.GoalID,
 		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, MaxAttempts: 2},
 			Verification: contract.Verification{Type: contract.VerifyVerifiable, Criteria: crit}}}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // TaskWaiting: the worker asked a person a question; the task waits for the answer,
@@ -126,7 +128,7 @@ func (s *TaskService) stepAsk(ctx context.Context, tx Tx, actor *Agent, t *Task,
 	text := q.Text
 	return effect{after: []func() error{func() error {
 		item := &InboxItem{Kind: InboxQuestion, TaskID: t.ID, GoalID: t.GoalID, CreatedAt: s.now(),
-			Title: Truncate(fmt.Sprintf("Task %d asks: %s", t.ID, text), 300)}
+			Title: contract.Truncate(fmt.Sprintf("Task %d asks: %s", t.ID, text), 300)}
 		if err := tx.CreateInboxItem(ctx, item); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/formats/shellword"
 )
 
@@ -48,7 +49,7 @@ func (s *AttemptService) blockBeforeAttempt(ctx context.Context, tx Tx, runner *
 		return err
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(title, 300)}
+		Title: contract.Truncate(title, 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (s *AttemptService) AddReviewFixTask(ctx context.Context, tx Tx, runner *Ag
 	if p := t.Contract.OutputPath(t.ID); p != "" {
 		c.Completion.Path = p // t's output, not a path of the fix's own id
 	}
-	spec := TaskSpec{Title: Truncate(fmt.Sprintf("[FIX %d] Fix: %s", t.ID, summary), 200), Brief: Truncate(b.String(), 100000),
+	spec := TaskSpec{Title: contract.Truncate(fmt.Sprintf("[FIX %d] Fix: %s", t.ID, summary), 200), Brief: contract.Truncate(b.String(), 100000),
 		Role: t.Role, GoalID: t.GoalID, Priority: t.Priority + 1, Contract: c}
 	fix, err := spec.build(ProjectRules{}, s.now())
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *TaskService) reviewFixCancelled(ctx context.Context, tx Tx, actor *Agen
 		return err
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Task %d blocked: %s (%s)", t.ID, reason, t.Title), 300)}
+		Title: contract.Truncate(fmt.Sprintf("Task %d blocked: %s (%s)", t.ID, reason, t.Title), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}
@@ -180,10 +180,10 @@ func ReviewFindings(feedback string, n int) []string {
 			continue
 		}
 		if rest, ok := listItem(l); ok {
-			items = append(items, Truncate(rest, 200))
+			items = append(items, contract.Truncate(rest, 200))
 			continue
 		}
-		lines = append(lines, Truncate(l, 200))
+		lines = append(lines, contract.Truncate(l, 200))
 	}
 	if len(items) == 0 {
 		items = lines

@@ -68,7 +68,7 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 		last = fmt.Sprintf(" (%s: %s)", attempts[n-1].Stage, attempts[n-1].Failure)
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
+		Title: contract.Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}
@@ -84,6 +84,9 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 
 // Truncate shortens s to at most n bytes at a rune boundary, marking the cut with
 // "…" (contract.Truncate).
+//
+// Deprecated: call contract.Truncate. Kept only while the runner package's own files
+// (runner/*.go) still call it.
 func Truncate(s string, n int) string { return contract.Truncate(s, n) }
 
 // assigneeName is the name of t's assignee, "" when it has none.

@@ -31,7 +31,7 @@ type Step struct {
 	Verification contract.Verification `json:"verification" yaml:"verification,omitempty"`
 	Review       *contract.Review      `json:"review,omitempty" yaml:"review,omitempty"`
 	// Budget caps what each task of the step may spend.
-	Budget *Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
+	Budget *contract.Budget `json:"budget,omitempty" yaml:"budget,omitempty"`
 	// Parallel names a group: consecutive steps with the same group run at the same
 	// time once the step before the group is verified, and the step after the group
 	// waits for all of them.

@@ -237,6 +237,9 @@ func PricesProblem(prices []ModelPrice) string {
 
 // Budget caps what a task, a goal or an agent may spend (contract.Budget: a task's
 // cap is part of its contract).
+//
+// Deprecated: use contract.Budget. Kept only while the runner package's own tests
+// (runner/*_test.go) still name it.
 type Budget = contract.Budget
 
 // Spend is what was used against a budget: the cost and tokens of finished attempts,
@@ -278,9 +281,9 @@ func (u *Usage) Summary() string {
 	}
 	switch {
 	case u.CostUSD != nil && u.CostSource == CostPriced:
-		parts = append(parts, USD(*u.CostUSD)+" (priced)")
+		parts = append(parts, contract.USD(*u.CostUSD)+" (priced)")
 	case u.CostUSD != nil:
-		parts = append(parts, USD(*u.CostUSD))
+		parts = append(parts, contract.USD(*u.CostUSD))
 	case u.Tokens() != nil:
 		parts = append(parts, "cost unknown")
 	}
@@ -296,9 +299,9 @@ func (u *Usage) Summary() string {
 // Summary says what was spent: "$1.23 · 45,600 tokens", with what running attempts
 // hold and how many attempts' cost is unknown.
 func (s Spend) Summary() string {
-	out := USD(s.CostUSD) + " · " + contract.Thousands(s.Tokens) + " tokens"
+	out := contract.USD(s.CostUSD) + " · " + contract.Thousands(s.Tokens) + " tokens"
 	if s.ReservedUSD > 0 {
-		out += " (" + USD(s.ReservedUSD) + " held by a running attempt)"
+		out += " (" + contract.USD(s.ReservedUSD) + " held by a running attempt)"
 	}
 	if s.Unpriced > 0 {
 		out += fmt.Sprintf("; %d attempt(s) of unknown cost", s.Unpriced)

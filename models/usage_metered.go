@@ -3,6 +3,8 @@ package models
 import (
 	"fmt"
 	"math"
+
+	"github.com/countersign/countersign/models/contract"
 )
 
 // UsageMetered is Usage.Source for usage Countersign's model gateway counted from the
@@ -52,7 +54,7 @@ func ReconcileUsage(metered, reported *Usage) *Usage {
 // usageMismatch says how reported differs from metered beyond the tolerances, or "".
 func usageMismatch(metered, reported *Usage) string {
 	if reported.CostUSD != nil && metered.CostUSD != nil && beyond(*reported.CostUSD, *metered.CostUSD, UsageToleranceUSD) {
-		return fmt.Sprintf("the worker reported a cost of %s; the gateway metered %s", USD(*reported.CostUSD), USD(*metered.CostUSD))
+		return fmt.Sprintf("the worker reported a cost of %s; the gateway metered %s", contract.USD(*reported.CostUSD), contract.USD(*metered.CostUSD))
 	}
 	rt, mt := reported.Tokens(), metered.Tokens()
 	if rt == nil || mt == nil || !beyond(float64(*rt), float64(*mt), UsageToleranceTokens) {

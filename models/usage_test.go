@@ -1,6 +1,10 @@
 package models
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/countersign/countersign/models/contract"
+)
 
 func i64(n int64) *int64     { return &n }
 func f64(v float64) *float64 { return &v }
@@ -38,15 +42,15 @@ func TestUsagePricingAndSums(t *testing.T) {
 	if p := PricesProblem([]ModelPrice{{Pattern: "("}}); p == "" {
 		t.Fatal("a broken pattern was accepted")
 	}
-	d := DecideBudget([]BudgetLimit{{Budget: Budget{MaxCostUSD: f64(3)}, Spend: Spend{CostUSD: 1, ReservedUSD: 2}}})
+	d := DecideBudget([]BudgetLimit{{Budget: contract.Budget{MaxCostUSD: f64(3)}, Spend: Spend{CostUSD: 1, ReservedUSD: 2}}})
 	if !d.Wait || d.Spent != nil {
 		t.Fatalf("a cap held by reservations: %+v", d)
 	}
-	d = DecideBudget([]BudgetLimit{{Budget: Budget{MaxCostUSD: f64(3)}, Spend: Spend{CostUSD: 1}}, {Budget: Budget{MaxCostUSD: f64(10)}}})
+	d = DecideBudget([]BudgetLimit{{Budget: contract.Budget{MaxCostUSD: f64(3)}, Spend: Spend{CostUSD: 1}}, {Budget: contract.Budget{MaxCostUSD: f64(10)}}})
 	if d.Wait || d.ReserveUSD == nil || *d.ReserveUSD != 2 {
 		t.Fatalf("the tightest cap's room: %+v", d)
 	}
-	if d := DecideBudget([]BudgetLimit{{Budget: Budget{MaxTokens: i64(100)}, Spend: Spend{Tokens: 100}}}); d.Spent == nil {
+	if d := DecideBudget([]BudgetLimit{{Budget: contract.Budget{MaxTokens: i64(100)}, Spend: Spend{Tokens: 100}}}); d.Spent == nil {
 		t.Fatal("a spent token cap does not stop")
 	}
 }

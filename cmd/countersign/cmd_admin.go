@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/runner"
 )
@@ -85,12 +86,12 @@ type sandboxFlags struct {
 }
 
 // dailyBudget is the --daily-budget-usd flag as a budget (nil for 0: no cap).
-func (f *sandboxFlags) dailyBudget() *models.Budget {
+func (f *sandboxFlags) dailyBudget() *contract.Budget {
 	if f.dailyUSD == 0 {
 		return nil
 	}
 	v := f.dailyUSD
-	return &models.Budget{MaxCostUSD: &v}
+	return &contract.Budget{MaxCostUSD: &v}
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {

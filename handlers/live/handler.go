@@ -91,11 +91,7 @@ func (h *Hub) newest() int64 {
 }
 
 // running reports whether the hub accepts clients.
-func (h *Hub) running() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.state == stateRunning
-}
+func (h *Hub) running() bool { return h.currentState() == stateRunning }
 
 // authenticate returns the request's session, or an EUNAUTHORIZED error when there is
 // no cookie, the session is unknown or expired, or its agent may not sign in.

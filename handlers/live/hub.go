@@ -30,6 +30,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Options tune a Hub; the zero value gives the defaults named on each field.
@@ -105,25 +106,27 @@ const (
 
 // Hub fans committed events and log chunks out to the connected WebSocket clients.
 // Build it with New, mount it with Register, run it with Start and end it with Stop.
+// Its start and stop are the shared background-service base's (runner/startstop,
+// which imports only the standard library, so the web side may use it too).
 type Hub struct {
+	startstop.Base
+
 	store    models.Store
 	log      *slog.Logger
 	opts     Options
 	upgrader websocket.Upgrader
 
-	startMu sync.Mutex // serialises Start and Stop
-
-	mu      sync.Mutex
+	mu sync.Mutex
+	// state gates clients: register checks it under mu, and halt moves it to
+	// stateStopped under mu while dropping every client, so none slips in after.
 	state   int
 	ctx     context.Context // the running hub's context; client work derives from it
-	cancel  context.CancelFunc
 	clients map[*client]struct{}
 	// last is the high-water mark: every event with id <= last has been read and
 	// handed to the clients registered at that time. Only the run goroutine raises it,
 	// always under mu together with the hand-out.
 	last int64
 
-	hubWG    sync.WaitGroup // the run and log goroutines
 	clientWG sync.WaitGroup // client goroutines and closers
 	count    atomic.Int64
 
@@ -161,60 +164,72 @@ func New(store models.Store, log *slog.Logger, opts Options) *Hub {
 // Start reads the newest event id (clients that give no id start there) and runs the
 // hub in the background until Stop or until ctx ends; either way every client is then
 // closed. Starting a running hub does nothing; a stopped hub cannot be started again.
+// A failed read leaves the hub as it was, so Start may be tried again.
 func (h *Hub) Start(ctx context.Context) error {
-	h.startMu.Lock()
-	defer h.startMu.Unlock()
-	h.mu.Lock()
-	state := h.state
-	h.mu.Unlock()
-	switch state {
+	switch h.currentState() {
 	case stateRunning:
 		return nil
 	case stateStopped:
-		return errors.New("live: hub already stopped")
+		return errHubStopped
 	}
 	last, err := newestEventID(ctx, h.store)
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, ok, started, stopped := h.StartInitOnce(ctx)
+	if !ok {
+		// Another Start won: the hub runs, or is about to, unless it stopped since.
+		if h.currentState() == stateStopped {
+			return errHubStopped
+		}
+		return nil
+	}
 	h.mu.Lock()
-	h.state, h.ctx, h.cancel, h.last = stateRunning, runCtx, cancel, last
+	if h.state == stateStopped { // a Stop came first: it found nothing to wait for
+		h.mu.Unlock()
+		stopped()
+		return errHubStopped
+	}
+	h.state, h.ctx, h.last = stateRunning, runCtx, last
 	h.mu.Unlock()
-	h.hubWG.Add(2)
-	go h.run(runCtx)
-	go h.logLoop(runCtx)
+	go func() {
+		defer stopped()
+		started()
+		logDone := make(chan struct{})
+		go func() {
+			defer close(logDone)
+			h.logLoop(runCtx)
+		}()
+		h.run(runCtx) // halts the hub as it returns: no client registers after
+		<-logDone
+		h.clientWG.Wait()
+	}()
 	return nil
 }
 
-// Stop closes every client with "going away" (1001), stops the hub and waits for its
-// goroutines until ctx ends. It is idempotent and may be called without Start.
-func (h *Hub) Stop(ctx context.Context) error {
-	h.startMu.Lock()
-	defer h.startMu.Unlock()
-	h.halt()
-	done := make(chan struct{})
-	go func() {
-		h.hubWG.Wait()
-		h.clientWG.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+var errHubStopped = errors.New("live: hub already stopped")
+
+// currentState returns the hub's state.
+func (h *Hub) currentState() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state
 }
 
-// halt marks the hub stopped, cancels its work and closes every client.
+// Stop closes every client with "going away" (1001), stops the hub and waits for its
+// goroutines until ctx ends. It is idempotent and may be called without Start; a hub
+// stopped before it started never starts.
+func (h *Hub) Stop(ctx context.Context) error {
+	h.halt()
+	return h.Base.Stop(ctx)
+}
+
+// halt marks the hub stopped and closes every client; the run's context ends with
+// Stop (or with Start's context), which ends the hub's own goroutines.
 func (h *Hub) halt() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.state = stateStopped
-	if h.cancel != nil {
-		h.cancel()
-	}
 	for c := range h.clients {
 		h.dropLocked(c, websocket.CloseGoingAway, "server shutting down")
 	}
@@ -226,7 +241,6 @@ func (h *Hub) Clients() int { return int(h.count.Load()) }
 // run follows the store's notifications and the fallback ticker, reading new events
 // once per wake-up and fanning them out.
 func (h *Hub) run(ctx context.Context) {
-	defer h.hubWG.Done()
 	defer h.halt()
 	wake := h.store.Subscribe(ctx)
 	tick := time.NewTicker(h.opts.PollInterval)

@@ -382,6 +382,16 @@ func TestStopWithoutStart(t *testing.T) {
 	}
 }
 
+// TestStopBeforeStart: a hub stopped before it started never starts.
+func TestStopBeforeStart(t *testing.T) {
+	h := New(storetest.Open(t, store.DialectSQLite), nil, Options{})
+	_ = h.Stop(context.Background())
+	if err := h.Start(context.Background()); err == nil {
+		_ = h.Stop(context.Background())
+		t.Fatal("a hub stopped before Start started")
+	}
+}
+
 func TestLogChunks(t *testing.T) {
 	en := newEnv(t, store.DialectSQLite, Options{LogFlush: 50 * time.Millisecond})
 	c := en.mustDial("")

@@ -60,7 +60,6 @@ func (h *Hub) PublishLog(taskID int64, chunk []byte) {
 
 // logLoop flushes pending log output when some arrives, at most once per LogFlush.
 func (h *Hub) logLoop(ctx context.Context) {
-	defer h.hubWG.Done()
 	var last time.Time
 	for {
 		select {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	agentspage "github.com/countersign/countersign/web/pages/agents"
 )
@@ -29,14 +30,14 @@ func sandboxForm(c echo.Context, f *agentspage.AgentForm) {
 
 // formSpend turns the pass-env and daily budget fields into settings; an amount that
 // is no number is a field error. The service checks the rest.
-func formSpend(fe *models.FieldErrors, f agentspage.AgentForm) ([]string, *models.Budget) {
-	var daily *models.Budget
+func formSpend(fe *models.FieldErrors, f agentspage.AgentForm) ([]string, *contract.Budget) {
+	var daily *contract.Budget
 	if s := strings.TrimPrefix(f.DailyBudgetUSD, "$"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			fe.Add("daily_budget", "must be an amount in USD, like 20")
 		} else {
-			daily = &models.Budget{MaxCostUSD: &v}
+			daily = &contract.Budget{MaxCostUSD: &v}
 		}
 	}
 	return splitList(f.PassEnv), daily

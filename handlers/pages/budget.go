@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/pages/goal"
 	"github.com/countersign/countersign/web/pages/task"
 )
@@ -30,7 +31,7 @@ func (p *Pages) budgetView(ctx context.Context, me *models.Agent, t *models.Task
 }
 
 // budgetValues are a budget's form fields as typed.
-func budgetValues(b *models.Budget) map[string]string {
+func budgetValues(b *contract.Budget) map[string]string {
 	out := map[string]string{}
 	if b.MaxCostUSD != nil {
 		out["max_cost_usd"] = strconv.FormatFloat(*b.MaxCostUSD, 'f', -1, 64)
@@ -42,8 +43,8 @@ func budgetValues(b *models.Budget) map[string]string {
 }
 
 // budgetForm reads max_cost_usd and max_tokens (each optional; blank is no cap).
-func budgetForm(c echo.Context) (models.Budget, map[string]string, error) {
-	var b models.Budget
+func budgetForm(c echo.Context) (contract.Budget, map[string]string, error) {
+	var b contract.Budget
 	var fe models.FieldErrors
 	values := map[string]string{"max_cost_usd": strings.TrimSpace(c.FormValue("max_cost_usd")), "max_tokens": strings.TrimSpace(c.FormValue("max_tokens"))}
 	if s := values["max_cost_usd"]; s != "" {
@@ -138,9 +139,9 @@ func (p *Pages) goalBudgetView(ctx context.Context, me *models.Agent, g *models.
 }
 
 // orNoBudget is b, or an empty budget for none.
-func orNoBudget(b *models.Budget) *models.Budget {
+func orNoBudget(b *contract.Budget) *contract.Budget {
 	if b == nil {
-		return &models.Budget{}
+		return &contract.Budget{}
 	}
 	return b
 }

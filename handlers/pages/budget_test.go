@@ -146,7 +146,7 @@ func TestInboxRaisesAStoppedBudget(t *testing.T) {
 	ctx := e.ctx()
 	cent := 0.01
 	tk, err := e.svc.Tasks.CreateTask(ctx, models.System, models.TaskSpec{Title: "Capped", Brief: "b", Role: "developer", Assignee: "bot",
-		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "DONE"}, Budget: &models.Budget{MaxCostUSD: &cent}}})
+		Contract: contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "DONE"}, Budget: &contract.Budget{MaxCostUSD: &cent}}})
 	must(t, err)
 	e.act("runner", tk.ID, models.ActStart, models.ActionInput{})
 	runner, err := e.svc.Agents.RunnerAgent(ctx)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The narrow interfaces the pages depend on, declared where they are used: of each
@@ -15,7 +16,7 @@ type taskActions interface {
 	TaskAction(ctx context.Context, actor *models.Agent, id int64, act models.Action, in models.ActionInput) (*models.Task, error)
 	ActionsFor(ctx context.Context, actor *models.Agent, t *models.Task, actions []string) ([]string, error)
 	ResolveAdvisoryPrompt(ctx context.Context, actor *models.Agent, id int64, d models.AdvisoryDecision) (*models.Task, error)
-	RaiseTaskBudget(ctx context.Context, actor *models.Agent, id int64, b models.Budget) (*models.Task, error)
+	RaiseTaskBudget(ctx context.Context, actor *models.Agent, id int64, b contract.Budget) (*models.Task, error)
 }
 
 // goalActions is what the pages need of the goal aggregate (models.GoalService).
@@ -23,7 +24,7 @@ type goalActions interface {
 	CreateGoal(ctx context.Context, actor *models.Agent, g *models.Goal) error
 	VerifyGoal(ctx context.Context, actor *models.Agent, id int64, notes string) (*models.Goal, error)
 	RejectGoal(ctx context.Context, actor *models.Agent, id int64, reason string, fixes []models.TaskSpec) (*models.GoalStatus, error)
-	SetGoalBudget(ctx context.Context, actor *models.Agent, id int64, b *models.Budget) (*models.Goal, error)
+	SetGoalBudget(ctx context.Context, actor *models.Agent, id int64, b *contract.Budget) (*models.Goal, error)
 }
 
 // agentWriter is what the pages need of the agent aggregate (models.AgentService).

@@ -1,13 +1,13 @@
 package pages
 
 import (
-	"github.com/countersign/countersign/models"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 )
 
@@ -17,7 +17,7 @@ const flashCookie = "cs_flash"
 // setFlash leaves a message for the next page the browser loads (kind: info,
 // success, warning, error). The cookie is read once and cleared by meta.
 func setFlash(c echo.Context, kind, msg string) {
-	msg = models.Truncate(msg, 500)
+	msg = contract.Truncate(msg, 500)
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + "|" + msg), Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: 60, Secure: c.Scheme() == "https"})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 )
 
@@ -28,7 +29,7 @@ func modelSpendProps(ms *models.ModelSpend, testid string) components.ModelSpend
 	out := components.ModelSpendProps{TestID: testid, Days: ms.Days, Total: ms.Total.Summary()}
 	for _, r := range ms.Rows {
 		row := components.ModelSpendRow{Day: r.Day.Format("2 Jan"), DayKey: r.Day.Format(time.DateOnly), Agent: r.Agent,
-			Cost: models.USD(r.CostUSD), Tokens: grouped(r.Tokens), Attempts: r.Attempts}
+			Cost: contract.USD(r.CostUSD), Tokens: grouped(r.Tokens), Attempts: r.Attempts}
 		if row.Agent == "" {
 			row.Agent = "agent #" + strconv.FormatInt(r.AgentID, 10)
 		} else {

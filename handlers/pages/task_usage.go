@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/pages/task"
 )
@@ -30,7 +31,7 @@ func usageFigures(u *models.Usage) task.UsageFigures {
 		f.Tokens = grouped(*n)
 	}
 	if u.CostUSD != nil {
-		f.Cost = models.USD(*u.CostUSD)
+		f.Cost = contract.USD(*u.CostUSD)
 	}
 	return f
 }

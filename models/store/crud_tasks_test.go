@@ -231,7 +231,7 @@ func TestTemplatesAndRuns(t *testing.T) {
 		boss := agent(t, db, "boss", "lead")
 		c := fullContract()
 		step := models.Step{Name: "build", Role: "developer", Brief: "Build it", Approve: "reviewer", Verify: "lead",
-			Completion: c.Completion, Verification: c.Verification, Review: c.Review, Budget: &models.Budget{MaxCostUSD: ptr(2.0)}, Parallel: "checks"}
+			Completion: c.Completion, Verification: c.Verification, Review: c.Review, Budget: &contract.Budget{MaxCostUSD: ptr(2.0)}, Parallel: "checks"}
 		allSet(t, &step)
 		v1 := &models.Template{Name: "feature", Version: 7, Description: "d1", Steps: []models.Step{step}, CreatorID: boss.ID, CreatedAt: ts(1)}
 		wantV1 := *v1

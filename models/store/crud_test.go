@@ -26,7 +26,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, TargetBranch: "main", Concurrency: 3,
 			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
 			Sandbox: models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/var/cache/go", "/tmp/x"}, Connect: []int{443, 5432}, AllowUnix: true},
-			PassEnv: []string{"ANTHROPIC_API_KEY"}, DailyBudget: &models.Budget{MaxCostUSD: ptr(25.0)},
+			PassEnv: []string{"ANTHROPIC_API_KEY"}, DailyBudget: &contract.Budget{MaxCostUSD: ptr(25.0)},
 		}
 		a.ID = 99 // ignored: the store assigns ids
 		allSet(t, a, "Scope")
@@ -143,7 +143,7 @@ func TestGoalsRoundTrip(t *testing.T) {
 		g := &models.Goal{
 			Title: "Dark mode", Description: "All pages", Project: "web", State: models.GoalVerified,
 			CreatorID: lead.ID, VerifierID: &lead.ID, Notes: "checked", VerifiedAt: tsp(3),
-			CreatedAt: ts(1), UpdatedAt: ts(2), Budget: &models.Budget{MaxCostUSD: ptr(3.5), MaxTokens: ptr(int64(900000))},
+			CreatedAt: ts(1), UpdatedAt: ts(2), Budget: &contract.Budget{MaxCostUSD: ptr(3.5), MaxTokens: ptr(int64(900000))},
 			Deferred: &models.DeferredChecks{Status: models.DeferredPassed, Runner: "r1", StartedAt: tsp(4), FinishedAt: tsp(5),
 				Criteria: []models.DeferredCriterion{{TaskID: 7, Criterion: contract.Criterion{Activity: "e2e", Command: "npm run e2e", Timing: contract.TimingDeferred}}},
 				Results:  []models.CriterionResult{{Activity: "e2e", Command: "npm run e2e", Status: models.VerdictPass, Attempts: 1}}},

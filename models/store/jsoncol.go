@@ -3,7 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // toJSON encodes v for a JSON text column; empty is what an empty value is stored as
@@ -48,7 +48,7 @@ func bytesOrNil(b []byte) []byte {
 
 // budgetJSON stores a budget: "" for none. Budgets are validated before they are
 // stored (no NaN), so encoding cannot fail.
-func budgetJSON(b *models.Budget) string {
+func budgetJSON(b *contract.Budget) string {
 	if b.IsZero() {
 		return ""
 	}
@@ -57,8 +57,8 @@ func budgetJSON(b *models.Budget) string {
 }
 
 // budgetOf reads a stored budget; nil for none or for a document that is not one.
-func budgetOf(s string) *models.Budget {
-	var b models.Budget
+func budgetOf(s string) *contract.Budget {
+	var b contract.Budget
 	if s == "" || json.Unmarshal([]byte(s), &b) != nil || b.IsZero() {
 		return nil
 	}

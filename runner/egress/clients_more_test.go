@@ -146,3 +146,28 @@ func TestStartContextStops(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStopBeforeStart: a proxy stopped before it started refuses to start and
+// leaves the listener to its caller.
+func TestStopBeforeStart(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := p.Start(context.Background(), ln); err == nil {
+		t.Fatal("a proxy stopped before Start started")
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("the refused listener was closed: %v", err)
+	}
+	c.Close()
+}

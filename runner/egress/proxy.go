@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Defaults for the zero values of Config's limits.
@@ -71,8 +73,11 @@ type Config struct {
 
 // Proxy is one run's egress proxy: an HTTP CONNECT and forward proxy that
 // reaches only allowlisted hosts and records every attempt. Create it with
-// New, serve a listener with Start, end it with Stop.
+// New, serve a listener with Start, end it with Stop. Its start and stop are the
+// shared background-service base's.
 type Proxy struct {
+	startstop.Base
+
 	cfg   Config
 	allow *Allowlist
 	rec   *recorder
@@ -81,11 +86,11 @@ type Proxy struct {
 	mu      sync.Mutex
 	srv     *http.Server
 	tunnels map[net.Conn]struct{} // hijacked conns, closed by Stop
+	// stopped is set, once, by halt: from then on no handler or tunnel begins, and
+	// Start refuses (also after a Stop without Start).
 	stopped bool
-	cancel  context.CancelFunc // ends in-flight resolves and dials
-	done    chan struct{}      // closed when Stop has finished
-	wg      sync.WaitGroup     // handlers and tunnels in flight
-	conns   sync.Map           // net.Conn -> *connInfo, until closed
+	wg      sync.WaitGroup // handlers and tunnels in flight
+	conns   sync.Map       // net.Conn -> *connInfo, until closed
 }
 
 // New checks cfg and returns an unstarted proxy. The error names any bad
@@ -101,7 +106,6 @@ func New(cfg Config) (*Proxy, error) {
 		allow:   allow,
 		rec:     &recorder{sink: cfg.Sink, max: cfg.MaxEntries},
 		tunnels: map[net.Conn]struct{}{},
-		done:    make(chan struct{}),
 	}
 	p.fwd = p.newForwarder()
 	return p, nil
@@ -139,16 +143,18 @@ func (p *Proxy) Allowlist() *Allowlist { return p.allow }
 
 // Start serves ln in the background until Stop is called or ctx ends; the
 // proxy owns ln from here and closes it. It fails if the proxy was already
-// started or stopped.
+// started or stopped, leaving ln to the caller.
 func (p *Proxy) Start(ctx context.Context, ln net.Listener) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.srv != nil || p.stopped {
-		return errors.New("egress: proxy already started or stopped")
+	errStarted := errors.New("egress: proxy already started or stopped")
+	if p.isStopped() {
+		return errStarted
 	}
-	base, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.srv = &http.Server{
+	// The context in-flight resolves and dials run with: it ends at Stop.
+	base, ok, started, stopped := p.StartInitOnce(ctx)
+	if !ok {
+		return errStarted
+	}
+	srv := &http.Server{
 		Handler:           http.HandlerFunc(p.serveHTTP),
 		ReadHeaderTimeout: p.cfg.HeaderTimeout,
 		IdleTimeout:       p.cfg.IdleTimeout,
@@ -158,14 +164,26 @@ func (p *Proxy) Start(ctx context.Context, ln net.Listener) error {
 		ConnState:         p.connState,
 		ErrorLog:          log.New(io.Discard, "", 0), // every attempt is an Entry instead
 	}
-	srv := p.srv
-	go func() { _ = srv.Serve(newLimitListener(ln, p.cfg.MaxConns)) }()
+	p.mu.Lock()
+	if p.stopped { // a Stop came first: it found nothing to wait for
+		p.mu.Unlock()
+		stopped()
+		return errStarted
+	}
+	p.srv = srv
+	p.mu.Unlock()
 	go func() {
-		select {
-		case <-ctx.Done():
-			_ = p.Stop(context.Background())
-		case <-p.done:
-		}
+		defer stopped()
+		started()
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = srv.Serve(newLimitListener(ln, p.cfg.MaxConns))
+		}()
+		<-base.Done() // Stop, or ctx ended
+		p.halt()
+		<-served
+		p.wg.Wait()
 	}()
 	return nil
 }
@@ -175,30 +193,37 @@ func (p *Proxy) Start(ctx context.Context, ln net.Listener) error {
 // record their entries or for ctx to end. It is idempotent and safe to
 // call concurrently; every call waits.
 func (p *Proxy) Stop(ctx context.Context) error {
+	p.halt()
+	if err := p.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("egress: stop: %w", err)
+	}
+	return nil
+}
+
+// isStopped reports whether halt has run.
+func (p *Proxy) isStopped() bool {
 	p.mu.Lock()
-	first := !p.stopped
+	defer p.mu.Unlock()
+	return p.stopped
+}
+
+// halt marks the proxy stopped and closes the server (its listener and client
+// connections) and every tunnel; later calls do nothing. New handlers and
+// tunnels are refused from here, so p.wg only goes down.
+func (p *Proxy) halt() {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
 	p.stopped = true
+	for c := range p.tunnels {
+		_ = c.Close()
+	}
 	srv := p.srv
-	if first {
-		for c := range p.tunnels {
-			_ = c.Close()
-		}
-		if p.cancel != nil {
-			p.cancel()
-		}
-	}
 	p.mu.Unlock()
-	if first {
-		if srv != nil {
-			_ = srv.Close()
-		}
-		go func() { p.wg.Wait(); close(p.done) }()
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("egress: stop: %w", ctx.Err())
+	if srv != nil {
+		_ = srv.Close()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Bounds on what a command may report. A real evaluation is nowhere near them;
@@ -95,7 +96,7 @@ func readUsage(m map[string]json.RawMessage) *models.Usage {
 	}
 	var model string
 	if json.Unmarshal(m["model"], &model) == nil {
-		u.Model = models.Truncate(strings.TrimSpace(model), maxReportedModel)
+		u.Model = contract.Truncate(strings.TrimSpace(model), maxReportedModel)
 	}
 	if u.Empty() {
 		return nil

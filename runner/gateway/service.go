@@ -9,17 +9,24 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/runner/startstop"
 )
 
 // Service serves a Gateway over HTTP: on the address it starts with, and on any
-// further listener the caller hands it (a unix socket inside a sandbox, say).
+// further listener the caller hands it (a unix socket inside a sandbox, say). Its
+// start and stop are the shared background-service base's.
 type Service struct {
+	startstop.Base
+
 	gw   *Gateway
 	addr string
 	srv  *http.Server
 
-	mu      sync.Mutex
-	ln      net.Listener
+	mu sync.Mutex
+	ln net.Listener
+	// stopped is set by the first Stop: from then on Start and Serve refuse, also
+	// after a Stop without Start.
 	stopped bool
 	serving sync.WaitGroup
 }
@@ -35,22 +42,48 @@ func NewService(gw *Gateway, addr string) *Service {
 	}}
 }
 
-// Start listens on the service's address and serves in the background. It fails
-// when the address cannot be listened on, or when the service was stopped or
-// already started.
+// Start listens on the service's address and serves in the background until Stop
+// (not until ctx ends: ctx bounds only the listening). It fails when the address
+// cannot be listened on, or when the service was stopped or already started; a
+// failure to listen leaves it as it was, so Start may be tried again.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.ln != nil {
-		return errors.New("gateway: service already started or stopped")
+	errStarted := errors.New("gateway: service already started or stopped")
+	if s.isStopped() || s.Running() {
+		return errStarted
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("gateway: listening on %s: %w", s.addr, err)
 	}
+	life, ok, started, stopped := s.StartInitOnce(context.WithoutCancel(ctx))
+	if !ok {
+		_ = ln.Close()
+		return errStarted
+	}
+	s.mu.Lock()
+	if s.stopped { // a Stop came first: it found nothing to wait for
+		s.mu.Unlock()
+		_ = ln.Close()
+		stopped()
+		return errStarted
+	}
 	s.ln = ln
 	s.serveLocked(ln)
+	s.mu.Unlock()
+	go func() {
+		defer stopped()
+		started()
+		<-life.Done() // Stop, which shuts the server down
+		s.serving.Wait()
+	}()
 	return nil
+}
+
+// isStopped reports whether Stop has been called.
+func (s *Service) isStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 // Addr is the address the service listens on, "" before Start.
@@ -87,20 +120,26 @@ func (s *Service) serveLocked(ln net.Listener) {
 }
 
 // Stop closes the listeners and waits, until ctx ends, for the calls in flight to
-// finish; then it cuts those left (a cut stream is charged its reservation).
-// Idempotent: later calls return nil at once.
+// finish; then it cuts those left (a cut stream is charged its reservation) and
+// waits for them to end. Idempotent: later calls return nil at once.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		return nil
 	}
-	s.stopped = true
+	s.stopped = true // no listener is served from here, so serving only goes down
 	s.mu.Unlock()
+	ok, done, finish := s.StopInit()
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		_ = s.srv.Close()
 	}
-	s.serving.Wait()
+	if ok {
+		<-done // the serving goroutines ended: Close leaves none behind
+		finish(true)
+	} else {
+		s.serving.Wait() // listeners handed to Serve before any Start
+	}
 	return err
 }

@@ -58,6 +58,41 @@ func TestServiceListeners(t *testing.T) {
 	}
 }
 
+// TestServiceStopBeforeStart: a service stopped before it started refuses to
+// start and closes a listener handed to it; a second Start is refused too.
+func TestServiceStopBeforeStart(t *testing.T) {
+	gw, err := New(newScripted(t, script{}).config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := NewService(gw, "127.0.0.1:0")
+	if err := twice.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := twice.Start(context.Background()); err == nil {
+		t.Fatal("a running service started again")
+	}
+	_ = twice.Stop(context.Background())
+	svc := NewService(gw, "127.0.0.1:0")
+	if err := svc.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err == nil {
+		t.Fatal("a service stopped before Start started")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Serve(ln); err == nil {
+		t.Fatal("a stopped service served a listener")
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("the refused listener still accepts")
+	}
+}
+
 // TestRoutes: HEAD / answers without a credential (Claude Code's reachability
 // check); endpoints the gateway could not meter (batches, files) are 404 in the
 // provider's shape even with a live credential, and reach no upstream.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/startstop"
 )
 
@@ -291,7 +292,7 @@ func (p *Publisher) resolve(ctx context.Context, e *models.LedgerEntry, stage st
 // attemptFailed records a failed attempt and returns cause.
 func (p *Publisher) attemptFailed(ctx context.Context, e *models.LedgerEntry, cause error) error {
 	e.Attempts++
-	e.LastError = models.Truncate(cause.Error(), 1000)
+	e.LastError = contract.Truncate(cause.Error(), 1000)
 	if IsPermanent(cause) {
 		e.Status = models.LedgerFailed
 		p.log.Error("ledger entry failed permanently", "entry", e.ID, "err", cause)

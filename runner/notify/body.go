@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // Body is the JSON a webhook receives, in the Standard Webhooks shape (type,
@@ -86,5 +87,5 @@ func text(f models.HookFacts, link string) string {
 
 // slackEscape escapes what Slack's mrkdwn reads as control characters.
 func slackEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(models.Truncate(s, 200))
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(contract.Truncate(s, 200))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/startstop"
 )
 
@@ -284,7 +285,7 @@ func (d *Dispatcher) Send(ctx context.Context, j models.HookJob) models.HookOutc
 	}
 	msg := resp.Status
 	if s := strings.TrimSpace(strings.ToValidUTF8(string(answer), "")); s != "" {
-		msg += ": " + models.Truncate(s, 200)
+		msg += ": " + contract.Truncate(s, 200)
 	}
 	return done(resp.StatusCode, msg)
 }

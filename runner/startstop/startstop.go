@@ -1,8 +1,17 @@
 // Package startstop is the start/stop base every background service of Countersign
-// embeds (the runner's claim loop, heartbeat and cleanup, the webhook dispatcher, the
-// ledger publisher, the periodic loops): one place that gets right what each used to
-// write by hand — a second Start, a Stop without Start, a second Stop, a Stop whose
-// caller stops waiting. It follows River's internal startstop package in shape.
+// embeds (the runner's claim loop, executor, heartbeat and cleanup, the webhook
+// dispatcher, the ledger publisher, the periodic loops, the model gateway's server,
+// each run's egress proxy, and the web side's live hub): one place that gets right
+// what each used to write by hand — a second Start, a Stop without Start, a second
+// Stop, a Stop whose caller stops waiting. It follows River's internal startstop
+// package in shape.
+//
+// It lives under runner, where most of its users are, because the top level is fixed
+// (cmd, web, handlers, models, runner, static, migrations) and none of the others is
+// a neutral home: models may import only models/contract and models/formats. It
+// imports nothing but the standard library, so handlers (which already use a few
+// runner packages) may import it without pulling in the runner or risking a cycle;
+// keep it that way.
 package startstop
 
 import (
