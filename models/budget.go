@@ -89,12 +89,6 @@ func (l BudgetLimit) Describe() string {
 	return strings.Join(parts, "; ")
 }
 
-// USD writes an amount of dollars for people: "$1.23", "$0.0042" (contract.USD).
-//
-// Deprecated: call contract.USD. Kept only while the runner package's own files
-// (runner/*.go) still call it.
-func USD(v float64) string { return contract.USD(v) }
-
 // BudgetLimits reads, in tx, the caps on an attempt of t by agent and what was spent
 // against each. A goal with a budget has its row locked, so that attempts under it
 // decide one after another (on PostgreSQL as on SQLite) and none reserves what

@@ -82,13 +82,6 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 	return s.emit(ctx, tx, "inbox.created", runner, &t.ID, t.GoalID, map[string]any{"inbox_id": item.ID, "kind": item.Kind})
 }
 
-// Truncate shortens s to at most n bytes at a rune boundary, marking the cut with
-// "…" (contract.Truncate).
-//
-// Deprecated: call contract.Truncate. Kept only while the runner package's own files
-// (runner/*.go) still call it.
-func Truncate(s string, n int) string { return contract.Truncate(s, n) }
-
 // assigneeName is the name of t's assignee, "" when it has none.
 func assigneeName(ctx context.Context, tx Tx, t *Task) (string, error) {
 	if t.AssigneeID == nil {

@@ -235,13 +235,6 @@ func PricesProblem(prices []ModelPrice) string {
 	return ""
 }
 
-// Budget caps what a task, a goal or an agent may spend (contract.Budget: a task's
-// cap is part of its contract).
-//
-// Deprecated: use contract.Budget. Kept only while the runner package's own tests
-// (runner/*_test.go) still name it.
-type Budget = contract.Budget
-
 // Spend is what was used against a budget: the cost and tokens of finished attempts,
 // and what running attempts reserved.
 type Spend struct {

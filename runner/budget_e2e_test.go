@@ -36,7 +36,7 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 			h := newHarness(t, dialect, nil)
 			h.worker("spender", "developer", usageWorker("1.00", "claude-sonnet-4-5"), func(a *models.Agent) { a.Concurrency = 8 })
 			three := 3.0
-			g := &models.Goal{Title: "Capped", Budget: &models.Budget{MaxCostUSD: &three}}
+			g := &models.Goal{Title: "Capped", Budget: &contract.Budget{MaxCostUSD: &three}}
 			must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 			var ids []int64
 			for i := 0; i < 8; i++ {
@@ -84,7 +84,7 @@ func TestGoalBudgetHoldsUnderConcurrency(t *testing.T) {
 
 			// Raising the goal's budget resumes every task it stopped.
 			ten := 10.0
-			if _, err := h.svc.Goals.SetGoalBudget(h.ctx, h.boss, g.ID, &models.Budget{MaxCostUSD: &ten}); err != nil {
+			if _, err := h.svc.Goals.SetGoalBudget(h.ctx, h.boss, g.ID, &contract.Budget{MaxCostUSD: &ten}); err != nil {
 				t.Fatal(err)
 			}
 			h.waitLong(2*time.Minute, "every task verified after the raise", func() bool {
@@ -172,7 +172,7 @@ func TestStreamJSONWorker(t *testing.T) {
 	ok := h.task("Run the tests", "developer", doneContract())
 	cent := 0.01
 	capped := doneContract()
-	capped.Budget = &models.Budget{MaxCostUSD: &cent}
+	capped.Budget = &contract.Budget{MaxCostUSD: &cent}
 	costly := h.task("Think hard", "tester", capped)
 	h.start()
 

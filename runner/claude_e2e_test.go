@@ -198,7 +198,7 @@ func checkClaudeUsage(t *testing.T, api *fakeAnthropic, att models.Attempt) *mod
 func claudeCappedBelowOneCall(t *testing.T, command string, c contract.Contract, confined func(*Config), agent func(*fakeAnthropic, []string) func(*models.Agent)) {
 	h := newHarness(t, "sqlite", confined)
 	cent := 0.01
-	c.Budget = &models.Budget{MaxCostUSD: &cent}
+	c.Budget = &contract.Budget{MaxCostUSD: &cent}
 	tk := h.task("Think expensively", "developer", c)
 	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 	// Two million input tokens of Sonnet 4.5 are $6, far past the cent: the runner

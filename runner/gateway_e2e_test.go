@@ -77,12 +77,12 @@ func TestMeteredUsageIsTheUsage(t *testing.T) {
 			api := newFakeAnthropic(t, claudeModel, turn, turn, turn, turn, turn, turn, turn, turn)
 			h := newHarness(t, "sqlite", withGateway(t, api, false))
 			h.worker("w", "dev", c.worker)
-			contract := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			ct := contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
 				Verification: contract.Verification{Type: contract.VerifySkip}}
 			if c.budget > 0 {
-				contract.Budget = &models.Budget{MaxCostUSD: &c.budget}
+				ct.Budget = &contract.Budget{MaxCostUSD: &c.budget}
 			}
-			tk := h.task("Use the model", "dev", contract)
+			tk := h.task("Use the model", "dev", ct)
 			h.start()
 			got := h.settled(tk.ID, 2*time.Minute)
 			atts := h.attempts(tk.ID)
@@ -105,7 +105,7 @@ func TestMeteredUsageIsTheUsage(t *testing.T) {
 					t.Fatalf("the task is %s, stage %q, %d charged: want blocked at stage budget, uncharged: %s", got.State, last.Stage, got.AttemptsUsed, last.Diagnosis)
 				}
 				if *u.CostUSD > c.budget {
-					t.Errorf("spent %s past the budget of %s", models.USD(*u.CostUSD), models.USD(c.budget))
+					t.Errorf("spent %s past the budget of %s", contract.USD(*u.CostUSD), contract.USD(c.budget))
 				}
 				return
 			}
@@ -201,7 +201,7 @@ func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
 	h.worker("spender", "dev", callModel(12000)+`for i in 1 2 3 4 5 6 7 8; do [ "$(call)" = 200 ] || break; done; printf '{"total_cost_usd":0}' > "$COUNTERSIGN_USAGE_FILE"; echo TASK_COMPLETE`,
 		func(a *models.Agent) { a.Concurrency = 8 })
 	capUSD := 0.10
-	g := &models.Goal{Title: "Capped", Budget: &models.Budget{MaxCostUSD: &capUSD}}
+	g := &models.Goal{Title: "Capped", Budget: &contract.Budget{MaxCostUSD: &capUSD}}
 	must(t, h.svc.Goals.CreateGoal(h.ctx, h.boss, g))
 	var ids []int64
 	for i := 0; i < 8; i++ {
@@ -221,12 +221,12 @@ func TestEightMeteredAttemptsUnderOneCap(t *testing.T) {
 	const perCall = (6000*3 + 100*15) / 1e6
 	over := spend.CostUSD - capUSD
 	t.Logf("goal cap %s: metered spend %s over %d upstream calls; above the cap by %s (one call is %s)",
-		models.USD(capUSD), models.USD(spend.CostUSD), len(api.loopCalls()), models.USD(max(over, 0)), models.USD(perCall))
+		contract.USD(capUSD), contract.USD(spend.CostUSD), len(api.loopCalls()), contract.USD(max(over, 0)), contract.USD(perCall))
 	if spend.CostUSD <= 0 || float64(len(api.loopCalls()))*perCall-spend.CostUSD > 1e-9 {
-		t.Errorf("the goal was charged %s for %d calls of %s each", models.USD(spend.CostUSD), len(api.loopCalls()), models.USD(perCall))
+		t.Errorf("the goal was charged %s for %d calls of %s each", contract.USD(spend.CostUSD), len(api.loopCalls()), contract.USD(perCall))
 	}
 	if over > 0 {
-		t.Errorf("the goal's spend passed its cap by %s: attempts under one cap must reserve before they call", models.USD(over))
+		t.Errorf("the goal's spend passed its cap by %s: attempts under one cap must reserve before they call", contract.USD(over))
 	}
 }
 

@@ -410,7 +410,7 @@ func heldOutFailures(runs []checks.TestRun, held *checks.Withholding) []string {
 				continue
 			}
 			msg, _, _ := strings.Cut(strings.TrimSpace(res.Message), "\n")
-			out = append(out, strings.TrimSpace(models.Truncate(res.Name+": "+msg, 240)))
+			out = append(out, strings.TrimSpace(contract.Truncate(res.Name+": "+msg, 240)))
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -206,7 +207,7 @@ func (p *lander) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) 
 		return
 	}
 	p.log.Warn("pushing a verified task branch failed", "task_id", tr.task.ID, "branch", ar.ws.Branch(), "remote", remote, "err", err)
-	data := map[string]any{"branch": ar.ws.Branch(), "remote": remote, "error": models.Truncate(err.Error(), 2000)}
+	data := map[string]any{"branch": ar.ws.Branch(), "remote": remote, "error": contract.Truncate(err.Error(), 2000)}
 	if err := p.inTx(ctx, func(tx models.Tx) error { return p.event(ctx, tx, EventBranchPushFailed, &tr.task, data) }); err != nil {
 		p.log.Error("recording a failed push failed", "task_id", tr.task.ID, "err", err)
 	}
@@ -319,7 +320,7 @@ func (l *Landing) Land(ctx context.Context, t *models.Task, agent *models.Agent)
 	}
 	if l.cfg.PushRemote != "" {
 		if err := l.workspaces.Push(ctx, repo, l.cfg.PushRemote, target); err != nil {
-			landed.PushError = models.Truncate(err.Error(), 2000)
+			landed.PushError = contract.Truncate(err.Error(), 2000)
 		} else {
 			landed.Pushed = l.cfg.PushRemote
 		}

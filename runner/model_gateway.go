@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/gateway"
 )
 
@@ -48,7 +49,7 @@ func (p *confiner) openGateway(tr *taskRun, ar *attemptRun, cancel context.Cance
 	if r := ar.reserve.ReserveUSD; r != nil {
 		g.Caps = []gateway.Cap{{Key: fmt.Sprintf("task:%d", tr.task.ID), RemainingUSD: *r}}
 		g.OnBudget = func(string) {
-			cancel(fmt.Errorf("%w: the model gateway refused a call past the %s the attempt reserved", errBudgetOverrun, models.USD(*r)))
+			cancel(fmt.Errorf("%w: the model gateway refused a call past the %s the attempt reserved", errBudgetOverrun, contract.USD(*r)))
 		}
 	}
 	ar.lease = p.cfg.Gateway.Issue(g)

@@ -194,7 +194,7 @@ func (p *settler) infraFailed(ctx context.Context, tx models.Tx, t *models.Task,
 // and lets its task go without a lease: it stays in progress, assigned to the agent,
 // and runs again once an admin has enabled the agent (or a person cancels it).
 func (p *settler) pauseAgent(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
-	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: models.Truncate(ar.diagnosis, 1500)}
+	why := models.AgentPausedPayload{Attempt: ar.num, ExitCode: ar.agentExit, Reason: contract.Truncate(ar.diagnosis, 1500)}
 	if err := p.svc.Agents.PauseAgent(ctx, tx, p.runner, ar.row.AgentID, t, why); err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (p *settler) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar
 	data := map[string]any{"attempt": ar.num, "outcome": ar.outcome, "agent": tr.agent.Name,
 		"duration_ms": now.Sub(ar.start).Milliseconds()}
 	if row.Stage != "" {
-		data["stage"], data["diagnosis"] = row.Stage, models.Truncate(row.Diagnosis, 500)
+		data["stage"], data["diagnosis"] = row.Stage, contract.Truncate(row.Diagnosis, 500)
 	}
 	return p.event(ctx, tx, "attempt.finished", t, data)
 }

@@ -107,7 +107,7 @@ func capped(t *testing.T, sb *sandbox.Sandbox, bin string, c contract.Contract, 
 	rules.Prices = []models.ModelPrice{{Pattern: qwenModel, InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3}}
 	must(t, h.svc.Templates.SaveRules(h.ctx, h.boss, &rules))
 	cent := 0.01
-	c.Budget = &models.Budget{MaxCostUSD: &cent}
+	c.Budget = &contract.Budget{MaxCostUSD: &cent}
 	tk := h.task("Think expensively", "developer", c)
 	out := filepath.Join(h.root, "work", "tasks", itoa(tk.ID), "out", "report.md")
 	api := scriptedapi.NewChat(t, qwenModel,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // questionPrefix starts the last output line of a run that asks a person a question.
@@ -31,7 +32,7 @@ func noteQuestion(ar *attemptRun) bool {
 // asked makes the attempt's outcome the question q.
 func (ar *attemptRun) asked(q string) {
 	ar.outcome, ar.stage, ar.question = models.OutcomeQuestion, "", q
-	ar.diagnosis = "the worker asked a person: " + models.Truncate(q, 500)
+	ar.diagnosis = "the worker asked a person: " + contract.Truncate(q, 500)
 }
 
 // askedDuring turns a failed attempt into a question when the run recorded one
@@ -57,5 +58,5 @@ func lastLineQuestion(out []byte) string {
 	if !strings.HasPrefix(line, questionPrefix) {
 		return ""
 	}
-	return models.Truncate(strings.TrimSpace(strings.TrimPrefix(line, questionPrefix)), models.MaxQuestionBytes)
+	return contract.Truncate(strings.TrimSpace(strings.TrimPrefix(line, questionPrefix)), models.MaxQuestionBytes)
 }

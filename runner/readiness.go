@@ -192,7 +192,7 @@ func (l *toolLookup) lookup(prog string) string {
 	if unreadable != "" {
 		return unreadable
 	}
-	return fmt.Sprintf("%s, which is not on PATH (%s)", prog, models.Truncate(l.path, 300))
+	return fmt.Sprintf("%s, which is not on PATH (%s)", prog, contract.Truncate(l.path, 300))
 }
 
 // usable says why the program file at cand cannot be run confined, "" when it can.

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/streamjson"
 	"github.com/countersign/countersign/runner/worker"
 )
@@ -91,7 +92,7 @@ func (s *jsonStream) write(b []byte) (int, error) {
 		u.PriceWith(s.prices)
 		if u.CostUSD != nil && *u.CostUSD > *s.limit {
 			s.stopped = true
-			s.cancel(fmt.Errorf("%w: %s spent of %s reserved", errBudgetOverrun, models.USD(*u.CostUSD), models.USD(*s.limit)))
+			s.cancel(fmt.Errorf("%w: %s spent of %s reserved", errBudgetOverrun, contract.USD(*u.CostUSD), contract.USD(*s.limit)))
 		}
 	}
 	return n, err

@@ -100,7 +100,7 @@ func (p *settler) recordTriage(ctx context.Context, tx models.Tx, tr *taskRun, d
 	tri := &models.Triage{At: time.Now().UTC(), Usage: dec.Usage}
 	switch {
 	case askErr != nil:
-		tri.Status, tri.Error = models.TriageFailed, models.Truncate(askErr.Error(), 2000)
+		tri.Status, tri.Error = models.TriageFailed, contract.Truncate(askErr.Error(), 2000)
 	case dec.Action == models.TriageRetry:
 		tri.Status, tri.Approach = models.TriageRetry, dec.Approach
 	default:

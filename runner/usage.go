@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner/workspace"
 )
 
@@ -105,7 +106,7 @@ func parseUsage(b []byte) (*models.Usage, error) {
 		return nil, errors.New("not a JSON object with usage fields")
 	}
 	u := &models.Usage{CostUSD: m.TotalCostUSD, Turns: m.NumTurns,
-		SessionID: models.Truncate(m.SessionID, 200), Model: models.Truncate(m.Model, 200)}
+		SessionID: contract.Truncate(m.SessionID, 200), Model: contract.Truncate(m.Model, 200)}
 	if m.Usage != nil {
 		u.InputTokens, u.OutputTokens = m.Usage.InputTokens, m.Usage.OutputTokens
 		u.CacheReadTokens, u.CacheWriteTokens = m.Usage.CacheReadTokens, m.Usage.CacheWriteTokens
