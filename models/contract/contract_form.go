@@ -70,6 +70,7 @@ type formText struct {
 	lines            int
 	group, item      string
 }
+
 // completionFormText holds the words of the completion form, keyed by the field's
 // path below completion. A field of Completion without an entry is a programming
 // error caught by every test of the package (completionFormFields panics).
