@@ -73,7 +73,7 @@ type formText struct {
 
 // completionFormText holds the words of the completion form, keyed by the field's
 // path below completion. A field of Completion without an entry is a programming
-// error caught by every test of the package (completionFormFields panics).
+// error caught by every test of the package (formPart.fields panics when the package starts).
 var completionFormText = map[string]formText{
 	"type": {label: "Type", options: []FormOption{
 		{"", "(infer: file when a path is set, else none)"},
