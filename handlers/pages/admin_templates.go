@@ -23,14 +23,13 @@ import (
 	"github.com/countersign/countersign/web/pages/templates"
 )
 
-// maxFormSteps and maxFormCriteria bound how far the form parser looks for indexed
+// maxFormSteps and maxFormRows bound how far the form parser looks for indexed
 // inputs, so that a crafted form cannot make it loop; Validate enforces the real limits
-// (50 steps, 50 criteria) with a field message.
+// (50 steps, 50 criteria, 32 held-out tests) with a field message.
 const (
-	maxFormSteps    = models.MaxTemplateSteps + 1
-	maxFormCriteria = 51
-	maxFormHeldOut  = 33 // a contract holds at most 32 held-out tests
-	maxImportBytes  = 1 << 20
+	maxFormSteps   = models.MaxTemplateSteps + 1
+	maxFormRows    = 51
+	maxImportBytes = 1 << 20
 )
 
 // agentNames maps agent ids to names for "by" columns; errors leave it empty (a
@@ -343,10 +342,16 @@ func (p *Pages) addVersions(c echo.Context, v *tplpage.View, name string) error 
 
 func newStepForm() tplpage.StepForm {
 	return tplpage.StepForm{Completion: map[string]string{"completion.type": string(contract.CompletionFile)},
-		VerificationType: string(contract.VerifyAuto)}
+		Verification: contract.FormData{Values: map[string]string{verificationTypeInput: string(contract.VerifyAuto)}}}
 }
 
-var opRE = regexp.MustCompile(`^(add|remove|up|down|preview|remove-criterion|remove-held-out):?(\d*):?(\d*)$`)
+// verificationTypeInput is the verification type's input: a step shows auto, the
+// type an empty one stands for, rather than no choice.
+const verificationTypeInput = "verification.type"
+
+// opRE reads an op: remove-<item>:i:j removes row j of a rows input of step i (the
+// item names it: tplpage.OpRemoveRow).
+var opRE = regexp.MustCompile(`^(add|remove|up|down|preview|remove-[a-z-]+):?(\d*):?(\d*)$`)
 
 // applyOp changes the form as the pressed button asks and returns the step to show
 // expanded afterwards (-1: none): the added or moved step, the step edited. An op
@@ -380,12 +385,14 @@ func applyOp(f *tplpage.Form, op string) (int, error) {
 		return i + 1, nil
 	case m[1] == "preview" && inRange && m[3] == "":
 		return i, nil
-	case m[1] == "remove-criterion" && inRange && errJ == nil && j >= 0 && j < len(steps[i].Criteria):
-		steps[i].Criteria = slices.Delete(steps[i].Criteria, j, j+1)
-		return i, nil
-	case m[1] == "remove-held-out" && inRange && errJ == nil && j >= 0 && j < len(steps[i].HeldOut):
-		steps[i].HeldOut = slices.Delete(steps[i].HeldOut, j, j+1)
-		return i, nil
+	case strings.HasPrefix(m[1], "remove-") && inRange && errJ == nil:
+		for _, rf := range contract.VerificationFormFields() {
+			rows := steps[i].Verification.Rows[rf.Name]
+			if rf.Kind == contract.FormRows && m[1] == "remove-"+rf.Item && j >= 0 && j < len(rows) {
+				steps[i].Verification.Rows[rf.Name] = slices.Delete(rows, j, j+1)
+				return i, nil
+			}
+		}
 	}
 	return -1, bad
 }
@@ -401,9 +408,7 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 		}
 		s := tplpage.StepForm{
 			Name: g("name"), Role: g("role"), Brief: g("brief"), Approve: g("approve"), Verify: g("verify"),
-			Completion:       map[string]string{},
-			VerificationType: g("verification.type"),
-			Review:           map[string]string{}, Parallel: strings.TrimSpace(g("parallel")),
+			Completion: map[string]string{}, Review: map[string]string{}, Parallel: strings.TrimSpace(g("parallel")),
 		}
 		for _, cf := range contract.CompletionFormFields() {
 			s.Completion[cf.Name] = g(cf.Name)
@@ -411,33 +416,37 @@ func parseTemplateForm(form url.Values) tplpage.Form {
 		for _, rf := range contract.ReviewFormFields() {
 			s.Review[rf.Name] = g(rf.Name)
 		}
-		for j := 0; j < maxFormCriteria; j++ {
-			cg := func(field string) string { return form.Get(tplpage.CriterionField(i, j, field)) }
-			if _, ok := form[tplpage.CriterionField(i, j, "activity")]; !ok {
-				break
-			}
-			cr := tplpage.CriterionForm{Activity: strings.TrimSpace(cg("activity")), Description: strings.TrimSpace(cg("description")),
-				Pattern: strings.TrimSpace(cg("pattern")), Timing: strings.TrimSpace(cg("timing")), Command: strings.TrimSpace(cg("command"))}
-			if !cr.Blank() {
-				s.Criteria = append(s.Criteria, cr)
-			}
-		}
-		s.Protect, s.TestsMayChange = g("verification.protect"), g("verification.tests_may_change") != ""
-		s.DependenciesMayChange = g("verification.dependencies_may_change") != ""
-		for j := 0; j < maxFormHeldOut; j++ {
-			if _, ok := form[tplpage.HeldOutField(i, j, "path")]; !ok {
-				break
-			}
-			// Browsers send a textarea's lines ending in CRLF: the file is stored with LF.
-			h := tplpage.HeldOutForm{Path: strings.TrimSpace(form.Get(tplpage.HeldOutField(i, j, "path"))),
-				Content: strings.ReplaceAll(form.Get(tplpage.HeldOutField(i, j, "content")), "\r\n", "\n")}
-			if !h.Blank() {
-				s.HeldOut = append(s.HeldOut, h)
-			}
-		}
+		s.Verification = parseVerificationForm(form, i)
 		f.Steps = append(f.Steps, s)
 	}
 	return f
+}
+
+// parseVerificationForm reads the verification inputs of step i as typed
+// (contract.VerificationFormFields): the rows of a rows input while the first input
+// of row j is present, blank rows dropped so that the rows left are numbered as
+// Validate numbers them.
+func parseVerificationForm(form url.Values, i int) contract.FormData {
+	d := contract.FormData{Values: map[string]string{}, Rows: map[string][]contract.FormRow{}}
+	for _, f := range contract.VerificationFormFields() {
+		if f.Kind != contract.FormRows {
+			d.Values[f.Name] = form.Get(tplpage.StepField(i, f.Name))
+			continue
+		}
+		for j := 0; j < maxFormRows; j++ {
+			if _, ok := form[tplpage.RowField(i, f, j, f.Row[0])]; !ok {
+				break
+			}
+			row := contract.FormRow{}
+			for _, r := range f.Row {
+				row[r.Name] = form.Get(tplpage.RowField(i, f, j, r))
+			}
+			if !row.Blank() {
+				d.Rows[f.Name] = append(d.Rows[f.Name], row)
+			}
+		}
+	}
+	return d
 }
 
 // templateFromForm converts the form to a template, with a field message for every
@@ -449,27 +458,17 @@ func templateFromForm(f tplpage.Form) (*models.Template, models.FieldErrors) {
 	for i, s := range f.Steps {
 		key := func(field string) string { return tplpage.StepField(i, field) }
 		st := models.Step{Name: s.Name, Role: s.Role, Brief: s.Brief, Approve: s.Approve, Verify: s.Verify, Parallel: s.Parallel}
-		// The completion and the review are read by the contract's codec, as a YAML
-		// file's would be (contract.CompletionFromForm).
+		// The completion, the verification and the review are read by the contract's
+		// codec, as a YAML file's would be (contract.CompletionFromForm).
 		cp, cfe := contract.CompletionFromForm(s.Completion)
 		st.Completion = cp
 		for k, m := range cfe {
 			fe.Add(key(k), m)
 		}
-		st.Verification.Type = contract.VerificationType(s.VerificationType)
-		for _, cr := range s.Criteria {
-			st.Verification.Criteria = append(st.Verification.Criteria, contract.Criterion{Activity: cr.Activity,
-				Description: cr.Description, Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
-		}
-		for _, line := range strings.Split(strings.ReplaceAll(s.Protect, "\r\n", "\n"), "\n") {
-			if strings.TrimSpace(line) != "" {
-				st.Verification.Protect = append(st.Verification.Protect, strings.TrimSpace(line))
-			}
-		}
-		st.Verification.TestsMayChange = s.TestsMayChange
-		st.Verification.DependenciesMayChange = s.DependenciesMayChange
-		for _, h := range s.HeldOut {
-			st.Verification.HeldOut = append(st.Verification.HeldOut, contract.HeldOutTest{Path: h.Path, Content: h.Content})
+		vf, vfe := contract.VerificationFromForm(s.Verification)
+		st.Verification = vf
+		for k, m := range vfe {
+			fe.Add(key(k), m)
 		}
 		r, rfe := contract.ReviewFromForm(s.Review)
 		st.Review = r
@@ -511,19 +510,9 @@ func formFromTemplate(t *models.Template) tplpage.Form {
 	f := tplpage.Form{Name: t.Name, Description: t.Description}
 	for _, st := range t.Steps {
 		s := tplpage.StepForm{Name: st.Name, Role: st.Role, Brief: st.Brief, Approve: st.Approve, Verify: st.Verify,
-			Completion: st.Completion.FormValues(), VerificationType: string(st.Verification.Type)}
-		if s.VerificationType == "" {
-			s.VerificationType = string(contract.VerifyAuto)
-		}
-		for _, cr := range st.Verification.Criteria {
-			s.Criteria = append(s.Criteria, tplpage.CriterionForm{Activity: cr.Activity, Description: cr.Description,
-				Pattern: cr.Pattern, Timing: cr.Timing, Command: cr.Command})
-		}
-		s.Protect = strings.Join(st.Verification.Protect, "\n")
-		s.TestsMayChange = st.Verification.TestsMayChange
-		s.DependenciesMayChange = st.Verification.DependenciesMayChange
-		for _, h := range st.Verification.HeldOut {
-			s.HeldOut = append(s.HeldOut, tplpage.HeldOutForm{Path: h.Path, Content: h.Content})
+			Completion: st.Completion.FormValues(), Verification: st.Verification.FormData()}
+		if s.Verification.Values[verificationTypeInput] == "" {
+			s.Verification.Values[verificationTypeInput] = string(contract.VerifyAuto)
 		}
 		s.HeldOutHidden = st.Verification.HeldOutCount
 		s.Review = st.Review.FormValues()

@@ -14,21 +14,24 @@ import (
 // found by reflection, named by their YAML keys, typed by their Go types; only the
 // words shown beside them (completionFormText, reviewFormText) are written here. The
 // form is read back through the codec (Completion.UnmarshalYAML, Review's YAML
-// decoding), so a form and a YAML or JSON file are read by the same rules.
+// decoding), so a form and a YAML or JSON file are read by the same rules. The
+// verification's form, with its lists of rows, is contract_form_verification.go's.
 
 // FormKind is how a contract field is typed in a form.
 type FormKind string
 
 // The form kinds.
 const (
-	FormText     FormKind = "text"     // one line of text
+	FormText     FormKind = "text"     // one line of text, read without its surrounding spaces
 	FormLongText FormKind = "longtext" // a few lines of prose
+	FormFile     FormKind = "file"     // a file's content, read as typed but with LF line ends
 	FormNumber   FormKind = "number"   // a whole number; empty is "not given"
 	FormDuration FormKind = "duration" // "30m", "90s" or whole seconds; empty is "not given"
 	FormLines    FormKind = "lines"    // a list, one item a line (commands)
 	FormList     FormKind = "list"     // a short list on one line, comma-separated
 	FormCheckbox FormKind = "checkbox" // a bool
 	FormSelect   FormKind = "select"   // one of Options
+	FormRows     FormKind = "rows"     // a list of structs, one row of Row's inputs each
 )
 
 // FormOption is one choice of a select field.
@@ -36,28 +39,41 @@ type FormOption struct{ Value, Label string }
 
 // FormField describes one input of a contract's form. Name is the field's path as
 // Validate names it ("completion.min_length", "completion.checklist.count"), Key its
-// last part.
+// last part; an input of a row is named by its path below the row ("activity"), and
+// RowName names it in a form.
 type FormField struct {
 	Name, Key   string
 	Kind        FormKind
 	Label, Help string
 	Options     []FormOption
+	// Lines is how many lines its text area shows; 0: the form's default.
+	Lines int
+	// Group, when set, names the part of the form the input is shown in apart from
+	// its part's other inputs ("judge": the judge's settings of a verification).
+	Group string
+	// Row holds the inputs of one row of a FormRows field, in declaration order, and
+	// Item says what a row is called in ids and button values ("criterion").
+	Row  []FormField
+	Item string
 
-	index []int        // the field's path through Completion's fields (pointers followed)
+	index []int        // the field's path through its part's fields (pointers followed)
 	wire  reflect.Type // the type the codec reads the field's key into
 }
 
 // formText is what a form shows of a field: its label, help and, for a select, its
-// choices; long marks prose that wants a text area, list a list typed on one line.
+// choices; long marks prose that wants a text area, list a list typed on one line,
+// file a file's content; lines, group and item are FormField's.
 type formText struct {
-	label, help string
-	long, list  bool
-	options     []FormOption
+	label, help      string
+	long, list, file bool
+	options          []FormOption
+	lines            int
+	group, item      string
 }
 
 // completionFormText holds the words of the completion form, keyed by the field's
 // path below completion. A field of Completion without an entry is a programming
-// error caught by every test of the package (completionFormFields panics).
+// error caught by every test of the package (formPart.fields panics when the package starts).
 var completionFormText = map[string]formText{
 	"type": {label: "Type", options: []FormOption{
 		{"", "(infer: file when a path is set, else none)"},
@@ -94,8 +110,8 @@ var reviewFormText = map[string]formText{
 }
 
 var (
-	completionForm = formFieldsOf(reflect.TypeFor[Completion](), "completion", nil, completionFormText, wireFieldType)
-	reviewForm     = formFieldsOf(reflect.TypeFor[Review](), "review", nil, reviewFormText, nil)
+	completionForm = formPart{root: "completion", text: completionFormText, wire: wireFieldType}.fields(reflect.TypeFor[Completion](), "", nil, "")
+	reviewForm     = formPart{root: "review", text: reviewFormText}.fields(reflect.TypeFor[Review](), "", nil, "")
 )
 
 // CompletionFormFields returns the inputs of the completion form, one for every
@@ -107,35 +123,75 @@ func CompletionFormFields() []FormField { return completionForm }
 // field of Review, in declaration order. The slice is shared: do not change it.
 func ReviewFormFields() []FormField { return reviewForm }
 
-// formFieldsOf lists the leaf fields of struct t below prefix (a pointer to a struct
-// of this package is walked into), with the words of text, keyed by the path below
-// the form's root. wire, when set, maps the type of a field of t itself to the type
-// the codec reads its key into (Completion's wire type); nil, the field's own type.
-func formFieldsOf(t reflect.Type, prefix string, index []int, text map[string]formText, wire func(reflect.Type) reflect.Type) []FormField {
+// formPart is how one part of a contract (its completion, verification or review)
+// is shown in a form.
+type formPart struct {
+	root string              // the part's key in a contract: "completion"
+	text map[string]formText // the words of its fields, keyed by their path below root
+	// leftOut are the fields the form does not show, keyed like text, each with why.
+	leftOut map[string]string
+	// wire, when set, maps the type of a field of the part itself to the type the
+	// codec reads its key into (Completion's wire type); nil: the field's own type.
+	wire func(reflect.Type) reflect.Type
+}
+
+// fields lists the inputs of struct t, found below the part's root at path below
+// ("" for the part itself): a pointer to a struct is walked into, a slice of structs
+// is a FormRows input whose rows are t's element's inputs. Inputs are named by their
+// path below root, or below row for the inputs of a row. A field with neither words
+// nor a place in leftOut panics: every test of the package catches it.
+func (p formPart) fields(t reflect.Type, below string, index []int, row string) []FormField {
 	var out []FormField
 	for f := range t.Fields() {
 		if !f.IsExported() {
 			continue
 		}
-		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		name, idx := prefix+"."+key, append(append([]int(nil), index...), f.Index[0])
-		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
-			out = append(out, formFieldsOf(f.Type.Elem(), name, idx, text, nil)...)
+		key := fieldKey(f)
+		path, idx := joinPath(below, key), append(append([]int(nil), index...), f.Index[0])
+		if _, ok := p.leftOut[path]; ok {
 			continue
 		}
-		_, rel, _ := strings.Cut(name, ".")
-		w, ok := text[rel]
+		name := p.root + "." + path
+		if row != "" {
+			name = strings.TrimPrefix(path, row+".")
+		}
+		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+			out = append(out, p.fields(f.Type.Elem(), path, idx, row)...)
+			continue
+		}
+		w, ok := p.text[path]
 		if !ok {
-			panic("contract: no form words for " + name)
+			panic("contract: no form words for " + p.root + "." + path)
 		}
-		wt := f.Type
-		if wire != nil {
-			wt = wire(f.Type)
+		ff := FormField{Name: name, Key: key, Kind: formKind(f.Type, w), Label: w.label, Help: w.help,
+			Options: w.options, Lines: w.lines, Group: w.group, Item: w.item, index: idx, wire: f.Type}
+		if p.wire != nil && below == "" {
+			ff.wire = p.wire(f.Type)
 		}
-		out = append(out, FormField{Name: name, Key: key, Kind: formKind(f.Type, w), Label: w.label,
-			Help: w.help, Options: w.options, index: idx, wire: wt})
+		if ff.Kind == FormRows {
+			ff.Row = p.fields(f.Type.Elem(), path, nil, path)
+		}
+		out = append(out, ff)
 	}
 	return out
+}
+
+// fieldKey is a field's YAML key; for a field the YAML codec leaves out (`yaml:"-"`),
+// its JSON key, the only name it has.
+func fieldKey(f reflect.StructField) string {
+	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if key == "-" {
+		key, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+	}
+	return key
+}
+
+// joinPath is key below path ("" for the top).
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // formKind is the input a field of type t is typed in.
@@ -143,6 +199,8 @@ func formKind(t reflect.Type, w formText) FormKind {
 	switch {
 	case w.options != nil:
 		return FormSelect
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		return FormRows
 	case t == reflect.TypeFor[Duration]():
 		return FormDuration
 	case t.Kind() == reflect.Int:
@@ -155,6 +213,8 @@ func formKind(t reflect.Type, w formText) FormKind {
 		return FormLines
 	case t.Kind() == reflect.String && w.long:
 		return FormLongText
+	case t.Kind() == reflect.String && w.file:
+		return FormFile
 	case t.Kind() == reflect.String:
 		return FormText
 	}
@@ -195,8 +255,8 @@ func formValues(fields []FormField, v reflect.Value) map[string]string {
 	out := map[string]string{}
 	for _, f := range fields {
 		fv, ok := f.value(v)
-		if !ok || fv.IsZero() {
-			continue
+		if !ok || fv.IsZero() || f.Kind == FormRows {
+			continue // rows are FormData's
 		}
 		switch f.Kind {
 		case FormNumber:
@@ -259,8 +319,8 @@ func readForm(fields []FormField, values map[string]string, prefix string) (*yam
 	root := &yaml.Node{Kind: yaml.MappingNode}
 	for _, f := range fields {
 		n := formNode(f.Kind, values[f.Name])
-		if n == nil {
-			continue
+		if n == nil || f.Kind == FormRows {
+			continue // rows are readFormData's
 		}
 		if err := n.Decode(reflect.New(f.wire).Interface()); err != nil {
 			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
@@ -277,7 +337,8 @@ func readForm(fields []FormField, values map[string]string, prefix string) (*yam
 }
 
 // formNode is the YAML node of a typed value, nil when it is blank. Text is a
-// string whatever it looks like; a number must be a YAML integer; a duration is
+// string whatever it looks like (one line without its surrounding spaces, a file
+// with LF line ends); a number must be a YAML integer; a duration is
 // resolved as YAML resolves it, as Duration.UnmarshalYAML expects.
 func formNode(kind FormKind, v string) *yaml.Node {
 	if strings.TrimSpace(v) == "" {
@@ -285,6 +346,11 @@ func formNode(kind FormKind, v string) *yaml.Node {
 	}
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 	switch kind {
+	case FormText:
+		return str(strings.TrimSpace(v))
+	case FormFile:
+		// Browsers send a textarea's lines ending in CRLF: the file is read with LF.
+		return str(strings.ReplaceAll(v, "\r\n", "\n"))
 	case FormNumber:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strings.TrimSpace(v)}
 	case FormDuration:

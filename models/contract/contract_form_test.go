@@ -91,3 +91,113 @@ func TestCompletionFormErrors(t *testing.T) {
 		t.Errorf("parsed %+v", c)
 	}
 }
+
+// TestVerificationFormCoversEveryField: every exported field of Verification, and of
+// the Criterion and HeldOutTest of its rows, is either an input named by its YAML path
+// or left out with a reason; the words and the reasons name no field that is not.
+func TestVerificationFormCoversEveryField(t *testing.T) {
+	used := map[string]bool{}
+	var walk func(typ reflect.Type, below string, fields []FormField, name func(FormField) string)
+	walk = func(typ reflect.Type, below string, fields []FormField, name func(FormField) string) {
+		byName := map[string]FormField{}
+		for _, f := range fields {
+			byName[name(f)] = f
+		}
+		for f := range typ.Fields() {
+			if !f.IsExported() {
+				continue
+			}
+			path := joinPath(below, fieldKey(f))
+			used[path] = true
+			if why, ok := verificationFormLeftOut[path]; ok {
+				if _, shown := byName[path]; shown || why == "" {
+					t.Errorf("%s is left out (%q) and shown", path, why)
+				}
+				continue
+			}
+			in, ok := byName[path]
+			switch {
+			case !ok:
+				t.Errorf("%s.%s (%s) has no form input and is not left out", typ.Name(), f.Name, path)
+			case in.Label == "" || in.Kind == "":
+				t.Errorf("%s: no label or kind: %+v", path, in)
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+				if in.Kind != FormRows || in.Item == "" {
+					t.Errorf("%s: %s, item %q", path, in.Kind, in.Item)
+				}
+				walk(f.Type.Elem(), path, in.Row, func(r FormField) string { return path + "." + r.Name })
+			}
+		}
+	}
+	walk(reflect.TypeFor[Verification](), "", VerificationFormFields(), func(f FormField) string {
+		return strings.TrimPrefix(f.Name, "verification.")
+	})
+	for _, table := range []map[string]string{verificationFormLeftOut, wordsOf(verificationFormText)} {
+		for k := range table {
+			if !used[k] {
+				t.Errorf("%s names no field of the verification", k)
+			}
+		}
+	}
+	fields := map[string]FormField{}
+	for _, f := range VerificationFormFields() {
+		fields[f.Name] = f
+	}
+	if f := fields["verification.criteria"]; len(f.Row) != 5 || f.Row[0].Name != "activity" || f.Row[3].Kind != FormSelect ||
+		f.RowName(2, f.Row[0]) != "verification.criteria[2].activity" {
+		t.Errorf("criteria: %+v", f)
+	}
+	if f := fields["verification.held_out"]; len(f.Row) != 2 || f.Row[1].Kind != FormFile || f.Group != FormGroupJudge {
+		t.Errorf("held_out: %+v", f)
+	}
+	if fields["verification.protect"].Kind != FormLines || fields["verification.tests_may_change"].Kind != FormCheckbox ||
+		fields["verification.type"].Kind != FormSelect {
+		t.Errorf("kinds: %+v", fields)
+	}
+}
+
+// wordsOf lists the keys of a words table.
+func wordsOf(text map[string]formText) map[string]string {
+	out := map[string]string{}
+	for k, w := range text {
+		out[k] = w.label
+	}
+	return out
+}
+
+// TestVerificationFormRoundTrips: a verification with every field the form shows set
+// reads back equal from its form; blank inputs are not given, one-line text is read
+// without its spaces, a file with LF line ends.
+func TestVerificationFormRoundTrips(t *testing.T) {
+	v := filledContract(t).Verification
+	v.GeneratedFrom, v.GeneratedAt, v.Workspace, v.Stacks, v.HeldOutCount = "", nil, "", nil, 0
+	for i := range v.Criteria {
+		v.Criteria[i].Stack, v.Criteria[i].Tools = "", nil
+	}
+	d := v.FormData()
+	if len(d.Rows["verification.criteria"]) != 1 || len(d.Rows["verification.held_out"]) != 1 {
+		t.Fatalf("rows %+v", d.Rows)
+	}
+	back, fe := VerificationFromForm(d)
+	if len(fe) > 0 || !reflect.DeepEqual(back, v) {
+		t.Fatalf("%v\n%+v\n%+v", fe, back, v)
+	}
+	back, fe = VerificationFromForm(FormData{
+		Values: map[string]string{"verification.type": "verifiable", "verification.protect": "a/**\r\n \r\nb#scripts"},
+		Rows: map[string][]FormRow{
+			"verification.criteria": {{"activity": " unit-test ", "description": "d", "timing": ""}, {}},
+			"verification.held_out": {{"path": " x_test.go", "content": "package x\r\n"}},
+		}})
+	want := Verification{Type: VerifyVerifiable, Protect: []string{"a/**", "b#scripts"},
+		Criteria: []Criterion{{Activity: "unit-test", Description: "d"}, {}},
+		HeldOut:  []HeldOutTest{{Path: "x_test.go", Content: "package x\n"}}}
+	if len(fe) > 0 || !reflect.DeepEqual(back, want) {
+		t.Fatalf("%v\n%+v", fe, back)
+	}
+	if empty, fe := VerificationFromForm(FormData{}); len(fe) > 0 || !reflect.DeepEqual(empty, Verification{}) {
+		t.Fatalf("empty form: %v %+v", fe, empty)
+	}
+	if !(FormRow{"activity": " ", "command": "\r\n"}).Blank() || (FormRow{"pattern": "x"}).Blank() {
+		t.Fatal("FormRow.Blank")
+	}
+}

@@ -95,16 +95,13 @@ type StepForm struct {
 	// contract.CompletionFormFields, derived from the contract's declaration.
 	Completion map[string]string
 
-	VerificationType string // verifiable | advisory | skip | auto
-	Criteria         []CriterionForm
-	Protect          string // protected-path globs, one per line
-	TestsMayChange   bool
-	// DependenciesMayChange lets the worker change dependencies (the judge installs
-	// them and reports which changed).
-	DependenciesMayChange bool
-	HeldOut               []HeldOutForm
+	// Verification holds the verification's inputs as typed: Values keyed by
+	// contract.FormField.Name ("verification.type"), Rows the criteria and held-out
+	// tests keyed by their input's Name ("verification.criteria"), each row keyed by the
+	// Name of its inputs ("activity"). The fields are contract.VerificationFormFields.
+	Verification contract.FormData
 	// HeldOutHidden is how many held-out tests the step has that the reader may not
-	// see (they are not in HeldOut); the form is then read-only.
+	// see (they are not in Verification); the form is then read-only.
 	HeldOutHidden int
 
 	// Review holds the review's inputs as typed, keyed by contract.FormField.Name
@@ -115,45 +112,16 @@ type StepForm struct {
 	Parallel string
 }
 
-// CriterionForm is one verification criterion row.
-type CriterionForm struct {
-	Activity    string
-	Description string
-	Pattern     string
-	Timing      string
-	Command     string
-}
-
-// Blank reports whether every field of the row is empty: blank rows are dropped.
-func (c CriterionForm) Blank() bool {
-	return c.Activity == "" && c.Description == "" && c.Pattern == "" && c.Timing == "" && c.Command == ""
-}
-
-// HeldOutForm is one held-out test row: a file the worker never sees, added to the
-// workspace before the checks run.
-type HeldOutForm struct {
-	Path    string
-	Content string
-}
-
-// Blank reports whether both fields are empty: blank rows are dropped.
-func (h HeldOutForm) Blank() bool { return h.Path == "" && h.Content == "" }
-
 // StepField is the input name of a field of step i: StepField(1, "completion.path")
 // is "steps[1].completion.path", the key Template.Validate reports it under.
 func StepField(i int, field string) string {
 	return "steps[" + strconv.Itoa(i) + "]." + field
 }
 
-// CriterionField is the input name of a field of criterion j of step i.
-func CriterionField(i, j int, field string) string {
-	return StepField(i, "verification.criteria["+strconv.Itoa(j)+"]."+field)
-}
-
-// HeldOutField is the input name of a field of held-out test j of step i:
-// "steps[0].verification.held_out[1].content", as Template.Validate names it.
-func HeldOutField(i, j int, field string) string {
-	return StepField(i, "verification.held_out["+strconv.Itoa(j)+"]."+field)
+// RowField is the input name of input r of row j of the rows input f of step i:
+// "steps[0].verification.criteria[2].activity", as Template.Validate names it.
+func RowField(i int, f contract.FormField, j int, r contract.FormField) string {
+	return StepField(i, f.RowName(j, r))
 }
 
 // Op values of the editor's submit buttons.
@@ -170,7 +138,7 @@ func OpPreview(i int) string { return "preview:" + strconv.Itoa(i) }
 // the preview fragment instead of the whole page.
 const PreviewHeader = "X-Template-Preview"
 
-// OpRemove, OpUp, OpDown and OpRemoveCriterion build the op values of the per-step
+// OpRemove, OpUp, OpDown and OpRemoveRow build the op values of the per-step
 // buttons: "remove:2", "up:1", "down:0", "remove-criterion:1:0".
 func OpRemove(i int) string { return "remove:" + strconv.Itoa(i) }
 
@@ -180,29 +148,10 @@ func OpUp(i int) string { return "up:" + strconv.Itoa(i) }
 // OpDown moves step i one place down.
 func OpDown(i int) string { return "down:" + strconv.Itoa(i) }
 
-// OpRemoveCriterion removes criterion j of step i.
-func OpRemoveCriterion(i, j int) string {
-	return "remove-criterion:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
-}
-
-// OpRemoveHeldOut removes held-out test j of step i.
-func OpRemoveHeldOut(i, j int) string {
-	return "remove-held-out:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
-}
-
-// VerificationTypes are the choices of the verification type select.
-var VerificationTypes = []components.Option{
-	{Value: "auto", Label: "auto — generated from the task before delegation"},
-	{Value: "verifiable", Label: "verifiable — the criteria below are run"},
-	{Value: "advisory", Label: "advisory — a person looks at the output"},
-	{Value: "skip", Label: "skip — minimal criteria only"},
-}
-
-// Timings are the choices of a criterion's timing select.
-var Timings = []components.Option{
-	{Value: "", Label: "(default)"},
-	{Value: "immediate", Label: "immediate"},
-	{Value: "deferred", Label: "deferred"},
+// OpRemoveRow removes row j of the rows input f of step i: "remove-criterion:1:0",
+// "remove-held-out:0:2" (the op is "remove-" and the row's contract.FormField.Item).
+func OpRemoveRow(i int, f contract.FormField, j int) string {
+	return "remove-" + f.Item + ":" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
 }
 
 func (v View) err(name string) string { return v.Errors[name] }
@@ -236,23 +185,41 @@ func versionHref(name string, version int) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// criteriaRows returns the criteria of a step plus one blank row to add another
-// (none when read-only).
-func criteriaRows(s StepForm, readOnly bool) []CriterionForm {
+// formRows returns the rows of a rows input plus one blank row to add another (none
+// when read-only).
+func formRows(rows []contract.FormRow, readOnly bool) []contract.FormRow {
 	if readOnly {
-		return s.Criteria
+		return rows
 	}
-	return append(append([]CriterionForm(nil), s.Criteria...), CriterionForm{})
+	return append(append([]contract.FormRow(nil), rows...), contract.FormRow{})
 }
 
-// heldOutRows returns the held-out tests of a step plus one blank row to add another
-// (none when read-only).
-func heldOutRows(s StepForm, readOnly bool) []HeldOutForm {
-	if readOnly {
-		return s.HeldOut
+// rowClass lays out a row of f: on one line when its inputs are one-line inputs.
+func rowClass(f contract.FormField) string {
+	for _, r := range f.Row {
+		if wideInput(r) {
+			return "section"
+		}
 	}
-	return append(append([]HeldOutForm(nil), s.HeldOut...), HeldOutForm{})
+	return "inline-form section"
 }
+
+// rowsHint is the help below a rows input: its own, and how rows are added.
+func rowsHint(f contract.FormField) string {
+	const add = "Fill the empty row to add one; rows left empty are dropped."
+	if f.Help == "" {
+		return add
+	}
+	return f.Help + " " + add
+}
+
+// verificationType is the step's verification type on its summary line.
+func verificationType(s StepForm) string {
+	return orNone(s.Verification.Values["verification.type"], string(contract.VerifyAuto))
+}
+
+// criteriaLen is the number of the step's criteria on its summary line.
+func criteriaLen(s StepForm) int { return len(s.Verification.Rows["verification.criteria"]) }
 
 // props returns the field properties of input name with its error, disabled when the
 // view is read-only.
@@ -260,9 +227,13 @@ func (v View) props(name, label, value string) components.FieldProps {
 	return components.FieldProps{Name: name, Label: label, Value: value, Error: v.Errors[name], Disabled: v.ReadOnly}
 }
 
-// contractProps returns the field properties of contract input f of step i.
-func (v View) contractProps(i int, f contract.FormField, value string) components.FieldProps {
-	return withHelp(v.props(StepField(i, f.Name), f.Label, value), f.Help)
+// contractProps returns the field properties of contract input f, named name in the
+// form: its words and, for a text area, its lines (rows when f sets none).
+func (v View) contractProps(name string, f contract.FormField, value string, rows int) components.FieldProps {
+	if f.Lines > 0 {
+		rows = f.Lines
+	}
+	return withRows(withHelp(v.props(name, f.Label, value), f.Help), rows)
 }
 
 // contractOptions are the choices of a select contract input.
@@ -277,7 +248,8 @@ func contractOptions(f contract.FormField) []components.Option {
 // wideInput reports whether a contract input takes the fieldset's width (text
 // areas and checkboxes) rather than a cell of its grid.
 func wideInput(f contract.FormField) bool {
-	return f.Kind == contract.FormLines || f.Kind == contract.FormLongText || f.Kind == contract.FormCheckbox
+	return f.Kind == contract.FormLines || f.Kind == contract.FormLongText || f.Kind == contract.FormFile ||
+		f.Kind == contract.FormCheckbox
 }
 
 // ErrorItem is one line of the error summary above the form.
