@@ -43,10 +43,16 @@ bench-compare:
 	cd bench/river && go run ./cmd/bench-compare
 	cd bench/river && go run ./cmd/bench-compare -backlog
 
-# Statement coverage of models and runner across every package's tests.
+# Statement coverage of models and runner across every package's tests: the total,
+# then each tree's share (a block counts once, covered if any test binary ran it).
+# The tests' output goes to cover.log; a failure prints its lines and stops.
 cover:
-	go test -count=1 -coverpkg=./models/...,./runner/... -coverprofile=cover.out ./... >/dev/null
+	go test -count=1 -coverpkg=./models/...,./runner/... -coverprofile=cover.out ./... >cover.log 2>&1 || \
+		{ grep -E '^(--- FAIL|FAIL|panic:)' cover.log; exit 1; }
 	go tool cover -func=cover.out | tail -n 1
+	awk 'NR > 1 { n[$$1] = $$2; if ($$3 > 0) c[$$1] = 1 } \
+		END { for (k in n) { split(k, a, "/"); t[a[4]] += n[k]; if (c[k]) v[a[4]] += n[k] } \
+		for (p in t) printf "%s/...\t%.1f%%\n", p, 100 * v[p] / t[p] }' cover.out | sort
 
 # Regenerate templ components (the generated files are committed).
 generate:
