@@ -326,14 +326,20 @@ func readForm(fields []FormField, values map[string]string, prefix string) (*yam
 			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
 			continue
 		}
-		parent := root
-		path := strings.Split(strings.TrimPrefix(f.Name, prefix), ".")
-		for _, k := range path[:len(path)-1] {
-			parent = mappingOf(parent, k)
-		}
-		parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[len(path)-1]}, n)
+		setFormNode(root, strings.TrimPrefix(f.Name, prefix), n)
 	}
 	return root, fe
+}
+
+// setFormNode sets the member at the dotted path below root (a mapping) to n,
+// making the mappings on the way.
+func setFormNode(root *yaml.Node, path string, n *yaml.Node) {
+	keys := strings.Split(path, ".")
+	parent := root
+	for _, k := range keys[:len(keys)-1] {
+		parent = mappingOf(parent, k)
+	}
+	parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: keys[len(keys)-1]}, n)
 }
 
 // formNode is the YAML node of a typed value, nil when it is blank. Text is a

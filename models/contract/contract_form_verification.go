@@ -156,12 +156,7 @@ func readFormData(fields []FormField, d FormData, prefix string) (*yaml.Node, Fi
 			}
 			seq.Content = append(seq.Content, n)
 		}
-		parent := root
-		path := strings.Split(strings.TrimPrefix(f.Name, prefix), ".")
-		for _, k := range path[:len(path)-1] {
-			parent = mappingOf(parent, k)
-		}
-		parent.Content = append(parent.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[len(path)-1]}, seq)
+		setFormNode(root, strings.TrimPrefix(f.Name, prefix), seq)
 	}
 	return root, fe
 }
