@@ -223,7 +223,8 @@ func reviewRoundsFailed(history []models.Attempt) int {
 	return n
 }
 
-// reviewDue decides the review's triggers for t (see review); a batch is judged as
+// reviewDue decides the review's triggers for t (see review), rv normalised
+// (effectiveReview) so that its when is never empty; a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
 func (p *reviewing) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true

@@ -57,9 +57,9 @@ type verifyJob struct {
 // Verify runs the contract's verify commands, then each criterion's command
 // (Criterion.Command, else activityCommands[Activity]), in order, each as
 // `/bin/sh -c <command>` in dir, in its own process group (killed on timeout), with
-// at most timeout per command (contract.DefaultVerifyTimeout when zero: the
-// runner passes the normalised contract's, so this guards only a raw caller) and only the last
-// TailSize bytes of output kept.
+// at most timeout per command and only the last TailSize bytes of output kept. A zero
+// timeout means contract.DefaultVerifyTimeout: the runner passes the normalised
+// contract's verify_timeout, so this guards only a caller holding a raw contract.
 //
 // The commands come from the contract's author and the project rules, never from task
 // data; anything task-specific must come through env (nil env means a minimal
