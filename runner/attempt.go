@@ -278,7 +278,7 @@ func (p *attemptRunner) prepare(ctx context.Context, tr *taskRun, ar *attemptRun
 		p.prepareOutput(ar, rel)
 	}
 	ar.brief = buildBrief(briefInput{task: t, attempt: ar.num, outputAbs: ar.outAbs, previous: ar.previous,
-		maxAttempts: t.Contract.Completion.MaxAttempts, unlinked: ar.unlinked, approach: ar.approach})
+		unlinked: ar.unlinked, approach: ar.approach})
 	return os.WriteFile(ws.BriefPath(ar.num), []byte(ar.brief), 0o640)
 }
 
@@ -494,12 +494,16 @@ func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun
 	}
 }
 
-// attemptTimeout is how long the worker of t may run.
+// attemptTimeout is how long the worker (or the reviewer) of t may run: the
+// contract's timeout, its default when it sets none.
 func attemptTimeout(t *models.Task) time.Duration {
-	if d := t.Contract.Completion.Timeout.Duration; d > 0 {
-		return d
-	}
-	return contract.DefaultTimeout
+	return expandedCompletion(t).Timeout.Duration
+}
+
+// attemptBudget is how many attempts t's contract gives its work: max_attempts, its
+// default when it sets none (see expandedCompletion).
+func attemptBudget(t *models.Task) int {
+	return expandedCompletion(t).MaxAttempts
 }
 
 // attemptTokenMargin is how long an attempt token outlives the attempt's timeout, so

@@ -17,13 +17,12 @@ const excerptBytes = 2000
 
 // briefInput is what a worker's brief is made of.
 type briefInput struct {
-	task        *models.Task
-	attempt     int             // this attempt's number (all attempts of the task)
-	outputAbs   string          // absolute output path; "" for type none
-	previous    *models.Attempt // the last failed attempt this one revises; nil for a first try
-	maxAttempts int
-	unlinked    string // a link out of the workspace the runner removed from the output path
-	approach    string // the triage's new approach, for the one extra attempt it gave
+	task      *models.Task
+	attempt   int             // this attempt's number (all attempts of the task)
+	outputAbs string          // absolute output path; "" for type none
+	previous  *models.Attempt // the last failed attempt this one revises; nil for a first try
+	unlinked  string          // a link out of the workspace the runner removed from the output path
+	approach  string          // the triage's new approach, for the one extra attempt it gave
 }
 
 // buildBrief writes the worker's brief: the task, the contract in plain words, where

@@ -21,7 +21,7 @@ func TestBriefNeverQuotesAHeldOutTest(t *testing.T) {
 	prev := &models.Attempt{Number: 1, Stage: models.StageVerify,
 		Diagnosis:  "go test failed\n--- FAIL: TestAddLarge\ncalc_hidden_test.go:4: oops\n\tif got := Add(1000, 234); got != 1234 {\nkeep this line",
 		OutputTail: "I ran TestAddLarge myself\nTASK_COMPLETE"}
-	brief := buildBrief(briefInput{task: task, attempt: 2, previous: prev, maxAttempts: 3})
+	brief := buildBrief(briefInput{task: task, attempt: 2, previous: prev})
 	for _, secret := range []string{"TestAddLarge", "calc_hidden", "Add(1000, 234)", "1234"} {
 		if strings.Contains(brief, secret) {
 			t.Errorf("the brief carries %q:\n%s", secret, brief)
@@ -31,7 +31,7 @@ func TestBriefNeverQuotesAHeldOutTest(t *testing.T) {
 		t.Errorf("the brief does not withhold exactly the lines naming the held-out test:\n%s", brief)
 	}
 	task.Contract.Verification.HeldOut = nil
-	if brief := buildBrief(briefInput{task: task, attempt: 2, previous: prev, maxAttempts: 3}); !strings.Contains(brief, "--- FAIL: TestAddLarge") {
+	if brief := buildBrief(briefInput{task: task, attempt: 2, previous: prev}); !strings.Contains(brief, "--- FAIL: TestAddLarge") {
 		t.Errorf("without held-out tests the diagnosis is not quoted as it is:\n%s", brief)
 	}
 }

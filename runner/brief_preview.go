@@ -14,5 +14,5 @@ func PreviewBrief(t *models.Task, workdir string) string {
 	if rel := t.Contract.OutputPath(t.ID); rel != "" {
 		out = filepath.Join(workdir, filepath.FromSlash(rel))
 	}
-	return buildBrief(briefInput{task: t, attempt: 1, outputAbs: out, maxAttempts: t.Contract.Completion.MaxAttempts})
+	return buildBrief(briefInput{task: t, attempt: 1, outputAbs: out})
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,11 +104,7 @@ func workerRan(tr *taskRun, ar *attemptRun) bool {
 
 // processCheck is the process layer: how the worker's process ended.
 func processCheck(cp contract.Completion, ar *attemptRun) models.CheckResult {
-	timeout := cp.Timeout.Duration
-	if timeout <= 0 {
-		timeout = contract.DefaultTimeout
-	}
-	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, timeout)
+	proc := checks.Process(ar.res.ExitCode, ar.res.TimedOut, cp.Timeout.Duration)
 	if ar.res.Signal != "" && proc.Verdict == models.VerdictFail && !ar.res.TimedOut {
 		proc.Diagnosis = fmt.Sprintf("worker was killed by %s before it exited (it crashed or was killed); it must exit with status 0 when the work is done", ar.res.Signal)
 	}
@@ -235,20 +230,27 @@ func (p *common) infraWait(n int) time.Duration {
 	return wait
 }
 
-// expandedCompletion is t's completion contract with {task_id} expanded in its paths
-// (the output path, the checklist), as the checks resolve them and their diagnoses
-// and the evaluator name them.
+// expandedCompletion is the completion contract the runner applies to t: t's,
+// normalised (contract.Completion.Normalized: the inferred type, the default path,
+// max_attempts, timeout and verify_timeout), with {task_id} expanded in its paths
+// (the output path, the checklist: contract.Completion.Expanded), as the checks
+// resolve them and their diagnoses and the evaluator name them. It is the runner's
+// one reading of the completion's effective values, so that a contract stored
+// without its defaults gets the contract's (issue #32), never defaults of the
+// runner's own.
 func expandedCompletion(t *models.Task) contract.Completion {
-	cp := t.Contract.Completion
-	if out := t.Contract.OutputPath(t.ID); out != "" {
-		cp.Path = out
+	return t.Contract.Completion.Normalized().Expanded(t.ID)
+}
+
+// effectiveReview is the review rv the runner applies: normalised
+// (contract.Contract.Normalized: max_rounds and when defaulted, canonical case), nil
+// when there is none. Like expandedCompletion, the runner's one reading of the
+// review's effective values.
+func effectiveReview(rv *contract.Review) *contract.Review {
+	if rv == nil {
+		return nil
 	}
-	if cl := cp.Checklist; cl != nil {
-		expanded := *cl
-		expanded.Path = strings.ReplaceAll(cl.Path, contract.TaskIDPlaceholder, strconv.FormatInt(t.ID, 10))
-		cp.Checklist = &expanded
-	}
-	return cp
+	return contract.Contract{Review: rv}.Normalized().Review
 }
 
 // interrupted turns a cancelled task context (Stop after the grace period, a lost
@@ -289,7 +291,7 @@ func mechanicalCheck(cp contract.Completion, ar *attemptRun) models.CheckResult 
 // commands.
 func (p *checker) verify(ctx context.Context, tr *taskRun, ar *attemptRun) models.CheckResult {
 	t := &tr.task
-	cp := t.Contract.Completion
+	cp := expandedCompletion(t)
 	var crit []contract.Criterion
 	var index []int // crit[i] is the contract's criterion index[i]
 	for i, c := range t.Contract.Verification.Criteria {

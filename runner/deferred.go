@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/contract"
@@ -69,6 +70,11 @@ func (p *rechecker) runDeferredOnce(ctx context.Context) {
 	}
 }
 
+// deferredVerifyTimeout bounds each deferred criterion's command. The deferred
+// checks run a goal's integrated work, gathered from several tasks' contracts, so no
+// one contract's verify_timeout governs them: they keep the bound they always had.
+const deferredVerifyTimeout = 10 * time.Minute
+
 // runDeferred runs g's deferred criteria in its final workspace — that of the task
 // verified last, which in a workflow holds every earlier step's work — confined as
 // verify commands are, with the project rules' activity commands. It returns the
@@ -96,7 +102,7 @@ func (p *rechecker) runDeferred(ctx context.Context, g *models.Goal) ([]models.C
 		}
 	}()
 	req := checks.VerifyRequest{Dir: dir, Criteria: crit, ActivityCommands: rules.Activities, Env: je.Vars(),
-		Confine: p.deferredConfinement(je, dir), ResultsDir: je.Tmp}
+		Confine: p.deferredConfinement(je, dir), ResultsDir: je.Tmp, Timeout: deferredVerifyTimeout}
 	res, results, _ := checks.VerifyWith(ctx, req)
 	if res.Verdict == models.VerdictPass {
 		return results, "", ""

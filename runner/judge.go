@@ -168,7 +168,7 @@ func (p *judging) baseResults(ctx context.Context, tr *taskRun, ar *attemptRun, 
 		}
 		_, _, runs := checks.VerifyWith(ctx, checks.VerifyRequest{Dir: view.Root(), Criteria: []contract.Criterion{c},
 			Results: map[int]contract.TestResults{0: res}, ResultsDir: run.resultsDir,
-			Timeout: tr.task.Contract.Completion.VerifyTimeout.Duration, Env: run.env, Confine: run.confine})
+			Timeout: expandedCompletion(&tr.task).VerifyTimeout.Duration, Env: run.env, Confine: run.confine})
 		run.close()
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

@@ -143,7 +143,7 @@ func (p *settler) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *
 		return decision{done: true}, p.block(ctx, tx, t, false)
 	}
 	t.AttemptsUsed++
-	budget := max(t.Contract.Completion.MaxAttempts, 1)
+	budget := attemptBudget(t)
 	if t.AttemptsUsed >= budget || ar.stage == models.StageReview {
 		if p.cfg.Triage != nil && t.Triage == nil {
 			// Before a person: the triage, once per task. Marked in this transaction

@@ -28,7 +28,7 @@ import (
 // the project rules (activity commands) when a criterion needs them.
 func (p *judging) readiness(tr *taskRun, ar *attemptRun, rules func() (models.ProjectRules, error)) ([]string, error) {
 	t := &tr.task
-	cp := t.Contract.Completion
+	cp := expandedCompletion(t) // the verify commands the verify layer runs
 	var missing []string
 	if fi, err := os.Stat(ar.ws.Dir); err != nil || !fi.IsDir() {
 		missing = append(missing, fmt.Sprintf("the workspace %s does not exist", ar.ws.Dir))

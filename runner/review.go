@@ -77,9 +77,9 @@ func (p *reviewing) review(ctx context.Context, tr *taskRun, ar *attemptRun) mod
 	if err != nil {
 		return errored("reading the task's parallel group: " + err.Error())
 	}
-	rv := t.Contract.Review
+	rv := effectiveReview(t.Contract.Review)
 	if b != nil {
-		rv = b.review
+		rv = effectiveReview(b.review)
 	}
 	if rv == nil {
 		return skipped("the contract asks for no artifact review")
@@ -100,9 +100,6 @@ func (p *reviewing) review(ctx context.Context, tr *taskRun, ar *attemptRun) mod
 		return errored(err.Error())
 	}
 	rr := reviewRound{rv: rv, b: b, reviewer: reviewer, maxRounds: rv.MaxRounds}
-	if rr.maxRounds <= 0 {
-		rr.maxRounds = checks.DefaultReviewRounds
-	}
 	rr.round = 1 + reviewRoundsFailed(ar.history)
 	res, diag := p.runReviewer(ctx, tr, ar, &rr)
 	if diag != "" {
@@ -137,10 +134,7 @@ func (p *reviewing) runReviewer(ctx context.Context, tr *taskRun, ar *attemptRun
 	if err := os.WriteFile(briefPath, []byte(brief), 0o640); err != nil {
 		return worker.Result{}, err.Error()
 	}
-	timeout := t.Contract.Completion.Timeout.Duration
-	if timeout <= 0 {
-		timeout = contract.DefaultTimeout
-	}
+	timeout := attemptTimeout(t)
 	if err := os.MkdirAll(p.conf.agentHome(reviewer), 0o750); err != nil {
 		return worker.Result{}, err.Error()
 	}
@@ -229,7 +223,8 @@ func reviewRoundsFailed(history []models.Attempt) int {
 	return n
 }
 
-// reviewDue decides the review's triggers for t (see review); a batch is judged as
+// reviewDue decides the review's triggers for t (see review), rv normalised
+// (effectiveReview) so that its when is never empty; a batch is judged as
 // its group's first step, and is the final step when the group ends the run.
 func (p *reviewing) reviewDue(ctx context.Context, t *models.Task, rv *contract.Review, b *batch) (due bool, err error) {
 	index, total, phaseChanged := 0, 1, true
@@ -251,7 +246,7 @@ func (p *reviewing) reviewDue(ctx context.Context, t *models.Task, rv *contract.
 		step := t.StepNum
 		if b != nil {
 			step = b.first
-			if b.last == total && (len(rv.When) == 0 || slices.Contains(rv.When, contract.ReviewFinal)) {
+			if b.last == total && slices.Contains(rv.When, contract.ReviewFinal) {
 				return true, nil // the group ends the run: its review is the final one
 			}
 		}

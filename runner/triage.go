@@ -117,7 +117,7 @@ func (p *settler) recordTriage(ctx context.Context, tx models.Tx, tr *taskRun, d
 	var d decision
 	if tri.Status == models.TriageRetry {
 		// Exactly one more attempt: the budget's last.
-		t.AttemptsUsed = max(t.Contract.Completion.MaxAttempts, 1) - 1
+		t.AttemptsUsed = attemptBudget(t) - 1
 		err = p.keepLease(ctx, tx, t)
 	} else {
 		d.done = true

@@ -23,7 +23,9 @@ import (
 //     string c.Signal, exactly.
 //   - none: passes; a clean exit (Process) is all the contract asks.
 //
-// An empty type means file when the contract names a path and none otherwise.
+// An empty type is inferred by the contract's own rule (contract.Completion.Normalized:
+// file when the contract names a path, none otherwise); the runner passes the
+// normalised contract, so this serves a caller holding a raw one.
 // resolvedPath is the absolute path the caller resolved and confined to the task
 // workspace; diagnoses name c.Path (what the worker was told) and resolvedPath.
 // readFile defaults to os.ReadFile. A contract the check cannot apply (unknown type,
@@ -36,10 +38,7 @@ func Mechanical(c contract.Completion, resolvedPath string, readFile func(string
 	}
 	typ := c.Type
 	if typ == "" {
-		typ = contract.CompletionNone
-		if strings.TrimSpace(c.Path) != "" {
-			typ = contract.CompletionFile
-		}
+		typ = c.Normalized().Type // the contract's rule, for a caller with a raw contract
 	}
 	switch typ {
 	case contract.CompletionNone:

@@ -42,7 +42,7 @@ func runResultsCommand(ctx context.Context, dir string, j verifyJob, req VerifyR
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
-		timeout = DefaultVerifyTimeout
+		timeout = contract.DefaultVerifyTimeout
 	}
 	if req.Expect != nil {
 		env = append(append([]string(nil), env...), req.Expect.Env...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/contract"
 )
 
 // The reviewer's signals and the verdicts ParseReviewSignal derives from them.
@@ -18,11 +19,9 @@ const (
 	ReviewNone = "none" // neither: the reviewer gave no verdict
 )
 
-// DefaultReviewRounds is the number of review rounds when the contract sets none.
-const DefaultReviewRounds = 3
-
 // DefaultReviewEvery is the "every" interval when the contract asks for it but sets
-// no number: every fifth task, as in verification-layers.md.
+// no number: every fifth task, as in verification-layers.md. (The contract's
+// Normalize fills no every, so this default has no home there yet.)
 const DefaultReviewEvery = 5
 
 // ParseReviewSignal reads the reviewer's verdict from the last non-empty line of its
@@ -73,7 +72,8 @@ type ReviewOutcome struct {
 }
 
 // ReviewDecision turns the verdict of review round `round` (1-based) of at most
-// maxRounds (DefaultReviewRounds when <= 0) into the review layer's result.
+// maxRounds (the normalised contract's max_rounds; contract.MaxReviewRounds when
+// <= 0) into the review layer's result.
 //
 // Deliberate choice: verification-layers.md treats a reviewer that prints neither
 // signal as a pass ("permissive"), and lets the work through with warnings once the
@@ -85,7 +85,7 @@ type ReviewOutcome struct {
 func ReviewDecision(verdict, feedback string, round, maxRounds int) ReviewOutcome {
 	start := time.Now()
 	if maxRounds <= 0 {
-		maxRounds = DefaultReviewRounds
+		maxRounds = contract.MaxReviewRounds
 	}
 	if verdict == ReviewPass {
 		return ReviewOutcome{Check: result(models.StageReview, models.VerdictPass, "", start)}
@@ -115,11 +115,12 @@ func ReviewDecision(verdict, feedback string, round, maxRounds int) ReviewOutcom
 //   - "every": taskIndex % every == 0 (every <= 0 means DefaultReviewEvery);
 //   - "final": the last task, taskIndex == totalTasks-1.
 //
-// No triggers at all means the seed's default, any of phase, every and final.
+// when is normally the normalised contract's; no triggers at all mean the contract's
+// default (contract.Contract.Normalized: always), never one of the runner's own.
 // Triggers are case-insensitive; unknown ones are ignored.
 func ReviewDue(when []string, every, taskIndex, totalTasks int, phaseChanged bool) bool {
 	if len(when) == 0 {
-		when = []string{"phase", "every", "final"}
+		when = contract.Contract{Review: &contract.Review{}}.Normalized().Review.When
 	}
 	if every <= 0 {
 		every = DefaultReviewEvery

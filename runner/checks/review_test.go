@@ -78,8 +78,10 @@ func TestReviewDue(t *testing.T) {
 		{"final hit", []string{"final"}, 0, 9, 10, false, true},
 		{"final miss", []string{"final"}, 0, 8, 10, false, false},
 		{"final unknown total", []string{"final"}, 0, 0, 0, false, false},
+		// No triggers: the contract's default, always (contract.Contract.Normalized),
+		// not the phase/every/final the runner once applied on its own (issue #32).
 		{"default: first task", nil, 0, 0, 10, false, true},
-		{"default: plain task", nil, 0, 3, 10, false, false},
+		{"default: plain task", nil, 0, 3, 10, false, true},
 		{"default: phase", nil, 0, 3, 10, true, true},
 		{"default: final", nil, 0, 7, 8, false, true},
 		{"unknown trigger", []string{"sometimes"}, 0, 0, 1, true, false},

@@ -16,9 +16,6 @@ import (
 	"github.com/countersign/countersign/runner/worker"
 )
 
-// DefaultVerifyTimeout bounds each verify command when the contract sets none.
-const DefaultVerifyTimeout = 10 * time.Minute
-
 // TailSize is how much of a command's combined output a diagnosis keeps: the last
 // 4 KiB, where compilers and test runners print their summary.
 const TailSize = 4 << 10
@@ -60,8 +57,9 @@ type verifyJob struct {
 // Verify runs the contract's verify commands, then each criterion's command
 // (Criterion.Command, else activityCommands[Activity]), in order, each as
 // `/bin/sh -c <command>` in dir, in its own process group (killed on timeout), with
-// at most timeout per command (DefaultVerifyTimeout when zero) and only the last
-// TailSize bytes of output kept.
+// at most timeout per command and only the last TailSize bytes of output kept. A zero
+// timeout means contract.DefaultVerifyTimeout: the runner passes the normalised
+// contract's verify_timeout, so this guards only a caller holding a raw contract.
 //
 // The commands come from the contract's author and the project rules, never from task
 // data; anything task-specific must come through env (nil env means a minimal
@@ -141,7 +139,7 @@ func VerifyWith(ctx context.Context, req VerifyRequest) (models.CheckResult, []m
 	timeout, env := req.Timeout, req.Env
 	start := time.Now()
 	if timeout <= 0 {
-		timeout = DefaultVerifyTimeout
+		timeout = contract.DefaultVerifyTimeout
 	}
 	if env == nil {
 		env = worker.Inherit(defaultEnvKeys...)
