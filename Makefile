@@ -47,7 +47,7 @@ bench-compare:
 # then each tree's share (a block counts once, covered if any test binary ran it).
 # The tests' output goes to cover.log; a failure prints its lines and stops.
 cover:
-	go test -count=1 -coverpkg=./models/...,./runner/... -coverprofile=cover.out ./... >cover.log 2>&1 || \
+	go test -count=1 -timeout 30m -coverpkg=./models/...,./runner/... -coverprofile=cover.out ./... >cover.log 2>&1 || \
 		{ grep -E '^(--- FAIL|FAIL|panic:)' cover.log; exit 1; }
 	go tool cover -func=cover.out | tail -n 1
 	awk 'NR > 1 { n[$$1] = $$2; if ($$3 > 0) c[$$1] = 1 } \
