@@ -130,9 +130,14 @@ func TestDialsTheCheckedAddress(t *testing.T) {
 	res := &flipResolver{}
 	dial := newDialer("203.0.113.10:443", secret)
 	_, proxy := startProxy(t, Config{Allow: []string{"flip.test"}, Resolver: res, Dialer: dial})
-	resp, _, _ := rawConnect(t, proxy, "flip.test:443", nil)
+	resp, _, br := rawConnect(t, proxy, "flip.test:443", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("got %d", resp.StatusCode)
+	}
+	// The tunnel is up once the kernel completes the connect, which may be before the
+	// server's Accept counts it; its banner is written after the count.
+	if got := body(t, br); got != "internal secret" {
+		t.Fatalf("read %q through the tunnel, want the server's banner", got)
 	}
 	if got := dial.Dialed(); len(got) != 1 || got[0] != "203.0.113.10:443" {
 		t.Fatalf("dialed %v, want only the checked 203.0.113.10:443", got)
