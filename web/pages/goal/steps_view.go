@@ -23,7 +23,9 @@ type StepCell struct {
 	Role   string
 	TaskID int64 // 0 when the step's task is gone
 	State  string
-	Fixes  []FixCell
+	// Override: the step's task was accepted without passing its checks.
+	Override bool
+	Fixes    []FixCell
 }
 
 // FixCell is a review's fix task of a step.
