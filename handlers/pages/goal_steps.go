@@ -31,7 +31,7 @@ func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error)
 	var runIDs []int64
 	for _, t := range tasks {
 		if t.ReviewOf != nil {
-			fixes[*t.ReviewOf] = append(fixes[*t.ReviewOf], goal.FixCell{ID: t.ID, Title: t.Title, State: string(t.State)})
+			fixes[*t.ReviewOf] = append(fixes[*t.ReviewOf], goal.FixCell{ID: t.ID, Title: t.Title, State: string(t.State), Override: t.Override})
 		}
 		if t.RunID == nil || t.StepNum <= 0 {
 			continue

@@ -30,9 +30,10 @@ type StepCell struct {
 
 // FixCell is a review's fix task of a step.
 type FixCell struct {
-	ID    int64
-	Title string
-	State string
+	ID       int64
+	Title    string
+	State    string
+	Override bool // accepted without passing its checks
 }
 
 // stageID names a stage by its first step, for tests and links.
