@@ -70,16 +70,26 @@ func blockedAt(ctx context.Context, tx Tx, id int64, stages ...string) (bool, er
 	if err != nil {
 		return false, err
 	}
+	return BlockedItemAt(items, stages...), nil
+}
+
+// BlockedItemAt reports whether one of items is an open blocked item whose last
+// attempt ended at one of stages: BlockedItemAt(items, StageBudget) says a budget
+// stopped the task.
+func BlockedItemAt(items []InboxItem, stages ...string) bool {
 	for _, it := range items {
+		if it.Resolved || it.Kind != InboxBlocked {
+			continue
+		}
 		var p BlockedPayload
 		if json.Unmarshal(it.Payload, &p) != nil {
 			continue
 		}
 		if n := len(p.Attempts); n > 0 && slices.Contains(stages, p.Attempts[n-1].Stage) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // RulesIn is Rules read inside tx: the runner reads them in its claim, whose

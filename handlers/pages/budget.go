@@ -27,6 +27,13 @@ func (p *Pages) budgetView(ctx context.Context, me *models.Agent, t *models.Task
 	if b := t.Contract.Budget; b != nil {
 		v.Budget.Values = budgetValues(b)
 	}
+	if t.State == models.TaskBlocked {
+		items, err := p.svc.Store().ListInbox(ctx, models.InboxFilter{TaskID: t.ID, Kind: models.InboxBlocked})
+		if err != nil {
+			return err
+		}
+		v.Budget.Stopped = models.BlockedItemAt(items, models.StageBudget)
+	}
 	return nil
 }
 

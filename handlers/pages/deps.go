@@ -69,6 +69,7 @@ type merger interface {
 	MergeTask(ctx context.Context, actor *models.Agent, id int64, lander models.Lander) (*models.Landed, error)
 	MergeGoal(ctx context.Context, actor *models.Agent, id int64, lander models.Lander) ([]models.Landed, error)
 	BranchReport(ctx context.Context, t *models.Task, lander models.Lander) (*models.BranchReport, error)
+	GoalMergeable(ctx context.Context, id int64, lander models.Lander) (models.Mergeability, error)
 }
 
 // statsReader is what the pages need of the statistics (models.StatsService).

@@ -60,7 +60,6 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 		State: string(g.State), Notes: g.Notes, VerifierName: dir.name(g.VerifierID),
 		CanDecide:  me.HasRole(models.RoleLead) && g.State == models.GoalPendingVerify,
 		CanRun:     me.HasRole(models.RoleLead) && g.State != models.GoalVerified,
-		CanMerge:   me.HasRole(models.RoleLead) && g.State == models.GoalVerified && p.d.Lander != nil,
 		CanRecheck: mayRecheck(me) && counts[models.TaskVerified] > 0 && p.d.Recheck != nil,
 		Agents:     dir.options("— unassigned —")}
 	v.Done, v.Total = progress(counts)
@@ -78,6 +77,13 @@ func (p *Pages) goalView(c echo.Context, id int64) (*goal.View, error) {
 		for _, t := range tpls {
 			v.Templates = append(v.Templates, components.Option{Value: t.Name, Label: t.Name + " (v" + itoa(int64(t.Version)) + ")"})
 		}
+	}
+	if me.HasRole(models.RoleLead) && p.d.Lander != nil {
+		m, err := p.svc.Merges.GoalMergeable(ctx, id, p.d.Lander)
+		if err != nil {
+			return nil, err
+		}
+		v.CanMerge, v.MergeWhyNot = m.OK, m.Reason
 	}
 	v.Reject.Fixes = make([]goal.FixRow, fixRows)
 	if v.Budget, err = p.goalBudgetView(ctx, me, g); err != nil {
@@ -123,7 +129,8 @@ func (p *Pages) goalGroups(ctx context.Context, id int64, counts map[models.Task
 		}
 		grp := goal.Group{State: string(s), Count: n}
 		for _, t := range tasks {
-			grp.Tasks = append(grp.Tasks, goal.TaskRow{ID: t.ID, Title: t.Title, Role: t.Role, Assignee: dir.name(t.AssigneeID)})
+			grp.Tasks = append(grp.Tasks, goal.TaskRow{ID: t.ID, Title: t.Title, Role: t.Role, Assignee: dir.name(t.AssigneeID),
+				State: string(t.State), Override: t.Override})
 		}
 		out = append(out, grp)
 	}

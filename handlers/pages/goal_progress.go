@@ -23,6 +23,9 @@ func (p *Pages) goalProgress(ctx context.Context, viewer *models.Agent, id int64
 		out.BurnDown.Bars = append(out.BurnDown.Bars, dayBar(d.Day, components.ChartSegment{Kind: "left", Value: d.Left}))
 	}
 	for _, s := range gp.Stages {
+		if s.Count == 0 {
+			continue // a stage nothing failed at says nothing: only the failing ones are listed
+		}
 		out.Stages = append(out.Stages, goal.StageRow{Stage: s.Stage, Count: s.Count})
 	}
 	return out, nil

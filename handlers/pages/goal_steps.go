@@ -31,7 +31,7 @@ func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error)
 	var runIDs []int64
 	for _, t := range tasks {
 		if t.ReviewOf != nil {
-			fixes[*t.ReviewOf] = append(fixes[*t.ReviewOf], goal.FixCell{ID: t.ID, Title: t.Title, State: string(t.State)})
+			fixes[*t.ReviewOf] = append(fixes[*t.ReviewOf], goal.FixCell{ID: t.ID, Title: t.Title, State: string(t.State), Override: t.Override})
 		}
 		if t.RunID == nil || t.StepNum <= 0 {
 			continue
@@ -70,7 +70,7 @@ func (p *Pages) goalRuns(ctx context.Context, id int64) ([]goal.RunSteps, error)
 			for _, i := range stage {
 				c := goal.StepCell{Step: i + 1, Name: tpl.Steps[i].Name, Role: tpl.Steps[i].Role}
 				if t, ok := byStep[key{rid, i + 1}]; ok {
-					c.TaskID, c.Name, c.State = t.ID, t.Title, string(t.State)
+					c.TaskID, c.Name, c.State, c.Override = t.ID, t.Title, string(t.State), t.Override
 					c.Fixes = fixes[t.ID]
 					slices.SortFunc(c.Fixes, func(a, b goal.FixCell) int { return cmp.Compare(a.ID, b.ID) })
 				}

@@ -147,7 +147,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 		}
 	}
 	if t != nil {
-		out.TaskTitle, out.TaskState = t.Title, string(t.State)
+		out.TaskTitle, out.TaskState, out.Override = t.Title, string(t.State), t.Override
 		if _, err := models.CheckTransition(t.State, models.ActRetry); err == nil && out.NotReady && it.Kind == models.InboxBlocked && mayTry(me, t, models.ActRetry, dir) {
 			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(models.ActRetry)), Action: actCheckAgain,
 				Label: "Check again", Variant: "primary"})

@@ -68,7 +68,7 @@ func (p *Pages) tasksPage(c echo.Context) error {
 			v.Next = v.Filter.Href(list[tasksPageSize-1].ID)
 		}
 		for _, t := range list {
-			r := tasks.Row{ID: t.ID, Title: t.Title, State: string(t.State), Role: t.Role, Assignee: dir.name(t.AssigneeID)}
+			r := tasks.Row{ID: t.ID, Title: t.Title, State: string(t.State), Override: t.Override, Role: t.Role, Assignee: dir.name(t.AssigneeID)}
 			if t.GoalID != nil {
 				r.GoalID = *t.GoalID
 			}

@@ -111,12 +111,24 @@ func TestPostButtonCarriesCSRF(t *testing.T) {
 }
 
 func TestProgressAndPagination(t *testing.T) {
+	// The fill's width is an SVG attribute: the CSP forbids inline styles.
 	got := render(t, Progress(3, 4))
-	if !strings.Contains(got, "width:75%") || !strings.Contains(got, `aria-valuenow="3"`) {
+	if !strings.Contains(got, `width="75%"`) || !strings.Contains(got, `aria-valuenow="3"`) || strings.Contains(got, "style=") {
 		t.Errorf("progress: %s", got)
 	}
-	if got := render(t, Progress(0, 0)); !strings.Contains(got, "width:0%") {
+	if got := render(t, Progress(0, 0)); !strings.Contains(got, `width="0%"`) || !strings.Contains(got, "no tasks yet") {
 		t.Errorf("empty progress: %s", got)
+	}
+	for n, want := range map[int]string{0: "0 tasks", 1: "1 task", 2: "2 tasks"} {
+		if got := Plural(n, "task", "tasks"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := render(t, TaskState("verified", true)); !strings.Contains(got, "verified (override)") || !strings.Contains(got, `data-override="true"`) {
+		t.Errorf("overridden state: %s", got)
+	}
+	if got := render(t, TaskState("verified", false)); strings.Contains(got, "override") {
+		t.Errorf("plain verified state: %s", got)
 	}
 
 	got = render(t, Pagination(PaginationProps{URL: "/tasks?state=blocked&page=2", Page: 2, PerPage: 10, Total: 25}))

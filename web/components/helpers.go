@@ -141,6 +141,23 @@ func percent(done, total int) int {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// progressLabel names a progress bar for assistive technology.
+func progressLabel(done, total int) string {
+	if total <= 0 {
+		return "no tasks yet"
+	}
+	return itoa(done) + " of " + itoa(total) + " done"
+}
+
+// Plural writes a count with its noun: "1 task", "0 tasks", "3 tasks". one and many
+// are the singular and plural forms ("criterion", "criteria").
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 // PaginationProps describes one page of a list for Pagination.
 type PaginationProps struct {
 	// URL is the current request URL (path and query); the page links keep its other

@@ -236,7 +236,7 @@ func stepsCard(runs []RunSteps) templ.Component {
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}
-								templ_7745c5c3_Err = components.StateBadge(c.State).Render(ctx, templ_7745c5c3_Buffer)
+								templ_7745c5c3_Err = components.TaskState(c.State, c.Override).Render(ctx, templ_7745c5c3_Buffer)
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}
@@ -320,7 +320,7 @@ func stepsCard(runs []RunSteps) templ.Component {
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}
-								templ_7745c5c3_Err = components.StateBadge(f.State).Render(ctx, templ_7745c5c3_Buffer)
+								templ_7745c5c3_Err = components.TaskState(f.State, f.Override).Render(ctx, templ_7745c5c3_Buffer)
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}

@@ -23,14 +23,17 @@ type StepCell struct {
 	Role   string
 	TaskID int64 // 0 when the step's task is gone
 	State  string
-	Fixes  []FixCell
+	// Override: the step's task was accepted without passing its checks.
+	Override bool
+	Fixes    []FixCell
 }
 
 // FixCell is a review's fix task of a step.
 type FixCell struct {
-	ID    int64
-	Title string
-	State string
+	ID       int64
+	Title    string
+	State    string
+	Override bool // accepted without passing its checks
 }
 
 // stageID names a stage by its first step, for tests and links.

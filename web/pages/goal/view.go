@@ -23,7 +23,8 @@ type View struct {
 	Groups       []Group // tasks per state, lifecycle order, non-empty states only
 	CanDecide    bool    // a lead, and the goal waits for verification
 	CanRun       bool    // a lead, and the goal is not verified
-	CanMerge     bool    // a lead, the goal is verified, and the runner can merge
+	CanMerge     bool    // a lead, and a merge would land something (models.GoalMergeable)
+	MergeWhyNot  string  // for a lead: why a merge would land nothing; "" when it would
 	CanRecheck   bool    // a lead or exec, some task is verified, and the runner can recheck
 	// Deferred are the goal's deferred checks (e2e, integration), nil when it has
 	// none; the lead may verify only once they passed.
@@ -60,6 +61,8 @@ type TaskRow struct {
 	Title    string
 	Role     string
 	Assignee string
+	State    string
+	Override bool // accepted without passing its checks: marked in its group
 }
 
 // VerifyForm is the verify form's input and errors.

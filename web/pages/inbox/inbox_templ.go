@@ -248,7 +248,7 @@ func item(v View, it Item) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.StateBadge(it.TaskState).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.TaskState(it.TaskState, it.Override).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -33,6 +33,7 @@ type Item struct {
 	TaskID     int64
 	TaskTitle  string
 	TaskState  string
+	Override   bool // the task was accepted without passing its checks
 	GoalID     int64
 	Agent      string               // the blocked task's worker; the paused agent
 	AgentHref  string               // agent_paused: the agent's page, where an admin enables it again

@@ -17,6 +17,7 @@ type View struct {
 	Brief             string
 	Role              string
 	State             string
+	Override          bool // accepted without passing its checks: "verified (override)"
 	GoalID            int64
 	GoalTitle         string
 	Facts             []components.DefItem // assignee, builder, policies, reason, summary…
@@ -240,6 +241,7 @@ type BudgetView struct {
 	Spent    string // "$1.23 · 4,500 tokens"
 	Cap      string // "$3.00"; "" for no cap
 	CanRaise bool   // a lead or exec
+	Stopped  bool   // a budget stopped the task (its open blocked item ends at stage budget)
 	Values   map[string]string
 	Errors   map[string]string
 }
@@ -248,7 +250,7 @@ type BudgetView struct {
 func (v View) budgetProps() components.BudgetProps {
 	b := v.Budget
 	p := components.BudgetProps{TestID: "task-budget", Spent: b.Spent, Cap: b.Cap, CSRF: v.CSRF, Label: "Set budget",
-		Values: b.Values, Errors: b.Errors, Blocked: v.State == "blocked"}
+		Values: b.Values, Errors: b.Errors, Blocked: b.Stopped}
 	if b.CanRaise {
 		p.Action = "/tasks/" + itoa(v.ID) + "/budget"
 	}

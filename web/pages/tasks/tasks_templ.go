@@ -174,7 +174,7 @@ func Page(v View) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						templ_7745c5c3_Err = components.StateBadge(t.State).Render(ctx, templ_7745c5c3_Buffer)
+						templ_7745c5c3_Err = components.TaskState(t.State, t.Override).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}

@@ -35,6 +35,7 @@ type Row struct {
 	ID        int64
 	Title     string
 	State     string
+	Override  bool // accepted without passing its checks
 	Role      string
 	Assignee  string
 	GoalID    int64
