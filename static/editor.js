@@ -10,6 +10,11 @@
  *     is fetched as the step is edited: a POST of the form to its own action with
  *     op=preview:i and the X-Template-Preview header, answered with the card's HTML;
  *   - the summary line follows the step's name, role, verification type and criteria;
+ *   - changing a step's completion type shows the inputs of that type and hides (and
+ *     disables, so that they are not sent) the others: each input's wrapper lists
+ *     the types it applies to in data-types ("infer" for the inferred type). Without
+ *     the script, the server shows the inputs of the type as saved, and the
+ *     "Show its fields" button (in <noscript>) re-shows the form for a changed type;
  *   - leaving the page with unsaved changes asks first (beforeunload).
  */
 (function () {
@@ -193,6 +198,22 @@
       if (mine === seq) card.removeAttribute("aria-busy");
     });
   }
+  /* ---------- the inputs of the completion type ---------- */
+  function showTypeInputs(section, select) {
+    var typ = select.value || "infer";
+    section.querySelectorAll("[data-types]").forEach(function (wrap) {
+      var applies = wrap.dataset.types.split(" ").indexOf(typ) >= 0;
+      wrap.hidden = !applies;
+      wrap.querySelectorAll("input, select, textarea").forEach(function (el) { el.disabled = !applies; });
+    });
+  }
+  list.addEventListener("change", function (e) {
+    var t = e.target;
+    if (!t.name || !/^steps\[\d+\]\.completion\.type$/.test(t.name)) return;
+    var section = t.closest(".tpl-step-card");
+    if (section) showTypeInputs(section, t);
+  });
+
   list.addEventListener("input", onEdit);
   list.addEventListener("change", onEdit);
   function onEdit(e) {

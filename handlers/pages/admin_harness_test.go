@@ -72,16 +72,29 @@ func excerpt(s string) string {
 }
 
 // formValues collects the values of the named inputs, selects (the selected option),
-// checked checkboxes and textareas of the first form in html whose action is action:
-// what a browser would submit (without any button).
+// checked checkboxes and textareas of the form in html whose action is action: what a
+// browser would submit (without any button). When several forms post to action (the
+// rules page's sections), it is the values of all of them, as one post.
 func formValues(t *testing.T, html, action string) url.Values {
 	t.Helper()
-	start := strings.Index(html, `action="`+action+`"`)
-	if start < 0 {
+	attr := `action="` + action + `"`
+	if !strings.Contains(html, attr) {
 		t.Fatalf("no form posting to %s", action)
 	}
-	end := strings.Index(html[start:], "</form>")
-	f := html[start : start+end]
+	v := url.Values{}
+	for rest := html; strings.Contains(rest, attr); {
+		start := strings.Index(rest, attr)
+		end := strings.Index(rest[start:], "</form>")
+		for k, vals := range oneFormValues(rest[start : start+end]) {
+			v[k] = append(v[k], vals...)
+		}
+		rest = rest[start+end:]
+	}
+	return v
+}
+
+// oneFormValues is formValues of one form's HTML.
+func oneFormValues(f string) url.Values {
 	v := url.Values{}
 	inputRE := regexp.MustCompile(`<input([^>]*)>`)
 	attr := func(tag, name string) (string, bool) {

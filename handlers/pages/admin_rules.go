@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,12 @@ func (p *Pages) rulesForm(c echo.Context) error {
 }
 
 func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
+	v, _, err := p.rulesViewOf(c)
+	return v, err
+}
+
+// rulesViewOf is rulesView with the rules it shows (the saved ones or the defaults).
+func (p *Pages) rulesViewOf(c echo.Context) (rules.View, *models.ProjectRules, error) {
 	v := rules.View{Meta: p.meta(c, "Rules", layout.NavRules), CSRF: CSRFToken(c), CanEdit: models.CanEditTemplates(SignedIn(c))}
 	r, err := p.svc.Store().GetRules(c.Request().Context())
 	switch {
@@ -39,7 +46,7 @@ func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 		def := models.DefaultRules()
 		r, v.Defaults = &def, true
 	case err != nil:
-		return v, err
+		return v, nil, err
 	default:
 		v.UpdatedAt = r.UpdatedAt
 	}
@@ -47,28 +54,44 @@ func (p *Pages) rulesView(c echo.Context) (rules.View, error) {
 	v.Stacks = stackViews(r.Stacks)
 	hist, err := p.svc.Templates.RulesHistory(c.Request().Context(), historyLimit)
 	if err != nil {
-		return v, err
+		return v, nil, err
 	}
 	v.History = historyItems(hist, rulesChangeLabel)
-	return v, nil
+	return v, r, nil
 }
 
-// rulesSave answers POST /rules.
+// rulesSave answers POST /rules. Each section of the page is its own form posting
+// section=<id>: only the fields of the sections named are read from the form and
+// saved, the others stay as they are stored (a post naming no section saves them
+// all). A refused save (422) shows the posted sections as typed, the others as
+// stored, each error in its section.
 func (p *Pages) rulesSave(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return models.Errorf(models.EBADREQUEST, "the form could not be read")
 	}
-	v, err := p.rulesView(c)
+	v, stored, err := p.rulesViewOf(c)
 	if err != nil {
 		return err
 	}
-	v.Form = parseRulesForm(form)
-	r, fe := rulesFromForm(v.Form)
+	secs, err := rulesSections(form["section"])
+	if err != nil {
+		return err
+	}
+	posted := parseRulesForm(form)
+	copySections(&v.Form, posted, secs)
+	typed, fe := rulesFromForm(posted)
+	for k := range fe {
+		if !slices.ContainsFunc(secs, func(s rules.Section) bool { return s.ID == rules.SectionOf(k) }) {
+			delete(fe, k) // an input of a section not saved
+		}
+	}
+	r := *stored
+	copySections(&r, typed, secs)
 	if len(fe) == 0 {
 		err := p.svc.Templates.SaveRules(c.Request().Context(), SignedIn(c), &r)
 		if err == nil {
-			setFlash(c, components.FlashSuccess, "Saved the project rules.")
+			setFlash(c, components.FlashSuccess, rulesSavedMessage(secs))
 			return c.Redirect(http.StatusSeeOther, "/rules")
 		}
 		if !isInvalid(err) {
@@ -82,6 +105,46 @@ func (p *Pages) rulesSave(c echo.Context) error {
 	}
 	v.Errors = rulesErrorKeys(v.Form, fe)
 	return render(c, http.StatusUnprocessableEntity, rules.Page(v))
+}
+
+// rulesSections returns the sections named by the form's section values, every
+// section when it names none; an unknown name is a bad request.
+func rulesSections(ids []string) ([]rules.Section, error) {
+	if len(ids) == 0 {
+		return rules.Sections, nil
+	}
+	var out []rules.Section
+	for _, s := range rules.Sections {
+		if slices.Contains(ids, s.ID) {
+			out = append(out, s)
+		}
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(out, func(s rules.Section) bool { return s.ID == id }) {
+			return nil, models.Errorf(models.EBADREQUEST, "no section %q of the rules", id)
+		}
+	}
+	return out, nil
+}
+
+// copySections sets the fields of the given sections of *dst to src's: dst and src
+// are both a rules.Form or both a models.ProjectRules, whose fields have the names
+// rules.Section.Fields lists.
+func copySections[T any](dst *T, src T, secs []rules.Section) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for _, sec := range secs {
+		for _, f := range sec.Fields {
+			d.FieldByName(f).Set(s.FieldByName(f))
+		}
+	}
+}
+
+// rulesSavedMessage is the flash after a save of secs.
+func rulesSavedMessage(secs []rules.Section) string {
+	if len(secs) != 1 {
+		return "Saved the project rules."
+	}
+	return "Saved the project rules' " + strings.ToLower(secs[0].Title) + "; the other sections are unchanged."
 }
 
 // rulesTry answers POST /rules/try: the verification contract the saved rules

@@ -198,12 +198,12 @@ func refusedTemplateSaves(t *testing.T, e *admEnv, c *admClient, page admResp) {
 	// Numbers and durations that do not parse are named.
 	bad2 := editorOp(t, c, page, "/templates/feature-flow", map[string]string{"steps[0].completion.timeout": "soon", "steps[0].completion.min_length": "lots"}, "save")
 	bad2.want(t, http.StatusUnprocessableEntity, `value="soon"`)
-	assertFieldError(t, bad2.Body, "steps[0].completion.timeout", "timeout: not a duration like 30m")
-	assertFieldError(t, bad2.Body, "steps[0].completion.min_length", "min_length: not a whole number")
+	assertFieldError(t, bad2.Body, "steps[0].completion.timeout", "not a duration like 30m")
+	assertFieldError(t, bad2.Body, "steps[0].completion.min_length", "not a whole number")
 	// A budget typed as 0 is refused, beside its field (left empty, it is the default).
 	bad0 := editorOp(t, c, page, "/templates/feature-flow", map[string]string{"steps[0].completion.max_attempts": "0"}, "save")
 	bad0.want(t, http.StatusUnprocessableEntity)
-	assertFieldError(t, bad0.Body, "steps[0].completion.max_attempts", "max_attempts: must be at least 1")
+	assertFieldError(t, bad0.Body, "steps[0].completion.max_attempts", "must be at least 1")
 
 	// An empty verify line in the middle is dropped; a bad criterion row is named.
 	bad3 := editorOp(t, c, page, "/templates/feature-flow", map[string]string{"steps[0].verification.criteria[0].description": ""}, "save")

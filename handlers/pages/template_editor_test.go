@@ -126,7 +126,7 @@ func TestTemplateEditorPreview(t *testing.T) {
 	// A step that cannot become a task says why instead of a brief.
 	v.Set("steps[0].completion.timeout", "soon")
 	c.do("POST", "/templates/three", v, previewHdr).
-		want(t, http.StatusOK, `data-testid="preview-problems"`, "completion.timeout: timeout: not a duration like 30m")
+		want(t, http.StatusOK, `data-testid="preview-problems"`, "Timeout: not a duration like 30m")
 	// A step that does not exist is a bad request.
 	v.Set("op", "preview:7")
 	c.do("POST", "/templates/three", v, previewHdr).want(t, http.StatusBadRequest)

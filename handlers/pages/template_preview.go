@@ -33,7 +33,7 @@ func (p *Pages) previewStep(c echo.Context, f tplpage.Form, i int) (*tplpage.Pre
 	problem := func(fields map[string]string, strip string) {
 		for k, m := range fields {
 			if rest, ok := strings.CutPrefix(k, strip); ok {
-				pv.Problems = append(pv.Problems, rest+": "+m)
+				pv.Problems = append(pv.Problems, tplpage.InputLabel(rest)+": "+m)
 			}
 		}
 	}

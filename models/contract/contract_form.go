@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,15 @@ type FormField struct {
 	// Item says what a row is called in ids and button values ("criterion").
 	Row  []FormField
 	Item string
+	// Types are the completion types a completion input applies to (the values of
+	// completion.type's options, "" for inferred); nil: every type, and every input
+	// of the verification and the review. See AppliesTo.
+	Types []string
+	// Advanced marks an input a form shows behind an "Advanced" disclosure: one most
+	// steps leave at its default.
+	Advanced bool
+	// ItemLabel is what one row of a FormRows input is called in words ("Criterion").
+	ItemLabel string
 
 	index []int        // the field's path through its part's fields (pointers followed)
 	wire  reflect.Type // the type the codec reads the field's key into
@@ -62,14 +72,28 @@ type FormField struct {
 
 // formText is what a form shows of a field: its label, help and, for a select, its
 // choices; long marks prose that wants a text area, list a list typed on one line,
-// file a file's content; lines, group and item are FormField's.
+// file a file's content; lines, group, item and advanced are FormField's, types its
+// Types.
 type formText struct {
 	label, help      string
 	long, list, file bool
 	options          []FormOption
 	lines            int
 	group, item      string
+	itemLabel        string
+	types            []CompletionType
+	advanced         bool
 }
+
+// The completion types a completion input applies to, as Completion.validate reads
+// them: a path for a file or a signal file (and an inferred type, which a path makes
+// file), a minimum length for a file, a signal value for a signal. An input not named
+// here applies to every type.
+var (
+	forFileAndSignal = []CompletionType{"", CompletionFile, CompletionSignal}
+	forFile          = []CompletionType{"", CompletionFile}
+	forSignal        = []CompletionType{CompletionSignal}
+)
 
 // completionFormText holds the words of the completion form, keyed by the field's
 // path below completion. A field of Completion without an entry is a programming
@@ -81,28 +105,28 @@ var completionFormText = map[string]formText{
 		{string(CompletionSignal), "signal — a JSON file whose \"signal\" equals the value"},
 		{string(CompletionNone), "none — a clean exit is enough"},
 	}},
-	"path":            {label: "Output path", help: "relative to the task workspace, e.g. {task_id}/output.md"},
-	"min_length":      {label: "Minimum length (bytes)"},
-	"signal":          {label: "Signal value"},
-	"done_token":      {label: "Done token", help: "must appear in the worker's output"},
+	"path":            {label: "Output path", help: "relative to the task workspace, e.g. {task_id}/output.md", types: forFileAndSignal},
+	"min_length":      {label: "Minimum length (bytes)", types: forFile},
+	"signal":          {label: "Signal value", types: forSignal},
+	"done_token":      {label: "Done token", help: "must appear in the worker's output", advanced: true},
 	"verify":          {label: "Verify commands", help: "one command per line; each must exit 0 in the workspace"},
-	"verify_timeout":  {label: "Verify timeout", help: "per command, e.g. 5m"},
+	"verify_timeout":  {label: "Verify timeout", help: "per command, e.g. 5m", advanced: true},
 	"evaluate":        {label: "Evaluate (semantic criteria)", long: true},
 	"max_attempts":    {label: "Max attempts", help: fmt.Sprintf("default %d: the worker and one revision", DefaultMaxAttempts)},
-	"timeout":         {label: "Timeout", help: "per attempt, e.g. 30m"},
-	"cooldown":        {label: "Cooldown", help: "between attempts, e.g. 10s"},
-	"clean":           {label: "Workspace must be clean (no uncommitted changes)"},
-	"checklist.path":  {label: "Checklist path"},
-	"checklist.count": {label: "Checked boxes required"},
+	"timeout":         {label: "Timeout", help: "per attempt, e.g. 30m", advanced: true},
+	"cooldown":        {label: "Cooldown", help: "between attempts, e.g. 10s", advanced: true},
+	"clean":           {label: "Workspace must be clean (no uncommitted changes)", advanced: true},
+	"checklist.path":  {label: "Checklist path", advanced: true},
+	"checklist.count": {label: "Checked boxes required", advanced: true},
 }
 
 // reviewFormText holds the words of the review form, keyed by the field's key.
 var reviewFormText = map[string]formText{
 	"role":       {label: "Reviewer role", help: "empty: no review"},
 	"when":       {label: "When", help: "comma-separated: always, phase, every, final", list: true},
-	"every":      {label: "Every n-th task"},
-	"max_rounds": {label: "Max rounds", help: fmt.Sprintf("at most %d", MaxReviewRounds)},
-	"on_exhausted": {label: "When the rounds run out", help: "what happens when the last round fails", options: []FormOption{
+	"every":      {label: "Every n-th task", advanced: true},
+	"max_rounds": {label: "Max rounds", help: fmt.Sprintf("at most %d", MaxReviewRounds), advanced: true},
+	"on_exhausted": {label: "When the rounds run out", help: "what happens when the last round fails", advanced: true, options: []FormOption{
 		{"", "(default: block)"},
 		{OnExhaustedBlock, "block — the task is blocked"},
 		{OnExhaustedProceed, "proceed_with_warnings — the task goes on, the review's findings as warnings"},
@@ -164,7 +188,10 @@ func (p formPart) fields(t reflect.Type, below string, index []int, row string) 
 			panic("contract: no form words for " + p.root + "." + path)
 		}
 		ff := FormField{Name: name, Key: key, Kind: formKind(f.Type, w), Label: w.label, Help: w.help,
-			Options: w.options, Lines: w.lines, Group: w.group, Item: w.item, index: idx, wire: f.Type}
+			Options: w.options, Lines: w.lines, Group: w.group, Item: w.item, ItemLabel: w.itemLabel, Advanced: w.advanced, index: idx, wire: f.Type}
+		for _, t := range w.types {
+			ff.Types = append(ff.Types, string(t))
+		}
 		if p.wire != nil && below == "" {
 			ff.wire = p.wire(f.Type)
 		}
@@ -174,6 +201,60 @@ func (p formPart) fields(t reflect.Type, below string, index []int, row string) 
 		out = append(out, ff)
 	}
 	return out
+}
+
+// AppliesTo reports whether input f applies to a step of completion type typ (the
+// value of completion.type as typed, "" for inferred): every input whose Types is
+// nil, and every input when typ is no known type (a form then shows them all).
+func (f FormField) AppliesTo(typ string) bool {
+	if f.Types == nil || !knownCompletionType(typ) {
+		return true
+	}
+	return slices.Contains(f.Types, typ)
+}
+
+// FormLabel returns the words a form shows for the input named name, a
+// FormField.Name of the completion, verification or review form or a row's input as
+// RowName names it ("verification.criteria[2].activity" is "Criterion 3, Activity";
+// "verification.criteria[2]" is "Criterion 3"), "" when no input has that name.
+func FormLabel(name string) string {
+	for _, part := range [][]FormField{completionForm, verificationForm, reviewForm} {
+		for _, f := range part {
+			if f.Name == name {
+				return f.Label
+			}
+			rest, ok := strings.CutPrefix(name, f.Name+"[")
+			if !ok || f.Kind != FormRows {
+				continue
+			}
+			n, in, _ := strings.Cut(rest, "]")
+			j, err := strconv.Atoi(n)
+			if err != nil {
+				return ""
+			}
+			row := f.ItemLabel + " " + strconv.Itoa(j+1)
+			if in == "" {
+				return row
+			}
+			for _, r := range f.Row {
+				if "."+r.Name == in {
+					return row + ", " + r.Label
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// knownCompletionType reports whether typ is one of completion.type's choices.
+func knownCompletionType(typ string) bool {
+	for _, o := range completionFormText["type"].options {
+		if o.Value == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldKey is a field's YAML key; for a field the YAML codec leaves out (`yaml:"-"`),
@@ -279,7 +360,7 @@ func formValues(fields []FormField, v reflect.Value) map[string]string {
 // CompletionFromForm reads a completion contract from a form's values, keyed by
 // FormField.Name; a blank value is not given (the default). Each given value is first
 // read alone, as the codec reads its key: one it refuses is a field error keyed by the
-// field's name ("min_length: not a whole number") and is left out, so that the
+// field's name ("not a whole number", keyed completion.min_length) and is left out, so that the
 // completion holds what did parse and Validate can still report the rest. The values
 // are then read together by Completion.UnmarshalYAML, as a YAML file's would be.
 func CompletionFromForm(values map[string]string) (Completion, FieldErrors) {
@@ -292,7 +373,7 @@ func CompletionFromForm(values map[string]string) (Completion, FieldErrors) {
 	if c.zeroMaxAttempts || c.MaxAttempts < 0 {
 		// A form has no "left out" but an empty input, which is the default: a typed
 		// budget below 1 is refused here, in the form's words.
-		fe.Add("completion.max_attempts", fmt.Sprintf("max_attempts: must be at least 1 (leave it empty for the default, %d)", DefaultMaxAttempts))
+		fe.Add("completion.max_attempts", fmt.Sprintf("must be at least 1 (leave it empty for the default, %d)", DefaultMaxAttempts))
 	}
 	return c, fe
 }
@@ -323,7 +404,9 @@ func readForm(fields []FormField, values map[string]string, prefix string) (*yam
 			continue // rows are readFormData's
 		}
 		if err := n.Decode(reflect.New(f.wire).Interface()); err != nil {
-			fe.Add(f.Name, f.Key+": "+formMessage(f.Kind, err))
+			// The message says what is wrong, not which field: a form shows it beside
+			// the field, under its label.
+			fe.Add(f.Name, formMessage(f.Kind, err))
 			continue
 		}
 		setFormNode(root, strings.TrimPrefix(f.Name, prefix), n)

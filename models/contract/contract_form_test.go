@@ -75,20 +75,56 @@ func TestCompletionFormErrors(t *testing.T) {
 		"completion.cooldown": "90",
 	})
 	want := FieldErrors{
-		"completion.min_length":      "min_length: not a whole number",
-		"completion.timeout":         "timeout: not a duration like 30m",
-		"completion.max_attempts":    "max_attempts: must be at least 1 (leave it empty for the default, 2)",
-		"completion.checklist.count": "count: not a whole number",
+		"completion.min_length":      "not a whole number",
+		"completion.timeout":         "not a duration like 30m",
+		"completion.max_attempts":    "must be at least 1 (leave it empty for the default, 2)",
+		"completion.checklist.count": "not a whole number",
 	}
 	if !reflect.DeepEqual(fe, want) {
 		t.Errorf("errors %v", fe)
 	}
 	r, fe := ReviewFromForm(map[string]string{"review.role": "qa", "review.when": "always, ,final", "review.max_rounds": "x"})
-	if r == nil || r.Role != "qa" || strings.Join(r.When, "|") != "always|final" || fe["review.max_rounds"] != "max_rounds: not a whole number" {
+	if r == nil || r.Role != "qa" || strings.Join(r.When, "|") != "always|final" || fe["review.max_rounds"] != "not a whole number" {
 		t.Errorf("review %+v %v", r, fe)
 	}
 	if c.Path != "out.md" || strings.Join(c.Verify, "|") != "a|b" || c.Cooldown.String() != "1m30s" || c.Checklist != nil {
 		t.Errorf("parsed %+v", c)
+	}
+}
+
+// TestCompletionFormTypes: an input applies to a completion type (FormField.AppliesTo)
+// exactly when Validate accepts it set on a contract of that type; the inputs the form
+// hides for a type are the ones Validate says "only applies to" of.
+func TestCompletionFormTypes(t *testing.T) {
+	set := map[string]func(*Completion){
+		"completion.path":       func(c *Completion) { c.Path = "out.md" },
+		"completion.min_length": func(c *Completion) { c.MinLength = 5 },
+		"completion.signal":     func(c *Completion) { c.Signal = "done" },
+	}
+	typed := 0
+	for _, f := range CompletionFormFields() {
+		if f.Types == nil {
+			continue
+		}
+		typed++
+		for _, typ := range []CompletionType{CompletionFile, CompletionSignal, CompletionNone} {
+			c := Completion{Type: typ}
+			if typ == CompletionSignal {
+				c.Path, c.Signal = "s.json", "ok"
+			}
+			set[f.Name](&c)
+			var fe FieldErrors
+			c.validate(&fe)
+			if got, want := fe[f.Name] == "", f.AppliesTo(string(typ)); got != want {
+				t.Errorf("%s on type %s: Validate accepts it %v, AppliesTo %v (%q)", f.Name, typ, got, want, fe[f.Name])
+			}
+		}
+	}
+	if typed != len(set) {
+		t.Errorf("%d inputs have types, the test sets %d", typed, len(set))
+	}
+	if f := CompletionFormFields()[0]; !f.AppliesTo("no-such-type") {
+		t.Error("an unknown type hides inputs")
 	}
 }
 

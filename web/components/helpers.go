@@ -107,8 +107,12 @@ func fieldID(p FieldProps) string {
 	if p.ID != "" {
 		return p.ID
 	}
-	return "f-" + slugOrName(p.Name)
+	return FieldID(p.Name)
 }
+
+// FieldID is the element id Field, TextArea, Select and Checkbox give the input
+// named name when FieldProps.ID is not set: what a link to the input points at.
+func FieldID(name string) string { return "f-" + slugOrName(name) }
 
 func slugOrName(name string) string {
 	if s := slug(name); s != "" {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 )
@@ -218,4 +220,94 @@ func joinComma(l []string) string {
 		return "none"
 	}
 	return strings.Join(l, ", ")
+}
+
+// Section is one part of the rules page, saved on its own: its form holds only its
+// inputs, a hidden section=ID and its own Save button. Fields names its fields of
+// Form, which are also the fields of models.ProjectRules it saves (they have the same
+// names); Inputs are its inputs' names, as an error's key starts (before "[" or ".").
+type Section struct {
+	ID, Title, TestID string
+	Fields, Inputs    []string
+}
+
+// Sections are the rules page's sections, in page order; every field of Form is in
+// exactly one (the handler's tests hold them to that).
+var Sections = []Section{
+	{ID: "activities", Title: "Activities", TestID: "rules-activities", Fields: []string{"Activities"}, Inputs: []string{"activities"}},
+	{ID: "file-patterns", Title: "File patterns", TestID: "rules-patterns", Fields: []string{"FilePatterns"}, Inputs: []string{"file_patterns"}},
+	{ID: "classification", Title: "Classification", TestID: "rules-words",
+		Fields: []string{"Always", "AdvisoryWords", "SkipWords", "PromptForAdvisory"},
+		Inputs: []string{"always", "advisory_words", "skip_words", "prompt_for_advisory"}},
+	{ID: "stacks", Title: "Stacks", TestID: "rules-stacks", Fields: []string{"Stacks"}, Inputs: []string{"stacks"}},
+	{ID: "hats", Title: "Hats", TestID: "rules-hats", Fields: []string{"Hats"}, Inputs: []string{"hats"}},
+	{ID: "prices", Title: "Prices", TestID: "rules-prices", Fields: []string{"Prices"}, Inputs: []string{"prices"}},
+}
+
+// SectionOf returns the ID of the section input (or error key) name belongs to:
+// "activities[2].command" and "activities.lint" are activities'; "" for none.
+func SectionOf(name string) string {
+	root := name
+	if k := strings.IndexAny(name, "[."); k >= 0 {
+		root = name[:k]
+	}
+	for _, s := range Sections {
+		for _, in := range s.Inputs {
+			if in == root {
+				return s.ID
+			}
+		}
+	}
+	return ""
+}
+
+// sectionErrors counts the field errors of section id.
+func (v View) sectionErrors(id string) int {
+	n := 0
+	for k := range v.Errors {
+		if SectionOf(k) == id {
+			n++
+		}
+	}
+	return n
+}
+
+// errorSections are the sections with a field error, in page order.
+func (v View) errorSections() []Section {
+	var out []Section
+	for _, s := range Sections {
+		if v.sectionErrors(s.ID) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sectionAnchor is the element id of section id's form: the nav's links point at it.
+func sectionAnchor(id string) string { return "section-" + id }
+
+// sectionBody is the inside of section id's card.
+func (v View) sectionBody(id string) templ.Component {
+	switch id {
+	case "activities":
+		return activitiesBody(v)
+	case "file-patterns":
+		return patternsBody(v)
+	case "classification":
+		return wordsBody(v)
+	case "stacks":
+		return stacksBody(v)
+	case "hats":
+		return hatsBody(v)
+	}
+	return pricesBody(v)
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+func errorCount(n int) string {
+	if n == 1 {
+		return "1 error"
+	}
+	return strconv.Itoa(n) + " errors"
 }

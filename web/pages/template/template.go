@@ -7,8 +7,10 @@
 package template
 
 import (
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/models/contract"
@@ -252,22 +254,86 @@ func wideInput(f contract.FormField) bool {
 		f.Kind == contract.FormCheckbox
 }
 
-// ErrorItem is one line of the error summary above the form.
+// ErrorItem is one line of the error summary above the form: Where names the field
+// in words ("Step 4 “Write the guide” — Max attempts"), ID is its input's element id
+// (the summary links to it).
 type ErrorItem struct {
-	Field   string
-	Message string
+	Field, ID, Where, Message string
 }
 
-// errorList returns the errors in a stable order (sorted by input name).
+// StepLabels are the words of a step's own inputs (those outside its contract), keyed
+// by their name below the step: the form's labels and the error summary's.
+var StepLabels = map[string]string{
+	"name": "Step name", "role": "Role", "brief": "Brief",
+	"approve": "Approved by", "verify": "Verified by", "parallel": "Parallel group",
+}
+
+// formLabels are the words of the template's own inputs and of a contract part as a
+// whole (an error of its whole YAML mapping).
+var formLabels = map[string]string{
+	"name": "Name", "description": "Description", "steps": "Steps",
+	"completion": "Completion", "verification": "Verification", "review": "Review", "budget": "Budget",
+}
+
+// InputLabel names an input of a step in words, by its name below the step
+// ("completion.max_attempts" is "Max attempts"): the step's own labels, then the
+// contract's (contract.FormLabel); an input with neither keeps its name.
+func InputLabel(field string) string {
+	if l := StepLabels[field]; l != "" {
+		return l
+	}
+	if l := contract.FormLabel(field); l != "" {
+		return l
+	}
+	if l := formLabels[field]; l != "" {
+		return l
+	}
+	return field
+}
+
+var stepInputRE = regexp.MustCompile(`^steps\[(\d+)\]\.(.+)$`)
+
+// fieldWords names input name of the form in words: "Step 4 “Write the guide” — Max
+// attempts" (steps numbered from 1, as their summary lines are), "Description".
+func (v View) fieldWords(name string) string {
+	m := stepInputRE.FindStringSubmatch(name)
+	if m == nil {
+		if l := formLabels[name]; l != "" {
+			return l
+		}
+		return name
+	}
+	i, _ := strconv.Atoi(m[1])
+	step := "Step " + strconv.Itoa(i+1)
+	if i < len(v.Form.Steps) && strings.TrimSpace(v.Form.Steps[i].Name) != "" {
+		step += " “" + strings.TrimSpace(v.Form.Steps[i].Name) + "”"
+	}
+	return step + " — " + InputLabel(m[2])
+}
+
+// errorList returns the errors in the form's order: the template's own, then each
+// step's, steps in order (by input name within a step).
 func (v View) errorList() []ErrorItem {
 	keys := make([]string, 0, len(v.Errors))
 	for k := range v.Errors {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	stepOf := func(k string) int {
+		if m := stepInputRE.FindStringSubmatch(k); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return -1
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if sa, sb := stepOf(keys[a]), stepOf(keys[b]); sa != sb {
+			return sa < sb
+		}
+		return keys[a] < keys[b]
+	})
 	out := make([]ErrorItem, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, ErrorItem{Field: k, Message: v.Errors[k]})
+		out = append(out, ErrorItem{Field: k, ID: components.FieldID(k), Where: v.fieldWords(k), Message: v.Errors[k]})
 	}
 	return out
 }
@@ -330,4 +396,77 @@ func errorCount(n int) string {
 		return "1 error"
 	}
 	return strconv.Itoa(n) + " errors"
+}
+
+// completionTypeInput is the input of a step's completion type.
+const completionTypeInput = "completion.type"
+
+// typesAttr is the data-types attribute of a contract input's wrapper: the completion
+// types it applies to, space-separated, "infer" standing for the inferred type (""),
+// as editor.js reads it; "" for an input of every type.
+func typesAttr(f contract.FormField) string {
+	out := make([]string, len(f.Types))
+	for k, t := range f.Types {
+		out[k] = orNone(t, "infer")
+	}
+	return strings.Join(out, " ")
+}
+
+// hiddenInput reports whether contract input f of step i is hidden: it does not apply
+// to the step's completion type and holds neither a value nor an error (a value the
+// type does not use is shown, beside Validate's "only applies to").
+func (v View) hiddenInput(i int, s StepForm, f contract.FormField) bool {
+	return !f.AppliesTo(s.Completion[completionTypeInput]) && s.Completion[f.Name] == "" &&
+		v.Errors[StepField(i, f.Name)] == ""
+}
+
+// advancedFields are the inputs of part shown behind the step's Advanced disclosure
+// (advanced true) or before it (advanced false).
+func advancedFields(part []contract.FormField, advanced bool) []contract.FormField {
+	var out []contract.FormField
+	for _, f := range part {
+		if f.Advanced == advanced {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// allAdvanced lists the advanced inputs of every part of a step's contract.
+func allAdvanced() []contract.FormField {
+	out := advancedFields(contract.CompletionFormFields(), true)
+	out = append(out, advancedFields(contract.VerificationFormFields(), true)...)
+	return append(out, advancedFields(contract.ReviewFormFields(), true)...)
+}
+
+// advancedOpen reports whether step i's Advanced disclosure is shown open: when one
+// of its inputs has an error (an error is never hidden).
+func (v View) advancedOpen(i int) bool {
+	for _, f := range allAdvanced() {
+		name := StepField(i, f.Name)
+		for k := range v.Errors {
+			if k == name || strings.HasPrefix(k, name+"[") || strings.HasPrefix(k, name+".") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// advancedSummary is the Advanced disclosure's summary: how many of its inputs are
+// set, so that a closed one does not hide that it holds something.
+func advancedSummary(s StepForm) string {
+	n := 0
+	for _, f := range allAdvanced() {
+		switch {
+		case f.Kind == contract.FormRows:
+			n += len(s.Verification.Rows[f.Name])
+		case s.Completion[f.Name] != "" || s.Verification.Values[f.Name] != "" || s.Review[f.Name] != "":
+			n++
+		}
+	}
+	if n == 0 {
+		return "Advanced"
+	}
+	return "Advanced (" + strconv.Itoa(n) + " set)"
 }
