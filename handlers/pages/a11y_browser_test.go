@@ -61,13 +61,15 @@ func newA11ySite(t *testing.T) *a11ySite {
 		cancel()
 	})
 	e.team()
+	// The walk's admin also leads and execs, so every page shows its forms to it.
+	e.agent("root", models.KindHuman, models.RoleAdmin, models.RoleLead, models.RoleExec)
+	complete, _ := ledgerEntries(t, &admEnv{e}) // first: it publishes exactly its two entries
 	g := e.pendingGoal("Ship the dark mode toggle")
 	e.humanTask("Review the toggle's colours", &g.ID, models.TaskReview)
 	blocked := e.blockedTask("Write the release notes for the dark mode toggle", &g.ID)
 	e.advisoryTask("Summarise last week's incidents")
 	judged := e.judgedTask("Make Add add", false, longChecks(tamperAttempt()))
 	tpl := seedA11yTemplate(t, e)
-	complete, _ := ledgerEntries(t, &admEnv{e})
 	hook := &models.Webhook{Name: "ops", URL: "https://hooks.example.test/T1/B2/c3", Events: []string{"task.blocked"}, Enabled: true, Secret: "s3cret-s3cret-s3cret"}
 	if err := db.CreateWebhook(e.ctx(), hook); err != nil {
 		t.Fatal(err)
@@ -118,7 +120,8 @@ func seedA11yTemplate(t *testing.T, e *env) string {
 	return tpl.Name
 }
 
-// TestBrowserAccessibility opens every page, with content, as an admin at 1280×800
+// TestBrowserAccessibility opens every page, with content, as an admin (who also
+// leads and execs, so that the pages show it their forms) at 1280×800
 // and at 390×844 (a phone, emulated), screenshots it and runs axe-core's WCAG 2 A and
 // AA rules on it. At the phone's width it also checks that the page does not scroll
 // sideways, that nothing is clipped (wide tables scroll in their own container), that
@@ -137,7 +140,7 @@ func TestBrowserAccessibility(t *testing.T) {
 			}
 			run(t, ctx, "viewport", emulate)
 			s.check(t, ctx, vp.width, a11yPage{name: "login", path: "/login"})
-			signIn(t, ctx, s.e, "admin", "/")
+			signIn(t, ctx, s.e, "root", "/")
 			for _, p := range s.pages {
 				s.check(t, ctx, vp.width, p)
 			}
@@ -179,7 +182,7 @@ const narrowLayout = `(() => {
 	const menu = document.querySelector('.nav-menu:not([open]) > summary');
 	if (menu) menu.click();
 	for (const el of document.querySelectorAll('body *')) {
-		if (!shown(el) || el.closest('.visually-hidden, svg, [hidden]')) continue;
+		if (!shown(el) || el.closest('.visually-hidden, svg, [hidden], input, textarea, select')) continue;
 		const cs = getComputedStyle(el);
 		const cuts = ['hidden', 'clip'].includes(cs.overflowX) && cs.textOverflow !== 'ellipsis' &&
 			(el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
@@ -252,6 +255,80 @@ func (s *a11ySite) checkPhoneActions(t *testing.T, ctx context.Context) {
 		)
 		if top < 0 || top >= 900 {
 			t.Errorf("%s at 390 px: the first action's top is at %d px, want it within the first 900 px", c.name, top)
+		}
+	}
+}
+
+// focusRing is the page-side measure of the focus ring of the focused element: whether
+// it matches :focus-visible, its outline's style and width, and the contrast of the
+// outline's colour against the background behind it (the nearest ancestor's
+// non-transparent background), as WCAG computes contrast.
+const focusRing = `(() => {
+	const parse = c => { const p = (c.match(/rgba?\(([^)]+)\)/) || [, '0,0,0,0'])[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+		return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+	const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+	const el = document.activeElement;
+	let bg = {r: 255, g: 255, b: 255, a: 1};
+	for (let e = el.parentElement; e; e = e.parentElement) {
+		const c = parse(getComputedStyle(e).backgroundColor);
+		if (c.a > 0) { bg = c; break; }
+	}
+	const cs = getComputedStyle(el);
+	const l1 = lum(parse(cs.outlineColor)), l2 = lum(bg);
+	return {what: el.tagName + ' ' + (el.dataset.testid || el.textContent.trim().slice(0, 30)),
+		focusVisible: el.matches(':focus-visible'), style: cs.outlineStyle, width: parseFloat(cs.outlineWidth) || 0,
+		color: cs.outlineColor, contrast: (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05)};
+})()`
+
+// ring is what focusRing reports.
+type ring struct {
+	What         string  `json:"what"`
+	FocusVisible bool    `json:"focusVisible"`
+	Style        string  `json:"style"`
+	Width        float64 `json:"width"`
+	Color        string  `json:"color"`
+	Contrast     float64 `json:"contrast"`
+}
+
+// tabTo presses Tab until the focused element matches the CSS selector sel, and
+// returns its focus ring.
+func tabTo(t *testing.T, ctx context.Context, sel string) ring {
+	t.Helper()
+	for range 40 {
+		run(t, ctx, "tab", chromedp.KeyEvent("\t"))
+		var on bool
+		run(t, ctx, "focused", read(chromedp.Evaluate[bool](`!!document.activeElement && document.activeElement.matches('`+sel+`')`), &on))
+		if on {
+			var r ring
+			run(t, ctx, "focus ring", read(chromedp.Evaluate[ring](focusRing), &r))
+			return r
+		}
+	}
+	t.Fatalf("40 presses of Tab never reached %s", sel)
+	return ring{}
+}
+
+// TestBrowserFocusVisible tabs, as a keyboard user does, to a field of the login
+// form, to a link of the dark navigation and to a link in the page's light content,
+// and checks each shows a focus ring at least 2 px wide whose colour has a contrast
+// of at least 3:1 with the background behind it.
+func TestBrowserFocusVisible(t *testing.T) {
+	t.Parallel()
+	e := newBrowserEnv(t)
+	e.humanTask("A task to tab to", nil, models.TaskAssigned)
+	ctx := chrome(t)
+	run(t, ctx, "login", chromedp.Navigate(e.srv.URL+"/login"), chromedp.WaitVisible(byTestID("login-form")))
+	rings := []ring{tabTo(t, ctx, `[data-testid="login-name"]`)}
+	signIn(t, ctx, e, "lead", "/tasks")
+	rings = append(rings, tabTo(t, ctx, `.nav-links a`))
+	run(t, ctx, "nav focus", shot(t, "nav-focus"))
+	rings = append(rings, tabTo(t, ctx, `main a[href^="/tasks/"]`))
+	run(t, ctx, "content focus", shot(t, "content-focus"))
+	for _, r := range rings {
+		if !r.FocusVisible || r.Style == "none" || r.Width < 2 || r.Contrast < 3 {
+			t.Errorf("%s: focus ring %s %.1fpx %s, contrast %.2f:1 with its background (focus-visible %v); want ≥ 2px and ≥ 3:1",
+				r.What, r.Style, r.Width, r.Color, r.Contrast, r.FocusVisible)
 		}
 	}
 }
