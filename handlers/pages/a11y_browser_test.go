@@ -2,6 +2,8 @@ package pages_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -131,38 +133,71 @@ func TestBrowserAccessibility(t *testing.T) {
 	t.Parallel()
 	axeScript(t)
 	s := newA11ySite(t)
+	pages := append([]a11yPage{{name: "login", path: "/login"}}, s.pages...)
 	for _, vp := range viewports {
-		t.Run(vp.name, func(t *testing.T) {
-			ctx := chrome(t)
-			emulate := chromedp.EmulateViewport(vp.width, vp.height)
-			if vp.mobile {
-				emulate = chromedp.EmulateViewport(vp.width, vp.height, chromedp.EmulateMobile)
-			}
-			run(t, ctx, "viewport", emulate)
-			s.check(t, ctx, vp.width, a11yPage{name: "login", path: "/login"})
-			signIn(t, ctx, s.e, "root", "/")
-			for _, p := range s.pages {
-				s.check(t, ctx, vp.width, p)
-			}
-			if vp.mobile {
-				s.checkPhoneActions(t, ctx)
-			}
-		})
+		// A few pages per browser tab, each tab signed in afresh: a tab lives two
+		// minutes (chrome) and axe takes seconds a page.
+		for from := 0; from < len(pages); from += 6 {
+			part := pages[from:min(from+6, len(pages))]
+			t.Run(vp.name+"/"+part[0].name, func(t *testing.T) {
+				ctx := s.tab(t, vp.width, vp.height, vp.mobile, part[0].path != "/login")
+				for _, p := range part {
+					if p.path == "/login" {
+						s.check(t, ctx, vp.name, vp.width, p)
+						signIn(t, ctx, s.e, "root", "/")
+						continue
+					}
+					s.check(t, ctx, vp.name, vp.width, p)
+				}
+			})
+		}
+		if vp.mobile {
+			t.Run(vp.name+"/actions", func(t *testing.T) {
+				s.checkPhoneActions(t, s.tab(t, vp.width, vp.height, vp.mobile, true))
+			})
+		}
 	}
 }
 
-// check opens p, screenshots it as <width>-<name>, runs axe-core on it and, at a
-// phone's width, the layout checks.
-func (s *a11ySite) check(t *testing.T, ctx context.Context, width int64, p a11yPage) {
+// tab opens a browser tab at the given size, signed in as the walk's admin when
+// signedIn.
+func (s *a11ySite) tab(t *testing.T, width, height int64, mobile, signedIn bool) context.Context {
+	t.Helper()
+	ctx := chrome(t)
+	emulate := chromedp.EmulateViewport(width, height)
+	if mobile {
+		emulate = chromedp.EmulateViewport(width, height, chromedp.EmulateMobile)
+	}
+	run(t, ctx, "viewport", emulate)
+	if signedIn {
+		signIn(t, ctx, s.e, "root", "/")
+	}
+	return ctx
+}
+
+// check opens p, screenshots it as a11y-<size>-<name>.png (a11y-390x844-task.png), runs
+// axe-core on it and, at a phone's width, the layout checks.
+func (s *a11ySite) check(t *testing.T, ctx context.Context, size string, width int64, p a11yPage) {
 	t.Helper()
 	steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(s.e.srv.URL + p.path), chromedp.WaitReady(chromedp.CSS(`footer`))}
 	steps = append(steps, p.after...)
 	run(t, ctx, p.name, steps...)
-	run(t, ctx, p.name+" screenshot", shot(t, itoa64(width)+"-"+p.name))
+	run(t, ctx, p.name+" screenshot", fileShot(filepath.Join(artifacts(t), "a11y-"+size+"-"+p.name+".png")))
 	checkAxe(t, ctx, p.name)
 	if width < 600 {
 		checkNarrow(t, ctx, width, p.name)
 	}
+}
+
+// fileShot saves a full-page screenshot as file.
+func fileShot(file string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(file, buf, 0o644)
+	})
 }
 
 // narrowLayout is the page-side layout check at a phone's width: how wide the document
