@@ -10,7 +10,7 @@ import (
 )
 
 func TestFSHoldsAssets(t *testing.T) {
-	for _, name := range []string{"app.css", "live.js"} {
+	for _, name := range []string{"app.css", "live.js", "editor.js", "a11y.css", "a11y.js"} {
 		b, err := fs.ReadFile(FS, name)
 		if err != nil || len(b) == 0 {
 			t.Fatalf("%s: %v (%d bytes)", name, err, len(b))

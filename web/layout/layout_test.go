@@ -29,6 +29,8 @@ func TestPage(t *testing.T) {
 		`<title>&lt;script&gt;x&lt;/script&gt; · Countersign</title>`,
 		`href="` + static.Path("app.css") + `"`,
 		`src="` + static.Path("live.js") + `"`,
+		`href="` + static.Path("a11y.css") + `"`,
+		`src="` + static.Path("a11y.js") + `"`,
 		`data-last-event="42"`,
 		`data-live-refresh="task:12"`,
 		`href="/inbox" data-testid="nav-inbox" aria-current="page"`,
