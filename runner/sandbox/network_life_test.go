@@ -52,6 +52,27 @@ func socketOf(t *testing.T, ln net.Listener) string {
 	return name
 }
 
+// settle waits up to 5s for the runner to hold no more descriptors than before and
+// none of the listeners' sockets (the HTTP server closes its side of the probe's
+// connection on its own time), and returns the count and the sockets still open.
+func settle(t *testing.T, listeners []string, before int) (after int, still []string) {
+	t.Helper()
+	leaked := func() (out []string) {
+		open := openSockets(t)
+		for _, s := range listeners {
+			if open[s] {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	after, still = openFDs(t), leaked()
+	for deadline := time.Now().Add(5 * time.Second); (after > before || len(still) > 0) && time.Now().Before(deadline); after, still = openFDs(t), leaked() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return after, still
+}
+
 // openSockets is the set of sockets the runner's descriptors refer to.
 func openSockets(t *testing.T) map[string]bool {
 	t.Helper()
@@ -146,20 +167,7 @@ func TestNetworkListenersClosed(t *testing.T) {
 				t.Errorf("run %d: listener %s is not among the descriptors during the run: the check does not see it", i, s)
 			}
 		}
-		// The HTTP server closes its side of the probe's connection on its own time.
-		leaked := func() (out []string) {
-			open := openSockets(t)
-			for _, s := range listeners {
-				if open[s] {
-					out = append(out, s)
-				}
-			}
-			return out
-		}
-		after, still := openFDs(t), leaked()
-		for deadline := time.Now().Add(5 * time.Second); (after > before || len(still) > 0) && time.Now().Before(deadline); after, still = openFDs(t), leaked() {
-			time.Sleep(10 * time.Millisecond)
-		}
+		after, still := settle(t, listeners, before)
 		t.Logf("run %d: %d descriptors before, %d after", i, before, after)
 		if len(still) > 0 {
 			t.Errorf("run %d: listeners %v still open after the run", i, still)
