@@ -125,6 +125,10 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				}
 				out.Attempts = append(out.Attempts, inbox.Attempt{Number: a.Attempt, Stage: a.Stage, Failure: a.Failure})
 			}
+			dedupeInboxAttempts(out.Attempts, dir)
+			if len(out.Attempts) > 0 {
+				out.Title = blockedTitle(out.Title)
+			}
 		}
 	case models.InboxAdvisoryPrompt:
 		out.Advisory = advisoryPromptView(it, me)

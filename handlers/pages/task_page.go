@@ -66,13 +66,14 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		// The held-out tests' names and messages only for those who may read them.
 		v.Attempts = append(v.Attempts, attemptView(a.ForReader(SignedIn(c)), dir))
 	}
+	dedupeTaskAttempts(v.Attempts, dir)
 	if n := len(attempts); n > 0 {
 		v.LiveText = attempts[n-1].OutputTail
 		v.Running = attempts[n-1].Outcome == models.OutcomeRunning
 		v.TestsChanged = attempts[n-1].Judge.ChangedTests()
 	}
 	for _, it := range inbox {
-		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: it.Title, Resolved: it.Resolved, Resolution: it.Resolution})
+		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: blockedTitle(it.Title), Resolved: it.Resolved, Resolution: it.Resolution})
 	}
 	events, truncated, err := p.taskEvents(ctx, t)
 	if err != nil {

@@ -75,6 +75,9 @@ type Attempt struct {
 	Number  int
 	Stage   string
 	Failure string
+	// SameAs is the number of an earlier attempt that failed at the same stage in the
+	// same words, shown instead of repeating them; 0 when the failure is new.
+	SameAs int
 }
 
 // Form is one resolving action: check again (a not-ready task), retry, reassign,
