@@ -14,21 +14,32 @@ import (
 // ".../data/work/tasks/7/" or ".../worktrees/7/". What follows is the workspace path.
 var workspacePrefix = regexp.MustCompile(`(?:/[^\s/"'()]+)+/(?:tasks|worktrees)/[0-9]+/`)
 
+// absolutePath matches an absolute path of two or more parts where a path starts: at
+// the start of the text or after a space, a quote, a parenthesis or "=" (so that the
+// path of a URL, after "https:", is not one).
+var absolutePath = regexp.MustCompile(`(^|[\s"'(=])((?:/[^\s/"'():;,]+)+)/([^\s/"'():;,]+)`)
+
+// abbreviatePaths shortens every absolute path left in s to its last part ("…/run.sh"):
+// the server's directories are not the reader's business, the file's name is.
+func abbreviatePaths(s string) string {
+	return absolutePath.ReplaceAllString(s, "$1…/$3")
+}
+
 // tidyDiagnosis is a diagnosis as the pages show it beside its stage: without the
 // stage's code prefix (models.WithoutStage) and without server paths: a file in a task
-// workspace or an agent's workdir is named relative to it. The runner writes them so;
+// workspace or an agent's workdir is named relative to it, any other by its last
+// part (abbreviatePaths). The runner writes them so;
 // this keeps older diagnoses, and anything quoted from a tool's output, the same.
 func (d *directory) tidyDiagnosis(stage, s string) string {
 	s = workspacePrefix.ReplaceAllString(models.WithoutStage(stage, s), "")
-	if d == nil {
-		return s
-	}
-	for _, a := range d.list {
-		if w := strings.TrimRight(a.Workdir, "/"); len(w) > 1 {
-			s = strings.ReplaceAll(s, w+"/", "")
+	if d != nil {
+		for _, a := range d.list {
+			if w := strings.TrimRight(a.Workdir, "/"); len(w) > 1 {
+				s = strings.ReplaceAll(s, w+"/", "")
+			}
 		}
 	}
-	return s
+	return abbreviatePaths(s)
 }
 
 // blockedTitle is a blocked inbox item's title without the last failure it quotes

@@ -75,3 +75,23 @@ func TestDiagnosisShownOnce(t *testing.T) {
 		}
 	}
 }
+
+
+// TestAgentsPagesHideServerPaths: a worker's command and workdir (server paths) are on
+// the agents pages for admins only.
+func TestAgentsPagesHideServerPaths(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.team()
+	w := &models.Agent{Name: "site-bot", Kind: models.KindWorker, Roles: []string{"developer"},
+		Command: "/srv/agents/bin/run.sh", Workdir: "/srv/checkouts/site"}
+	mustTB(t, e.svc.Agents.CreateAgent(e.ctx(), e.agents["admin"], w, ""))
+	for _, who := range []string{"exec", "admin"} {
+		b := e.browser().login(who)
+		for _, path := range []string{"/agents", "/agents/" + itoa64(w.ID)} {
+			body := b.get(path).Body
+			if shown := strings.Contains(body, "/srv/"); shown != (who == "admin") {
+				t.Errorf("%s on %s: server paths shown %v", who, path, shown)
+			}
+		}
+	}
+}

@@ -138,7 +138,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Agent = pp.Agent
 			out.AgentHref = "/agents/" + itoa(pp.AgentID)
 			out.Details = append(out.Details, components.DefItem{Term: "exit status", Value: strconv.Itoa(pp.ExitCode)},
-				components.DefItem{Term: "why", Value: pp.Reason, Mono: true})
+				components.DefItem{Term: "why", Value: dir.tidyDiagnosis("", pp.Reason), Mono: true})
 		}
 	default:
 		var m map[string]any
