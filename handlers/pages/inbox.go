@@ -284,7 +284,7 @@ func (p *Pages) dueView(item *inbox.Item, it *models.InboxItem, now time.Time) {
 	if !ok {
 		return
 	}
-	item.Due = due.UTC().Format("2006-01-02 15:04 UTC")
+	item.Due, item.DueAt = due.UTC().Format("2006-01-02 15:04 UTC"), due
 	item.Overdue, item.Escalated = !now.Before(due), it.EscalatedAt != nil
 }
 

@@ -125,8 +125,8 @@ func taskFacts(t *models.Task, dir *directory, made int) []components.DefItem {
 		{Term: "Verification notes", Value: t.Notes},
 		{Term: "Accepted without passing checks", Value: yes(t.Override)},
 		{Term: "Depends on", Values: ids(t.DependsOn)},
-		{Term: "Created", Value: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")},
-		{Term: "Updated", Value: t.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")},
+		{Term: "Created", At: t.CreatedAt},
+		{Term: "Updated", At: t.UpdatedAt},
 	}...)
 }
 
