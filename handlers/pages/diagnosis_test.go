@@ -76,7 +76,6 @@ func TestDiagnosisShownOnce(t *testing.T) {
 	}
 }
 
-
 // TestAgentsPagesHideServerPaths: a worker's command and workdir (server paths) are on
 // the agents pages for admins only.
 func TestAgentsPagesHideServerPaths(t *testing.T) {

@@ -245,7 +245,6 @@ func tokenHref(agentID, tokenID int64) string {
 	return href(agentID) + "/tokens/" + i64(tokenID) + "/revoke"
 }
 
-
 func sandboxItems(s Sandbox) []components.DefItem {
 	list := func(term string, v []string) components.DefItem {
 		if len(v) == 0 {
