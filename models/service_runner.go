@@ -65,7 +65,7 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 	}
 	last := ""
 	if n := len(attempts); n > 0 {
-		last = fmt.Sprintf(" (%s: %s)", attempts[n-1].Stage, attempts[n-1].Failure)
+		last = " (" + StageText(attempts[n-1].Stage, attempts[n-1].Failure) + ")"
 	}
 	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
 		Title: contract.Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}

@@ -113,6 +113,7 @@ func TestFailureModes(t *testing.T) {
 						t.Errorf("payload attempt %+v", a)
 					}
 				}
+				diagnosesAreTidy(t, h, task.ID, fc.stage)
 				if lt := h.ledgerTypes(task.ID); !slices.Equal(lt, []string{models.LedgerTaskBlocked}) {
 					t.Errorf("ledger %v, want only task.blocked", lt)
 				}

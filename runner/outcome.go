@@ -251,7 +251,11 @@ func (p *settler) saveAttempt(ctx context.Context, tx models.Tx, tr *taskRun, ar
 	row.Network = ar.net.close()
 	row.ExitCode = ar.res.ExitCode
 	row.OutputTail = excerptRaw(ar.res.Tail, tailBytes)
-	sanitizeAttempt(row)
+	wsDir := ""
+	if ar.ws != nil {
+		wsDir = ar.ws.Dir
+	}
+	sanitizeAttempt(row, wsDir)
 	row.OutputHash = ar.outputHash
 	row.FinishedAt = &now
 	if row.ID == 0 {
@@ -357,13 +361,53 @@ func clean(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// sanitizeAttempt cleans every text of an attempt that may quote worker output.
-func sanitizeAttempt(a *models.Attempt) {
-	a.Diagnosis = clean(a.Diagnosis)
+// sanitizeAttempt cleans every text of an attempt that may quote worker output, and
+// names what lies in the workspace dir (when known) relative to it: the worker reads
+// diagnoses from inside the workspace and people on the dashboard, and neither needs
+// the server's layout ("output file 7/guide.md", not ".../data/work/tasks/7/7/guide.md").
+func sanitizeAttempt(a *models.Attempt, dir string) {
+	fix := func(s string) string { return clean(relativeTo(dir, s)) }
+	a.Diagnosis = fix(a.Diagnosis)
 	for i := range a.Checks {
-		a.Checks[i].Diagnosis = clean(a.Checks[i].Diagnosis)
+		a.Checks[i].Diagnosis = fix(a.Checks[i].Diagnosis)
 	}
 	for i := range a.Criteria {
-		a.Criteria[i].Error = clean(a.Criteria[i].Error)
+		a.Criteria[i].Error = fix(a.Criteria[i].Error)
 	}
+}
+
+// relativeTo rewrites every mention of the directory dir in s relative to it: "dir/x"
+// becomes "x" and dir itself ".". A longer name that merely starts with dir ("dir0")
+// is left alone; so is everything when dir is empty or "/".
+func relativeTo(dir, s string) string {
+	dir = strings.TrimRight(dir, "/")
+	if dir == "" || !strings.Contains(s, dir) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, dir)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		rest := s[i+len(dir):]
+		switch {
+		case strings.HasPrefix(rest, "/"):
+			s = rest[1:]
+		case rest == "" || !isNameByte(rest[0]):
+			b.WriteString(".")
+			s = rest
+		default:
+			b.WriteString(dir)
+			s = rest
+		}
+	}
+}
+
+// isNameByte reports whether c may continue a file name: a path that continues past
+// dir with one of these names another directory.
+func isNameByte(c byte) bool {
+	return c == '.' || c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

@@ -107,8 +107,6 @@
     return /^[a-z_]+$/.test(s) ? s : "unknown";
   }
 
-  function pad(n) { return n < 10 ? "0" + n : String(n); }
-
   function addFeedLine(ev) {
     var feeds = document.querySelectorAll("[data-live-feed]");
     if (!feeds.length) return;
@@ -121,9 +119,11 @@
       var li = document.createElement("li");
       li.className = "is-new state-" + stateOf(ev.type);
       if (ev.id) li.dataset.eventId = String(ev.id);
+      // A time like components.Time's; time.js keeps its words and title current.
       var t = document.createElement("time");
       t.dateTime = when.toISOString();
-      t.textContent = pad(when.getHours()) + ":" + pad(when.getMinutes()) + ":" + pad(when.getSeconds());
+      t.dataset.rel = "ago";
+      t.textContent = Math.max(0, Math.floor((Date.now() - when.getTime()) / 1000)) + "s ago";
       var text = document.createElement("span");
       var ty = document.createElement("span");
       ty.className = "feed-type";

@@ -19,10 +19,11 @@ import (
 // Prefix is the URL path under which Handler expects to be mounted.
 const Prefix = "/static/"
 
-// FS holds the embedded assets: app.css, live.js, editor.js (the template editor),
-// a11y.css and a11y.js (accessibility and small screens).
+// FS holds the embedded assets: app.css, live.js, time.js (relative times that tick,
+// local times on hover), editor.js (the template editor), a11y.css and a11y.js
+// (accessibility and small screens).
 //
-//go:embed app.css live.js editor.js a11y.css a11y.js
+//go:embed app.css live.js time.js editor.js a11y.css a11y.js
 var FS embed.FS
 
 var (

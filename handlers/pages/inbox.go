@@ -125,6 +125,10 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 				}
 				out.Attempts = append(out.Attempts, inbox.Attempt{Number: a.Attempt, Stage: a.Stage, Failure: a.Failure})
 			}
+			dedupeInboxAttempts(out.Attempts, dir)
+			if len(out.Attempts) > 0 {
+				out.Title = blockedTitle(out.Title)
+			}
 		}
 	case models.InboxAdvisoryPrompt:
 		out.Advisory = advisoryPromptView(it, me)
@@ -134,7 +138,7 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Agent = pp.Agent
 			out.AgentHref = "/agents/" + itoa(pp.AgentID)
 			out.Details = append(out.Details, components.DefItem{Term: "exit status", Value: strconv.Itoa(pp.ExitCode)},
-				components.DefItem{Term: "why", Value: pp.Reason, Mono: true})
+				components.DefItem{Term: "why", Value: dir.tidyDiagnosis("", pp.Reason), Mono: true})
 		}
 	default:
 		var m map[string]any
@@ -280,7 +284,7 @@ func (p *Pages) dueView(item *inbox.Item, it *models.InboxItem, now time.Time) {
 	if !ok {
 		return
 	}
-	item.Due = due.UTC().Format("2006-01-02 15:04 UTC")
+	item.Due, item.DueAt = due.UTC().Format("2006-01-02 15:04 UTC"), due
 	item.Overdue, item.Escalated = !now.Before(due), it.EscalatedAt != nil
 }
 

@@ -66,13 +66,14 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		// The held-out tests' names and messages only for those who may read them.
 		v.Attempts = append(v.Attempts, attemptView(a.ForReader(SignedIn(c)), dir))
 	}
+	dedupeTaskAttempts(v.Attempts, dir)
 	if n := len(attempts); n > 0 {
 		v.LiveText = attempts[n-1].OutputTail
 		v.Running = attempts[n-1].Outcome == models.OutcomeRunning
 		v.TestsChanged = attempts[n-1].Judge.ChangedTests()
 	}
 	for _, it := range inbox {
-		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: it.Title, Resolved: it.Resolved, Resolution: it.Resolution})
+		v.Inbox = append(v.Inbox, task.InboxRow{ID: it.ID, Kind: it.Kind, Title: blockedTitle(it.Title), Resolved: it.Resolved, Resolution: it.Resolution})
 	}
 	events, truncated, err := p.taskEvents(ctx, t)
 	if err != nil {
@@ -124,8 +125,8 @@ func taskFacts(t *models.Task, dir *directory, made int) []components.DefItem {
 		{Term: "Verification notes", Value: t.Notes},
 		{Term: "Accepted without passing checks", Value: yes(t.Override)},
 		{Term: "Depends on", Values: ids(t.DependsOn)},
-		{Term: "Created", Value: t.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")},
-		{Term: "Updated", Value: t.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")},
+		{Term: "Created", At: t.CreatedAt},
+		{Term: "Updated", At: t.UpdatedAt},
 	}...)
 }
 

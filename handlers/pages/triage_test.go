@@ -42,7 +42,7 @@ func TestInboxShowsTheTriage(t *testing.T) {
 		CreatedAt: time.Now().Add(-80 * time.Hour)}))
 
 	pg := e.browser().login("exec").get("/inbox")
-	for _, want := range []string{`data-testid="inbox-age">waiting 3d 8h`, `data-testid="inbox-due" data-state="overdue"`, `data-testid="inbox-due">due `,
+	for _, want := range []string{`data-rel="waiting"`, `>waiting 3d 8h</time>`, `data-testid="inbox-due" data-state="overdue"`, `data-testid="inbox-due">due `,
 		`data-testid="inbox-triage" data-state="escalate"`, "The spec &lt;b&gt;contradicts&lt;/b&gt; the tests.",
 		"reassign to the role architect", `data-state="failed"`, "The triage gave no usable answer: malformed triage decision"} {
 		if !strings.Contains(pg.Body, want) {

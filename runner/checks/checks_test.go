@@ -30,6 +30,15 @@ func wantVerdict(t *testing.T, r models.CheckResult, stage, verdict string, diag
 	}
 }
 
+// noServerPath fails when r's diagnosis names the directory dir (the workspace the
+// caller resolved the path in): diagnoses name files relative to the workspace.
+func noServerPath(t *testing.T, r models.CheckResult, dir string) {
+	t.Helper()
+	if strings.Contains(r.Diagnosis, dir) {
+		t.Errorf("diagnosis names the server path %s: %q", dir, r.Diagnosis)
+	}
+}
+
 func TestFormatDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		30 * time.Minute:                 "30m",
@@ -75,6 +84,17 @@ func TestContradiction(t *testing.T) {
 			out := "done. Note: this " + strings.ToUpper(p) + " step"
 			r := Contradiction(out, nil, nil)
 			wantVerdict(t, r, models.StageContradiction, models.VerdictFail, `"`+p+`"`, "line 1", `"done"`)
+		}
+	})
+	t.Run("the stage is named once", func(t *testing.T) {
+		// The stage is the diagnosis's code prefix wherever it is shown: the
+		// diagnosis itself does not start with it, and StageText adds it once.
+		r := Contradiction("TASK_COMPLETE\nthis needs human review", nil, nil)
+		if strings.HasPrefix(strings.ToLower(r.Diagnosis), models.StageContradiction) {
+			t.Errorf("diagnosis starts with its stage: %q", r.Diagnosis)
+		}
+		if got := models.StageText(r.Stage, r.Diagnosis); strings.Count(got, "contradiction:") != 1 {
+			t.Errorf("StageText = %q, want the prefix once", got)
 		}
 	})
 	t.Run("admission without claim passes", func(t *testing.T) {
@@ -166,7 +186,8 @@ func TestMechanicalFile(t *testing.T) {
 	c := contract.Completion{Type: contract.CompletionFile, Path: "feature/7/out.md", MinLength: 100}
 
 	r := Mechanical(c, path, nil)
-	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "output file missing at feature/7/out.md ("+path+")")
+	wantVerdict(t, r, models.StageMechanical, models.VerdictFail, "output file missing at feature/7/out.md")
+	noServerPath(t, r, dir)
 
 	write(t, path, "")
 	r = Mechanical(c, path, nil)
@@ -179,7 +200,8 @@ func TestMechanicalFile(t *testing.T) {
 	write(t, path, strings.Repeat("a", 42))
 	r = Mechanical(c, path, nil)
 	wantVerdict(t, r, models.StageMechanical, models.VerdictFail,
-		"output file feature/7/out.md ("+path+") is 42 bytes long; the contract requires at least 100 bytes")
+		"output file feature/7/out.md is 42 bytes long; the contract requires at least 100 bytes")
+	noServerPath(t, r, dir)
 
 	write(t, path, strings.Repeat("a", 100))
 	wantVerdict(t, Mechanical(c, path, nil), models.StageMechanical, models.VerdictPass)
@@ -230,7 +252,7 @@ func TestMechanicalSignal(t *testing.T) {
 		{`{"signal": "approved",}`, models.VerdictFail, []string{"is not valid JSON", "at offset 23"}},
 		{`["approved"]`, models.VerdictFail, []string{"holds a JSON array", "object"}},
 		{`null`, models.VerdictFail, []string{"holds null"}},
-		{``, models.VerdictFail, []string{"signal file signal.json (" + path + ") is empty"}},
+		{``, models.VerdictFail, []string{"signal file signal.json is empty"}},
 		{`{"signal": "approved"} trailing`, models.VerdictFail, []string{"is not valid JSON", "offset"}},
 	}
 	for _, tc := range cases {

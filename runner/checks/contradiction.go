@@ -81,7 +81,7 @@ func Contradiction(output string, claimTokens []string, phrases []string) models
 				continue
 			}
 			return result(models.StageContradiction, models.VerdictFail, fmt.Sprintf(
-				"contradiction: the output claims completion (%q) while admitting failure: %q on line %d: %s; "+
+				"the output claims completion (%q) while admitting failure: %q on line %d: %s; "+
 					"finish that part yourself, or do not claim completion",
 				claim, p, n+1, quoteLine(line, 240)), start)
 		}

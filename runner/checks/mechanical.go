@@ -27,7 +27,8 @@ import (
 // file when the contract names a path, none otherwise); the runner passes the
 // normalised contract, so this serves a caller holding a raw one.
 // resolvedPath is the absolute path the caller resolved and confined to the task
-// workspace; diagnoses name c.Path (what the worker was told) and resolvedPath.
+// workspace; diagnoses name c.Path (what the worker was told), never resolvedPath
+// unless the contract names no path.
 // readFile defaults to os.ReadFile. A contract the check cannot apply (unknown type,
 // signal without a value, no resolved path) or a read error other than missing,
 // directory or permission is Verdict error: not the worker's fault.
@@ -94,14 +95,15 @@ func Mechanical(c contract.Completion, resolvedPath string, readFile func(string
 	return result(models.StageMechanical, verdict, diag, start)
 }
 
-// describePath names a completion path for a diagnosis: the contract's relative path
-// and, when different, the absolute one it resolved to.
+// describePath names a completion path for a diagnosis: the contract's path, relative
+// to the workspace, as the worker was told it; the absolute path it resolved to only
+// when the contract names none. The server's layout is nobody's business: the worker
+// runs in the workspace, and people read diagnoses on the dashboard.
 func describePath(rel, abs string) string {
-	rel = strings.TrimSpace(rel)
-	if rel == "" || rel == abs {
-		return abs
+	if rel = strings.TrimSpace(rel); rel != "" {
+		return rel
 	}
-	return fmt.Sprintf("%s (%s)", rel, abs)
+	return abs
 }
 
 // readFailure classifies an error reading the completion file: missing, a directory

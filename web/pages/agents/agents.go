@@ -245,14 +245,6 @@ func tokenHref(agentID, tokenID int64) string {
 	return href(agentID) + "/tokens/" + i64(tokenID) + "/revoke"
 }
 
-// when formats an optional time for the tokens table.
-func when(t *time.Time, none string) string {
-	if t == nil {
-		return none
-	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
-}
-
 func sandboxItems(s Sandbox) []components.DefItem {
 	list := func(term string, v []string) components.DefItem {
 		if len(v) == 0 {

@@ -46,11 +46,12 @@ type Item struct {
 	// Output is an advisory item's output itself (never a server path); nil for
 	// other kinds and for a task without one.
 	Output *components.OutputView
-	// Age is how long it has waited, in words; Due when its deadline is (or was),
-	// "" for a kind without one; Overdue says it passed; Escalated that the lead was
-	// told.
+	// Age is how long it has waited, in words (the page shows CreatedAt ticking); Due
+	// when its deadline is (or was), "" for a kind without one, and DueAt that moment;
+	// Overdue says it passed; Escalated that the lead was told.
 	Age       string
 	Due       string
+	DueAt     time.Time
 	Overdue   bool
 	Escalated bool
 	// Triage is what the triage model said before the blocked task reached a person:
@@ -76,6 +77,9 @@ type Attempt struct {
 	Number  int
 	Stage   string
 	Failure string
+	// SameAs is the number of an earlier attempt that failed at the same stage in the
+	// same words, shown instead of repeating them; 0 when the failure is new.
+	SameAs int
 }
 
 // Form is one resolving action: check again (a not-ready task), retry, reassign,

@@ -143,10 +143,10 @@ func rowItems(r Row, k string, created, posted time.Time) []components.DefItem {
 		items = append(items, components.DefItem{Term: "Consensus time", Value: r.ConsensusAt.UTC().Format(time.RFC3339Nano)})
 	}
 	if !created.IsZero() {
-		items = append(items, components.DefItem{Term: "Written", Value: created.UTC().Format(time.RFC3339)})
+		items = append(items, components.DefItem{Term: "Written", At: created})
 	}
 	if !posted.IsZero() {
-		items = append(items, components.DefItem{Term: "Posted", Value: posted.UTC().Format(time.RFC3339)})
+		items = append(items, components.DefItem{Term: "Posted", At: posted})
 	}
 	if r.Kind != "" {
 		items = append(items, components.DefItem{Term: "Verified", Value: kindLabel(r.Kind)})

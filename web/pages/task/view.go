@@ -112,6 +112,7 @@ type Attempt struct {
 	Outcome    string
 	Stage      string
 	Diagnosis  string
+	SameAs     int // an earlier attempt that failed at Stage in the same words; 0 if none
 	ExitCode   int
 	StartedAt  time.Time
 	Duration   string
@@ -174,6 +175,8 @@ type HeldOutResult struct {
 // Check is one check layer's verdict.
 type Check struct {
 	Stage, Verdict, Diagnosis, Duration string
+	// AsAbove says the diagnosis is the attempt's own, shown above the table once.
+	AsAbove bool
 }
 
 // Criterion is one verification criterion's result.
