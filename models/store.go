@@ -229,7 +229,8 @@ type GoalFilter struct {
 	State   GoalState
 	Project string
 	Limit   int
-	AfterID int64 // keyset pagination: goals with a smaller ID than this, newest first
+	AfterID int64 // keyset cursor: the goals listed after this one in Sort's order
+	Sort    string // as TaskFilter.Sort
 }
 
 // InboxFilter selects inbox items. By default only open items are listed.

@@ -14,7 +14,10 @@ EXCEPTION WHEN insufficient_privilege OR undefined_file OR feature_not_supported
 END
 $$;
 
--- The task list's sorts (models.TaskFilter.Sort): newest update or creation first,
--- the id breaking ties, read from an index rather than sorting every task.
+-- The task and goal lists' sorts (models.TaskFilter.Sort, GoalFilter.Sort): newest
+-- update or creation first, the id breaking ties, read from an index rather than by
+-- sorting every row.
 CREATE INDEX tasks_updated_idx ON tasks (updated_at, id);
 CREATE INDEX tasks_created_idx ON tasks (created_at, id);
+CREATE INDEX goals_updated_idx ON goals (updated_at, id);
+CREATE INDEX goals_created_idx ON goals (created_at, id);

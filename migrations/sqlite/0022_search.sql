@@ -29,7 +29,10 @@ CREATE TRIGGER goals_search_au AFTER UPDATE OF title, description ON goals BEGIN
     INSERT INTO goals_search (rowid, title, description) VALUES (new.id, new.title, new.description);
 END;
 
--- The task list's sorts (models.TaskFilter.Sort): newest update or creation first,
--- the id breaking ties, read from an index rather than sorting every task.
+-- The task and goal lists' sorts (models.TaskFilter.Sort, GoalFilter.Sort): newest
+-- update or creation first, the id breaking ties, read from an index rather than by
+-- sorting every row.
 CREATE INDEX tasks_updated_idx ON tasks (updated_at, id);
 CREATE INDEX tasks_created_idx ON tasks (created_at, id);
+CREATE INDEX goals_updated_idx ON goals (updated_at, id);
+CREATE INDEX goals_created_idx ON goals (created_at, id);

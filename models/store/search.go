@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"github.com/countersign/countersign/models"
 )
 
@@ -57,4 +59,30 @@ func ftsPhrase(text string) string {
 func likePattern(text string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(text) + "%"
+}
+
+// keyset orders q, a list of table ("tasks" or "goals"), newest first by sort
+// (models.ListSortUpdated, models.ListSortCreated, else the id), the id breaking
+// ties, and keeps the rows after row afterID in that order when afterID > 0. The
+// cursor row is read again, so a list sorted by update skips or repeats a row that
+// was updated between two pages.
+func keyset(q *gorm.DB, table, sort string, afterID int64) *gorm.DB {
+	col := ""
+	switch sort {
+	case models.ListSortUpdated:
+		col = "updated_at"
+	case models.ListSortCreated:
+		col = "created_at"
+	}
+	if col == "" {
+		if afterID > 0 {
+			q = q.Where("id < ?", afterID)
+		}
+		return q.Order("id DESC")
+	}
+	if afterID > 0 {
+		// The table and column names are constants of this function, never input.
+		q = q.Where("("+col+", id) < (SELECT "+col+", id FROM "+table+" WHERE id = ?)", afterID)
+	}
+	return q.Order(col + " DESC").Order("id DESC")
 }

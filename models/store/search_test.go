@@ -67,3 +67,73 @@ func TestSearchTasksAndGoals(t *testing.T) {
 		}
 	})
 }
+
+// TestListSorts pages through tasks and goals sorted by update and by creation,
+// newest first with the id breaking ties, with the keyset cursor, alone and with a
+// filter.
+func TestListSorts(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		lead := agent(t, db, "lead", "lead")
+		// created minutes 0..4; updated minutes 9, 3, 9, 1, 5: ties at 9.
+		updated := []int{9, 3, 9, 1, 5}
+		var ids, goals []int64
+		for i, u := range updated {
+			tk := &models.Task{Title: "t", Role: "dev", CreatorID: lead.ID, CreatedAt: ts(i), UpdatedAt: ts(u)}
+			if i%2 == 0 {
+				tk.State = models.TaskAssigned
+			}
+			must(t, db.CreateTask(ctx, tk))
+			ids = append(ids, tk.ID)
+			g := &models.Goal{Title: "g", CreatorID: lead.ID, CreatedAt: ts(i), UpdatedAt: ts(u)}
+			must(t, db.CreateGoal(ctx, g))
+			goals = append(goals, g.ID)
+		}
+		page := func(f models.TaskFilter) []int64 {
+			t.Helper()
+			var out []int64
+			for {
+				f.Limit = 2
+				list, err := db.ListTasks(ctx, f)
+				must(t, err)
+				for _, tk := range list {
+					out = append(out, tk.ID)
+				}
+				if len(list) < 2 {
+					return out
+				}
+				f.AfterID = list[len(list)-1].ID
+			}
+		}
+		by := func(xs []int64, order ...int) []int64 {
+			out := []int64{}
+			for _, i := range order {
+				out = append(out, xs[i])
+			}
+			return out
+		}
+		cases := []struct {
+			f    models.TaskFilter
+			want []int64
+		}{
+			{models.TaskFilter{}, by(ids, 4, 3, 2, 1, 0)},
+			{models.TaskFilter{Sort: models.ListSortCreated}, by(ids, 4, 3, 2, 1, 0)},
+			{models.TaskFilter{Sort: models.ListSortUpdated}, by(ids, 2, 0, 4, 1, 3)},
+			{models.TaskFilter{Sort: models.ListSortUpdated, State: models.TaskAssigned}, by(ids, 2, 0, 4)},
+		}
+		for _, c := range cases {
+			if got := page(c.f); !slices.Equal(got, c.want) {
+				t.Errorf("%+v: %v, want %v", c.f, got, c.want)
+			}
+		}
+		list, err := db.ListGoals(ctx, models.GoalFilter{Sort: models.ListSortUpdated, AfterID: goals[0]})
+		must(t, err)
+		got := []int64{}
+		for _, g := range list {
+			got = append(got, g.ID)
+		}
+		if want := by(goals, 4, 1, 3); !slices.Equal(got, want) {
+			t.Errorf("goals by update after %d: %v, want %v", goals[0], got, want)
+		}
+	})
+}
