@@ -229,7 +229,7 @@ type GoalFilter struct {
 	State   GoalState
 	Project string
 	Limit   int
-	AfterID int64 // keyset cursor: the goals listed after this one in Sort's order
+	AfterID int64  // keyset cursor: the goals listed after this one in Sort's order
 	Sort    string // as TaskFilter.Sort
 }
 
