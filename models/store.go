@@ -104,6 +104,9 @@ type GoalStore interface {
 	ListGoals(ctx context.Context, f GoalFilter) ([]Goal, error)
 	// CountGoals counts all goals per state; every state of GoalStates is present.
 	CountGoals(ctx context.Context) (map[GoalState]int, error)
+	// SearchGoals returns up to limit goals whose title or description contains
+	// text (MinSearchText or more characters, any case), newest first.
+	SearchGoals(ctx context.Context, text string, limit int) ([]Goal, error)
 }
 
 // TaskStore keeps tasks and their dependencies.
@@ -131,6 +134,9 @@ type TaskStore interface {
 	// CountTasksByGoal is CountTasks for each of goalIDs, in one query: every id is a
 	// key, and each of its maps has every state.
 	CountTasksByGoal(ctx context.Context, goalIDs []int64) (map[int64]map[TaskState]int, error)
+	// SearchTasks returns up to limit tasks whose title or brief contains text
+	// (MinSearchText or more characters, any case), newest first.
+	SearchTasks(ctx context.Context, text string, limit int) ([]Task, error)
 }
 
 // TemplateStore keeps workflow templates, their versions and their runs.
@@ -223,7 +229,8 @@ type GoalFilter struct {
 	State   GoalState
 	Project string
 	Limit   int
-	AfterID int64 // keyset pagination: goals with a smaller ID than this, newest first
+	AfterID int64  // keyset cursor: the goals listed after this one in Sort's order
+	Sort    string // as TaskFilter.Sort
 }
 
 // InboxFilter selects inbox items. By default only open items are listed.

@@ -220,5 +220,20 @@ type TaskFilter struct {
 	AssigneeID int64
 	Role       string
 	Limit      int
-	AfterID    int64 // keyset pagination: tasks with a smaller ID than this, newest first
+	// AfterID is the keyset cursor: the tasks listed after this one in Sort's order.
+	AfterID int64
+	// Sort orders the list, newest first: ListSortID (the default), ListSortUpdated
+	// or ListSortCreated, each with the id breaking ties.
+	Sort string
 }
+
+// The orders of the task and goal lists (TaskFilter.Sort, GoalFilter.Sort), each
+// newest first.
+const (
+	ListSortID      = "id"
+	ListSortUpdated = "updated"
+	ListSortCreated = "created"
+)
+
+// ListSorts are the list orders, the default first.
+var ListSorts = []string{ListSortID, ListSortUpdated, ListSortCreated}

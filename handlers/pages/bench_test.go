@@ -18,9 +18,16 @@ const (
 	benchGoalTasks = 60000
 )
 
+// benchSearches are the searches BenchmarkPages measures: text every task holds
+// (the newest 25 of 100,000 matches), text one task holds, text none holds, a task's
+// number, and a short query (numbers and agents only).
+var benchSearches = []string{"/search?q=bulk+task", "/search?q=task+99999", "/search?q=nowhere",
+	"/search?q=%2312345", "/search?q=de"}
+
 // BenchmarkPages measures page latency (p50, p99) with 100,000 tasks in the database:
-// the first page of /tasks and the page of a goal holding 60,000 of them, warm (no
-// event since the last load: counts cached) and cold (an event before every load).
+// the first page of /tasks, the page of a goal holding 60,000 of them, warm (no
+// event since the last load: counts cached) and cold (an event before every load),
+// and the search page (benchSearches).
 //
 //	go test ./handlers/pages -run '^$' -bench BenchmarkPages -benchtime 200x
 func BenchmarkPages(b *testing.B) {
@@ -39,7 +46,9 @@ func BenchmarkPages(b *testing.B) {
 			b.Logf("%s: inserted %d tasks in %s", dialect, benchTasks, time.Since(start).Round(time.Millisecond))
 			br := e.browser().login("lead")
 			goalPath := fmt.Sprintf("/goals/%d", g.ID)
-			for _, path := range []string{"/tasks", goalPath, goalPath + "?cold"} {
+			paths := []string{"/tasks", goalPath, goalPath + "?cold"}
+			paths = append(paths, benchSearches...)
+			for _, path := range paths {
 				b.Run(path, func(b *testing.B) {
 					var d []time.Duration
 					for b.Loop() {

@@ -159,6 +159,17 @@ func signIn(t *testing.T, ctx context.Context, e *env, name, path string) {
 	)
 }
 
+// eval runs a JavaScript expression in the tab and returns its value, failing the
+// test on error.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))

@@ -25,6 +25,7 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 //	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action, /tasks/:id/recheck
 //	GET  /inbox                             POST /inbox/:id/dismiss (an advisory item)
 //	                                        (its other forms post to the task actions)
+//	GET  /search?q=                         tasks, goals and agents found (search.go)
 func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/logout", p.logout)
 	g.GET("/", p.overviewPage)
@@ -51,4 +52,5 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)
 	g.POST("/tasks/:id/advisory/:action", p.resolveAdvisory)
+	g.GET("/search", p.searchPage)
 }

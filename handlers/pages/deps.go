@@ -80,6 +80,11 @@ type statsReader interface {
 	ModelSpend(ctx context.Context, viewer *models.Agent, days int, agentID int64) (*models.ModelSpend, error)
 }
 
+// searcher is what the pages need of the search (models.SearchService).
+type searcher interface {
+	Search(ctx context.Context, viewer *models.Agent, q string, limit int) (*models.SearchResults, error)
+}
+
 // services holds the aggregates the pages call, each behind its narrow interface,
 // with the store they read and the service's clock; the field names are
 // models.Service's, so a call reads p.svc.Tasks.TaskAction as it would on the service.
@@ -93,6 +98,7 @@ type services struct {
 	Ledger    ledgerReader
 	Merges    merger
 	Stats     statsReader
+	Search    searcher
 
 	store models.Store
 	now   models.Clock
@@ -102,7 +108,7 @@ type services struct {
 func newServices(svc *models.Service) services {
 	return services{
 		Tasks: svc.Tasks, Goals: svc.Goals, Agents: svc.Agents, Tokens: svc.Tokens, Templates: svc.Templates,
-		Inbox: svc.Inbox, Ledger: svc.Ledger, Merges: svc.Merges, Stats: svc.Stats,
+		Inbox: svc.Inbox, Ledger: svc.Ledger, Merges: svc.Merges, Stats: svc.Stats, Search: svc.Search,
 		store: svc.Store(), now: svc.Now,
 	}
 }

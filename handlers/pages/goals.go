@@ -16,11 +16,12 @@ import (
 // count query.
 const goalsPageSize = 100
 
-// goalsPage answers GET /goals?state=&after=: a page of goals newest first, with
-// links to the next (older) page and back to the newest, as the task list pages.
+// goalsPage answers GET /goals?state=&sort=&after=: a page of goals newest first (by
+// number, last update or creation), with links to the next (older) page and back to
+// the newest, as the task list pages.
 func (p *Pages) goalsPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	v := goals.View{State: c.QueryParam("state")}
+	v := goals.View{State: c.QueryParam("state"), Sort: listSort(c.QueryParam("sort")), Sorts: sortOptions()}
 	v.States = []components.Option{{Value: "", Label: "any state"}}
 	valid := false
 	for _, s := range models.GoalStates {
@@ -30,7 +31,7 @@ func (p *Pages) goalsPage(c echo.Context) error {
 	if !valid {
 		v.State = ""
 	}
-	f := models.GoalFilter{State: models.GoalState(v.State), Limit: goalsPageSize + 1} // one more: is there a next page?
+	f := models.GoalFilter{State: models.GoalState(v.State), Sort: v.Sort, Limit: goalsPageSize + 1} // one more: is there a next page?
 	if after := c.QueryParam("after"); after != "" {
 		n, err := strconv.ParseInt(after, 10, 64)
 		if err == nil && n > 0 {

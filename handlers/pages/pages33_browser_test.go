@@ -91,16 +91,6 @@ func (c *consoleLog) csp() []string {
 	return out
 }
 
-// eval runs a JavaScript expression in the tab and fails the test on error.
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
 // longReason is a reason long enough to fill several lines of the Details card.
 const longReason = "The demo ops admin asked for the deployment notes first: write out/ID.md with the administration steps, the rollback plan and the contacts before running the tests again"
 

@@ -2,8 +2,10 @@ package pages
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,49 +18,15 @@ import (
 // tasksPageSize is the number of tasks per page of the list.
 const tasksPageSize = 50
 
-// tasksPage answers GET /tasks?state=&goal=&assignee=&role=&after=.
+// tasksPage answers GET /tasks?state=&goal=&assignee=&role=&sort=&after=.
 func (p *Pages) tasksPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	dir, err := p.agents(ctx)
 	if err != nil {
 		return err
 	}
-	v := tasks.View{Filter: tasks.Filter{State: c.QueryParam("state"), Goal: c.QueryParam("goal"),
-		Assignee: c.QueryParam("assignee"), Role: c.QueryParam("role")}}
-	var fe models.FieldErrors
-	f := models.TaskFilter{Limit: tasksPageSize + 1, Role: v.Filter.Role} // one more: is there a next page?
-	if s := v.Filter.State; s != "" {
-		if models.ValidTaskState(s) {
-			f.State = models.TaskState(s)
-		} else {
-			fe.Add("state", "must be a task state")
-		}
-	}
-	if g := v.Filter.Goal; g != "" {
-		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil || n <= 0 {
-			fe.Add("goal", "must be a goal number")
-		}
-		f.GoalID = n
-	}
-	if a := v.Filter.Assignee; a != "" {
-		for _, ag := range dir.list {
-			if ag.Name == a {
-				f.AssigneeID = ag.ID
-			}
-		}
-		if f.AssigneeID == 0 {
-			fe.Add("assignee", "no agent named "+a)
-		}
-	}
-	if after := c.QueryParam("after"); after != "" {
-		n, err := strconv.ParseInt(after, 10, 64)
-		if err == nil && n > 0 {
-			f.AfterID, v.Filter.After = n, n
-		}
-	}
-	v.Errors = fe
-	if len(fe) == 0 {
+	v, f := taskFilter(c, dir)
+	if len(v.Errors) == 0 {
 		list, err := p.svc.Store().ListTasks(ctx, f)
 		if err != nil {
 			return err
@@ -84,9 +52,65 @@ func (p *Pages) tasksPage(c echo.Context) error {
 	}
 	v.Agents = dir.options("anyone")
 	v.Roles = roleOptions(dir, v.Filter.Role)
+	v.Sorts = sortOptions()
 	v.Meta = p.meta(c, "Tasks", layout.NavTasks)
 	v.Meta.LiveRefresh = "any"
 	return ok(c, tasks.Page(v))
+}
+
+// taskFilter reads the task list's filter from the query: the view's copy of it
+// with its field errors, and the store's.
+func taskFilter(c echo.Context, dir *directory) (tasks.View, models.TaskFilter) {
+	v := tasks.View{Filter: tasks.Filter{State: c.QueryParam("state"), Goal: c.QueryParam("goal"),
+		Assignee: c.QueryParam("assignee"), Role: c.QueryParam("role"), Sort: listSort(c.QueryParam("sort"))}}
+	var fe models.FieldErrors
+	f := models.TaskFilter{Limit: tasksPageSize + 1, Role: v.Filter.Role, Sort: v.Filter.Sort} // one more: is there a next page?
+	if s := v.Filter.State; s != "" {
+		if models.ValidTaskState(s) {
+			f.State = models.TaskState(s)
+		} else {
+			fe.Add("state", "must be a task state")
+		}
+	}
+	if g := strings.TrimPrefix(strings.TrimSpace(v.Filter.Goal), "#"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil || n <= 0 {
+			fe.Add("goal", "must be a goal number")
+		}
+		f.GoalID = n
+	}
+	if a := v.Filter.Assignee; a != "" {
+		for _, ag := range dir.list {
+			if ag.Name == a {
+				f.AssigneeID = ag.ID
+			}
+		}
+		if f.AssigneeID == 0 {
+			fe.Add("assignee", "no agent named "+a)
+		}
+	}
+	if after := c.QueryParam("after"); after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err == nil && n > 0 {
+			f.AfterID, v.Filter.After = n, n
+		}
+	}
+	v.Errors = fe
+	return v, f
+}
+
+// listSort returns s when it names a list order other than the default, else "".
+func listSort(s string) string {
+	if s != models.ListSortID && slices.Contains(models.ListSorts, s) {
+		return s
+	}
+	return ""
+}
+
+// sortOptions lists the list orders, the default (by number) first as "".
+func sortOptions() []components.Option {
+	return []components.Option{{Value: "", Label: "newest number"}, {Value: models.ListSortUpdated, Label: "last updated"},
+		{Value: models.ListSortCreated, Label: "newest created"}}
 }
 
 // roleOptions lists the roles agents hold (plus the current filter), for the filter.

@@ -118,17 +118,15 @@ func (o *ops) getGoal(q *gorm.DB, id int64) (*models.Goal, error) {
 	return fromGoalRecord(&rec), nil
 }
 
-// ListGoals returns goals newest first, with ids below f.AfterID when it is set.
+// ListGoals returns goals newest first (by f.Sort), after goal f.AfterID in that
+// order when it is set.
 func (o *ops) ListGoals(ctx context.Context, f models.GoalFilter) ([]models.Goal, error) {
-	q := o.q(ctx).Order("id DESC").Limit(listLimit(f.Limit))
+	q := keyset(o.q(ctx), "goals", f.Sort, f.AfterID).Limit(listLimit(f.Limit))
 	if f.State != "" {
 		q = q.Where("state = ?", string(f.State))
 	}
 	if f.Project != "" {
 		q = q.Where("project = ?", f.Project)
-	}
-	if f.AfterID > 0 {
-		q = q.Where("id < ?", f.AfterID)
 	}
 	var recs []goalRecord
 	if err := q.Find(&recs).Error; err != nil {

@@ -58,7 +58,8 @@ func listTables(t *testing.T, ctx context.Context, db *store.DB) []string {
 	var names []string
 	q := "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
 	if db.Dialect() == store.DialectSQLite {
-		q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+		// The search indexes (FTS5 virtual tables and their shadow tables) have no records.
+		q = "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%'"
 	}
 	must(t, db.Gorm().WithContext(ctx).Raw(q).Scan(&names).Error)
 	return names

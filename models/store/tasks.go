@@ -400,10 +400,10 @@ func (o *ops) GetTasks(ctx context.Context, ids []int64) ([]models.Task, error) 
 	return fromTaskRecords(recs)
 }
 
-// ListTasks returns tasks newest first, at most f.Limit (default 100, at most 1000),
-// with ids below f.AfterID when it is set.
+// ListTasks returns tasks newest first (by f.Sort), at most f.Limit (default 100,
+// at most 1000), after task f.AfterID in that order when it is set.
 func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task, error) {
-	q := o.q(ctx).Order("id DESC").Limit(listLimit(f.Limit))
+	q := keyset(o.q(ctx), "tasks", f.Sort, f.AfterID).Limit(listLimit(f.Limit))
 	if f.State != "" {
 		q = q.Where("state = ?", string(f.State))
 	}
@@ -415,9 +415,6 @@ func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task
 	}
 	if f.Role != "" {
 		q = q.Where("role = ?", f.Role)
-	}
-	if f.AfterID > 0 {
-		q = q.Where("id < ?", f.AfterID)
 	}
 	var recs []taskRecord
 	if err := q.Find(&recs).Error; err != nil {

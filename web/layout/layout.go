@@ -35,6 +35,8 @@ type PageMeta struct {
 	// [data-live-region] elements when a matching event arrives: "task:12",
 	// "goal:3", "any", or several separated by spaces. Empty: no refresh.
 	LiveRefresh string
+	// Search is the query shown in the navigation's search box (the search page's own).
+	Search string
 }
 
 // NavAgent is the signed-in agent as shown in the navigation bar.
@@ -72,6 +74,29 @@ var NavItems = []NavItem{
 	{NavAgents, "Agents", "/agents"},
 	{NavLedger, "Ledger", "/ledger"},
 	{NavRules, "Rules", "/rules"},
+}
+
+// Shortcut is one keyboard shortcut: the keys pressed in turn, what it does, and
+// the name shortcuts.js knows it by (data-testid "shortcut-<Action>" in the list).
+type Shortcut struct {
+	Keys   []string
+	Label  string
+	Action string
+}
+
+// Shortcuts lists the keyboard shortcuts static/shortcuts.js handles, in the order
+// the "?" overlay shows them.
+var Shortcuts = []Shortcut{
+	{[]string{"g", "i"}, "Go to the inbox", "inbox"},
+	{[]string{"g", "q"}, "Go to what waits on you (/queue)", "queue"},
+	{[]string{"g", "t"}, "Go to the tasks", "tasks"},
+	{[]string{"g", "o"}, "Go to the goals", "goals"},
+	{[]string{"/"}, "Search", "search"},
+	{[]string{"j"}, "Next item in the list", "next"},
+	{[]string{"k"}, "Previous item in the list", "previous"},
+	{[]string{"Enter"}, "Open the selected item (also o)", "open"},
+	{[]string{"?"}, "Show or hide this list", "help"},
+	{[]string{"Esc"}, "Close this list; leave a field", "escape"},
 }
 
 // LogoutPath is where the navigation's logout form posts.

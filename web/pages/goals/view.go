@@ -13,19 +13,24 @@ import (
 type View struct {
 	Meta   layout.PageMeta
 	State  string              // the state filter, "" for all
+	Sort   string              // the order, models.ListSort*; "" for the default, by number
 	After  int64               // the keyset cursor: goals below this id, 0 on the first page
 	States []components.Option // the filter's choices
+	Sorts  []components.Option // the orders
 	Goals  []Row
 	Next   string // href of the next (older) page, "" on the last one
 	First  string // href of the first (newest) page, "" on the first one
 }
 
-// Href returns the list's URL with the state filter and the keyset cursor after
+// Href returns the list's URL with the state filter, the order and the keyset cursor after
 // (0: the first page).
 func (v View) Href(after int64) string {
 	q := url.Values{}
 	if v.State != "" {
 		q.Set("state", v.State)
+	}
+	if v.Sort != "" {
+		q.Set("sort", v.Sort)
 	}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))

@@ -15,6 +15,7 @@ type View struct {
 	States []components.Option
 	Roles  []components.Option
 	Agents []components.Option
+	Sorts  []components.Option
 	Tasks  []Row
 	Next   string // href of the next page, "" on the last one
 	First  string // href of the first page, "" on the first one
@@ -27,6 +28,7 @@ type Filter struct {
 	Goal     string
 	Assignee string
 	Role     string
+	Sort     string // models.ListSort*; "" for the default, by number
 	After    int64
 }
 
@@ -45,7 +47,7 @@ type Row struct {
 // Href returns the list's URL for f with the keyset cursor after (0: first page).
 func (f Filter) Href(after int64) string {
 	q := url.Values{}
-	for k, v := range map[string]string{"state": f.State, "goal": f.Goal, "assignee": f.Assignee, "role": f.Role} {
+	for k, v := range map[string]string{"state": f.State, "goal": f.Goal, "assignee": f.Assignee, "role": f.Role, "sort": f.Sort} {
 		if v != "" {
 			q.Set(k, v)
 		}
