@@ -88,4 +88,3 @@ func readData(t testing.TB, c *websocket.Conn, want int64) string {
 	}
 	return strings.Join(all, "\n")
 }
-
