@@ -7,6 +7,11 @@ import "context"
 // ("own"); never the password or its hash.
 const AgentPasswordSet = "agent.password_set"
 
+// NewPassword returns a random one-time password (20 URL-safe characters, over
+// MinPasswordLength): the one the first start, the demo and `countersign agent
+// password` print.
+func NewPassword() string { return NewSecret("")[:20] }
+
 // SetPassword sets the dashboard password of the human agent name. An admin (acting
 // as itself, not through an attempt token) sets or resets anyone's; any other human
 // changes only their own and must give their current password. A password must pass

@@ -277,7 +277,7 @@ func firstRun(ctx context.Context, store models.Store, creator agentCreator, out
 			return nil
 		}
 	}
-	password := models.NewSecret("")[:20]
+	password := models.NewPassword()
 	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	if err := creator.CreateAgent(ctx, models.System, admin, password); err != nil {
 		return err
