@@ -171,7 +171,6 @@ const (
 	PasswordChange = "change" // a person changes their own: the current one asked
 )
 
-
 // TokenLifetimes are the choices of the token form's lifetime.
 var TokenLifetimes = []components.Option{
 	{Value: "30d", Label: "30 days"},
