@@ -107,6 +107,26 @@ func (h *AgentsAPI) Update(c echo.Context) error {
 	return c.JSON(http.StatusOK, a)
 }
 
+// passwordInput is the body of PUT /agents/{name}/password.
+type passwordInput struct {
+	Password        string `json:"password"`
+	CurrentPassword string `json:"current_password"`
+}
+
+// SetPassword answers PUT /agents/{name}/password with 204: an admin sets or resets
+// a human's dashboard password; a human changes their own, giving current_password.
+// A password the rule refuses, or a wrong current one, is 422 naming the field.
+func (h *AgentsAPI) SetPassword(c echo.Context) error {
+	var in passwordInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := h.agents.SetPassword(c.Request().Context(), Actor(c), c.Param("name"), in.CurrentPassword, in.Password); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
 // Tokens answers GET /agents/{name}/tokens: the agent's tokens (never their secrets)
 // with their status; an admin or the agent itself may list them.
 func (h *AgentsAPI) Tokens(c echo.Context) error {

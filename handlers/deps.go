@@ -33,6 +33,7 @@ type AdvisoryResolver interface {
 type AgentWriter interface {
 	CreateAgent(ctx context.Context, actor *models.Agent, a *models.Agent, password string) error
 	UpdateAgent(ctx context.Context, actor *models.Agent, a *models.Agent) error
+	SetPassword(ctx context.Context, actor *models.Agent, name, current, password string) error
 }
 
 // TokenManager is what the agents API needs of the token aggregate (models.TokenService): an agent's tokens.

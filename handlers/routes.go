@@ -88,6 +88,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/agents", agents.List)
 	api.POST("/agents", agents.Create)
 	api.PATCH("/agents/:name", agents.Update)
+	api.PUT("/agents/:name/password", agents.SetPassword)
 	api.GET("/agents/:name/tokens", agents.Tokens)
 	api.GET("/agents/:name/stats", agents.Stats)
 	api.DELETE("/tokens/:id", agents.RevokeToken)

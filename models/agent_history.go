@@ -101,12 +101,17 @@ func AdminOnlyAgentField(name string) bool {
 	return strings.HasPrefix(name, "sandbox.")
 }
 
+// SeesAdminFields reports whether a may read the agent fields only admins see (see
+// AdminOnlyAgentField): a holds the admin role and acts as itself, not through an
+// attempt token. It is the one rule the API, the pages and the live stream apply.
+func (a *Agent) SeesAdminFields() bool { return a.HasRole(RoleAdmin) && a.Scope == nil }
+
 // VisibleTo returns a copy of a as viewer may see it: without its command, workdir,
-// worktree and sandbox settings unless viewer is an admin.
+// worktree and sandbox settings unless viewer SeesAdminFields.
 func (a Agent) VisibleTo(viewer *Agent) Agent {
 	a.Roles = slices.Clone(a.Roles)
 	a.Scope = nil
-	if viewer.HasRole(RoleAdmin) && viewer.Scope == nil {
+	if viewer.SeesAdminFields() {
 		a.Sandbox = a.Sandbox.Clone()
 		a.PassEnv = slices.Clone(a.PassEnv)
 		return a
@@ -115,11 +120,26 @@ func (a Agent) VisibleTo(viewer *Agent) Agent {
 	return a
 }
 
-// VisibleTo returns e as viewer may see it: an event about an agent (agent.*) loses
-// the values of the fields only admins see, unless viewer is an admin; a changed
-// field stays named, marked hidden.
+// VisibleTo returns e as viewer may see it: WithoutAdminFields unless viewer
+// SeesAdminFields.
 func (e Event) VisibleTo(viewer *Agent) Event {
-	if !strings.HasPrefix(e.Type, "agent.") || len(e.Data) == 0 || (viewer.HasRole(RoleAdmin) && viewer.Scope == nil) {
+	if viewer.SeesAdminFields() {
+		return e
+	}
+	return e.WithoutAdminFields()
+}
+
+// CarriesAdminFields reports whether e is an event about an agent (agent.*) with data,
+// which may hold fields only admins see.
+func (e *Event) CarriesAdminFields() bool {
+	return strings.HasPrefix(e.Type, "agent.") && len(e.Data) > 0
+}
+
+// WithoutAdminFields returns e as a viewer who does not see admin fields may see it:
+// an event about an agent loses the values of the fields only admins see (a changed
+// field stays named, marked hidden); other events are returned as they are.
+func (e Event) WithoutAdminFields() Event {
+	if !e.CarriesAdminFields() {
 		return e
 	}
 	var data map[string]json.RawMessage

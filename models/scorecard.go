@@ -127,7 +127,8 @@ type Scorecard struct {
 	Attempts int `json:"attempts"`
 	// Verified counts takes whose task is verified with its checks passed (an exec's
 	// accept of blocked work is not); FirstPass those of them without a revision;
-	// Revised takes with a revision: a failed attempt, a second passing one, or a
+	// Revised takes with a revision: an attempt after a failed one (a failed attempt
+	// that was the last, its task blocked, is none), a second passing one, or a
 	// verifier's rejection.
 	Verified  int `json:"verified"`
 	FirstPass int `json:"first_pass"`
@@ -207,13 +208,18 @@ func groupTakes(attempts []AttemptFact, blocks []BlockFact) ([]int64, map[int64]
 
 // verdict is what one take came to.
 func (t *take) verdict() (verified, revised bool, blockKind string) {
-	passed, failed, rejections := 0, 0, 0
+	passed, revisions, rejections := 0, 0, 0
+	failedBefore := false // a failed attempt not yet followed by a revision
 	for _, a := range t.attempts {
+		if failedBefore && a.Outcome != OutcomeInfra {
+			revisions++ // this attempt revises the failed work
+			failedBefore = false
+		}
 		switch a.Outcome {
 		case OutcomePassed:
 			passed++
 		case OutcomeFailed:
-			failed++
+			failedBefore = true
 		}
 		rejections = max(rejections, a.Rejections)
 	}
@@ -221,7 +227,9 @@ func (t *take) verdict() (verified, revised bool, blockKind string) {
 		last := t.attempts[len(t.attempts)-1]
 		verified = last.State == TaskVerified && !last.Override && passed > 0
 	}
-	revised = failed > 0 || passed > 1 || rejections > 0
+	// A failed attempt with no attempt after it (no revision left: the task blocked)
+	// revised nothing.
+	revised = revisions > 0 || passed > 1 || rejections > 0
 	if n := len(t.blocks); n > 0 {
 		latest := t.blocks[0]
 		for _, b := range t.blocks[1:] {

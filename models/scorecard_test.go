@@ -110,6 +110,21 @@ func TestTakeVerdicts(t *testing.T) {
 	}
 }
 
+// TestFailedLastAttemptIsNoRevision: a task with max_attempts 1 whose only attempt
+// failed (it blocked, no revision left) was not revised; a failed attempt followed by
+// another is, and an infrastructure retry is not a revision of the work.
+func TestFailedLastAttemptIsNoRevision(t *testing.T) {
+	v := time.Now()
+	sc := ComputeScorecard(7, v, v, []AttemptFact{
+		{TaskID: 1, Outcome: OutcomeFailed, State: TaskBlocked}, // no revision left
+		{TaskID: 2, Outcome: OutcomeFailed}, {TaskID: 2, Outcome: OutcomePassed, State: TaskVerified, VerifiedAt: &v},
+		{TaskID: 3, Outcome: OutcomeFailed}, {TaskID: 3, Outcome: OutcomeInfra, State: TaskBlocked},
+	}, []BlockFact{{TaskID: 1, Stage: StageVerify, At: v}, {TaskID: 3, Stage: StageInfra, At: v}})
+	if sc.Taken != 3 || sc.Revised != 1 || sc.RevisionRate == nil || *sc.RevisionRate != 1.0/3 {
+		t.Fatalf("revised %d of %d (rate %v), want 1 of 3", sc.Revised, sc.Taken, sc.RevisionRate)
+	}
+}
+
 func TestGoalProgressBurnDownCapped(t *testing.T) {
 	d := func(n int) time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n) }
 	p := ComputeGoalProgress(GoalProgressFacts{

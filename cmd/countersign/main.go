@@ -33,6 +33,7 @@ func commands() []command {
 		{"runner", "run only the runner pool and publisher (more machines on one PostgreSQL)", runRunner},
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"agent add", "add an agent: countersign agent add NAME --kind worker|human --roles a,b", runAgentAdd},
+		{"agent password", "set or reset a person's dashboard password (stdin, or a generated one): countersign agent password NAME", runAgentPassword},
 		{"agent update", "change an agent's roles, command, workdir or sandbox: countersign agent update NAME --sandbox-write DIR", runAgentUpdate},
 		{"token create", "print a new bearer token for an agent: countersign token create AGENT [--expires 30d|720h|never]", runTokenCreate},
 		{"token list", "list an agent's tokens with their status: countersign token list AGENT", runTokenList},

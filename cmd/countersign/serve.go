@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/runner/sandbox"
@@ -52,7 +53,8 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	svc := newService(db)
-	if err := firstRun(ctx, svc.Store(), svc.Agents, out); err != nil {
+	admin, err := firstRun(ctx, svc.Store(), svc.Agents)
+	if err != nil {
 		return err
 	}
 	led, ledInfo, err := openLedger(c, db)
@@ -63,6 +65,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		defer cl.Close()
 	}
 	s := &serving{c: c, log: log, db: db, svc: svc, deadlines: deadlines, ledInfo: ledInfo}
+	if admin != nil {
+		s.people = append(s.people, *admin)
+	}
 	defer func() { stopAll(log, c.Grace+5*time.Second, s.stops) }()
 	if err := s.startWatching(ctx); err != nil {
 		return err
@@ -86,6 +91,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	srv := s.handler()
+	printSignIns(out, c.URL, s.people)
 	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
 	return serveUntilDone(ctx, log, ln, srv, c.Grace)
 }
@@ -143,6 +149,9 @@ type serving struct {
 	deadlines models.Deadlines
 	ledInfo   ledger.Info
 	stops     []func(context.Context) error
+	// people are the persons this start created, with their one-time passwords: the
+	// first admin and the demo's people, printed once the address is known.
+	people []demo.Person
 
 	// startWatching
 	hub     *live.Hub
@@ -174,9 +183,11 @@ func (s *serving) startWatching(ctx context.Context) error {
 	}
 	s.stops = append(s.stops, watcher.Stop)
 	if s.c.Demo {
-		if err := demo.Seed(ctx, s.svc, s.c.DataDir); err != nil {
+		people, err := demo.Seed(ctx, s.svc, s.c.DataDir)
+		if err != nil {
 			return fmt.Errorf("seeding the demo: %w", err)
 		}
+		s.people = append(s.people, people...)
 	}
 	return nil
 }
@@ -265,25 +276,38 @@ func stopAll(log *slog.Logger, timeout time.Duration, stops []func(context.Conte
 	}
 }
 
-// firstRun creates the first administrator on a database without people, and prints
-// its one-time password once: there is no other way in.
-func firstRun(ctx context.Context, store models.Store, creator agentCreator, out io.Writer) error {
+// firstRun creates the first administrator on a database without people, with a
+// one-time password, and returns it (nil when there are people already): printed
+// once by printSignIns, it is the only way in.
+func firstRun(ctx context.Context, store models.Store, creator agentCreator) (*demo.Person, error) {
 	agents, err := store.ListAgents(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, a := range agents {
 		if a.Kind == models.KindHuman {
-			return nil
+			return nil, nil
 		}
 	}
-	password := models.NewSecret("")[:20]
+	password := models.NewPassword()
 	admin := &models.Agent{Name: "admin", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	if err := creator.CreateAgent(ctx, models.System, admin, password); err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(out, "\nFirst start: created agent %q (admin, lead, exec).\nOne-time password, shown only now: %s\n\n", admin.Name, password)
-	return nil
+	return &demo.Person{Name: admin.Name, Roles: admin.Roles, Password: password}, nil
+}
+
+// printSignIns prints, once the server's address is known, how each person created
+// on this start signs in: "Sign in at URL as NAME with password PASSWORD (roles …)".
+func printSignIns(out io.Writer, url string, people []demo.Person) {
+	if len(people) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nFirst start: one-time passwords, shown only now (change them on your agent page, or with `countersign agent password NAME`):")
+	for _, p := range people {
+		fmt.Fprintf(out, "Sign in at %s as %s with password %s (roles %s)\n", url, p.Name, p.Password, strings.Join(p.Roles, ", "))
+	}
+	fmt.Fprintln(out)
 }
 
 // selfURL is how a process on this machine reaches the listener at addr: a wildcard

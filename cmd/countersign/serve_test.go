@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,15 +17,22 @@ import (
 )
 
 // TestServeDemo runs the README's run command (serve --demo on the embedded default)
-// and checks what a newcomer sees: the one-time admin password, the demo reaching
+// and checks what a newcomer sees: a sign-in line with the address and a one-time
+// password for the admin and for each demo person (each signs in with it), the demo reaching
 // every outcome within a minute, and every surface answering — API, dashboard login,
 // WebSocket and MCP refusing strangers, metrics — then a clean shutdown on SIGTERM.
 func TestServeDemo(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	cmd := startServeDemo(t, dir, addr)
+	cmd, people := startServeDemo(t, dir, addr)
 	base := "http://" + addr
 	waitFor(t, 30*time.Second, func() bool { return status(base+"/readyz", "") == 200 })
+	// Every persona signs in with the password printed for it.
+	for name, pw := range people {
+		if got := signInStatus(t, base, name, pw); got != http.StatusSeeOther {
+			t.Errorf("signing in as %s with the printed password: %d, want 303", name, got)
+		}
+	}
 	var ready map[string]string
 	getJSON(t, base+"/readyz", "", &ready)
 	if !strings.HasPrefix(ready["sandbox"], "sandbox on: Landlock ABI") {
@@ -35,9 +44,13 @@ func TestServeDemo(t *testing.T) {
 	stopServeDemo(t, cmd)
 }
 
-// startServeDemo starts `serve --demo` on addr and waits for the one-time admin
-// password it prints on first start.
-func startServeDemo(t *testing.T, dir, addr string) *exec.Cmd {
+// signInLine is how serve prints a person it created on its first start.
+var signInLine = regexp.MustCompile(`^Sign in at (\S+) as (\S+) with password (\S+) \(roles ([^)]+)\)$`)
+
+// startServeDemo starts `serve --demo` on addr and waits for the sign-in lines it
+// prints on first start: the admin's and the demo tester's, each with the address
+// to sign in at and a one-time password. It returns the passwords by name.
+func startServeDemo(t *testing.T, dir, addr string) (*exec.Cmd, map[string]string) {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--demo", "--addr", addr, "--data-dir", dir)
 	cmd.Env = append(os.Environ(), "COUNTERSIGN_DATABASE_URL=", "DATABASE_URL=", "ANTHROPIC_API_KEY=", "COUNTERSIGN_LOG_LEVEL=warn")
@@ -50,24 +63,55 @@ func startServeDemo(t *testing.T, dir, addr string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	password := make(chan string, 1)
+	lines := make(chan []string, 8)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "One-time password, shown only now: "); ok {
-				password <- p
+			if m := signInLine.FindStringSubmatch(sc.Text()); m != nil {
+				lines <- m
 			}
 		}
 	}()
-	select {
-	case p := <-password:
-		if len(p) < 10 {
-			t.Fatalf("password %q", p)
+	people := map[string]string{}
+	for people["admin"] == "" || people["tess"] == "" {
+		select {
+		case m := <-lines:
+			if m[1] != "http://"+addr || len(m[3]) < 10 {
+				t.Fatalf("sign-in line %q: want the address http://%s and a password", m[0], addr)
+			}
+			people[m[2]] = m[3]
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no sign-in line for the admin and the demo tester within 30s (have %v)", people)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no one-time admin password printed")
 	}
-	return cmd
+	return cmd, people
+}
+
+// signInStatus posts the login form as name with password and returns the status.
+func signInStatus(t *testing.T, base, name, password string) int {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
+	res, err := c.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	csrf := ""
+	for _, ck := range res.Cookies() {
+		csrf = ck.Value // the login form's token is its cookie's value
+	}
+	form := url.Values{"name": {name}, "password": {password}, "csrf": {csrf}, "next": {"/"}}
+	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, ck := range res.Cookies() {
+		req.AddCookie(ck)
+	}
+	res, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // waitForDemoOutcomes waits until the demo has reached every outcome and the ledger

@@ -25,6 +25,9 @@ type client struct {
 	send   chan *message
 	sessID string
 	expiry time.Time
+	// admin says the session's agent sees the agent fields only admins see
+	// (models.Agent.SeesAdminFields); looked up again with the session.
+	admin bool
 
 	// set by register
 	ctx    context.Context // ends when the client is dropped or the hub stops
@@ -37,7 +40,7 @@ type client struct {
 	writerDone chan struct{}
 }
 
-func newClient(h *Hub, conn *websocket.Conn, s *models.Session) *client {
+func newClient(h *Hub, conn *websocket.Conn, a *models.Agent, s *models.Session) *client {
 	return &client{
 		hub:        h,
 		conn:       conn,
@@ -45,6 +48,7 @@ func newClient(h *Hub, conn *websocket.Conn, s *models.Session) *client {
 		send:       make(chan *message, h.opts.QueueSize),
 		sessID:     s.ID,
 		expiry:     s.ExpiresAt,
+		admin:      a.SeesAdminFields(),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
@@ -140,7 +144,7 @@ func (c *client) replay() error {
 		}
 		raws := make([][]byte, n)
 		for i := range evs[:n] {
-			raws[i] = encodeEvent(&evs[i], c.hub.log)
+			raws[i] = encodeFor(evs[i], c.admin, c.hub.log)
 		}
 		if err := c.write(joinEvents(raws)); err != nil {
 			return err
@@ -159,6 +163,7 @@ func (c *client) deliver(m *message) error {
 	if m.log {
 		return c.writePrepared(m.pm)
 	}
+	m = m.For(c.admin)
 	if m.last <= c.sent {
 		return nil
 	}
@@ -217,5 +222,6 @@ func (c *client) sessionEnded() string {
 		return "session ended"
 	}
 	c.expiry = s.ExpiresAt
+	c.admin = a.SeesAdminFields()
 	return ""
 }

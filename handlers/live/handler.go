@@ -33,7 +33,7 @@ func (h *Hub) Register(e *echo.Echo) {
 // starts at the newest event. It returns when the connection ends.
 func (h *Hub) Handler(c echo.Context) error {
 	req := c.Request()
-	sess, err := h.authenticate(req.Context(), req)
+	agent, sess, err := h.authenticate(req.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (h *Hub) Handler(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered the request
 	}
-	cl := newClient(h, conn, sess)
+	cl := newClient(h, conn, agent, sess)
 	if !h.register(cl, after) {
 		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down")
 		_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeWait))
@@ -93,19 +93,19 @@ func (h *Hub) newest() int64 {
 // running reports whether the hub accepts clients.
 func (h *Hub) running() bool { return h.currentState() == stateRunning }
 
-// authenticate returns the request's session, or an EUNAUTHORIZED error when there is
-// no cookie, the session is unknown or expired, or its agent may not sign in.
-func (h *Hub) authenticate(ctx context.Context, r *http.Request) (*models.Session, error) {
+// authenticate returns the request's agent and session, or an EUNAUTHORIZED error when
+// there is no cookie, the session is unknown or expired, or its agent may not sign in.
+func (h *Hub) authenticate(ctx context.Context, r *http.Request) (*models.Agent, *models.Session, error) {
 	unauthorized := models.Errorf(models.EUNAUTHORIZED, "sign in to receive live updates")
 	ck, err := r.Cookie(SessionCookie)
 	if err != nil {
-		return nil, unauthorized
+		return nil, nil, unauthorized
 	}
-	_, s, err := models.ResolveSession(ctx, h.store, ck.Value, h.opts.Clock())
+	a, s, err := models.ResolveSession(ctx, h.store, ck.Value, h.opts.Clock())
 	if models.ErrorCode(err) == models.EUNAUTHORIZED {
-		return nil, unauthorized
+		return nil, nil, unauthorized
 	}
-	return s, err
+	return a, s, err
 }
 
 // checkOrigin is the upgrader's CheckOrigin: a browser's Origin must name the host the

@@ -2,9 +2,10 @@
 // a WebSocket at /ws (static/live.js is the client).
 //
 // One hub goroutine follows the store's commit notifications (with a fallback poll),
-// reads each batch of new events once, encodes it once and hands the same prepared
-// frame to every client's bounded queue; the database is never queried per client per
-// event. A client whose queue is full is dropped with a policy-violation close, so a
+// reads each batch of new events once, encodes it once (twice when it carries agent
+// events: as admins see it, and without the agent fields only admins see, the rule of
+// models.Agent.SeesAdminFields) and hands the prepared frame to every client's bounded
+// queue; the database is never queried per client per event. A client whose queue is full is dropped with a policy-violation close, so a
 // slow page never slows the hub or the other pages; it reconnects with its last event
 // id and the replay gives it what it missed.
 //
@@ -386,6 +387,9 @@ func newestEventID(ctx context.Context, st models.Store) (int64, error) {
 }
 
 // message is one WebSocket text message, encoded once and shared by every client.
+// An event batch carrying agent events is encoded twice: as admins see it (pm, raws)
+// and as everyone else does (public), the fields only admins see left out (see
+// models.Event.WithoutAdminFields); any other batch is the same for everyone.
 type message struct {
 	pm *websocket.PreparedMessage
 	// first and last are the ids of the events it carries (0 for a log message); raws
@@ -394,20 +398,52 @@ type message struct {
 	ids         []int64
 	raws        [][]byte
 	log         bool
+	// public is the batch for sessions that do not see admin fields; nil: pm and raws.
+	public *message
+}
+
+// For returns the message as a session sees it: admin says it SeesAdminFields.
+func (m *message) For(admin bool) *message {
+	if admin || m.public == nil {
+		return m
+	}
+	return m.public
 }
 
 // newEventMessage encodes evs (oldest first) as one message: an object for a single
-// event, an array otherwise, as static/live.js reads both.
+// event, an array otherwise, as static/live.js reads both. The public version is
+// encoded only when some event carries admin fields.
 func newEventMessage(evs []models.Event, log *slog.Logger) *message {
+	m := encodeBatch(evs, true, log)
+	for i := range evs {
+		if evs[i].CarriesAdminFields() {
+			m.public = encodeBatch(evs, false, log)
+			break
+		}
+	}
+	return m
+}
+
+// encodeBatch encodes evs as a session that sees admin fields (admin) or not does.
+func encodeBatch(evs []models.Event, admin bool, log *slog.Logger) *message {
 	m := &message{first: evs[0].ID, last: evs[len(evs)-1].ID}
 	m.ids = make([]int64, len(evs))
 	m.raws = make([][]byte, len(evs))
 	for i := range evs {
 		m.ids[i] = evs[i].ID
-		m.raws[i] = encodeEvent(&evs[i], log)
+		m.raws[i] = encodeFor(evs[i], admin, log)
 	}
 	m.pm = prepare(joinEvents(m.raws))
 	return m
+}
+
+// encodeFor returns the event's JSON as a session sees it: without the agent fields
+// only admins see unless admin.
+func encodeFor(e models.Event, admin bool, log *slog.Logger) []byte {
+	if !admin {
+		e = e.WithoutAdminFields()
+	}
+	return encodeEvent(&e, log)
 }
 
 // encodeEvent returns the event's JSON; data that is not valid JSON is left out

@@ -21,6 +21,7 @@ import "github.com/labstack/echo/v4"
 //	GET  /agents/:id                 an agent; edit form for admins
 //	GET  /agents/:id/scorecard       its scorecard and charts (?days=7|30; agent_page.go)
 //	POST /agents/:id                 save an agent (admin)
+//	POST /agents/:id/password        set a person's password (admin), or change your own
 //	POST /agents/:id/tokens          create a token, shown once on the page answered (admin)
 //	POST /agents/:id/tokens/:tid/revoke  revoke a token (admin, or the agent itself)
 //	GET  /ledger                     ledger entries, oldest first, ?after=ID pages
@@ -49,6 +50,7 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/agents/:id", p.agentShow)
 	g.GET("/agents/:id/scorecard", p.agentScorecard)
 	g.POST("/agents/:id", p.agentUpdate)
+	g.POST("/agents/:id/password", p.agentPassword)
 	g.POST("/agents/:id/tokens", p.agentToken)
 	g.POST("/agents/:id/tokens/:tid/revoke", p.agentTokenRevoke)
 

@@ -228,9 +228,14 @@ func (p *Pages) templateEditOp(c echo.Context, v tplpage.View, op string, fragme
 	return render(c, http.StatusOK, tplpage.Page(v))
 }
 
-// templateImportForm answers GET /templates/import.
+// templateImportForm answers GET /templates/import; for an agent who may not save
+// templates, 403 with the form and the reason.
 func (p *Pages) templateImportForm(c echo.Context) error {
-	return render(c, http.StatusOK, templates.Import(p.importView(c)))
+	v := p.importView(c)
+	if v.Refused != "" {
+		return render(c, http.StatusForbidden, templates.Import(v))
+	}
+	return render(c, http.StatusOK, templates.Import(v))
 }
 
 // templateImport answers POST /templates/import: parse the YAML (or JSON), take the
@@ -240,6 +245,9 @@ func (p *Pages) templateImport(c echo.Context) error {
 	v.Name, v.YAML = strings.TrimSpace(c.FormValue("name")), c.FormValue("yaml")
 	v.Errors = map[string]string{}
 	fail := func() error { return render(c, http.StatusUnprocessableEntity, templates.Import(v)) }
+	if v.Refused != "" { // the pasted text is kept, with the reason, not a bare error page
+		return render(c, http.StatusForbidden, templates.Import(v))
+	}
 	if strings.TrimSpace(v.YAML) == "" {
 		v.Errors["yaml"] = "paste a template"
 		return fail()
@@ -270,6 +278,11 @@ func (p *Pages) templateImport(c echo.Context) error {
 	}
 	t.Version = 0
 	if err := p.svc.Templates.SaveTemplate(c.Request().Context(), SignedIn(c), t); err != nil {
+		var de *models.Error
+		if models.ErrorCode(err) == models.EFORBIDDEN && errors.As(err, &de) {
+			v.Refused = de.Message
+			return render(c, http.StatusForbidden, templates.Import(v))
+		}
 		if !isInvalid(err) {
 			return err
 		}
@@ -289,7 +302,11 @@ func (p *Pages) templateImport(c echo.Context) error {
 }
 
 func (p *Pages) importView(c echo.Context) templates.ImportView {
-	return templates.ImportView{Meta: p.meta(c, "Import a template", layout.NavTemplates), CSRF: CSRFToken(c)}
+	v := templates.ImportView{Meta: p.meta(c, "Import a template", layout.NavTemplates), CSRF: CSRFToken(c)}
+	if !models.CanEditTemplates(SignedIn(c)) {
+		v.Refused = "Only an editor, lead or admin may import a template: nothing was saved. Ask one of them, or copy your text from here."
+	}
+	return v
 }
 
 // detailLines lists field messages as "field: message", sorted by field.

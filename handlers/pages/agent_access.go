@@ -75,6 +75,14 @@ func (p *Pages) agentExtras(c echo.Context, v *agentspage.AgentView, a *models.A
 	viewer := SignedIn(c)
 	svc := p.d.Service
 	v.ManageTokens = isAdmin(viewer) || viewer.ID == a.ID
+	switch {
+	case a.Kind != models.KindHuman:
+	case isAdmin(viewer):
+		v.Password = agentspage.PasswordSet
+	case viewer.ID == a.ID:
+		v.Password = agentspage.PasswordChange
+	}
+	v.PasswordHelp = fmt.Sprintf("at least %d characters", models.MinPasswordLength)
 	if v.TokenExpires == "" {
 		v.TokenExpires = "90d"
 	}
@@ -140,6 +148,8 @@ func agentHistoryItem(e models.Event) components.HistoryItem {
 			}
 		}
 		it.Diff = models.TextDiff("", after.String(), models.DiffLimit)
+	case models.AgentPasswordSet:
+		it.Title, it.Changed = "password set", []string{"password"}
 	case "token.created", "token.revoked":
 		it.Title = strings.Replace(e.Type, ".", " ", 1) + ": " + d.Name
 		it.Changed = []string{"tokens"}
@@ -197,4 +207,35 @@ func (p *Pages) agentTokenRevoke(c echo.Context) error {
 	}
 	setFlash(c, components.FlashSuccess, "Revoked token "+t.Name+".")
 	return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(id, 10))
+}
+
+// agentPassword answers POST /agents/:id/password: an admin sets a person's password,
+// a person changes their own with the current one (the service decides who may).
+// Refused input re-renders the page with the field errors (422); the password is
+// never rendered back.
+func (p *Pages) agentPassword(c echo.Context) error {
+	v, a, err := p.agentView(c)
+	if err != nil {
+		return err
+	}
+	fe := models.FieldErrors{}
+	password := c.FormValue("password")
+	if c.FormValue("password_confirm") != password {
+		fe.Add("password_confirm", "does not match the new password")
+	}
+	if len(fe) == 0 {
+		err = p.svc.Agents.SetPassword(c.Request().Context(), SignedIn(c), a.Name, c.FormValue("current_password"), password)
+		if err == nil {
+			setFlash(c, components.FlashSuccess, "Password of "+a.Name+" set.")
+			return c.Redirect(http.StatusSeeOther, "/agents/"+strconv.FormatInt(a.ID, 10))
+		}
+		if !isInvalid(err) {
+			return err
+		}
+	}
+	v.Errors = fe
+	for k, m := range fieldErrors(err) {
+		v.Errors[k] = m
+	}
+	return render(c, http.StatusUnprocessableEntity, agentspage.Agent(v))
 }

@@ -43,9 +43,16 @@ func (d *directory) name(id *int64) string {
 // options lists the agents work can be given to (enabled, not the runner), after a
 // blank choice labelled blank.
 func (d *directory) options(blank string) []components.Option {
+	return d.roleOptions(blank, "")
+}
+
+// roleOptions lists the agents a task of role can be given to (assign, reassign):
+// enabled, not the runner, holding role (any role when role is ""), after a blank
+// choice labelled blank.
+func (d *directory) roleOptions(blank, role string) []components.Option {
 	out := []components.Option{{Value: "", Label: blank}}
 	for _, a := range d.list {
-		if a.Disabled || a.Kind == models.KindSystem {
+		if a.Disabled || a.Kind == models.KindSystem || (role != "" && !a.HasRole(role)) {
 			continue
 		}
 		label := a.Name + " (" + string(a.Kind) + ")"

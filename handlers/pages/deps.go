@@ -31,6 +31,7 @@ type goalActions interface {
 type agentWriter interface {
 	CreateAgent(ctx context.Context, actor *models.Agent, a *models.Agent, password string) error
 	UpdateAgent(ctx context.Context, actor *models.Agent, a *models.Agent) error
+	SetPassword(ctx context.Context, actor *models.Agent, name, current, password string) error
 }
 
 // tokenActions is what the pages need of the token aggregate (models.TokenService): an agent's tokens and the login lockout.

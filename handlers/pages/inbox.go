@@ -76,7 +76,7 @@ func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 		byID[tasks[i].ID] = &tasks[i]
 	}
 	me := SignedIn(c)
-	v := &inbox.View{CSRF: CSRFToken(c), Agents: dir.options("— choose —"), Total: len(items)}
+	v := &inbox.View{CSRF: CSRFToken(c), Total: len(items)}
 	for _, k := range inboxKinds {
 		g := inbox.Group{Kind: k.kind, Label: k.label}
 		for _, it := range items {
@@ -84,6 +84,10 @@ func (p *Pages) inboxView(c echo.Context) (*inbox.View, error) {
 				continue
 			}
 			item := inboxItem(it, byID[it.TaskID], me, dir)
+			item.Agents = dir.options("— choose —")
+			if t := byID[it.TaskID]; t != nil {
+				item.Agents = dir.roleOptions("— choose —", t.Role)
+			}
 			p.dueView(&item, &it, time.Now())
 			if t := byID[it.TaskID]; t != nil && it.Kind == models.InboxAdvisory {
 				if item.Output, err = p.advisoryOutput(c, t); err != nil {

@@ -55,7 +55,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	}
 	v := &task.View{CSRF: CSRFToken(c), ID: t.ID, Title: t.Title, Brief: t.Brief, Role: t.Role, State: string(t.State), Override: t.Override,
 		Contract: contract.RenderContract(t.Contract, t.ID), ContractFacts: contractFacts(t.Contract, t.ID),
-		Facts: taskFacts(t, dir, len(attempts)), Agents: dir.options("— choose —")}
+		Facts: taskFacts(t, dir, len(attempts)), Agents: dir.roleOptions("— choose —", t.Role)}
 	for _, h := range t.Contract.Verification.HeldOut {
 		v.HeldOut = append(v.HeldOut, task.HeldOutFile{Path: h.Path, Content: h.Content})
 	}

@@ -42,17 +42,19 @@ var workers = []struct{ name, role, script string }{
 // <dataDir>/demo/ (mode 0755) and creates the worker agents running them, a human
 // tester, a demo lead when no person with the lead role exists, the template, a goal,
 // a run of the template for the goal, and one task left for the tester to verify.
-func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
+// Each person it creates (the tester, the demo lead) gets a one-time password, which
+// it returns so that serve prints it: every persona can sign in.
+func Seed(ctx context.Context, svc *models.Service, dataDir string) ([]Person, error) {
 	st := svc.Store()
 	agents, err := st.ListAgents(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var lead *models.Agent
 	for i := range agents {
 		a := &agents[i]
 		if a.Kind == models.KindWorker {
-			return nil
+			return nil, nil
 		}
 		if lead == nil && a.Kind == models.KindHuman && a.HasRole(models.RoleLead) && a.HasRole(models.RoleExec) && !a.Disabled {
 			lead = a
@@ -60,16 +62,19 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 	}
 	dir, err := filepath.Abs(filepath.Join(dataDir, "demo"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeScripts(dir); err != nil {
-		return err
+		return nil, err
 	}
+	var people []Person
 	if lead == nil {
 		lead = &models.Agent{Name: LeadName, Kind: models.KindHuman, Roles: []string{models.RoleLead, models.RoleExec}}
-		if err := svc.Agents.CreateAgent(ctx, models.System, lead, ""); err != nil {
-			return fmt.Errorf("demo: %w", err)
+		p, err := createPerson(ctx, svc, lead)
+		if err != nil {
+			return nil, err
 		}
+		people = append(people, p)
 	}
 	for _, w := range workers {
 		a := &models.Agent{Name: w.name, Kind: models.KindWorker, Roles: []string{w.role},
@@ -77,24 +82,26 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 			// The scripts live in the data dir, which a confined worker cannot read.
 			Sandbox: models.AgentSandbox{Read: []string{dir}}}
 		if err := svc.Agents.CreateAgent(ctx, models.System, a, ""); err != nil {
-			return fmt.Errorf("demo: agent %s: %w", w.name, err)
+			return nil, fmt.Errorf("demo: agent %s: %w", w.name, err)
 		}
 	}
 	tester := &models.Agent{Name: TesterName, Kind: models.KindHuman, Roles: []string{"tester", "reviewer"}}
-	if err := svc.Agents.CreateAgent(ctx, models.System, tester, ""); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	p, err := createPerson(ctx, svc, tester)
+	if err != nil {
+		return nil, err
 	}
+	people = append(people, p)
 	tpl := Template()
 	if err := svc.Templates.SaveTemplate(ctx, lead, tpl); err != nil {
-		return fmt.Errorf("demo: template: %w", err)
+		return nil, fmt.Errorf("demo: template: %w", err)
 	}
 	g := &models.Goal{Title: GoalTitle, Project: "demo",
 		Description: "A demo goal: each step is done by a worker script, checked by the runner, and verified or blocked."}
 	if err := svc.Goals.CreateGoal(ctx, lead, g); err != nil {
-		return fmt.Errorf("demo: goal: %w", err)
+		return nil, fmt.Errorf("demo: goal: %w", err)
 	}
 	if _, _, err := svc.Templates.StartRun(ctx, lead, g.ID, tpl.Name, 0, map[string]string{"product": "Countersign"}); err != nil {
-		return fmt.Errorf("demo: run: %w", err)
+		return nil, fmt.Errorf("demo: run: %w", err)
 	}
 	_, err = svc.Tasks.CreateTask(ctx, lead, models.TaskSpec{
 		Title:  "Proofread the release notes",
@@ -108,9 +115,25 @@ func Seed(ctx context.Context, svc *models.Service, dataDir string) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("demo: task: %w", err)
+		return nil, fmt.Errorf("demo: task: %w", err)
 	}
-	return nil
+	return people, nil
+}
+
+// Person is a human agent Seed created, with its one-time password.
+type Person struct {
+	Name     string
+	Roles    []string
+	Password string
+}
+
+// createPerson creates the human agent a with a new one-time password.
+func createPerson(ctx context.Context, svc *models.Service, a *models.Agent) (Person, error) {
+	pw := models.NewPassword()
+	if err := svc.Agents.CreateAgent(ctx, models.System, a, pw); err != nil {
+		return Person{}, fmt.Errorf("demo: %w", err)
+	}
+	return Person{Name: a.Name, Roles: a.Roles, Password: pw}, nil
 }
 
 // Template is the demo workflow: a writer drafts (and, told why, fixes) a guide; a

@@ -100,9 +100,11 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 // agent.
 func seedTwice(t *testing.T, ctx context.Context, svc *models.Service, db *store.DB, dataDir string) {
 	t.Helper()
-	if err := Seed(ctx, svc, dataDir); err != nil {
+	people, err := Seed(ctx, svc, dataDir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	checkPeople(t, ctx, db, people)
 	for _, s := range []string{"writer.sh", "developer.sh", "reviewer.sh", "ops.sh"} {
 		fi, err := os.Stat(filepath.Join(dataDir, "demo", s))
 		if err != nil || fi.Mode().Perm() != 0o755 {
@@ -110,10 +112,27 @@ func seedTwice(t *testing.T, ctx context.Context, svc *models.Service, db *store
 		}
 	}
 	agents, _ := db.ListAgents(ctx)
-	if err := Seed(ctx, svc, dataDir); err != nil {
-		t.Fatal(err)
+	if again, err := Seed(ctx, svc, dataDir); err != nil || len(again) != 0 {
+		t.Fatalf("second seed: %v, people %v", err, again)
 	}
 	if again, _ := db.ListAgents(ctx); len(again) != len(agents) {
 		t.Fatalf("second seed added agents: %d → %d", len(agents), len(again))
+	}
+}
+
+// checkPeople: every person the demo created (the tester at least) signs in with the
+// one-time password Seed returned.
+func checkPeople(t *testing.T, ctx context.Context, db *store.DB, people []Person) {
+	t.Helper()
+	var tester bool
+	for _, p := range people {
+		a, err := db.GetAgentByName(ctx, p.Name)
+		if err != nil || a.Kind != models.KindHuman || !a.CheckPassword(p.Password) || len(p.Roles) == 0 {
+			t.Fatalf("demo person %s cannot sign in with %q: %v", p.Name, p.Password, err)
+		}
+		tester = tester || p.Name == TesterName
+	}
+	if !tester {
+		t.Fatalf("the tester has no password: %+v", people)
 	}
 }

@@ -158,7 +158,18 @@ type AgentView struct {
 	// History is what changed about the agent, newest first; the values of the
 	// fields only admins see are left out for others.
 	History []components.HistoryItem
+	// Password is the password form the viewer gets: PasswordSet for an admin on a
+	// human's page, PasswordChange for a person on their own, "" for none.
+	Password string
+	// PasswordHelp states the length rule under the new password field.
+	PasswordHelp string
 }
+
+// The password forms of an agent's page.
+const (
+	PasswordSet    = "set"    // an admin sets or resets it: no current password asked
+	PasswordChange = "change" // a person changes their own: the current one asked
+)
 
 // TokenLifetimes are the choices of the token form's lifetime.
 var TokenLifetimes = []components.Option{
@@ -262,4 +273,12 @@ func sandboxItems(s Sandbox) []components.DefItem {
 		list("Connects to TCP ports", s.Connect),
 		{Term: "Unix sockets", Value: unix},
 	}
+}
+
+// passwordTitle names the password form of mode.
+func passwordTitle(mode string) string {
+	if mode == PasswordChange {
+		return "Change password"
+	}
+	return "Set password"
 }

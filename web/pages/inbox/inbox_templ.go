@@ -624,7 +624,7 @@ func itemActions(v View, it Item) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if f.Agent {
-				templ_7745c5c3_Err = components.Select(components.FieldProps{ID: fid(it.ID, f.Action, "agent"), Name: "agent", Label: "Agent", Value: f.Values["agent"], Error: f.Errors["agent"], TestID: "inbox-" + f.Action + "-agent"}, v.Agents).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.Select(components.FieldProps{ID: fid(it.ID, f.Action, "agent"), Name: "agent", Label: "Agent", Value: f.Values["agent"], Error: f.Errors["agent"], TestID: "inbox-" + f.Action + "-agent"}, it.Agents).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -13,7 +13,6 @@ type View struct {
 	Meta   layout.PageMeta
 	CSRF   string
 	Groups []Group // blocked, escalation, advisory; empty kinds left out
-	Agents []components.Option
 	Total  int
 }
 
@@ -26,6 +25,9 @@ type Group struct {
 
 // Item is one open inbox item with its task and the forms that resolve it.
 type Item struct {
+	// Agents are the choices of the item's assign and reassign forms: the enabled
+	// agents holding its task's role.
+	Agents     []components.Option
 	ID         int64
 	Kind       string
 	Title      string

@@ -36,6 +36,9 @@ type ImportView struct {
 	// field errors (steps[0].completion.path: …) under the YAML.
 	Errors  map[string]string
 	Details []string
+	// Refused says why the signed-in agent may not import (not an editor, lead or
+	// admin): shown above the form, whose text is kept.
+	Refused string
 }
 
 func href(name string) string { return "/templates/" + name }
