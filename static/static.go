@@ -19,9 +19,10 @@ import (
 // Prefix is the URL path under which Handler expects to be mounted.
 const Prefix = "/static/"
 
-// FS holds the embedded assets: app.css, live.js and editor.js (the template editor).
+// FS holds the embedded assets: app.css, live.js, confirm.js (data-confirm) and
+// editor.js (the template editor).
 //
-//go:embed app.css live.js editor.js
+//go:embed app.css live.js editor.js confirm.js
 var FS embed.FS
 
 var (

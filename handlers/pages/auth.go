@@ -118,10 +118,15 @@ func CSRFToken(c echo.Context) string {
 // and the flash message left by the previous request, which it consumes.
 func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
 	m := layout.PageMeta{Title: title, Active: active, Version: p.d.Version, CSRF: CSRFToken(c)}
+	ctx := c.Request().Context()
 	if a := SignedIn(c); a != nil {
 		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
+		if n, ok := c.Get(queueCountKey).(int); ok {
+			m.QueueCount = n // the page read the queue already
+		} else if n, err := p.svc.Queue.Count(ctx, a); err == nil {
+			m.QueueCount = n
+		}
 	}
-	ctx := c.Request().Context()
 	if n, err := p.svc.Store().CountInbox(ctx, models.InboxFilter{}); err == nil {
 		m.InboxCount = n
 	}
