@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
 	"github.com/countersign/countersign/web/pages/queue"
 )
@@ -23,12 +24,6 @@ var queueKinds = map[string]string{
 	models.InboxBudget: "Budget", models.InboxDrift: "Changed after verification",
 	models.QueueReview: "Review", models.QueueVerify: "Verify", models.QueueGoal: "Goal to verify", models.QueueAssigned: "Your work",
 }
-
-// Confirmation questions of the destructive actions (data-confirm, static/confirm.js).
-const (
-	confirmCancel  = "Cancel this task? Its work stops and it cannot be resumed."
-	confirmDismiss = "Dismiss this item? It leaves the inbox and every queue."
-)
 
 // queueCountKey is the request's queue count once a page has read the whole queue,
 // so that the nav does not read it twice.
@@ -128,7 +123,7 @@ func queueAction(it models.QueueItem, href, name string, primary bool) queue.Act
 		case models.ActReassign:
 			a.Path, a.Href, a.Label = "", href, "Reassign…" // the agent is chosen on the task page
 		case models.ActCancel:
-			a.Confirm = confirmCancel
+			a.Confirm = components.ConfirmCancelTask
 		}
 		return a
 	}
@@ -150,13 +145,13 @@ func queueAction(it models.QueueItem, href, name string, primary bool) queue.Act
 	case models.QueueRejectGoal:
 		a.Label, a.Href = "Reject with fix tasks…", "/goals/"+itoa(it.GoalID)+"#goal-reject"
 	case models.QueueDismiss:
-		a.Label, a.Path, a.Confirm = "Dismiss", dismissPath(it.InboxID), confirmDismiss
+		a.Label, a.Path, a.Confirm = "Dismiss", dismissPath(it.InboxID), components.ConfirmDismiss
 	case models.QueueProceed:
 		a.Label, a.Variant, a.Path = "Proceed as advisory", variant("primary"), "/tasks/"+itoa(it.TaskID)+"/advisory/"+models.AdvisoryProceed
 	case models.QueueMakeVerifiable:
 		a.Label, a.Href = "Make verifiable…", "/inbox"
 	case models.QueueAdvisoryCancel:
-		a.Label, a.Variant, a.Confirm = "Cancel task", variant("danger"), confirmCancel
+		a.Label, a.Variant, a.Confirm = "Cancel task", variant("danger"), components.ConfirmCancelTask
 		a.Path = "/tasks/" + itoa(it.TaskID) + "/advisory/" + models.AdvisoryCancel
 	}
 	return a
@@ -170,4 +165,31 @@ func backTo(c echo.Context, def string) string {
 		return b
 	}
 	return def
+}
+
+// waitingVerbs say what the person waited on does next.
+var waitingVerbs = map[models.Action]string{
+	models.ActApprove: "to approve it", models.ActVerify: "to verify it", models.ActAnswer: "to answer its question",
+	models.ActRetry: "to retry, reassign, accept or cancel it", models.ActStart: "to start it", models.ActSubmit: "to submit it",
+}
+
+// waitingWords says who a task waits on: "the tester role (tess), to verify it";
+// "" for nil (no person's turn).
+func waitingWords(w *models.Waiting) string {
+	if w == nil {
+		return ""
+	}
+	names := strings.Join(w.Names, ", ")
+	if len(w.Names) == 0 {
+		names = "nobody enabled may"
+	}
+	who := names
+	if len(w.Roles) > 0 {
+		role := "the " + strings.Join(w.Roles, " or ") + " role"
+		who = role + " (" + names + ")"
+	}
+	if v := waitingVerbs[w.Action]; v != "" {
+		who += ", " + v
+	}
+	return who
 }
