@@ -19,8 +19,11 @@ const (
 )
 
 // BenchmarkPages measures page latency (p50, p99) with 100,000 tasks in the database:
-// the first page of /tasks and the page of a goal holding 60,000 of them, warm (no
-// event since the last load: counts cached) and cold (an event before every load).
+// the first page of /tasks, the lead's "Waiting on you" (/queue: the bulk tasks in
+// review and completed were built by nobody, so any person but the builder may approve
+// and verify them — every source of the queue is full) and the page of a goal holding
+// 60,000 of them, warm (no event since the last load: counts cached) and cold (an
+// event before every load).
 //
 //	go test ./handlers/pages -run '^$' -bench BenchmarkPages -benchtime 200x
 func BenchmarkPages(b *testing.B) {
@@ -39,7 +42,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Logf("%s: inserted %d tasks in %s", dialect, benchTasks, time.Since(start).Round(time.Millisecond))
 			br := e.browser().login("lead")
 			goalPath := fmt.Sprintf("/goals/%d", g.ID)
-			for _, path := range []string{"/tasks", goalPath, goalPath + "?cold"} {
+			for _, path := range []string{"/tasks", "/queue", goalPath, goalPath + "?cold"} {
 				b.Run(path, func(b *testing.B) {
 					var d []time.Duration
 					for b.Loop() {

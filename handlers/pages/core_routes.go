@@ -50,7 +50,7 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	g.POST("/goals/:id/recheck", p.goalRecheck)
 
 	g.GET("/queue", p.queuePage)
-	g.GET("/queue/count", p.queueCount)
+	g.GET("/queue/count", p.queueCountJSON)
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)
 	g.POST("/tasks/:id/advisory/:action", p.resolveAdvisory)

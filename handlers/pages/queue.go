@@ -14,6 +14,9 @@ import (
 	"github.com/countersign/countersign/web/pages/queue"
 )
 
+// queuePageItems is how many items the queue page shows, the longest waiting first.
+const queuePageItems = 100
+
 // overviewQueue is how many queue items the overview shows before its link to the rest.
 const overviewQueue = 5
 
@@ -35,15 +38,21 @@ func (p *Pages) queuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	l.Limit = queuePageItems
 	v := queue.View{List: l, Meta: p.meta(c, "Waiting on you", layout.NavQueue)}
 	v.Meta.LiveRefresh = "any"
 	return ok(c, queue.Page(v))
 }
 
-// queueCount answers GET /queue/count with {"count": n}: the nav's count, which
+// queueCountJSON answers GET /queue/count with {"count": n}: the nav's count, which
 // static/live.js asks for again when an event may have changed it.
-func (p *Pages) queueCount(c echo.Context) error {
-	n, err := p.svc.Queue.Count(c.Request().Context(), SignedIn(c))
+func (p *Pages) queueCountJSON(c echo.Context) error {
+	ctx := c.Request().Context()
+	last, err := p.lastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := p.queueCount(ctx, SignedIn(c), last)
 	if err != nil {
 		return err
 	}
