@@ -153,7 +153,7 @@ func (s *QueueService) view(ctx context.Context, viewer *Agent) (*queueView, err
 func (s *QueueService) taskItems(ctx context.Context, v *queueView) ([]QueueItem, error) {
 	var out []QueueItem
 	for _, st := range []TaskState{TaskReview, TaskCompleted} {
-		tasks, err := s.store.ListTasks(ctx, TaskFilter{State: st, Limit: queueLimit})
+		tasks, err := s.store.ListTaskHeads(ctx, TaskFilter{State: st, Limit: queueLimit})
 		if err != nil {
 			return nil, err
 		}
@@ -220,9 +220,13 @@ func (s *QueueService) assignedItems(ctx context.Context, v *queueView) ([]Queue
 	if v.viewer.Kind != KindHuman {
 		return nil, nil
 	}
-	tasks, err := s.store.ListTasks(ctx, TaskFilter{AssigneeID: v.viewer.ID, Limit: queueLimit})
-	if err != nil {
-		return nil, err
+	var tasks []Task
+	for _, st := range []TaskState{TaskAssigned, TaskInProgress} {
+		ts, err := s.store.ListTaskHeads(ctx, TaskFilter{AssigneeID: v.viewer.ID, State: st, Limit: queueLimit})
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, ts...)
 	}
 	var out []QueueItem
 	for i := range tasks {
