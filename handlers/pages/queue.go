@@ -34,11 +34,10 @@ const queueCountKey = "pages.queue.count"
 
 // queuePage answers GET /queue[?role=R]: what waits on the signed-in person.
 func (p *Pages) queuePage(c echo.Context) error {
-	l, err := p.queueList(c, "/queue", c.QueryParam("role"))
+	l, err := p.queueList(c, "/queue", c.QueryParam("role"), queuePageItems)
 	if err != nil {
 		return err
 	}
-	l.Limit = queuePageItems
 	v := queue.View{List: l, Meta: p.meta(c, "Waiting on you", layout.NavQueue)}
 	v.Meta.LiveRefresh = "any"
 	return ok(c, queue.Page(v))
@@ -61,8 +60,8 @@ func (p *Pages) queueCountJSON(c echo.Context) error {
 }
 
 // queueList builds the signed-in person's queue, only what waits on role when it is
-// one of theirs; its forms return to back.
-func (p *Pages) queueList(c echo.Context, back, role string) (queue.List, error) {
+// one of theirs, its first limit items shown; its forms return to back.
+func (p *Pages) queueList(c echo.Context, back, role string, limit int) (queue.List, error) {
 	me := SignedIn(c)
 	items, err := p.svc.Queue.WaitingOn(c.Request().Context(), me)
 	if err != nil {
@@ -75,7 +74,10 @@ func (p *Pages) queueList(c echo.Context, back, role string) (queue.List, error)
 	}
 	now := p.svc.Now()
 	for _, it := range items {
-		if l.Role == "" || slices.Contains(it.Roles, l.Role) {
+		if l.Role != "" && !slices.Contains(it.Roles, l.Role) {
+			continue
+		}
+		if l.Total++; len(l.Items) < limit {
 			l.Items = append(l.Items, queueItem(it, now))
 		}
 	}

@@ -20,13 +20,13 @@ type View struct {
 type List struct {
 	CSRF string
 	// Back is where the forms return after acting ("/queue", "/").
-	Back  string
+	Back string
+	// Items are the items shown, the longest waiting first; Total is how many wait.
 	Items []Item
+	Total int
 	// Roles are the viewer's roles, to filter by; Role the one shown ("" all).
 	Roles []string
 	Role  string
-	// Limit, when > 0, shows at most that many items with a link to the rest.
-	Limit int
 }
 
 // Item is one thing waiting on the viewer.
@@ -58,14 +58,6 @@ type Action struct {
 	Required   bool
 	// Confirm is the question asked before a destructive action (data-confirm).
 	Confirm string
-}
-
-// shown returns the items to show (at most Limit when set).
-func (l List) shown() []Item {
-	if l.Limit > 0 && len(l.Items) > l.Limit {
-		return l.Items[:l.Limit]
-	}
-	return l.Items
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
