@@ -52,6 +52,8 @@ type Service struct {
 	Stats *StatsService
 	// Search finds tasks, goals and agents by id, title, brief or name.
 	Search *SearchService
+	// Queue reads every person's "Waiting on you" queue.
+	Queue *QueueService
 
 	c *core
 }
@@ -72,7 +74,8 @@ func NewService(store Store, ledger LedgerComposer) *Service {
 		Tasks: &TaskService{core: c}, Goals: &GoalService{core: c}, Agents: &AgentService{core: c},
 		Tokens: &TokenService{core: c}, Templates: &TemplateService{core: c}, Inbox: &InboxService{core: c},
 		Ledger: &LedgerService{core: c}, Attempts: &AttemptService{core: c}, Merges: &MergeService{core: c},
-		Stats: &StatsService{core: c}, Search: &SearchService{core: c}, c: c,
+		Stats: &StatsService{core: c}, Search: &SearchService{core: c}, Queue: &QueueService{core: c},
+		c: c,
 	}
 	// The aggregates' links to each other: the moves one aggregate's changes make in another.
 	s.Tasks.goals, s.Tasks.inbox, s.Tasks.ledger, s.Tasks.templates = s.Goals, s.Inbox, s.Ledger, s.Templates

@@ -56,7 +56,7 @@ func (s *GoalService) GoalStatus(ctx context.Context, id int64) (*GoalStatus, er
 // lead may verify a goal, only for themself (it cannot be delegated), with notes, and
 // only once every task is verified or cancelled (state pending_verify).
 func (s *GoalService) VerifyGoal(ctx context.Context, actor *Agent, id int64, notes string) (*Goal, error) {
-	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
+	if err := requireLead(actor); err != nil {
 		return nil, err
 	}
 	notes = strings.TrimSpace(notes)
@@ -109,7 +109,7 @@ func goalConflict(g *Goal, action string) error {
 // RejectGoal sends a goal waiting for verification back to active with the lead's
 // reason and the fix tasks that address it. Tasks already verified stay verified.
 func (s *GoalService) RejectGoal(ctx context.Context, actor *Agent, id int64, reason string, fixes []TaskSpec) (*GoalStatus, error) {
-	if err := requireAny(actor, "lead_only", RoleLead); err != nil {
+	if err := requireLead(actor); err != nil {
 		return nil, err
 	}
 	var fe FieldErrors

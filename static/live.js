@@ -22,6 +22,9 @@
  *   <pre data-live-log="12">  log chunks for task 12 are appended ("" = any task).
  *       The element stays scrolled to the bottom if it was there.
  *   [data-live-status]  shows "live" / "reconnecting"; set as data-state too.
+ *   [data-queue-count]  the nav's "Waiting on you" count: after an event about a task,
+ *       goal, inbox item, question or advisory prompt (debounced), GET /queue/count
+ *       ({"count":n}) recomputes it for this viewer; hidden when 0.
  */
 (function () {
   "use strict";
@@ -98,6 +101,34 @@
     }
     addFeedLine(ev);
     if (concernsPage(ev)) scheduleRefresh();
+    if (/^(task|goal|inbox|question|advisory)\./.test(String(ev.type || ""))) scheduleCount();
+  }
+
+  // ---- (d) the queue's count ----
+  var countTimer = null;
+  function scheduleCount() {
+    if (!document.querySelector("[data-queue-count]")) return;
+    clearTimeout(countTimer);
+    countTimer = setTimeout(refreshCount, 250);
+  }
+
+  function refreshCount() {
+    fetch("/queue/count", { credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" } })
+      .then(function (r) {
+        if (!r.ok || r.redirected) throw new Error("count: " + r.status);
+        return r.json();
+      })
+      .then(function (d) {
+        var n = Number(d && d.count);
+        if (!isFinite(n) || n < 0) return;
+        var els = document.querySelectorAll("[data-queue-count]");
+        for (var i = 0; i < els.length; i++) {
+          els[i].textContent = n > 99 ? "99+" : String(n);
+          els[i].setAttribute("aria-label", n === 1 ? "1 item waiting on you" : n + " items waiting on you");
+          els[i].hidden = n === 0;
+        }
+      })
+      .catch(function () { /* the count stays; the next event asks again */ });
   }
 
   // ---- (a) live feed ----

@@ -21,10 +21,10 @@ const Prefix = "/static/"
 
 // FS holds the embedded assets: app.css, live.js, time.js (relative times that tick,
 // local times on hover), editor.js (the template editor), shortcuts.js (keyboard
-// shortcuts, filters that apply on change), a11y.css and a11y.js (accessibility and
-// small screens).
+// shortcuts, filters that apply on change), confirm.js (data-confirm), a11y.css and
+// a11y.js (accessibility and small screens).
 //
-//go:embed app.css live.js time.js editor.js shortcuts.js a11y.css a11y.js
+//go:embed app.css live.js time.js editor.js shortcuts.js confirm.js a11y.css a11y.js
 var FS embed.FS
 
 var (

@@ -118,15 +118,20 @@ func CSRFToken(c echo.Context) string {
 // and the flash message left by the previous request, which it consumes.
 func (p *Pages) meta(c echo.Context, title, active string) layout.PageMeta {
 	m := layout.PageMeta{Title: title, Active: active, Version: p.d.Version, CSRF: CSRFToken(c)}
-	if a := SignedIn(c); a != nil {
-		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
-	}
 	ctx := c.Request().Context()
 	if n, err := p.svc.Store().CountInbox(ctx, models.InboxFilter{}); err == nil {
 		m.InboxCount = n
 	}
 	if id, err := p.lastEventID(ctx); err == nil {
 		m.LastEventID = id
+	}
+	if a := SignedIn(c); a != nil {
+		m.Agent = &layout.NavAgent{Name: a.Name, Roles: a.Roles}
+		if n, ok := c.Get(queueCountKey).(int); ok {
+			m.QueueCount = n // the page read the queue already
+		} else if n, err := p.queueCount(ctx, a, m.LastEventID); err == nil {
+			m.QueueCount = n
+		}
 	}
 	m.FlashKind, m.Flash = takeFlash(c)
 	if p.d.Banner != nil {

@@ -25,9 +25,11 @@ var benchSearches = []string{"/search?q=bulk+task", "/search?q=task+99999", "/se
 	"/search?q=%2312345", "/search?q=de"}
 
 // BenchmarkPages measures page latency (p50, p99) with 100,000 tasks in the database:
-// the first page of /tasks, the page of a goal holding 60,000 of them, warm (no
-// event since the last load: counts cached) and cold (an event before every load),
-// and the search page (benchSearches).
+// the first page of /tasks, the lead's "Waiting on you" (/queue: the bulk tasks in
+// review and completed were built by nobody, so any person but the builder may approve
+// and verify them — every source of the queue is full), the page of a goal holding
+// 60,000 of them, warm (no event since the last load: counts cached) and cold (an
+// event before every load), and the search page (benchSearches).
 //
 //	go test ./handlers/pages -run '^$' -bench BenchmarkPages -benchtime 200x
 func BenchmarkPages(b *testing.B) {
@@ -46,7 +48,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Logf("%s: inserted %d tasks in %s", dialect, benchTasks, time.Since(start).Round(time.Millisecond))
 			br := e.browser().login("lead")
 			goalPath := fmt.Sprintf("/goals/%d", g.ID)
-			paths := []string{"/tasks", goalPath, goalPath + "?cold"}
+			paths := []string{"/tasks", "/queue", goalPath, goalPath + "?cold"}
 			paths = append(paths, benchSearches...)
 			for _, path := range paths {
 				b.Run(path, func(b *testing.B) {

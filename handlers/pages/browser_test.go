@@ -275,6 +275,7 @@ func browseRejectGoal(t *testing.T, e *env) {
 	t.Helper()
 	g := e.pendingGoal("Browser reject goal")
 	ctx := chrome(t)
+	acceptDialogs(ctx) // "Reject this goal?"
 	signIn(t, ctx, e, "lead", "/goals/"+itoa64(g.ID))
 	run(t, ctx, "reject",
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="goal-reject-reason"]`), "The login page 500s"),

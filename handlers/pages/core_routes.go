@@ -23,6 +23,7 @@ func (p *Pages) publicRoutes(e *echo.Echo) {
 //	GET  /                                  overview
 //	GET  /goals, /goals/new, /goals/:id     POST /goals, /goals/:id/{verify,reject,runs}
 //	GET  /tasks, /tasks/:id                 POST /tasks/:id/action/:action, /tasks/:id/recheck
+//	GET  /queue, /queue/count               "Waiting on you" and its count (JSON)
 //	GET  /inbox                             POST /inbox/:id/dismiss (an advisory item)
 //	                                        (its other forms post to the task actions)
 //	GET  /search?q=                         tasks, goals and agents found (search.go)
@@ -49,6 +50,8 @@ func (p *Pages) coreRoutes(g *echo.Group) {
 	p.outputRoutes(g) // GET /tasks/:id/output
 	g.POST("/goals/:id/recheck", p.goalRecheck)
 
+	g.GET("/queue", p.queuePage)
+	g.GET("/queue/count", p.queueCountJSON)
 	g.GET("/inbox", p.inboxPage)
 	g.POST("/inbox/:id/"+actDismiss, p.dismissAdvisory)
 	g.POST("/tasks/:id/advisory/:action", p.resolveAdvisory)

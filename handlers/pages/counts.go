@@ -22,6 +22,43 @@ type countEntry struct {
 	counts map[models.TaskState]int
 }
 
+// queueCache keeps each person's queue count for as long as no new event was
+// committed, as countCache does the task counts: the nav shows it on every page.
+type queueCache struct {
+	mu      sync.Mutex
+	entries map[int64]queueEntry // by agent id
+}
+
+type queueEntry struct{ event, count int64 }
+
+// queueCount returns how many items wait on a as of event last.
+func (p *Pages) queueCount(ctx context.Context, a *models.Agent, last int64) (int, error) {
+	qc := &p.queues
+	qc.mu.Lock()
+	if e, ok := qc.entries[a.ID]; ok && e.event == last && last > 0 {
+		qc.mu.Unlock()
+		return int(e.count), nil
+	}
+	qc.mu.Unlock()
+	n, err := p.svc.Queue.Count(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	p.rememberQueueCount(a, last, n)
+	return n, nil
+}
+
+// rememberQueueCount keeps n as a's queue count as of event last.
+func (p *Pages) rememberQueueCount(a *models.Agent, last int64, n int) {
+	qc := &p.queues
+	qc.mu.Lock()
+	defer qc.mu.Unlock()
+	if qc.entries == nil || len(qc.entries) > 10000 {
+		qc.entries = map[int64]queueEntry{}
+	}
+	qc.entries[a.ID] = queueEntry{event: last, count: int64(n)}
+}
+
 // goalCounts returns the task counts of goal id (0: all tasks) as of event last.
 func (p *Pages) goalCounts(ctx context.Context, id, last int64) (map[models.TaskState]int, error) {
 	cc := &p.counts

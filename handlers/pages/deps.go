@@ -86,6 +86,13 @@ type searcher interface {
 	Search(ctx context.Context, viewer *models.Agent, q string, limit int) (*models.SearchResults, error)
 }
 
+// queueReader is what the pages need of the queue (models.QueueService).
+type queueReader interface {
+	WaitingOn(ctx context.Context, viewer *models.Agent) ([]models.QueueItem, error)
+	Count(ctx context.Context, viewer *models.Agent) (int, error)
+	WaitingFor(ctx context.Context, t *models.Task) (*models.Waiting, error)
+}
+
 // services holds the aggregates the pages call, each behind its narrow interface,
 // with the store they read and the service's clock; the field names are
 // models.Service's, so a call reads p.svc.Tasks.TaskAction as it would on the service.
@@ -100,6 +107,7 @@ type services struct {
 	Merges    merger
 	Stats     statsReader
 	Search    searcher
+	Queue     queueReader
 
 	store models.Store
 	now   models.Clock
@@ -109,7 +117,7 @@ type services struct {
 func newServices(svc *models.Service) services {
 	return services{
 		Tasks: svc.Tasks, Goals: svc.Goals, Agents: svc.Agents, Tokens: svc.Tokens, Templates: svc.Templates,
-		Inbox: svc.Inbox, Ledger: svc.Ledger, Merges: svc.Merges, Stats: svc.Stats, Search: svc.Search,
+		Inbox: svc.Inbox, Ledger: svc.Ledger, Merges: svc.Merges, Stats: svc.Stats, Search: svc.Search, Queue: svc.Queue,
 		store: svc.Store(), now: svc.Now,
 	}
 }

@@ -151,7 +151,7 @@ func (p *Pages) verifyGoal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return done(c, "/goals/"+itoa(id), "Goal verified.")
+	return done(c, backTo(c, "/goals/"+itoa(id)), "Goal verified.")
 }
 
 // rejectGoal answers POST /goals/:id/reject with a reason and fix-task rows

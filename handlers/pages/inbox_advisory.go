@@ -134,7 +134,7 @@ func (p *Pages) resolveAdvisory(c echo.Context) error {
 	}
 	msg := map[string]string{models.AdvisoryProceed: "proceeds as advisory", models.AdvisoryMakeVerifiable: "is verifiable now and delegated",
 		models.AdvisoryCancel: "is cancelled"}[action]
-	return done(c, "/inbox", "Task #"+itoa(t.ID)+" "+msg+".")
+	return done(c, backTo(c, "/inbox"), "Task #"+itoa(t.ID)+" "+msg+".")
 }
 
 // criterionField names a criterion's field error in the form's terms: the

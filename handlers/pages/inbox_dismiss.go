@@ -54,5 +54,5 @@ func (p *Pages) dismissAdvisory(c echo.Context) error {
 	if it.Kind == models.InboxAgentPaused {
 		what = "paused agent's notice"
 	}
-	return done(c, "/inbox", "Task #"+itoa(it.TaskID)+": "+what+" dismissed.")
+	return done(c, backTo(c, "/inbox"), "Task #"+itoa(it.TaskID)+": "+what+" dismissed.")
 }

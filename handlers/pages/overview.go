@@ -53,6 +53,9 @@ func (p *Pages) overviewPage(c echo.Context) error {
 		}
 		v.Feed = append(v.Feed, it)
 	}
+	if v.Queue, err = p.queueList(c, "/", "", overviewQueue); err != nil {
+		return err
+	}
 	v.Meta = p.meta(c, "Overview", layout.NavOverview)
 	v.Inbox = v.Meta.InboxCount
 	today, err := st.SpendOf(ctx, models.SpendScope{Since: time.Now().UTC().Truncate(24 * time.Hour)})

@@ -56,6 +56,7 @@ type Pages struct {
 	svc     services   // the aggregates of d.Service the pages call
 	limiter *limiter   // failed sign-ins per client address
 	counts  countCache // task counts per goal, valid until the next event
+	queues  queueCache // each person's queue count, valid until the next event
 	usage   usageCache // the workspaces' disk usage, measured at most every usageTTL
 }
 

@@ -76,10 +76,7 @@ func (p *Pages) taskAction(c echo.Context) error {
 	if act == models.ActAnswer {
 		in.Answer = in.Reason // the action forms have one text field, "reason"
 	}
-	back := c.FormValue("back")
-	if back != "/inbox" {
-		back = "/tasks/" + itoa(id)
-	}
+	back := backTo(c, "/tasks/"+itoa(id))
 	t, err := p.svc.Tasks.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
 	if isInvalid(err) {
 		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary}

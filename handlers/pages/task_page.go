@@ -93,6 +93,11 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Actions = actionForms(allowed)
+	w, err := p.svc.Queue.WaitingFor(ctx, stored)
+	if err != nil {
+		return nil, err
+	}
+	v.WaitingOn = waitingWords(w)
 	v.Branch = p.branchView(ctx, SignedIn(c), stored)
 	v.Review = task.ReviewOf(stored.ReviewWarnings, stored.ReviewOf)
 	if v.Verification, err = p.verificationView(ctx, SignedIn(c), stored); err != nil {

@@ -423,6 +423,33 @@ func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task
 	return fromTaskRecords(recs)
 }
 
+// taskHeadColumns are the columns ListTaskHeads reads.
+var taskHeadColumns = []string{"id", "goal_id", "title", "role", "state", "approve", "verify", "creator_id",
+	"assignee_id", "builder_id", "approver_id", "updated_at"}
+
+// ListTaskHeads lists tasks as ListTasks does, reading only taskHeadColumns.
+func (o *ops) ListTaskHeads(ctx context.Context, f models.TaskFilter) ([]models.Task, error) {
+	q := o.q(ctx).Select(taskHeadColumns).Order("id DESC").Limit(listLimit(f.Limit))
+	if f.State != "" {
+		q = q.Where("state = ?", string(f.State))
+	}
+	if f.AssigneeID > 0 {
+		q = q.Where("assignee_id = ?", f.AssigneeID)
+	}
+	var recs []taskRecord
+	if err := q.Find(&recs).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	out := make([]models.Task, 0, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		out = append(out, models.Task{ID: r.ID, GoalID: r.GoalID, Title: r.Title, Role: r.Role, State: models.TaskState(r.State),
+			Approve: r.Approve, Verify: r.Verify, CreatorID: creatorID(r.CreatorID), AssigneeID: r.AssigneeID,
+			BuilderID: r.BuilderID, ApproverID: r.ApproverID, UpdatedAt: normTime(r.UpdatedAt)})
+	}
+	return out, nil
+}
+
 // Dependents lists the tasks that depend on task id, in ascending id order.
 func (o *ops) Dependents(ctx context.Context, id int64) ([]models.Task, error) {
 	var recs []taskRecord

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,6 +94,53 @@ func TestSeedRunsToEveryOutcome(t *testing.T) {
 		if len(items) != n {
 			t.Errorf("%d %s inbox items, want %d", len(items), kind, n)
 		}
+	}
+	personsFinish(t, ctx, svc, tasks)
+}
+
+// personsFinish: each task left waits on a named person (the tester verifies, the
+// demo lead decides the blocked one), their queues say so, and once they act the goal
+// waits for the lead's verification, in the lead's queue.
+func personsFinish(t *testing.T, ctx context.Context, svc *models.Service, tasks []models.Task) {
+	t.Helper()
+	by := map[string]*models.Task{}
+	for i := range tasks {
+		by[tasks[i].Title] = &tasks[i]
+	}
+	proof, publish := by["Proofread the release notes"], by["Publish the guide"]
+	w, err := svc.Queue.WaitingFor(ctx, proof)
+	if err != nil || w == nil || w.Action != models.ActVerify || !slices.Equal(w.Roles, []string{"tester"}) || !slices.Equal(w.Names, []string{TesterName}) {
+		t.Fatalf("the proofreading waits for %+v (%v), want the tester role (%s)", w, err, TesterName)
+	}
+	tess, err := svc.Store().GetAgentByName(ctx, TesterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := svc.Store().GetAgentByName(ctx, LeadName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inQueue := func(a *models.Agent, kind string) bool {
+		items, err := svc.Queue.WaitingOn(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(items, func(it models.QueueItem) bool { return it.Kind == kind })
+	}
+	if !inQueue(tess, models.QueueVerify) || !inQueue(lead, models.InboxBlocked) {
+		t.Fatal("the tester's or the lead's queue misses its task")
+	}
+	if _, err := svc.Tasks.TaskAction(ctx, tess, proof.ID, models.ActVerify, models.ActionInput{Notes: "read it"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tasks.TaskAction(ctx, lead, publish.ID, models.ActAccept, models.ActionInput{Reason: "published by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := svc.Store().GetGoal(ctx, *proof.GoalID); err != nil || g.State != models.GoalPendingVerify {
+		t.Fatalf("the demo goal: %+v %v, want pending_verify", g, err)
+	}
+	if !inQueue(lead, models.QueueGoal) {
+		t.Error("the lead's queue misses the demo goal")
 	}
 }
 

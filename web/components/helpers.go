@@ -27,6 +27,27 @@ const (
 	VariantLink      = "link"
 )
 
+// The questions asked before destructive actions (ButtonProps.Confirm, data-confirm).
+const (
+	ConfirmCancelTask = "Cancel this task? Its work stops and it cannot be resumed."
+	ConfirmRejectGoal = "Reject this goal? It goes back to active and the fix tasks are created."
+	ConfirmRemoveStep = "Remove this step from the template? Its fields are lost unless you leave without saving."
+	ConfirmDismiss    = "Dismiss this item? It leaves the inbox and every queue."
+)
+
+// ConfirmFor returns the question asked before the task or inbox action act ("" for
+// an action that needs none): cancelling a task (also an advisory prompt's cancel)
+// and dismissing an item.
+func ConfirmFor(act string) string {
+	switch act {
+	case "cancel", "advisory-cancel":
+		return ConfirmCancelTask
+	case "dismiss":
+		return ConfirmDismiss
+	}
+	return ""
+}
+
 // Flash kinds understood by Flash.
 const (
 	FlashInfo    = "info"

@@ -19,6 +19,9 @@ type PageMeta struct {
 	CSRF string
 	// InboxCount is the number of unresolved inbox items, shown as a badge on Inbox.
 	InboxCount int
+	// QueueCount is the number of items waiting on the signed-in person ("Waiting on
+	// you"), shown as a badge on its navigation item and kept current by live.js.
+	QueueCount int
 	// LastEventID is the id of the newest event the page reflects; live.js resumes
 	// the event stream after it (<body data-last-event>).
 	LastEventID int64
@@ -55,6 +58,7 @@ type NavItem struct {
 // Navigation keys, the values of PageMeta.Active.
 const (
 	NavOverview  = "overview"
+	NavQueue     = "queue"
 	NavGoals     = "goals"
 	NavTasks     = "tasks"
 	NavInbox     = "inbox"
@@ -67,6 +71,7 @@ const (
 // NavItems is the main navigation in display order; handlers route these paths.
 var NavItems = []NavItem{
 	{NavOverview, "Overview", "/"},
+	{NavQueue, "Waiting on you", "/queue"},
 	{NavGoals, "Goals", "/goals"},
 	{NavTasks, "Tasks", "/tasks"},
 	{NavInbox, "Inbox", "/inbox"},
@@ -119,6 +124,13 @@ func inboxLabel(n int) string {
 		return "1 item waiting"
 	}
 	return strconv.Itoa(n) + " items waiting"
+}
+
+func queueLabel(n int) string {
+	if n == 1 {
+		return "1 item waiting on you"
+	}
+	return strconv.Itoa(n) + " items waiting on you"
 }
 
 func countText(n int) string {

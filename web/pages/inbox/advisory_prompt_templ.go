@@ -108,7 +108,7 @@ func advisoryPrompt(v View, it Item) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = components.Button(components.ButtonProps{Label: f.Label, Variant: f.Variant, TestID: f.Action}).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.Button(components.ButtonProps{Label: f.Label, Variant: f.Variant, TestID: f.Action, Confirm: components.ConfirmFor(f.Action)}).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

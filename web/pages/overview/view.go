@@ -5,11 +5,14 @@ import (
 
 	"github.com/countersign/countersign/web/components"
 	"github.com/countersign/countersign/web/layout"
+	"github.com/countersign/countersign/web/pages/queue"
 )
 
 // View is the overview's model.
 type View struct {
-	Meta       layout.PageMeta
+	Meta layout.PageMeta
+	// Queue is what waits on the signed-in person; the page starts with its top.
+	Queue      queue.List
 	Tasks      []Tile // one per task state
 	Goals      []Tile // one per goal state
 	TotalTasks int

@@ -10,17 +10,20 @@ import (
 
 // View is the task page's model.
 type View struct {
-	Meta              layout.PageMeta
-	CSRF              string
-	ID                int64
-	Title             string
-	Brief             string
-	Role              string
-	State             string
-	Override          bool // accepted without passing its checks: "verified (override)"
-	GoalID            int64
-	GoalTitle         string
-	Facts             []components.DefItem // assignee, builder, policies, reason, summary…
+	Meta      layout.PageMeta
+	CSRF      string
+	ID        int64
+	Title     string
+	Brief     string
+	Role      string
+	State     string
+	Override  bool // accepted without passing its checks: "verified (override)"
+	GoalID    int64
+	GoalTitle string
+	Facts     []components.DefItem // assignee, builder, policies, reason, summary…
+	// WaitingOn says who must act next when that is a person ("the tester role
+	// (tess), to verify it"); "" while the runner or a worker has it.
+	WaitingOn         string
 	Contract          string               // models.RenderContract in plain words
 	ContractFacts     []components.DefItem // the contract's key fields
 	Timeline          []components.TimelineItem

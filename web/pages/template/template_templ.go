@@ -1325,7 +1325,7 @@ func step(v View, i int, s StepForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.Button(components.ButtonProps{Label: "Remove", Name: "op", Value: OpRemove(i), Variant: "danger small", TestID: "op-remove-" + itoa(i)}).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.Button(components.ButtonProps{Label: "Remove", Name: "op", Value: OpRemove(i), Variant: "danger small", TestID: "op-remove-" + itoa(i), Confirm: components.ConfirmRemoveStep}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
