@@ -8,6 +8,9 @@
  *        rows of the main table, else the inbox cards; the item gets the class
  *        "kbd-selected" and its first link the focus
  *   Enter, o  open the selected item (its first link)
+ *   a    the selected item's primary action ([data-primary-action] in it: a link is
+ *        followed, a form with a text field gets the focus in that field, a button is
+ *        pressed, so a destructive one still asks through confirm.js)
  *   ?    show or hide the list of shortcuts (<dialog id="shortcuts">, in the layout)
  *   Esc  leave a field (the dialog closes itself)
  *
@@ -74,6 +77,21 @@
     return false;
   }
 
+  function primary() {
+    var item = document.querySelector("." + SELECTED);
+    var box = item && item.querySelector("[data-primary-action]");
+    if (!box) return false;
+    var field = box.querySelector("textarea, input:not([type=hidden])");
+    if (field) {
+      field.focus();
+      return true;
+    }
+    var act = box.querySelector("a[href], button");
+    if (!act) return false;
+    act.click();
+    return true;
+  }
+
   function toggleHelp() {
     var d = document.getElementById("shortcuts");
     if (!d || typeof d.showModal !== "function") return;
@@ -112,6 +130,7 @@
     else if (k === "j") select(1);
     else if (k === "k") select(-1);
     else if (k === "o") handled = open();
+    else if (k === "a") handled = primary();
     else if (k === "Enter") {
       var a = document.activeElement;
       // A focused link or button answers Enter itself.

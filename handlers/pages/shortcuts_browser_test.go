@@ -121,4 +121,18 @@ func TestBrowserShortcuts(t *testing.T) {
 
 	run(t, ctx, "search from the nav", press("/"), chromedp.SendKeys(byTestID("nav-search"), "gate"+kb.Enter),
 		chromedp.WaitVisible(byTestID("search-tasks-"+itoa64(ids[1]))), shot(t, "search"))
+
+	// a: the selected queue item's primary action. A goal to verify asks for notes,
+	// so the key puts the focus in that item's field.
+	g := e.pendingGoal("Ship the garden")
+	item := "queue-item-goal_verify-" + itoa64(g.ID)
+	run(t, ctx, "the queue", chromedp.Navigate(e.srv.URL+"/queue"), chromedp.WaitVisible(byTestID(item)))
+	for i := 0; i < 10 && selected() != item; i++ {
+		run(t, ctx, "j to the goal", press("j"))
+	}
+	run(t, ctx, "a", press("a"), shot(t, "primary"))
+	if in := eval[bool](t, ctx, `!!document.activeElement.closest(".kbd-selected [data-primary-action]")`); !in {
+		where := eval[string](t, ctx, `location.pathname + " " + document.activeElement.outerHTML.slice(0, 120)`)
+		t.Fatalf("after j a on the queue the focus is not in the item's primary action: %s", where)
+	}
 }

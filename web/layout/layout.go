@@ -100,6 +100,7 @@ var Shortcuts = []Shortcut{
 	{[]string{"j"}, "Next item in the list", "next"},
 	{[]string{"k"}, "Previous item in the list", "previous"},
 	{[]string{"Enter"}, "Open the selected item (also o)", "open"},
+	{[]string{"a"}, "Take the selected item's primary action", "primary"},
 	{[]string{"?"}, "Show or hide this list", "help"},
 	{[]string{"Esc"}, "Close this list; leave a field", "escape"},
 }
