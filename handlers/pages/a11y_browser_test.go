@@ -84,6 +84,8 @@ func newA11ySite(t *testing.T) *a11ySite {
 		{name: "task", path: "/tasks/" + itoa64(blocked.ID)},
 		{name: "task-judged", path: "/tasks/" + itoa64(judged.ID)},
 		{name: "inbox", path: "/inbox"},
+		{name: "queue", path: "/queue"},
+		{name: "search", path: "/search?q=task"},
 		{name: "goals", path: "/goals"},
 		{name: "goal", path: "/goals/" + itoa64(g.ID)},
 		{name: "goal-new", path: "/goals/new"},
