@@ -89,6 +89,7 @@ func TestAdvisoryPromptBrowser(t *testing.T) {
 	e := newBrowserEnv(t)
 	tasks, items := e.promptAll("Investigate why checkout is slow", "Research onboarding flows", "Explore caching options")
 	ctx := chrome(t)
+	acceptDialogs(ctx) // Cancel asks first (data-confirm)
 	signIn(t, ctx, e, "exec", "/inbox")
 	in := func(i int, testid string) string {
 		return `[data-testid="inbox-item-` + advID(items[i]) + `"] [data-testid="` + testid + `"]`

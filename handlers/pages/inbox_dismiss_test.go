@@ -273,6 +273,7 @@ func TestBrowserDismissAdvisory(t *testing.T) {
 	e := newBrowserEnv(t)
 	at, adv := e.advisoryTask("Browser advisory task")
 	ctx := chrome(t)
+	acceptDialogs(ctx) // Dismiss asks first (data-confirm)
 	signIn(t, ctx, e, "exec", "/inbox")
 	item := `[data-testid="inbox-item-` + itoa64(adv.ID) + `"] `
 	var action chromedp.AttributeResult
