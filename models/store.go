@@ -127,10 +127,11 @@ type TaskStore interface {
 	LockTask(ctx context.Context, id int64) (*Task, error)
 	GetTasks(ctx context.Context, ids []int64) ([]Task, error)
 	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
-	// ListTaskHeads is ListTasks reading only what says who acts on a task: its id,
-	// goal, title, role, state, policies, creator, assignee, builder, approver and
-	// update time; every other field is zero. For lists that decide who may act (the
-	// queue), never for a change.
+	// ListTaskHeads is ListTasks (by state, goal and assignee, newest first) reading
+	// only what says who acts on a task and where it sits: its id, goal, title, role,
+	// state, policies, creator, assignee, builder, approver, update time, run, step,
+	// reviewed task and override; every other field is zero. For lists that decide who
+	// may act (the queue) or draw a goal's runs, never for a change.
 	ListTaskHeads(ctx context.Context, f TaskFilter) ([]Task, error)
 	// Dependents lists the tasks that depend on task id.
 	Dependents(ctx context.Context, id int64) ([]Task, error)

@@ -27,7 +27,8 @@ var benchSearches = []string{"/search?q=bulk+task", "/search?q=task+99999", "/se
 // BenchmarkPages measures page latency (p50, p99) with 100,000 tasks in the database:
 // the first page of /tasks, the lead's "Waiting on you" (/queue: the bulk tasks in
 // review and completed were built by nobody, so any person but the builder may approve
-// and verify them — every source of the queue is full), the page of a goal holding
+// and verify them — every source of the queue is full), the page of one bulk task
+// (/tasks/:id, in the goal), the page of a goal holding
 // 60,000 of them, warm (no event since the last load: counts cached) and cold (an
 // event before every load), and the search page (benchSearches).
 //
@@ -44,11 +45,11 @@ func BenchmarkPages(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			bulkTasks(b, e, g.ID, dev.ID)
+			sample := bulkTasks(b, e, g.ID, dev.ID)
 			b.Logf("%s: inserted %d tasks in %s", dialect, benchTasks, time.Since(start).Round(time.Millisecond))
 			br := e.browser().login("lead")
 			goalPath := fmt.Sprintf("/goals/%d", g.ID)
-			paths := []string{"/tasks", "/queue", goalPath, goalPath + "?cold"}
+			paths := []string{"/tasks", "/queue", fmt.Sprintf("/tasks/%d", sample), goalPath, goalPath + "?cold"}
 			paths = append(paths, benchSearches...)
 			for _, path := range paths {
 				b.Run(path, func(b *testing.B) {
@@ -81,8 +82,9 @@ func BenchmarkPages(b *testing.B) {
 func ms64(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // bulkTasks inserts benchTasks tasks through the store in one transaction per
-// 10,000: benchGoalTasks in goal, spread over every state, the rest in no goal.
-func bulkTasks(b *testing.B, e *env, goal, dev int64) {
+// 10,000: benchGoalTasks in goal, spread over every state, the rest in no goal. It
+// returns the id of a task in the middle of the goal, whose page BenchmarkPages loads.
+func bulkTasks(b *testing.B, e *env, goal, dev int64) (sample int64) {
 	b.Helper()
 	now := time.Now().UTC()
 	for done := 0; done < benchTasks; {
@@ -97,6 +99,9 @@ func bulkTasks(b *testing.B, e *env, goal, dev int64) {
 				if err := tx.CreateTask(e.ctx(), t); err != nil {
 					return err
 				}
+				if done == benchGoalTasks/2 {
+					sample = t.ID
+				}
 			}
 			return nil
 		})
@@ -104,4 +109,5 @@ func bulkTasks(b *testing.B, e *env, goal, dev int64) {
 			b.Fatal(err)
 		}
 	}
+	return sample
 }

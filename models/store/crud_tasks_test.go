@@ -349,3 +349,31 @@ func TestAttemptsRoundTrip(t *testing.T) {
 		wantCode(t, db.CreateAttempt(ctx, &models.Attempt{TaskID: 4242, AgentID: boss.ID}), models.EINVALID)
 	})
 }
+
+// TestListTaskHeadsOfAGoal: ListTaskHeads lists one goal's tasks, newest first, with
+// what the goal page's runs need (run, step, reviewed task, override).
+func TestListTaskHeadsOfAGoal(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		g := &models.Goal{Title: "G", CreatorID: boss.ID}
+		must(t, db.CreateGoal(ctx, g))
+		must(t, db.CreateTemplate(ctx, &models.Template{Name: "wf", Steps: []models.Step{{Role: "developer", Brief: "b"}}, CreatorID: boss.ID}))
+		run := &models.Run{GoalID: g.ID, TemplateName: "wf", TemplateVersion: 1, CreatorID: boss.ID}
+		must(t, db.CreateRun(ctx, run))
+		step := &models.Task{GoalID: &g.ID, RunID: &run.ID, StepNum: 1, Title: "step", Role: "developer", CreatorID: boss.ID, Override: true}
+		must(t, db.CreateTask(ctx, step))
+		task(t, db, boss.ID, "developer", nil) // no goal: not listed
+		fix := &models.Task{GoalID: &g.ID, ReviewOf: &step.ID, Title: "fix", Role: "developer", CreatorID: boss.ID}
+		must(t, db.CreateTask(ctx, fix))
+		got, err := db.ListTaskHeads(ctx, models.TaskFilter{GoalID: g.ID, Limit: 10})
+		must(t, err)
+		if len(got) != 2 || got[0].ID != fix.ID || got[1].ID != step.ID {
+			t.Fatalf("ListTaskHeads of the goal = %+v, want the fix then the step", got)
+		}
+		if got[0].ReviewOf == nil || *got[0].ReviewOf != step.ID || got[1].RunID == nil || *got[1].RunID != run.ID ||
+			got[1].StepNum != 1 || !got[1].Override {
+			t.Fatalf("heads lack the run, step, review or override: %+v", got)
+		}
+	})
+}

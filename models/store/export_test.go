@@ -39,7 +39,24 @@ func (d *DB) MigrateTo(ctx context.Context, version int64) error {
 // ReadyPlan returns the query plan of the statement ReadyTasks runs for rq, as the
 // database explains it (EXPLAIN on PostgreSQL, EXPLAIN QUERY PLAN on SQLite).
 func (d *DB) ReadyPlan(ctx context.Context, rq models.ReadyQuery) (string, error) {
-	stmt := d.readyQuery(ctx, rq).Session(&gorm.Session{DryRun: true}).Find(&[]taskRecord{}).Statement
+	return d.plan(ctx, d.readyQuery(ctx, rq).Session(&gorm.Session{DryRun: true}).Find(&[]taskRecord{}).Statement)
+}
+
+// GoalProgressPlans returns the query plans of GoalProgressFacts' per-day counts of
+// goal id: tasks created, tasks verified.
+func (d *DB) GoalProgressPlans(ctx context.Context, id int64) (created, verified string, err error) {
+	dry := func(q *gorm.DB) *gorm.Statement {
+		return q.Session(&gorm.Session{DryRun: true}).Scan(&[]dayCountRow{}).Statement
+	}
+	if created, err = d.plan(ctx, dry(d.goalCreatedQuery(ctx, id))); err != nil {
+		return "", "", err
+	}
+	verified, err = d.plan(ctx, dry(d.goalVerifiedQuery(ctx, id)))
+	return created, verified, err
+}
+
+// plan explains stmt.
+func (d *DB) plan(ctx context.Context, stmt *gorm.Statement) (string, error) {
 	explain := "EXPLAIN "
 	if d.dialect == DialectSQLite {
 		explain = "EXPLAIN QUERY PLAN "

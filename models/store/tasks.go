@@ -425,13 +425,16 @@ func (o *ops) ListTasks(ctx context.Context, f models.TaskFilter) ([]models.Task
 
 // taskHeadColumns are the columns ListTaskHeads reads.
 var taskHeadColumns = []string{"id", "goal_id", "title", "role", "state", "approve", "verify", "creator_id",
-	"assignee_id", "builder_id", "approver_id", "updated_at"}
+	"assignee_id", "builder_id", "approver_id", "updated_at", "run_id", "step_num", "review_of", "override"}
 
 // ListTaskHeads lists tasks as ListTasks does, reading only taskHeadColumns.
 func (o *ops) ListTaskHeads(ctx context.Context, f models.TaskFilter) ([]models.Task, error) {
 	q := o.q(ctx).Select(taskHeadColumns).Order("id DESC").Limit(listLimit(f.Limit))
 	if f.State != "" {
 		q = q.Where("state = ?", string(f.State))
+	}
+	if f.GoalID > 0 {
+		q = q.Where("goal_id = ?", f.GoalID)
 	}
 	if f.AssigneeID > 0 {
 		q = q.Where("assignee_id = ?", f.AssigneeID)
@@ -445,7 +448,8 @@ func (o *ops) ListTaskHeads(ctx context.Context, f models.TaskFilter) ([]models.
 		r := &recs[i]
 		out = append(out, models.Task{ID: r.ID, GoalID: r.GoalID, Title: r.Title, Role: r.Role, State: models.TaskState(r.State),
 			Approve: r.Approve, Verify: r.Verify, CreatorID: creatorID(r.CreatorID), AssigneeID: r.AssigneeID,
-			BuilderID: r.BuilderID, ApproverID: r.ApproverID, UpdatedAt: normTime(r.UpdatedAt)})
+			BuilderID: r.BuilderID, ApproverID: r.ApproverID, UpdatedAt: normTime(r.UpdatedAt),
+			RunID: r.RunID, StepNum: r.StepNum, ReviewOf: r.ReviewOf, Override: r.Override})
 	}
 	return out, nil
 }
