@@ -158,6 +158,10 @@ func browseRefusedSave(t *testing.T, ctx context.Context, e *admEnv, base string
 		shot("templates"),
 
 		chromedp.Click(chromedp.CSS(`a[href="/templates/feature-flow"]`)),
+		// The editor has loaded (its form and its scripts) before anything in it is
+		// touched: a node found while the page was still changing can be gone by the
+		// time it is clicked ("Could not find node with given id").
+		chromedp.WaitVisible(byTestID("template-form")),
 		// Steps are collapsed to a line: open step 1.
 		chromedp.Click(byTestID("step-summary-0")),
 		chromedp.WaitVisible(path0),
