@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/runner"
+	"github.com/countersign/countersign/web/components"
 	tplpage "github.com/countersign/countersign/web/pages/template"
 )
 
@@ -93,10 +94,10 @@ func contractWords(steps []models.Step, i int, task *models.Task) []string {
 		if r.ProceedsWithWarnings() {
 			then = "the task goes on with the review's findings as warnings"
 		}
-		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, plural(r.MaxRounds, "round", "rounds"), then))
+		out = append(out, fmt.Sprintf("Reviewed by the role %s, at most %s; if the last round fails, %s.", r.Role, components.Plural(r.MaxRounds, "round", "rounds"), then))
 	}
 	cp := ct.Completion
-	out = append(out, fmt.Sprintf("At most %s of %s each.", plural(cp.MaxAttempts, "attempt", "attempts"), cp.Timeout))
+	out = append(out, fmt.Sprintf("At most %s of %s each.", components.Plural(cp.MaxAttempts, "attempt", "attempts"), cp.Timeout))
 	return out
 }
 
@@ -141,10 +142,10 @@ func doneWords(cp contract.Completion, out string) []string {
 		done = append(done, fmt.Sprintf("prints %s", cp.DoneToken))
 	}
 	if n := len(cp.Verify); n > 0 {
-		done = append(done, plural(n, "command exits", "commands exit")+" 0")
+		done = append(done, components.Plural(n, "command exits", "commands exit")+" 0")
 	}
 	if cl := cp.Checklist; cl != nil {
-		done = append(done, fmt.Sprintf("%s has %s checked", cl.Path, plural(cl.Count, "box", "boxes")))
+		done = append(done, fmt.Sprintf("%s has %s checked", cl.Path, components.Plural(cl.Count, "box", "boxes")))
 	}
 	if cp.Clean {
 		done = append(done, "leaves no uncommitted changes")
@@ -162,7 +163,7 @@ func checkWords(vf contract.Verification) []string {
 	case contract.VerifyAdvisory:
 		out = append(out, "Advisory: no automated checks; a person reads the output.")
 	case contract.VerifySkip:
-		out = append(out, fmt.Sprintf("Minimal checks only (%s).", plural(len(vf.Criteria), "criterion", "criteria")))
+		out = append(out, fmt.Sprintf("Minimal checks only (%s).", components.Plural(len(vf.Criteria), "criterion", "criteria")))
 	case contract.VerifyAuto:
 		out = append(out, "Criteria are generated from the task with the project rules when the run starts.")
 	default:
@@ -170,14 +171,14 @@ func checkWords(vf contract.Verification) []string {
 		for _, cr := range vf.Criteria {
 			acts = append(acts, cr.Activity)
 		}
-		s := fmt.Sprintf("Verified by %s", plural(len(vf.Criteria), "criterion", "criteria"))
+		s := fmt.Sprintf("Verified by %s", components.Plural(len(vf.Criteria), "criterion", "criteria"))
 		if len(acts) > 0 {
 			s += " (" + strings.Join(acts, ", ") + ")"
 		}
 		out = append(out, s+".")
 	}
 	if n := len(vf.HeldOut) + vf.HeldOutCount; n > 0 {
-		out = append(out, fmt.Sprintf("%s the worker never sees run too.", plural(n, "held-out test", "held-out tests")))
+		out = append(out, fmt.Sprintf("%s the worker never sees run too.", components.Plural(n, "held-out test", "held-out tests")))
 	}
 	return out
 }
@@ -191,11 +192,4 @@ func policyWords(p models.Policy) string {
 		return "anyone"
 	}
 	return "the role " + p
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
