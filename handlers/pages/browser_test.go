@@ -148,12 +148,18 @@ func run(t *testing.T, ctx context.Context, step string, actions ...chromedp.Act
 // on path.
 func signIn(t *testing.T, ctx context.Context, e *env, name, path string) {
 	t.Helper()
+	signInAs(t, ctx, e, name, testPassword, path)
+}
+
+// signInAs is signIn with a password of the caller's.
+func signInAs(t *testing.T, ctx context.Context, e *env, name, password, path string) {
+	t.Helper()
 	run(t, ctx, "sign in as "+name,
 		chromedp.Navigate(e.srv.URL+path),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="login-form"]`)),
 		shot(t, "login"),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="login-name"]`), name),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="login-password"]`), testPassword),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="login-password"]`), password),
 		chromedp.Click(chromedp.CSS(`[data-testid="login-submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="nav-agent"]`)),
 	)

@@ -8,19 +8,12 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// signInWith signs name in through the login form with password, in its own browser
-// session, and ends on path.
+// signInWith signs name in with password in a browser session of its own, ending on
+// path.
 func signInWith(t *testing.T, e *env, name, password, path string) context.Context {
 	t.Helper()
 	ctx := chrome(t)
-	run(t, ctx, "sign in as "+name,
-		chromedp.Navigate(e.srv.URL+"/login?next="+path),
-		chromedp.WaitVisible(byTestID("login-form")),
-		chromedp.SendKeys(byTestID("login-name"), name),
-		chromedp.SendKeys(byTestID("login-password"), password),
-		chromedp.Click(byTestID("login-submit")),
-		chromedp.WaitVisible(byTestID("nav-agent")),
-	)
+	signInAs(t, ctx, e, name, password, path)
 	return ctx
 }
 
