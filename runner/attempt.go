@@ -471,7 +471,7 @@ func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	spec.Env = append(spec.Env, p.conf.openGateway(tr, ar, cancel)...)
-	defer p.conf.closeGateway(ar) // after the report is read: the meter's usage goes beside it
+	defer p.conf.closeGateway(ar) // on an early return; a second call does nothing
 	if p.conf.privateNetwork() {
 		spec.Env = append(spec.Env, networkEnv()...)
 	}
@@ -489,8 +489,15 @@ func (p *attemptRunner) execute(ctx context.Context, tr *taskRun, ar *attemptRun
 	if stream != nil {
 		stream.finish(ar)
 	}
-	if cause := context.Cause(rctx); errors.Is(cause, errBudgetOverrun) {
+	// After the report is read, so that the meter's usage goes beside it.
+	refusedBy := p.conf.closeGateway(ar)
+	switch cause := context.Cause(rctx); {
+	case errors.Is(cause, errBudgetOverrun):
 		ar.fail(models.StageBudget, "the worker was stopped: "+cause.Error())
+	case refusedBy != "":
+		// The refusal's cancel runs on its own goroutine; a worker that exits as soon
+		// as it hears "no" can end before it. The refusal, not the timing, decides.
+		ar.fail(models.StageBudget, fmt.Sprintf("the worker was stopped: %v: the model gateway refused a call past what the attempt reserved (%s)", errBudgetOverrun, refusedBy))
 	}
 }
 

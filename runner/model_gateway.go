@@ -61,17 +61,24 @@ func (p *confiner) openGateway(tr *taskRun, ar *attemptRun, cancel context.Cance
 
 // closeGateway revokes the attempt's credential and makes what the gateway metered
 // the attempt's usage, keeping the worker's own report beside it (flagged when it
-// says otherwise).
-func (p *confiner) closeGateway(ar *attemptRun) {
+// says otherwise). It returns the cap that refused one of the attempt's calls, ""
+// when none did: such an attempt ends at stage budget even when its worker, told
+// "no", exited on its own before the refusal's cancel reached the run. Calling it
+// again after the credential is revoked does nothing and returns "".
+func (p *confiner) closeGateway(ar *attemptRun) (budgetKey string) {
 	if ar.lease == nil {
-		return
+		return ""
 	}
 	m := ar.lease.Revoke()
 	ar.lease = nil
 	if m.Calls == 0 && m.Refused == 0 {
-		return // no call through the gateway: the report stands alone
+		return "" // no call through the gateway: the report stands alone
 	}
 	ar.usage = models.ReconcileUsage(m.Usage(), ar.usage)
+	if m.BudgetRefused > 0 {
+		return m.BudgetKey
+	}
+	return ""
 }
 
 // GatewayStatus says what the pool's model gateway serves and how its confined runs
