@@ -35,8 +35,19 @@ type site struct {
 }
 
 // openSite opens and migrates the store cfg names and sets the site up with one worker
-// agent of the given concurrency. A zero cfg means SQLite in the site's data dir.
-func openSite(ctx context.Context, cfg store.Config, concurrency int) (s *site, err error) {
+// agent of the given concurrency running Command. A zero cfg means SQLite in the
+// site's data dir.
+func openSite(ctx context.Context, cfg store.Config, concurrency int) (*site, error) {
+	return openSiteWith(ctx, cfg, []*models.Agent{benchAgent("bench", Command, concurrency)})
+}
+
+// benchAgent is a worker agent of the benchmark's role.
+func benchAgent(name, command string, concurrency int) *models.Agent {
+	return &models.Agent{Name: name, Kind: models.KindWorker, Roles: []string{workerRole}, Command: command, Concurrency: concurrency}
+}
+
+// openSiteWith is openSite with the given worker agents instead of the one.
+func openSiteWith(ctx context.Context, cfg store.Config, workers []*models.Agent) (s *site, err error) {
 	dir, err := os.MkdirTemp("", "cs-bench-countersign-")
 	if err != nil {
 		return nil, err
@@ -64,9 +75,10 @@ func openSite(ctx context.Context, cfg store.Config, concurrency int) (s *site, 
 	if err = s.svc.Templates.SaveRules(ctx, s.boss, &models.ProjectRules{Rules: contract.Rules{Activities: map[string]string{"unit-test": "true"}}}); err != nil {
 		return nil, err
 	}
-	w := &models.Agent{Name: "bench", Kind: models.KindWorker, Roles: []string{workerRole}, Command: Command, Concurrency: concurrency}
-	if err = s.svc.Agents.CreateAgent(ctx, s.boss, w, ""); err != nil {
-		return nil, err
+	for _, w := range workers {
+		if err = s.svc.Agents.CreateAgent(ctx, s.boss, w, ""); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -24,12 +24,16 @@ const Command = "cat >/dev/null"
 var Brief = strings.Repeat("brief line\n", 100)
 
 // runWorker runs Command once, Brief on stdin, stdout and stderr to a new file at log.
-func runWorker(log string) error {
+func runWorker(log string) error { return runCommand(Command, log) }
+
+// runCommand runs command through /bin/sh -c once, Brief on stdin, stdout and stderr
+// to a new file at log.
+func runCommand(command, log string) error {
 	f, err := os.Create(log)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("/bin/sh", "-c", Command)
+	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(Brief), f, f
 	err = cmd.Run()
 	if cerr := f.Close(); err == nil {
