@@ -29,18 +29,9 @@ const (
 // below currentFloorRiverRatio of River; it logs issue #34's targets beside the
 // measured ratios. Without PostgreSQL it skips, or fails under CI=true.
 func TestThroughputAgainstRiver(t *testing.T) {
-	server := DefaultServer
-	if u := os.Getenv("COUNTERSIGN_TEST_POSTGRES"); u != "" {
-		server = u
-	}
+	server := testServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := Reachable(ctx, server); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is not reachable (set COUNTERSIGN_TEST_POSTGRES): %v", err)
-		}
-		t.Skipf("PostgreSQL is not reachable (set COUNTERSIGN_TEST_POSTGRES; with CI=true this fails): %v", err)
-	}
 	r, err := Run(ctx, Options{N: 400, Concurrency: 16, Server: server})
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +52,22 @@ func metOrNot(ok bool) string {
 		return "met"
 	}
 	return "not met"
+}
+
+// testServer returns the PostgreSQL server the tests use (COUNTERSIGN_TEST_POSTGRES,
+// else DefaultServer); when it is not reachable the test skips, or fails under
+// CI=true.
+func testServer(t *testing.T) string {
+	t.Helper()
+	server := DefaultServer
+	if u := os.Getenv("COUNTERSIGN_TEST_POSTGRES"); u != "" {
+		server = u
+	}
+	if err := Reachable(context.Background(), server); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is not reachable (set COUNTERSIGN_TEST_POSTGRES): %v", err)
+		}
+		t.Skipf("PostgreSQL is not reachable (set COUNTERSIGN_TEST_POSTGRES; with CI=true this fails): %v", err)
+	}
+	return server
 }

@@ -1,9 +1,13 @@
 package compare
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestParseProcStat: the CPU times are counted from the last ')', so a command name
@@ -28,13 +32,13 @@ func TestWindow(t *testing.T) {
 	t0 := time.Now()
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * SampleEvery) }
 	samples := []sample{
-		{at: at(0), done: 0, waiters: 3, cross: true},                      // ramp-up: outside
-		{at: at(1), done: 10, backend: time.Second, self: 2 * time.Second}, // window start
+		{at: at(0), done: 0, waiters: 3, cross: true},                                               // ramp-up: outside
+		{at: at(1), done: 10, waiters: 4, cross: true, backend: time.Second, self: 2 * time.Second}, // window start: before it
 		{at: at(2), done: 30, waiters: 2, cross: true, blockers: []string{"commit", "insert"}},
 		{at: at(3), done: 50, waiters: 1, blockers: nil},
 		{at: at(4), done: 70, blockers: []string{"commit"}},
-		{at: at(5), done: 90, backend: 3 * time.Second, self: 6 * time.Second}, // window end
-		{at: at(6), done: 100, waiters: 5, cross: true},                        // tail: outside
+		{at: at(5), done: 90, waiters: 1, backend: 3 * time.Second, self: 6 * time.Second}, // window end: in it
+		{at: at(6), done: 100, waiters: 5, cross: true},                                    // tail: outside
 	}
 	w, err := window(samples, 10, 90)
 	if err != nil {
@@ -43,8 +47,8 @@ func TestWindow(t *testing.T) {
 	if w.Done != 80 || w.Took != 4*SampleEvery || w.Samples != 4 {
 		t.Errorf("done %d in %v over %d samples, want 80 in %v over 4", w.Done, w.Took, w.Samples, 4*SampleEvery)
 	}
-	if w.LockAny != 0.5 || w.LockCross != 0.25 || w.Waiters != 0.75 {
-		t.Errorf("lock any %v cross %v waiters %v, want 0.5 0.25 0.75", w.LockAny, w.LockCross, w.Waiters)
+	if w.LockAny != 0.75 || w.LockCross != 0.25 || w.Waiters != 1 {
+		t.Errorf("lock any %v cross %v waiters %v, want 0.75 0.25 1", w.LockAny, w.LockCross, w.Waiters)
 	}
 	if w.Backend != 2*time.Second || w.Self != 4*time.Second {
 		t.Errorf("cpu backend %v self %v, want 2s 4s", w.Backend, w.Self)
@@ -81,4 +85,84 @@ func TestScaleOutAcceptance(t *testing.T) {
 	if got := acceptance(points); !strings.Contains(got, "20.0%    want < 10.0%     NOT MET") {
 		t.Errorf("20 %% cross-process waits met the target:\n%s", got)
 	}
+}
+
+// TestSamplerSeesLockWaits: on a live PostgreSQL, a backend of one measured process
+// waiting for a row another process's backend locked is a cross-process wait with the
+// blocker's statement; the same wait within one process is a wait, not a cross one.
+func TestSamplerSeesLockWaits(t *testing.T) {
+	server := testServer(t)
+	for _, tc := range []struct {
+		name         string
+		waiter       string
+		wantCross    bool
+		wantBlockers int
+	}{
+		{"two processes", "cs-bench-cs-1", true, 1},
+		{"one process", "cs-bench-cs-0", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := withDatabase(ctx, server, func(dbURL string) error {
+				sm, err := waitedSample(ctx, t, dbURL, tc.waiter)
+				if err != nil {
+					return err
+				}
+				if sm.waiters != 1 || sm.cross != tc.wantCross || len(sm.blockers) != tc.wantBlockers {
+					t.Errorf("waiters %d, cross %v, blockers %q; want 1, %v, %d", sm.waiters, sm.cross, sm.blockers, tc.wantCross, tc.wantBlockers)
+				}
+				if tc.wantBlockers > 0 && !strings.Contains(sm.blockers[0], "FOR UPDATE") {
+					t.Errorf("blocker statement %q, want the SELECT … FOR UPDATE", sm.blockers[0])
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// waitedSample locks a row from a connection named cs-bench-cs-0, has a connection
+// named waiter wait for it, and returns the first sample that sees a waiter.
+func waitedSample(ctx context.Context, t *testing.T, dbURL, waiter string) (sample, error) {
+	holder, err := pgx.Connect(ctx, withAppName(dbURL, "cs-bench-cs-0"))
+	if err != nil {
+		return sample{}, err
+	}
+	defer holder.Close(context.Background())
+	if _, err := holder.Exec(ctx, "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"); err != nil {
+		return sample{}, err
+	}
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		return sample{}, err
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT id FROM t WHERE id = 1 FOR UPDATE"); err != nil {
+		return sample{}, err
+	}
+	w, err := pgx.Connect(ctx, withAppName(dbURL, waiter))
+	if err != nil {
+		return sample{}, err
+	}
+	defer w.Close(context.Background())
+	waited := make(chan error, 1)
+	go func() { _, err := w.Exec(ctx, "UPDATE t SET id = 1 WHERE id = 1"); waited <- err }()
+	s, err := newSampler(ctx, dbURL, "SELECT 0", "cs-bench-cs-", nil)
+	if err != nil {
+		return sample{}, err
+	}
+	defer s.close()
+	for range 100 {
+		sm, err := s.tick(ctx)
+		if err != nil || sm.waiters > 0 {
+			tx.Rollback(ctx)
+			return sm, errors.Join(err, <-waited)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the sampler never saw the waiter")
+	return sample{}, nil
 }
