@@ -27,7 +27,7 @@ import (
 // the regular files the task added or changed, compared with a stamp base taken before
 // its first worker ran, copied once an attempt is verified to
 //
-//	<root>/meta/<task>/deliverable-base.json      the stamps before the first attempt
+//	<root>/meta/<task>/deliverable-base.json      the stamps before the first attempt (none for a workspace that started empty)
 //	<root>/meta/<task>/deliverable/<n>/<path>     the kept copies of verified attempt n
 //	<root>/meta/<task>/deliverable/<n>.json       their manifest (also on the attempt; none when nothing was kept)
 //
@@ -86,7 +86,7 @@ func (p *attemptRunner) prepareDeliverable(tr *taskRun, ar *attemptRun) {
 	if ar.ws == nil || hasGit(ar.ws) {
 		return
 	}
-	base, err := loadOrTakeBase(ar.ws)
+	base, err := loadOrTakeBase(ar.ws, ar.num)
 	if err != nil {
 		p.log.Warn("taking the workspace's stamps for the deliverable failed; the attempt keeps none",
 			"task_id", tr.task.ID, "attempt", ar.num, "err", err)
@@ -104,7 +104,11 @@ func olderDeliverableBase(metaDir string) string {
 	return filepath.Join(deliverableDir(metaDir), "base.json")
 }
 
-func loadOrTakeBase(ws *workspace.Workspace) (*stampBase, error) {
+// loadOrTakeBase returns the task's stamp base: the one kept in its meta dir, the empty
+// one for a workspace that started empty (see Workspace.StartedEmpty: nothing is
+// written, a file per task the runner can do without), or the stamps taken now and
+// kept for the task's later attempts.
+func loadOrTakeBase(ws *workspace.Workspace, attempt int) (*stampBase, error) {
 	path := deliverableBase(ws.MetaDir)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -119,6 +123,9 @@ func loadOrTakeBase(ws *workspace.Workspace) (*stampBase, error) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	if ws.StartedEmpty(attempt) {
+		return &stampBase{Files: map[string]fileStamp{}}, nil
 	}
 	files, truncated, err := walkStamps(ws.Dir)
 	if err != nil {

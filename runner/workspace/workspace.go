@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,6 +97,9 @@ type Workspace struct {
 
 	repo       string // for a worktree: the repository it was added to
 	worktree   bool
+	// made says Dir is the directory the runner keeps for TaskID alone (neither the
+	// agent's workdir nor a worktree); created says this Prepare made it, empty.
+	made, created bool
 	branch     string // the worktree's branch; empty when detached
 	baseCommit string // the commit the branch started from
 }
@@ -123,8 +127,10 @@ func New(root string) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, "tasks"), 0o750); err != nil {
-		return nil, fmt.Errorf("workspace root: %w", err)
+	for _, d := range []string{"tasks", "meta"} {
+		if err := os.MkdirAll(filepath.Join(abs, d), 0o750); err != nil {
+			return nil, fmt.Errorf("workspace root: %w", err)
+		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -152,11 +158,17 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 	id := strconv.FormatInt(req.TaskID, 10)
 	taskDir := filepath.Join(m.root, "tasks", id)
 	ws := &Workspace{Dir: taskDir, MetaDir: filepath.Join(m.root, "meta", id), TaskID: req.TaskID}
-	if err := os.MkdirAll(taskDir, 0o750); err != nil {
+	// A task's files are what it needs and no more (each new inode costs on a busy
+	// file system): its meta dir always, its own directory only when it runs there.
+	if _, err := makeDir(ws.MetaDir); err != nil {
 		return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
 	}
-	if err := os.MkdirAll(ws.MetaDir, 0o750); err != nil {
-		return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+	if !req.Worktree && req.AgentWorkdir == "" {
+		created, err := makeDir(taskDir)
+		if err != nil {
+			return nil, fmt.Errorf("prepare task %d: %w", req.TaskID, err)
+		}
+		ws.made, ws.created = true, created
 	}
 
 	switch {
@@ -172,6 +184,27 @@ func (m *Manager) Prepare(ctx context.Context, req Request) (*Workspace, error) 
 		ws.Dir = dir
 	}
 	return ws, nil
+}
+
+// makeDir makes dir, whose parent exists (New made it), and reports whether it made
+// it; a dir that exists is kept as it is. One mkdir, where MkdirAll would stat first.
+func makeDir(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, 0o750)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, statErr := os.Stat(dir); statErr == nil && fi.IsDir() {
+			return false, nil
+		}
+	}
+	return err == nil, err
+}
+
+// StartedEmpty reports that Dir is the directory the runner keeps for TaskID alone and
+// that it held nothing before the task's first attempt: this Prepare made it, or
+// attempt is a later one of the task (only the first attempt's Prepare can find it
+// already there, left by an earlier database that reused the id). Its files are then
+// all the task's own work, and no stamp of what was there before is needed.
+func (w *Workspace) StartedEmpty(attempt int) bool {
+	return w.made && filepath.Base(w.Dir) == strconv.FormatInt(w.TaskID, 10) && (w.created || attempt > 1)
 }
 
 // checkRequest validates a Prepare request (EINVALID).

@@ -119,6 +119,36 @@ func TestAgentWorkdir(t *testing.T) {
 		t.Fatalf("MetaDir = %s", ws.MetaDir)
 	}
 	isDir(t, ws.MetaDir)
+	// The runner's own directory for the task is not made when the worker runs in its
+	// agent's: a task's files are what it needs.
+	if _, err := os.Stat(filepath.Join(m.Root(), "tasks", "3")); !os.IsNotExist(err) {
+		t.Fatalf("tasks/3 was made for a task that runs in its agent's workdir: %v", err)
+	}
+	if ws.StartedEmpty(1) || ws.StartedEmpty(2) {
+		t.Fatal("the agent's workdir is not a directory that started empty")
+	}
+}
+
+// TestStartedEmpty: only the runner's own directory for the task, made by the first
+// attempt's Prepare, started empty; one left by an earlier database that reused the
+// id, and another task's directory shared by a review fix, did not.
+func TestStartedEmpty(t *testing.T) {
+	m := newManager(t)
+	ws := prepare(t, m, Request{TaskID: 4, Attempt: 1})
+	if !ws.StartedEmpty(1) {
+		t.Fatal("a directory Prepare made is not reported as started empty")
+	}
+	if again := prepare(t, m, Request{TaskID: 4, Attempt: 2}); !again.StartedEmpty(2) {
+		t.Fatal("a later attempt of a task whose directory started empty is not reported so")
+	}
+	if again := prepare(t, m, Request{TaskID: 4, Attempt: 1}); again.StartedEmpty(1) {
+		t.Fatal("a first attempt that found the directory already there reports it started empty")
+	}
+	shared := prepare(t, m, Request{TaskID: 4, Attempt: 1})
+	shared.TaskID = 5 // a review fix working in task 4's directory
+	if shared.StartedEmpty(2) {
+		t.Fatal("another task's directory is reported as started empty")
+	}
 }
 
 func TestWorktreePerTask(t *testing.T) {
