@@ -95,13 +95,13 @@ type Workspace struct {
 	// TaskID is the task the workspace belongs to.
 	TaskID int64
 
-	repo       string // for a worktree: the repository it was added to
-	worktree   bool
+	repo     string // for a worktree: the repository it was added to
+	worktree bool
 	// made says Dir is the directory the runner keeps for TaskID alone (neither the
 	// agent's workdir nor a worktree); created says this Prepare made it, empty.
 	made, created bool
-	branch     string // the worktree's branch; empty when detached
-	baseCommit string // the commit the branch started from
+	branch        string // the worktree's branch; empty when detached
+	baseCommit    string // the commit the branch started from
 }
 
 // Repo is the checkout a worktree was added to (absolute, symlinks resolved); empty
