@@ -154,6 +154,9 @@ func (p *presence) reclaim(ctx context.Context, now time.Time, keep []int64) (in
 	if len(p.pending) == 0 {
 		return 0, nil
 	}
+	if err := p.refreshPending(ctx); err != nil {
+		return 0, err
+	}
 	var gone []string
 	for _, in := range p.pending {
 		// Only silence is looked at again: a lock held at the first look may be
@@ -177,6 +180,36 @@ func (p *presence) reclaim(ctx context.Context, now time.Time, keep []int64) (in
 		p.log.Info("took back the leases of this runner id's dead process", "tasks", n)
 	}
 	return n, nil
+}
+
+// refreshPending rereads the id's other instances when one pending still looked
+// alive: their beats since, and instances started since. Those proven dead by their
+// lock stay so (a zero AliveUntil).
+func (p *presence) refreshPending(ctx context.Context) error {
+	proven := map[string]bool{}
+	for _, in := range p.pending {
+		if in.AliveUntil.IsZero() {
+			proven[in.Instance] = true
+		}
+	}
+	if len(proven) == len(p.pending) {
+		return nil
+	}
+	insts, err := p.reg.RunnerInstances(ctx, p.cfg.RunnerID)
+	if err != nil {
+		return err
+	}
+	p.pending = p.pending[:0]
+	for _, in := range insts {
+		if in.Instance == p.inst.Instance {
+			continue
+		}
+		if proven[in.Instance] {
+			in.AliveUntil = time.Time{}
+		}
+		p.pending = append(p.pending, in)
+	}
+	return nil
 }
 
 // dead reports whether in is proven gone: silent, or on this host with its owner
