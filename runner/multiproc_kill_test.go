@@ -274,13 +274,14 @@ func readCompletions(t *testing.T, path string) map[int64]map[int]time.Time {
 	return out
 }
 
-// takeoverTime finds the kill under attempt a (of its runner, while it ran) and
-// returns the time from the kill to the takeover that ended a.
+// takeoverTime finds the kill under attempt a — the first kill of its runner after
+// it started: the process that ran it died then — and returns the time from the kill
+// to the takeover that ended a.
 func takeoverTime(a models.Attempt, kills []kill) (time.Duration, *kill) {
 	if a.FinishedAt == nil {
 		return 0, nil
 	}
-	for i := len(kills) - 1; i >= 0; i-- {
+	for i := range kills {
 		k := &kills[i]
 		if k.id == a.RunnerID && k.at.After(a.StartedAt) && !k.at.After(*a.FinishedAt) {
 			return a.FinishedAt.Sub(k.at), k
