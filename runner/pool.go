@@ -81,13 +81,14 @@ func New(cfg Config) (*Pool, error) {
 	exec.grace, exec.log, exec.runTask = cfg.Grace, run.log, run.runTask
 	claims := &claimLoop{common: run.common, starts: run, tmpDirs: run.tmpDirs, exec: exec, wake: make(chan struct{}, 1)}
 	exec.freed = claims.notify
+	beat := &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec,
+		pres: newPresence(cfg, cfg.Service.Store(), run.log), wake: claims.notify}
 	return &Pool{
-		cfg:    cfg,
-		log:    run.log,
-		run:    run,
-		events: run.events,
-		beat: &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec,
-			pres: newPresence(cfg, cfg.Service.Store(), run.log), wake: claims.notify},
+		cfg:     cfg,
+		log:     run.log,
+		run:     run,
+		events:  run.events,
+		beat:    beat,
 		clean:   &cleanup{cfg: cfg, store: run.store, log: run.log, exec: exec},
 		recheck: &rechecker{common: run.common, conf: run.conf, judging: run.judging},
 		exec:    exec,
