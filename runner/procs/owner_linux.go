@@ -126,18 +126,12 @@ func OwnerDead(path string) (bool, error) {
 	if !filepath.IsAbs(path) || !strings.HasPrefix(name, ownerPrefix) || !strings.HasSuffix(name, ownerSuffix) {
 		return false, nil
 	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
-	}
 	alive, err := ownerAlive(filepath.Clean(dir), name)
 	if err != nil {
 		return false, err
 	}
-	// ownerAlive counts a file that vanished since the Stat as dead; only a lock we
-	// could take proves it, so look again.
+	// ownerAlive counts a missing file as dead (for a reaper, it is); here only a
+	// lock we could take on a file still there proves it, so look again.
 	if _, serr := os.Stat(path); serr != nil {
 		return false, nil
 	}
