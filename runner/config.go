@@ -62,7 +62,8 @@ type Config struct {
 	// RunnerID names this pool in leases; unique per process.
 	RunnerID string
 	// Lease is how long a claim holds a task without a heartbeat; renewed every
-	// Lease/3. Another runner takes the task over once it expires.
+	// Lease/3. Another runner takes the task over once it expires, or sooner once
+	// this runner has been silent for three beats of min(Lease/3, 1s) (takeover.go).
 	Lease time.Duration
 	// Poll is the fallback claim interval; the pool wakes on committed events first.
 	Poll time.Duration

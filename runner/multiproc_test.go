@@ -77,12 +77,18 @@ type runnerProc struct {
 
 func startRunnerProc(t *testing.T, url, id string, extra ...string) *runnerProc {
 	t.Helper()
-	dir := t.TempDir()
+	return startRunnerIn(t, url, id, t.TempDir(), extra...)
+}
+
+// startRunnerIn starts a runner with data dir dir: a runner restarted in the same
+// dir reaps what its dead predecessor left and appends to the same log.
+func startRunnerIn(t *testing.T, url, id, dir string, extra ...string) *runnerProc {
+	t.Helper()
 	args := append([]string{"runner", "--database-url", url, "--data-dir", dir, "--runner-id", id,
 		"--poll", "300ms", "--grace", "2s", "--evaluator", "none", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(countersignBinary(t), args...)
 	logPath := filepath.Join(dir, "runner.log")
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	must(t, err)
 	cmd.Stdout, cmd.Stderr = f, f
 	must(t, cmd.Start())

@@ -81,12 +81,14 @@ func New(cfg Config) (*Pool, error) {
 	exec.grace, exec.log, exec.runTask = cfg.Grace, run.log, run.runTask
 	claims := &claimLoop{common: run.common, starts: run, tmpDirs: run.tmpDirs, exec: exec, wake: make(chan struct{}, 1)}
 	exec.freed = claims.notify
+	beat := &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec,
+		pres: newPresence(cfg, cfg.Service.Store(), run.log), wake: claims.notify}
 	return &Pool{
 		cfg:     cfg,
 		log:     run.log,
 		run:     run,
 		events:  run.events,
-		beat:    &heartbeat{cfg: cfg, claimer: run.claimer, log: run.log, exec: exec},
+		beat:    beat,
 		clean:   &cleanup{cfg: cfg, store: run.store, log: run.log, exec: exec},
 		recheck: &rechecker{common: run.common, conf: run.conf, judging: run.judging},
 		exec:    exec,
@@ -136,8 +138,16 @@ func (p *Pool) prepare(ctx context.Context) error {
 		return err
 	}
 	p.run.runner = runner
+	// The proof that this id's earlier process died is its owner lock file, which
+	// ReapAll tidies away: looked at first, acted on once ReapAll killed its workers.
+	if err := p.beat.pres.judge(ctx); err != nil {
+		return fmt.Errorf("runner: reading this runner id's earlier processes: %w", err)
+	}
 	if err := p.reapEarlier(ctx); err != nil {
 		return err
+	}
+	if err := p.beat.pres.start(ctx); err != nil {
+		return fmt.Errorf("runner: recording this runner's heartbeat: %w", err)
 	}
 	if err := p.recoverJudge(); err != nil {
 		return err

@@ -105,3 +105,38 @@ func removeDeadOwners(dir, self string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// OwnerPath is the absolute path of the registry's owner lock file, locked for as
+// long as the registry's process lives: a process on this host that finds it
+// unlocked (OwnerDead) knows that this one is gone, however it died.
+func (r *Registry) OwnerPath() string {
+	p := filepath.Join(r.dir, r.owner.name)
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// OwnerDead reports whether path (an OwnerPath) proves its registry's process gone:
+// the file is there and nobody holds its lock. A missing file proves nothing — its
+// registry was closed, a reaper removed it after finding it dead, or the path belongs
+// to another file system — and neither does an error: both report false.
+func OwnerDead(path string) (bool, error) {
+	dir, name := filepath.Split(path)
+	if !filepath.IsAbs(path) || !strings.HasPrefix(name, ownerPrefix) || !strings.HasSuffix(name, ownerSuffix) {
+		return false, nil
+	}
+	alive, err := ownerAlive(filepath.Clean(dir), name)
+	if err != nil {
+		return false, err
+	}
+	// ownerAlive counts a missing file as dead (for a reaper, it is); here only a
+	// lock we could take on a file still there proves it, so look again.
+	if _, serr := os.Stat(path); serr != nil {
+		return false, nil
+	}
+	return !alive, nil
+}
+
+// OwnerDead is the package's OwnerDead, for callers that hold a Registry.
+func (r *Registry) OwnerDead(path string) (bool, error) { return OwnerDead(path) }

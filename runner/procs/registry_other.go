@@ -36,3 +36,12 @@ func (r *Registry) ReapAll(ctx context.Context) (reaped int, err error) { return
 func (r *Registry) ReapTask(ctx context.Context, taskID int64) (reaped int, err error) {
 	return 0, nil
 }
+
+// OwnerPath is empty: there is no owner lock here.
+func (r *Registry) OwnerPath() string { return "" }
+
+// OwnerDead proves nothing here: false.
+func OwnerDead(path string) (bool, error) { return false, nil }
+
+// OwnerDead proves nothing here: false.
+func (r *Registry) OwnerDead(path string) (bool, error) { return false, nil }
