@@ -280,3 +280,41 @@ func TestConcurrencyNeverExceededOnPostgres(t *testing.T) {
 		t.Fatalf("peak live leases %d, want %d (the concurrency), no more", p, k)
 	}
 }
+
+// TestMigration25BackfillsSlots: upgrading gives every enabled worker its slots, the
+// tasks leased at the time keep theirs (a disabled agent's too, until they end), and a
+// human none; the trigger then frees a slot when its lease ends.
+func TestMigration25BackfillsSlots(t *testing.T) {
+	for _, dialect := range storetest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			db, err := store.Open(ctx, storetest.Empty(t, dialect))
+			must(t, err)
+			defer db.Close()
+			must(t, db.MigrateTo(ctx, 24))
+			id := func(q string, args ...any) int64 {
+				var v int64
+				must(t, db.SQL().QueryRowContext(ctx, q, args...).Scan(&v))
+				return v
+			}
+			w := id("INSERT INTO agents (name, kind, concurrency) VALUES ('w', 'worker', 3) RETURNING id")
+			off := id("INSERT INTO agents (name, kind, concurrency, disabled) VALUES ('off', 'worker', 2, TRUE) RETURNING id")
+			h := id("INSERT INTO agents (name, kind) VALUES ('h', 'human') RETURNING id")
+			leased := func(agent int64, owner string) int64 {
+				return id(`INSERT INTO tasks (title, role, state, assignee_id, builder_id, lease_owner, lease_until)
+					VALUES ('t', 'dev', 'in_progress', $1, $1, $2, $3) RETURNING id`, agent, owner, time.Now().Add(time.Minute).UTC())
+			}
+			tw, toff := leased(w, "r1"), leased(off, "r2")
+			leased(h, "") // a person's task in progress: no lease, no slot
+			must(t, db.Migrate(ctx))
+			equal(t, "w's slots", slotRows(t, ctx, db, w), []string{fmt.Sprintf("0:%d", tw), "1:-", "2:-"})
+			equal(t, "off's slots", slotRows(t, ctx, db, off), []string{fmt.Sprintf("0:%d", toff)})
+			if rows := slotRows(t, ctx, db, h); len(rows) != 0 {
+				t.Fatalf("a person has slots %v", rows)
+			}
+			must(t, db.ReleaseLease(ctx, "r1", tw))
+			equal(t, "w's slots after the release", slotRows(t, ctx, db, w), []string{"0:-", "1:-", "2:-"})
+		})
+	}
+}
