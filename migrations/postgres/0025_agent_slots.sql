@@ -3,7 +3,8 @@
 -- with FOR UPDATE SKIP LOCKED, so claims by several runners proceed side by side and
 -- never lock the agent rows (which made one claim at a time run across the fleet). A
 -- slot is free when task_id is NULL or its lease_until has passed; it carries the
--- lease of the task it holds and is renewed with it (see models/store/slots.go).
+-- lease of the task it holds, kept in step by the triggers below (see
+-- models/store/slots.go).
 CREATE TABLE agent_slots (
     agent_id    BIGINT      NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
     slot        INTEGER     NOT NULL,
@@ -41,3 +42,18 @@ $$;
 CREATE TRIGGER tasks_lease_ended AFTER UPDATE OF lease_owner ON tasks
 	FOR EACH ROW WHEN (OLD.lease_owner <> '' AND NEW.lease_owner = '')
 	EXECUTE FUNCTION countersign_free_slot();
+
+-- A lease extended by its owner (the heartbeat's RenewLeases, a settle that keeps the
+-- lease for the next attempt) extends the slot with it, whatever code path wrote it:
+-- a slot whose lease passed before its task's would be handed to another task.
+CREATE FUNCTION countersign_renew_slot() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE agent_slots SET lease_until = NEW.lease_until
+	WHERE (agent_id, slot) IN (SELECT s.agent_id, s.slot FROM agent_slots s
+		WHERE s.task_id = NEW.id AND s.runner_id = NEW.lease_owner FOR UPDATE SKIP LOCKED);
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER tasks_lease_extended AFTER UPDATE OF lease_until ON tasks
+	FOR EACH ROW WHEN (NEW.lease_owner <> '' AND NEW.lease_owner = OLD.lease_owner AND NEW.lease_until > OLD.lease_until)
+	EXECUTE FUNCTION countersign_renew_slot();

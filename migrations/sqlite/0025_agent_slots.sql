@@ -27,3 +27,9 @@ CREATE TRIGGER tasks_lease_ended AFTER UPDATE OF lease_owner ON tasks
 WHEN OLD.lease_owner <> '' AND NEW.lease_owner = '' BEGIN
 	UPDATE agent_slots SET task_id = NULL, runner_id = '', lease_until = NULL WHERE task_id = NEW.id;
 END;
+
+-- A lease extended by its owner extends the slot with it, whatever code path wrote it.
+CREATE TRIGGER tasks_lease_extended AFTER UPDATE OF lease_until ON tasks
+WHEN NEW.lease_owner <> '' AND NEW.lease_owner = OLD.lease_owner AND NEW.lease_until > OLD.lease_until BEGIN
+	UPDATE agent_slots SET lease_until = NEW.lease_until WHERE task_id = NEW.id AND runner_id = NEW.lease_owner;
+END;

@@ -104,25 +104,15 @@ func (o *ops) RenewLeases(ctx context.Context, owner string, ids []int64, until 
 	held := func(q *gorm.DB) *gorm.DB {
 		return q.Where("id IN ? AND lease_owner = ? AND state = ?", ids, owner, string(models.TaskInProgress))
 	}
-	kept := []int64{}
-	err := o.atomic(ctx, func(o *ops) error {
-		// A narrow UPDATE: a full-row save would overwrite a change someone else made
-		// to the task since we read it.
-		if err := held(o.q(ctx).Model(&taskRecord{})).Update("lease_until", normTime(until)).Error; err != nil {
-			return mapError(err, "leases")
-		}
-		if err := held(o.q(ctx).Model(&taskRecord{})).Order("id").Pluck("id", &kept).Error; err != nil {
-			return mapError(err, "leases")
-		}
-		if len(kept) == 0 {
-			return nil
-		}
-		// The slots go with the leases, in the same transaction: a slot that outlived
-		// its task's lease would be taken by another claim.
-		return o.renewSlots(ctx, owner, kept, until)
-	})
-	if err != nil {
-		return nil, err
+	// A narrow UPDATE: a full-row save would overwrite a change someone else made
+	// to the task since we read it. The trigger tasks_lease_extended renews the
+	// tasks' slots with it.
+	if err := held(o.q(ctx).Model(&taskRecord{})).Update("lease_until", normTime(until)).Error; err != nil {
+		return nil, mapError(err, "leases")
+	}
+	var kept []int64
+	if err := held(o.q(ctx).Model(&taskRecord{})).Order("id").Pluck("id", &kept).Error; err != nil {
+		return nil, mapError(err, "leases")
 	}
 	if kept == nil {
 		kept = []int64{}

@@ -19,10 +19,11 @@ import (
 // exceed its slots below its concurrency, whoever claims: every claim takes a slot,
 // and a slot holds one task.
 //
-// A slot is free when task_id is NULL or its lease_until has passed: it is renewed
-// with its task's lease (RenewLeases) and freed, by the trigger tasks_lease_ended,
-// whenever the task's lease ends (lease_owner goes to ''), whichever code path ends
-// it. Both conditions are on the slot row itself, so PostgreSQL's recheck of a row
+// A slot is free when task_id is NULL or its lease_until has passed. Two triggers on
+// tasks (migration 0025) keep it in step with its task's lease, whichever code path
+// writes the task: tasks_lease_extended renews it when the owner extends the lease
+// (the heartbeat, a settle keeping the lease for the next attempt), and
+// tasks_lease_ended frees it when the lease ends (lease_owner goes to ''). Both conditions are on the slot row itself, so PostgreSQL's recheck of a row
 // another claim just committed sees it taken: a condition read from another table
 // would be read from the statement's snapshot and could hand the slot out twice.
 
@@ -142,16 +143,5 @@ func (o *ops) FreeSlots(ctx context.Context, id int64) error {
 	held := o.lockSkip(o.q(ctx).Model(&agentSlotRecord{}).Select("agent_id, slot").Where("task_id = ?", id))
 	err := o.q(ctx).Model(&agentSlotRecord{}).Where("(agent_id, slot) IN (?)", held).
 		Updates(map[string]any{"task_id": nil, "runner_id": "", "lease_until": nil}).Error
-	return mapError(err, "agent slots")
-}
-
-// renewSlots moves the slots of owner's tasks ids to until, with their leases. A slot
-// another transaction holds is skipped: its lease had passed and a claim is giving it
-// to another task.
-func (o *ops) renewSlots(ctx context.Context, owner string, ids []int64, until time.Time) error {
-	held := o.lockSkip(o.q(ctx).Model(&agentSlotRecord{}).Select("agent_id, slot").
-		Where("task_id IN ? AND runner_id = ?", ids, owner))
-	err := o.q(ctx).Model(&agentSlotRecord{}).Where("(agent_id, slot) IN (?)", held).
-		Update("lease_until", normTime(until)).Error
 	return mapError(err, "agent slots")
 }

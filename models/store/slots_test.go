@@ -103,8 +103,8 @@ func TestSlotsFollowTheAgent(t *testing.T) {
 }
 
 // TestLeaseEndFreesItsSlot: whatever ends a task's lease (a settle writing the task,
-// ReleaseLease) frees its slot; RenewLeases renews the slot with the lease; a slot
-// whose lease passed is taken by the next claim.
+// ReleaseLease) frees its slot; whatever extends it (RenewLeases, a settle keeping it)
+// renews the slot; a slot whose lease passed is taken by the next claim.
 func TestLeaseEndFreesItsSlot(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
@@ -124,6 +124,17 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		must(t, err)
 		if took {
 			t.Fatal("RenewLeases did not renew the slot")
+		}
+		// So does a settle that keeps the lease for the next attempt (a full write).
+		a, err = db.GetTask(ctx, a.ID)
+		must(t, err)
+		later := time.Now().Add(3 * time.Hour)
+		a.LeaseUntil = &later
+		must(t, db.UpdateTask(ctx, a))
+		took, err = db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Until: time.Now().Add(4 * time.Hour), Now: time.Now().Add(2 * time.Hour)})
+		must(t, err)
+		if took {
+			t.Fatal("a settle that kept the lease did not renew the slot")
 		}
 		// A settle ends the lease by writing the task: the slot is free.
 		a.State, a.LeaseOwner, a.LeaseUntil = models.TaskVerified, "", nil
