@@ -19,10 +19,13 @@ type Claimer interface {
 	// it tells the claim which agents may have room and which is least busy; TakeSlot
 	// is what enforces the concurrency.
 	WorkerLoads(ctx context.Context, now time.Time) ([]WorkerLoad, error)
-	// TakeSlot gives the task a free slot of the agent below its concurrency, with
-	// the lease (Owner, Until), and reports whether there was one. On PostgreSQL the
-	// slot is locked and slots other claims hold are skipped, never waited for: false
-	// means the agent is full for this claim.
+	// TakeSlot gives the task a free slot of the agent below its concurrency, for
+	// the runner Owner, and reports whether there was one. A slot is free when it
+	// holds no task, or when its task no longer holds the lease of the slot's runner
+	// (ended, passed before Now, taken over): the lease the claim then writes on the
+	// task is what keeps the slot busy. On PostgreSQL the slot is locked and slots
+	// other claims hold are skipped, never waited for: false means the agent is full
+	// for this claim.
 	TakeSlot(ctx context.Context, s SlotClaim) (bool, error)
 	// FreeSlots frees the slots that hold the task: before a takeover takes a new one
 	// (the dead lease's slot may still name it), or when a claim gives the task up.
@@ -36,8 +39,8 @@ type Claimer interface {
 	// On PostgreSQL the rows are locked and rows locked by another claim skipped.
 	ReadyTasks(ctx context.Context, q ReadyQuery) ([]Task, error)
 	// RenewLeases moves lease_until to until on those of ids that owner still holds
-	// (lease_owner = owner, state in_progress), and on their slots, and returns their
-	// ids; the others were lost (cancelled, blocked or taken over by someone else).
+	// (lease_owner = owner, state in_progress), which keeps their slots, and returns
+	// their ids; the others were lost (cancelled, blocked or taken over by someone else).
 	RenewLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error)
 	// ReleaseLease clears the lease of task id if owner holds it, without touching
 	// anything else, so another runner may take the task at once.
@@ -60,10 +63,10 @@ type ReadyQuery struct {
 	Limit    int       // at most this many (default 16)
 }
 
-// SlotClaim is a slot a claim takes: for task TaskID, of agent AgentID, with the
-// task's lease (Owner until Until). Slots whose lease ended before Now are free.
+// SlotClaim is a slot a claim takes: for task TaskID, of agent AgentID, for runner
+// Owner. Leases that ended before Now no longer hold their slots.
 type SlotClaim struct {
 	AgentID, TaskID int64
 	Owner           string
-	Until, Now      time.Time
+	Now             time.Time
 }

@@ -173,16 +173,17 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, c mode
 	}
 }
 
-// takeSlot takes a free slot of agent for t with the lease the claim gives t. A task
-// taken over (in progress, its lease ended) may still be named by the slot of its dead
-// lease: that one is freed first, so that the task never holds two.
+// takeSlot takes a free slot of agent for t; the lease the claim then gives t keeps
+// it. A task taken over (in progress, its lease ended) may still be named by the slot
+// of its dead lease: that one is freed first, so that the task never holds two (a
+// runner back with the same id would otherwise see both as its own).
 func (p *claimLoop) takeSlot(ctx context.Context, c models.Claimer, t *models.Task, agent int64, now time.Time) (bool, error) {
 	if t.State == models.TaskInProgress {
 		if err := c.FreeSlots(ctx, t.ID); err != nil {
 			return false, err
 		}
 	}
-	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Until: now.Add(p.cfg.Lease), Now: now})
+	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Now: now})
 }
 
 // pickAgent chooses the idle agent for t, other than those in except: its assignee

@@ -7,13 +7,12 @@ CREATE TABLE agent_slots (
     slot        INTEGER     NOT NULL,
     task_id     INTEGER,
     runner_id   TEXT        NOT NULL DEFAULT '',
-    lease_until DATETIME   ,
     PRIMARY KEY (agent_id, slot)
 );
 CREATE INDEX agent_slots_task_idx ON agent_slots (task_id) WHERE task_id IS NOT NULL;
 
-INSERT INTO agent_slots (agent_id, slot, task_id, runner_id, lease_until)
-SELECT t.assignee_id, row_number() OVER (PARTITION BY t.assignee_id ORDER BY t.id) - 1, t.id, t.lease_owner, t.lease_until
+INSERT INTO agent_slots (agent_id, slot, task_id, runner_id)
+SELECT t.assignee_id, row_number() OVER (PARTITION BY t.assignee_id ORDER BY t.id) - 1, t.id, t.lease_owner
 FROM tasks t JOIN agents a ON a.id = t.assignee_id
 WHERE t.state = 'in_progress' AND t.lease_owner <> '' AND a.kind = 'worker';
 WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < 63)
@@ -21,15 +20,11 @@ INSERT OR IGNORE INTO agent_slots (agent_id, slot)
 SELECT a.id, g.n FROM agents a JOIN g ON g.n < max(a.concurrency, 1)
 WHERE a.kind = 'worker' AND NOT a.disabled;
 
--- A lease ends in many places, all of them writes of the task row: the slot is freed
--- here, when lease_owner goes from a runner to none, so no path can forget it.
+-- A lease ends in many places, all of them writes of the task row: the slot is cleared
+-- here, when lease_owner goes from a runner to none, so that the next claim finds it
+-- free at once.
 CREATE TRIGGER tasks_lease_ended AFTER UPDATE OF lease_owner ON tasks
 WHEN OLD.lease_owner <> '' AND NEW.lease_owner = '' BEGIN
-	UPDATE agent_slots SET task_id = NULL, runner_id = '', lease_until = NULL WHERE task_id = NEW.id;
+	UPDATE agent_slots SET task_id = NULL, runner_id = '' WHERE task_id = NEW.id;
 END;
 
--- A lease extended by its owner extends the slot with it, whatever code path wrote it.
-CREATE TRIGGER tasks_lease_extended AFTER UPDATE OF lease_until ON tasks
-WHEN NEW.lease_owner <> '' AND NEW.lease_owner = OLD.lease_owner AND NEW.lease_until > OLD.lease_until BEGIN
-	UPDATE agent_slots SET lease_until = NEW.lease_until WHERE task_id = NEW.id AND runner_id = NEW.lease_owner;
-END;

@@ -105,8 +105,8 @@ func (o *ops) RenewLeases(ctx context.Context, owner string, ids []int64, until 
 		return q.Where("id IN ? AND lease_owner = ? AND state = ?", ids, owner, string(models.TaskInProgress))
 	}
 	// A narrow UPDATE: a full-row save would overwrite a change someone else made
-	// to the task since we read it. The trigger tasks_lease_extended renews the
-	// tasks' slots with it.
+	// to the task since we read it. The tasks' slots need nothing: the lease is what
+	// keeps them.
 	if err := held(o.q(ctx).Model(&taskRecord{})).Update("lease_until", normTime(until)).Error; err != nil {
 		return nil, mapError(err, "leases")
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
@@ -38,7 +40,7 @@ func slotRows(t *testing.T, ctx context.Context, db *store.DB, agentID int64) []
 // of agent's when one is free; it reports whether one was.
 func lease(t testing.TB, ctx context.Context, tx models.Tx, tk *models.Task, agent int64, owner string, until time.Time) bool {
 	t.Helper()
-	took, err := tx.(models.Claimer).TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: tk.ID, Owner: owner, Until: until, Now: time.Now()})
+	took, err := tx.(models.Claimer).TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: tk.ID, Owner: owner, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,8 @@ func TestSlotsFollowTheAgent(t *testing.T) {
 
 // TestLeaseEndFreesItsSlot: whatever ends a task's lease (a settle writing the task,
 // ReleaseLease) frees its slot; whatever extends it (RenewLeases, a settle keeping it)
-// renews the slot; a slot whose lease passed is taken by the next claim.
+// keeps the slot; a slot whose lease passed is taken by the next claim, and so is one
+// whose task's lease ended while a claim held the slot's row (the trigger skipped it).
 func TestLeaseEndFreesItsSlot(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
@@ -117,10 +120,10 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		if lease(t, ctx, db, b, w.ID, "r2", time.Now().Add(time.Minute)) {
 			t.Fatal("two live leases in one slot")
 		}
-		// Renewed with the lease: still taken a while after the first lease would end.
+		// The renewed lease keeps the slot: still taken after the first lease would end.
 		_, err := db.RenewLeases(ctx, "r1", []int64{a.ID}, time.Now().Add(time.Hour))
 		must(t, err)
-		took, err := db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Until: time.Now().Add(2 * time.Hour), Now: time.Now().Add(30 * time.Minute)})
+		took, err := db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Now: time.Now().Add(30 * time.Minute)})
 		must(t, err)
 		if took {
 			t.Fatal("RenewLeases did not renew the slot")
@@ -131,7 +134,7 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		later := time.Now().Add(3 * time.Hour)
 		a.LeaseUntil = &later
 		must(t, db.UpdateTask(ctx, a))
-		took, err = db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Until: time.Now().Add(4 * time.Hour), Now: time.Now().Add(2 * time.Hour)})
+		took, err = db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Now: time.Now().Add(2 * time.Hour)})
 		must(t, err)
 		if took {
 			t.Fatal("a settle that kept the lease did not renew the slot")
@@ -328,4 +331,41 @@ func TestMigration25BackfillsSlots(t *testing.T) {
 			equal(t, "w's slots after the release", slotRows(t, ctx, db, w), []string{"0:-", "1:-", "2:-"})
 		})
 	}
+}
+
+// TestSlotKeptByALockIsFreeOnPostgres: a task's lease ends while another transaction
+// holds its slot's row (as a claim's SKIP LOCKED pick can, having rechecked the row and
+// found it taken), so the trigger leaves the slot naming the task; the next claim
+// takes it all the same, since the task no longer holds the lease.
+func TestSlotKeptByALockIsFreeOnPostgres(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	boss := agent(t, db, "boss", "lead")
+	w := agent(t, db, "w", "developer")
+	a, b := task(t, db, boss.ID, "developer", nil), task(t, db, boss.ID, "developer", nil)
+	if !lease(t, ctx, db, a, w.ID, "r1", time.Now().Add(time.Minute)) {
+		t.Fatal("no slot for the first task")
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.InTx(ctx, func(tx models.Tx) error {
+			var n int
+			err := tx.(interface{ GormTx() *gorm.DB }).GormTx().WithContext(ctx).
+				Raw("SELECT slot FROM agent_slots WHERE agent_id = ? FOR UPDATE", w.ID).Scan(&n).Error
+			close(locked)
+			<-release
+			return err
+		})
+	}()
+	<-locked
+	a.State, a.LeaseOwner, a.LeaseUntil = models.TaskVerified, "", nil
+	must(t, db.UpdateTask(ctx, a))
+	close(release)
+	must(t, <-done)
+	equal(t, "the slot the trigger had to leave", slotRows(t, ctx, db, w.ID), []string{fmt.Sprintf("0:%d", a.ID)})
+	if !lease(t, ctx, db, b, w.ID, "r2", time.Now().Add(time.Minute)) {
+		t.Fatal("the slot of a task whose lease ended was not taken")
+	}
+	equal(t, "re-pointed", slotRows(t, ctx, db, w.ID), []string{fmt.Sprintf("0:%d", b.ID)})
 }
