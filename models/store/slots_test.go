@@ -231,11 +231,25 @@ func TestTwoClaimsShareOneAgentOnPostgres(t *testing.T) {
 
 // TestConcurrencyNeverExceededOnPostgres: runners claiming side by side for one agent
 // of concurrency k, their tasks ending after a moment, never hold more than k live
-// leases between them, and do reach k.
+// leases between them, and do reach k. Again without the trigger that clears a slot
+// when its lease ends: every slot is then found free through its task's ended lease
+// (the pick that locks the task row).
 func TestConcurrencyNeverExceededOnPostgres(t *testing.T) {
+	for _, trigger := range []bool{true, false} {
+		t.Run(fmt.Sprintf("trigger=%v", trigger), func(t *testing.T) {
+			t.Parallel()
+			claimSideBySide(t, trigger)
+		})
+	}
+}
+
+func claimSideBySide(t *testing.T, trigger bool) {
 	const k, runners, tasks = 3, 6, 120
 	db := storetest.Open(t, store.DialectPostgres)
 	ctx := ctxT(t)
+	if !trigger {
+		must(t, db.Gorm().WithContext(ctx).Exec("DROP TRIGGER tasks_lease_ended ON tasks").Error)
+	}
 	boss := agent(t, db, "boss", "lead")
 	w := &models.Agent{Name: "w", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "true", Concurrency: k}
 	must(t, db.CreateAgent(ctx, w))
