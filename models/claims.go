@@ -14,10 +14,10 @@ import (
 // database without handing out a task or an agent slot twice. No agent row is locked.
 type Claimer interface {
 	// WorkerLoads returns the enabled worker agents, each with the number of its
-	// slots that are busy (Running: its concurrency less its free slots, a slot being
-	// free when it holds no task or its lease ended before now). Nothing is locked:
-	// it tells the claim which agents may have room and which is least busy; TakeSlot
-	// is what enforces the concurrency.
+	// slots that are busy (Running: slots below its concurrency whose task holds the
+	// slot's runner's lease past now). Nothing is locked: it tells the claim which
+	// agents may have room and which is least busy; TakeSlot is what enforces the
+	// concurrency.
 	WorkerLoads(ctx context.Context, now time.Time) ([]WorkerLoad, error)
 	// TakeSlot gives the task a free slot of the agent below its concurrency, for
 	// the runner Owner, and reports whether there was one. A slot is free when it
