@@ -50,11 +50,15 @@ type taskRun struct {
 func (tr *taskRun) settling() bool { return tr.settled.Load() }
 
 // claim hands out, in one transaction, as many (ready task, idle agent) pairs as it
-// can, at most ClaimBatch: it locks the worker agents and the ready tasks (skipping
-// rows other runners' claims hold), assigns and starts each task for its agent with
-// the runner as the actor — so the events are written with the change — takes a
-// lease on it, and records the start of its first attempt (see beginInClaim). more
-// reports that the batch was full: another claim may find more.
+// can, at most ClaimBatch: it locks the ready tasks and, for each, a free slot of the
+// agent that takes it (skipping rows other runners' claims hold; no agent row is
+// locked, so claims by several runners run side by side), assigns and starts each task
+// for its agent with the runner as the actor — so the events are written with the
+// change — takes a lease on it, and records the start of its first attempt (see
+// beginInClaim). more reports that the batch was full: another claim may find more.
+//
+// Locks are taken in one order, task rows then slot rows, and slot rows are never
+// waited for (SKIP LOCKED), so two claims cannot deadlock on them.
 //
 // A claim that began runs to its end whatever happens to ctx: cancelling it during the
 // commit could leave a claim committed that the pool believes failed (a lease and a
@@ -69,7 +73,7 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 			return fmt.Errorf("runner: the store's transactions cannot claim tasks")
 		}
 		now := time.Now()
-		loads, err := c.LockWorkers(ctx, now)
+		loads, err := c.WorkerLoads(ctx, now)
 		if err != nil {
 			return err
 		}
@@ -100,12 +104,12 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 			return err
 		}
 		for i := range ready {
-			tr, l, err := p.claimWithSomeAgent(ctx, tx, &ready[i], idle, now)
+			tr, l, err := p.claimWithSomeAgent(ctx, tx, c, &ready[i], idle, now)
 			if err != nil {
 				return err
 			}
 			if tr == nil || tr.blocked {
-				continue // refused by a rule, or not ready: blocked in this claim
+				continue // refused by a rule, no slot free, or not ready: blocked in this claim
 			}
 			l.Running++
 			runs = append(runs, tr)
@@ -122,35 +126,64 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 	return runs, more, nil
 }
 
-// claimWithSomeAgent claims t for the agent pickAgent chooses. When a rule refuses
-// that agent (a hat it wears conflicts with building t, say) and t has no assignee,
-// the next idle agent with the role is tried, so that one agent's conflict does not
-// keep t from every other agent on every wake. A nil taskRun with a nil error means no
-// agent could take t now. The claim's writes are buffered (claimTask), so a refused
-// try leaves nothing behind; each try starts from t as it was read.
-func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
+// claimWithSomeAgent claims t for the agent pickAgent chooses, in a slot of that
+// agent's (takeSlot). An agent without a free slot for this claim (other runners took
+// them since WorkerLoads read them) counts as full and the next is tried. When a rule
+// refuses that agent (a hat it wears conflicts with building t, say) and t has no
+// assignee, its slot is given back and the next idle agent with the role is tried, so
+// that one agent's conflict does not keep t from every other agent on every wake. A
+// nil taskRun with a nil error means no agent could take t now. The claim's writes are
+// buffered (claimTask), so a refused try leaves nothing behind; each try starts from t
+// as it was read.
+func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, c models.Claimer, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
 	for {
 		l := pickAgent(t, idle, refused...)
 		if l == nil {
 			return nil, nil, nil
 		}
+		took, err := p.takeSlot(ctx, c, t, l.Agent.ID, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !took {
+			l.Running = max(l.Agent.Concurrency, 1)
+			continue
+		}
 		try := *t
 		tr, err := p.claimTask(ctx, tx, &try, l.Agent, now)
-		switch code := models.ErrorCode(err); {
-		case err == nil:
+		if err == nil {
 			return tr, l, nil
-		case code == "" || code == models.EINTERNAL:
+		}
+		code := models.ErrorCode(err)
+		if code == "" || code == models.EINTERNAL {
 			return nil, nil, err
-		case code == models.EFORBIDDEN && t.AssigneeID == nil:
+		}
+		if err := c.FreeSlots(ctx, t.ID); err != nil {
+			return nil, nil, err
+		}
+		if code == models.EFORBIDDEN && t.AssigneeID == nil {
 			p.log.Info("agent may not take the task; trying another", "task_id", t.ID, "agent", l.Agent.Name, "err", err)
 			refused = append(refused, l.Agent.ID)
-		default:
-			// A rule refused this one (it changed under us); the rest may go.
-			p.log.Warn("task not claimable", "task_id", t.ID, "err", err)
-			return nil, nil, nil
+			continue
+		}
+		// A rule refused this one (it changed under us); the rest may go.
+		p.log.Warn("task not claimable", "task_id", t.ID, "err", err)
+		return nil, nil, nil
+	}
+}
+
+// takeSlot takes a free slot of agent for t; the lease the claim then gives t keeps
+// it. A task taken over (in progress, its lease ended) may still be named by the slot
+// of its dead lease: that one is freed first, so that the task never holds two (a
+// runner back with the same id would otherwise see both as its own).
+func (p *claimLoop) takeSlot(ctx context.Context, c models.Claimer, t *models.Task, agent int64, now time.Time) (bool, error) {
+	if t.State == models.TaskInProgress {
+		if err := c.FreeSlots(ctx, t.ID); err != nil {
+			return false, err
 		}
 	}
+	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Now: now})
 }
 
 // pickAgent chooses the idle agent for t, other than those in except: its assignee

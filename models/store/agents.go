@@ -139,8 +139,15 @@ func (o *ops) CreateAgent(ctx context.Context, a *models.Agent) error {
 		return err
 	}
 	rec.ID = 0
-	if err := o.q(ctx).Create(rec).Error; err != nil {
-		return conflictOr(err, "agent", "an agent named %q already exists", a.Name)
+	err = o.atomic(ctx, func(o *ops) error {
+		if err := o.q(ctx).Create(rec).Error; err != nil {
+			return conflictOr(err, "agent", "an agent named %q already exists", a.Name)
+		}
+		a.ID = rec.ID
+		return o.syncSlots(ctx, a)
+	})
+	if err != nil {
+		return err
 	}
 	out, err := fromAgentRecord(rec)
 	if err != nil {
@@ -159,12 +166,18 @@ func (o *ops) UpdateAgent(ctx context.Context, a *models.Agent) error {
 		return err
 	}
 	o.forgetAgent(a.ID) // whatever happens next, the memo must not outlive the row
-	res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
-	if res.Error != nil {
-		return conflictOr(res.Error, "agent", "an agent named %q already exists", a.Name)
-	}
-	if res.RowsAffected == 0 {
-		return models.NotFound("agent", a.ID)
+	err = o.atomic(ctx, func(o *ops) error {
+		res := o.q(ctx).Model(rec).Select("*").Omit("id", "created_at").Updates(rec)
+		if res.Error != nil {
+			return conflictOr(res.Error, "agent", "an agent named %q already exists", a.Name)
+		}
+		if res.RowsAffected == 0 {
+			return models.NotFound("agent", a.ID)
+		}
+		return o.syncSlots(ctx, a)
+	})
+	if err != nil {
+		return err
 	}
 	out, err := fromAgentRecord(rec)
 	if err != nil {

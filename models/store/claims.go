@@ -29,46 +29,6 @@ func (o *ops) skipLocked(q *gorm.DB) *gorm.DB {
 	return q
 }
 
-// LockWorkers returns the enabled worker agents with the number of live leases each
-// holds; see models.Claimer.
-func (o *ops) LockWorkers(ctx context.Context, now time.Time) ([]models.WorkerLoad, error) {
-	var recs []agentRecord
-	q := o.q(ctx).Where("kind = ? AND disabled = ?", string(models.KindWorker), false).Order("id")
-	if err := o.skipLocked(q).Find(&recs).Error; err != nil {
-		return nil, mapError(err, "agents")
-	}
-	if len(recs) == 0 {
-		return nil, nil
-	}
-	// Counted after the agents are locked: a claim that committed in between is seen
-	// (each statement reads what is committed when it starts).
-	var rows []struct {
-		AssigneeID int64
-		N          int
-	}
-	err := o.q(ctx).Model(&taskRecord{}).Select("assignee_id, COUNT(*) AS n").
-		Where("state = ? AND lease_owner <> '' AND lease_until > ? AND assignee_id IS NOT NULL",
-			string(models.TaskInProgress), normTime(now)).
-		Group("assignee_id").Scan(&rows).Error
-	if err != nil {
-		return nil, mapError(err, "leases")
-	}
-	running := make(map[int64]int, len(rows))
-	for _, r := range rows {
-		running[r.AssigneeID] = r.N
-	}
-	out := make([]models.WorkerLoad, 0, len(recs))
-	for i := range recs {
-		a, err := fromAgentRecord(&recs[i])
-		if err != nil {
-			return nil, err
-		}
-		o.memoAgent(a)
-		out = append(out, models.WorkerLoad{Agent: *a, Running: running[a.ID]})
-	}
-	return out, nil
-}
-
 // readyStates is the WHERE term of the partial index tasks_ready_idx, word for word:
 // SQLite uses a partial index only for a query that repeats its terms with the same
 // literals (a bound parameter does not count).
@@ -145,7 +105,8 @@ func (o *ops) RenewLeases(ctx context.Context, owner string, ids []int64, until 
 		return q.Where("id IN ? AND lease_owner = ? AND state = ?", ids, owner, string(models.TaskInProgress))
 	}
 	// A narrow UPDATE: a full-row save would overwrite a change someone else made
-	// to the task since we read it.
+	// to the task since we read it. The tasks' slots need nothing: the lease is what
+	// keeps them.
 	if err := held(o.q(ctx).Model(&taskRecord{})).Update("lease_until", normTime(until)).Error; err != nil {
 		return nil, mapError(err, "leases")
 	}
@@ -159,7 +120,8 @@ func (o *ops) RenewLeases(ctx context.Context, owner string, ids []int64, until 
 	return kept, nil
 }
 
-// ReleaseLease clears the lease of task id if owner holds it; see models.Claimer.
+// ReleaseLease clears the lease of task id if owner holds it; see models.Claimer. The
+// trigger tasks_lease_ended frees its slot in the same statement.
 func (o *ops) ReleaseLease(ctx context.Context, owner string, id int64) error {
 	err := o.q(ctx).Model(&taskRecord{}).Where("id = ? AND lease_owner = ?", id, owner).
 		Updates(map[string]any{"lease_owner": "", "lease_until": nil}).Error

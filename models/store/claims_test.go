@@ -88,6 +88,15 @@ func newClaimFixture(t *testing.T, ctx context.Context, db *store.DB) *claimFixt
 	task("verified", func(tk *models.Task) { tk.State = models.TaskVerified })
 	task("released", func(tk *models.Task) { tk.DependsOn = []int64{f.tasks["verified"]} })
 	task("urgent", func(tk *models.Task) { tk.Priority = 5 })
+	// The leases hold slots of dev's, as a claim's would: the live one a busy slot,
+	// the expired one (of another runner than the slot's) a slot free again.
+	for _, name := range []string{"running", "expired"} {
+		took, err := db.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: f.tasks[name], Owner: "r1", Now: now})
+		claimMust(t, err)
+		if !took {
+			t.Fatalf("no slot of dev's for %s", name)
+		}
+	}
 	return f
 }
 
@@ -103,10 +112,10 @@ func (f *claimFixture) names(ts []models.Task) []string {
 	return out
 }
 
-func TestLockWorkersCountsLiveLeases(t *testing.T) {
+func TestWorkerLoadsCountBusySlots(t *testing.T) {
 	claimEach(t, func(t *testing.T, ctx context.Context, db *store.DB) {
 		f := newClaimFixture(t, ctx, db)
-		loads, err := db.LockWorkers(ctx, time.Now())
+		loads, err := db.WorkerLoads(ctx, time.Now())
 		claimMust(t, err)
 		got := map[string]int{}
 		for _, l := range loads {
@@ -169,7 +178,9 @@ func TestReadyTasksSkipsLockedRowsOnPostgres(t *testing.T) {
 				close(inFirst)
 				return err
 			}
-			if _, err := c.LockWorkers(ctx, time.Now()); err != nil {
+			took, err := c.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: ts[0].ID, Owner: "r2", Now: time.Now()})
+			if err != nil || !took {
+				close(inFirst)
 				return err
 			}
 			inFirst <- ts[0].ID
@@ -181,8 +192,9 @@ func TestReadyTasksSkipsLockedRowsOnPostgres(t *testing.T) {
 	if !ok {
 		t.Fatal("first claim found nothing")
 	}
-	// While the first transaction holds its task and the agents, a second one gets
-	// the next task and no agents, at once, instead of waiting.
+	// While the first transaction holds its task and dev's last free slot, a second
+	// one gets the next task, sees every agent (none is locked) and finds no slot of
+	// dev's, at once, instead of waiting.
 	claimMust(t, db.InTx(ctx, func(tx models.Tx) error {
 		c := tx.(models.Claimer)
 		ts, err := c.ReadyTasks(ctx, q)
@@ -192,12 +204,19 @@ func TestReadyTasksSkipsLockedRowsOnPostgres(t *testing.T) {
 		if len(ts) != 1 || ts[0].ID == first {
 			t.Errorf("second claim got %v, first holds %d", f.names(ts), first)
 		}
-		loads, err := c.LockWorkers(ctx, time.Now())
+		loads, err := c.WorkerLoads(ctx, time.Now())
 		if err != nil {
 			return err
 		}
-		if len(loads) != 0 {
-			t.Errorf("second claim locked %d agents the first holds", len(loads))
+		if len(loads) != 2 {
+			t.Errorf("second claim sees %d agents, want 2", len(loads))
+		}
+		took, err := c.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: ts[0].ID, Owner: "r3", Now: time.Now()})
+		if err != nil {
+			return err
+		}
+		if took {
+			t.Errorf("second claim took a slot of dev's: only one was free, and the first holds it")
 		}
 		return nil
 	}))

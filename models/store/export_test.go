@@ -88,3 +88,6 @@ func (d *DB) plan(ctx context.Context, stmt *gorm.Statement) (string, error) {
 	}
 	return plan.String(), rows.Err()
 }
+
+// GormTx exposes the gorm handle of a transaction (a Tx from InTx) to tests.
+func (o *ops) GormTx() *gorm.DB { return o.g }

@@ -5,6 +5,7 @@ package store
 var records = []any{
 	&migrationRecord{},
 	&agentRecord{},
+	&agentSlotRecord{},
 	&tokenRecord{},
 	&sessionRecord{},
 	&loginFailureRecord{},
