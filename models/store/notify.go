@@ -124,7 +124,7 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+workChannel); err != nil {
 		return err
 	}
 	connected()
@@ -135,10 +135,16 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 	if maxID > 0 {
 		d.hub.publish(maxID)
 	}
+	// Work may have become claimable while no one listened.
+	d.work.publish()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == workChannel {
+			d.work.publish()
+			continue
 		}
 		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
 			d.hub.publish(id)
