@@ -70,7 +70,8 @@ func (s *settleReq) restore() {
 // settle runs again in its own transaction: one task's failure is that task's alone.
 type settleBatches struct {
 	g   groupCommit[*settleReq]
-	txs atomic.Int64 // settle transactions begun (tests, benchmarks)
+	txs    atomic.Int64 // settle transactions begun (tests, benchmarks)
+	splits atomic.Int64 // batches whose shared transaction failed, settled one by one
 	// fault, in tests, fails a task's settle inside its transaction.
 	fault func(tr *taskRun) error
 }
@@ -101,6 +102,7 @@ func (p *settler) settleBatch(batch []*settleReq) error {
 		if err == nil {
 			return nil
 		}
+		p.batches.splits.Add(1)
 		p.log.Warn("settling attempts together failed; settling each on its own", "attempts", len(batch), "err", err)
 		for _, s := range batch {
 			s.restore()

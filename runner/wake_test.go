@@ -176,13 +176,25 @@ func TestFailingSettleLosesNoOther(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			h := newHarness(t, d, nil)
 			const k = 6
-			var victim atomic.Int64
+			var first atomic.Int64
 			var failures atomic.Int32
 			h.cfg.Poll = 100 * time.Millisecond
 			tasks, _, dir := startTogether(t, h, k)
-			victim.Store(tasks[2].ID)
+			victim := func() int64 {
+				if first.Load() == tasks[0].ID {
+					return tasks[1].ID
+				}
+				return tasks[0].ID
+			}
+			// The first settle holds its transaction for a moment, so that the others
+			// queue up and settle together, the victim among them: its settle fails in
+			// the shared transaction and again on its own.
 			h.pool.run.settling.batches.fault = func(tr *taskRun) error {
-				if tr.task.ID == victim.Load() && failures.Add(1) <= 2 {
+				if first.CompareAndSwap(0, tr.task.ID) {
+					time.Sleep(500 * time.Millisecond)
+					return nil
+				}
+				if tr.task.ID == victim() && failures.Add(1) <= 2 {
 					return errors.New("injected settle failure")
 				}
 				return nil
@@ -191,12 +203,12 @@ func TestFailingSettleLosesNoOther(t *testing.T) {
 			for _, tk := range tasks {
 				h.wait(tk.ID, models.TaskVerified)
 			}
-			if failures.Load() < 2 {
-				t.Fatalf("the fault fired %d times", failures.Load())
+			if failures.Load() < 2 || h.pool.run.settling.batches.splits.Load() == 0 {
+				t.Fatalf("the fault fired %d times, %d shared transactions failed", failures.Load(), h.pool.run.settling.batches.splits.Load())
 			}
 			for _, tk := range tasks {
 				atts := h.attempts(tk.ID)
-				if tk.ID == victim.Load() {
+				if tk.ID == victim() {
 					continue // its first attempt's outcome was not recorded: taken over
 				}
 				if len(atts) != 1 || atts[0].Outcome != models.OutcomePassed {
