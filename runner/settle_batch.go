@@ -69,7 +69,7 @@ func (s *settleReq) restore() {
 // fails (one task's settle failed, a deadlock), nothing of it was recorded and each
 // settle runs again in its own transaction: one task's failure is that task's alone.
 type settleBatches struct {
-	g   groupCommit[*settleReq]
+	g      groupCommit[*settleReq]
 	txs    atomic.Int64 // settle transactions begun (tests, benchmarks)
 	splits atomic.Int64 // batches whose shared transaction failed, settled one by one
 	// fault, in tests, fails a task's settle inside its transaction.
