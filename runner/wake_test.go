@@ -21,7 +21,14 @@ import (
 // wakePools starts n pools on the PostgreSQL database at url, each with a store of its
 // own (its own LISTEN connection, as separate runner processes have), polling only
 // once a minute so that every claim the tests see was woken by something else.
-func wakePools(t *testing.T, ctx context.Context, url string, n int) []*Pool {
+func wakePools(t testing.TB, ctx context.Context, url string, n int, mut ...func(*Config)) []*Pool {
+	return startPools(t, ctx, url, n, false, mut...)
+}
+
+// startPools is wakePools; before starts them as they were before work-ready
+// wake-ups and batched settles (woken by every other writer's commit, one settle
+// transaction per attempt).
+func startPools(t testing.TB, ctx context.Context, url string, n int, before bool, mut ...func(*Config)) []*Pool {
 	t.Helper()
 	pools := make([]*Pool, n)
 	for i := range pools {
@@ -36,8 +43,15 @@ func wakePools(t *testing.T, ctx context.Context, url string, n int) []*Pool {
 		if !testing.Verbose() {
 			cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 		}
+		for _, m := range mut {
+			m(&cfg)
+		}
 		p, err := New(cfg)
 		must(t, err)
+		if before {
+			p.claims.everyCommit = true
+			p.run.settling.batches.g.window, p.run.settling.batches.g.max = 0, 1
+		}
 		must(t, p.Start(ctx))
 		t.Cleanup(func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
