@@ -95,6 +95,11 @@ func benchWakeUps(b *testing.B, runners int, before bool) {
 	b.ReportMetric(float64(claims(pools)-c0)/tasks, "claims/task")
 	b.ReportMetric(float64(settles()-s0)/tasks, "settle_tx/task")
 	b.ReportMetric(tasks/wall.Seconds(), "tasks/s")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	b.ReportMetric(percentile(obs.latencies, 0.5), "dispatch_p50_ms")
+	b.ReportMetric(percentile(obs.latencies, 0.99), "dispatch_p99_ms")
+	b.ReportMetric(percentile(obs.latencies, 1), "dispatch_max_ms")
 }
 
 // cpuTime is the CPU this process used so far (its children, the workers, not

@@ -67,6 +67,7 @@ type DB struct {
 
 	hub        *hub
 	work       workSignals // work-ready wake-ups (workready.go)
+	turns      workSignals // claim turns let go (workready.go)
 	listenOnce sync.Once
 	stop       context.CancelFunc // stops background work (the listener)
 	background context.Context
@@ -98,7 +99,7 @@ type txState struct {
 // command line migrates whenever it opens the database) before using the store.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	d := &DB{hub: newHub()}
-	d.work.hub = newHub()
+	d.work.hub, d.turns.hub = newHub(), newHub()
 	var dialector gorm.Dialector
 	switch u := cfg.DatabaseURL; {
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
@@ -182,6 +183,7 @@ func (d *DB) Close() error {
 		d.wg.Wait()
 		d.hub.close()
 		d.work.hub.close()
+		d.turns.hub.close()
 		d.closeErr = d.sqlDB.Close()
 	})
 	return d.closeErr

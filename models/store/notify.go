@@ -124,7 +124,7 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+workChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+workChannel+"; LISTEN "+turnChannel); err != nil {
 		return err
 	}
 	connected()
@@ -135,15 +135,20 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 	if maxID > 0 {
 		d.hub.publish(maxID)
 	}
-	// Work may have become claimable while no one listened.
+	// Work may have become claimable, and a turn let go, while no one listened.
 	d.work.publish()
+	d.turns.publish()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		if n.Channel == workChannel {
+		switch n.Channel {
+		case workChannel:
 			d.work.publish()
+			continue
+		case turnChannel:
+			d.turns.publish()
 			continue
 		}
 		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {

@@ -19,6 +19,9 @@ import (
 // claim per commit.
 const workChannel = "countersign_work"
 
+// turnChannel announces a claim turn let go (ClaimTurn's release).
+const turnChannel = "countersign_turn"
+
 // claimTurnKey is the advisory lock a runner holds while it claims for a work-ready
 // wake-up (ClaimTurn). Distinct from the migration and publisher keys.
 const claimTurnKey = 0x636c61696d7475 // "claimtu"
@@ -126,16 +129,26 @@ func (d *DB) SubscribeWork(ctx context.Context) <-chan int64 {
 	return d.work.hub.subscribe(ctx)
 }
 
+// SubscribeTurns returns a channel that receives a value whenever a runner lets the
+// claim turn go (PostgreSQL only: on SQLite the turn is never held against anyone).
+// Notifications reach each listener in commit order, so a runner that hears its own
+// release has heard every work-ready signal committed before it.
+func (d *DB) SubscribeTurns(ctx context.Context) <-chan int64 {
+	d.Subscribe(ctx)
+	return d.turns.hub.subscribe(ctx)
+}
+
 // ClaimTurn takes the claim turn for a work-ready wake-up: every runner hears each
 // one, and only the runner that holds the turn claims for it (the others drop it:
 // the holder claims everything claimable, since agents' concurrency is counted in the
 // database, and it claims again for any wake-up that arrives while it holds the
 // turn). ok is false when another runner holds it. On PostgreSQL the turn is a
-// session advisory lock on a connection of the pool, held until release; on SQLite
-// (one process) it is always free. release must be called once when ok.
+// session advisory lock on a connection of the pool, held until release, which
+// announces it free on turnChannel (SubscribeTurns), and must be called once; on
+// SQLite (one process) there is no turn to hold: ok, and release is nil.
 func (d *DB) ClaimTurn(ctx context.Context) (release func(), ok bool, err error) {
 	if d.dialect != DialectPostgres {
-		return func() {}, true, nil
+		return nil, true, nil
 	}
 	conn, err := d.sqlDB.Conn(ctx)
 	if err != nil {
@@ -152,7 +165,7 @@ func (d *DB) ClaimTurn(ctx context.Context) (release func(), ok bool, err error)
 		// A failed unlock leaves the lock with the connection: closing it below
 		// drops the connection from the pool (database/sql discards a conn whose
 		// last use failed), and the session's end releases the lock.
-		_, uerr := conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(claimTurnKey))
+		_, uerr := conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1), pg_notify($2, '')", int64(claimTurnKey), turnChannel)
 		if uerr != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}

@@ -62,22 +62,38 @@ func TestWorkReadyOnlyForClaimableWork(t *testing.T) {
 	})
 }
 
-// Only one holder of the claim turn at a time on PostgreSQL; released, it can be
-// taken again. SQLite (one process) always grants it.
+// Only one holder of the claim turn at a time on PostgreSQL; let go, it is announced
+// free and can be taken again. SQLite (one process) has no turn to hold.
 func TestClaimTurnIsExclusive(t *testing.T) {
 	each(t, func(t *testing.T, db *store.DB) {
 		ctx := ctxT(t)
 		release, ok, err := db.ClaimTurn(ctx)
 		must(t, err)
+		if db.Dialect() != store.DialectPostgres {
+			if !ok || release != nil {
+				t.Fatalf("SQLite ClaimTurn: ok %v, release %v; want true, nil", ok, release != nil)
+			}
+			return
+		}
 		if !ok {
 			t.Fatal("first ClaimTurn refused")
 		}
+		turns := db.SubscribeTurns(ctx)
+		select { // the listener announces a turn free once it listens
+		case <-turns:
+		case <-time.After(5 * time.Second):
+		}
 		_, again, err := db.ClaimTurn(ctx)
 		must(t, err)
-		if want := db.Dialect() != store.DialectPostgres; again != want {
-			t.Fatalf("second ClaimTurn while held: ok %v, want %v", again, want)
+		if again {
+			t.Fatal("second ClaimTurn granted while the turn is held")
 		}
 		release()
+		select {
+		case <-turns:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the turn let go was not announced")
+		}
 		r2, ok, err := db.ClaimTurn(ctx)
 		must(t, err)
 		if !ok {
