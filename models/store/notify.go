@@ -83,6 +83,12 @@ func (h *hub) close() {
 // commits of other processes (LISTEN countersign_events). The channel holds at most one
 // value, the newest, and closes when ctx ends or the DB closes.
 func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
+	d.startListener()
+	return d.hub.subscribe(ctx)
+}
+
+// startListener starts, once, the LISTEN connection on PostgreSQL.
+func (d *DB) startListener() {
 	if d.dialect == DialectPostgres {
 		d.listenOnce.Do(func() {
 			d.wg.Add(1)
@@ -92,12 +98,12 @@ func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 			}()
 		})
 	}
-	return d.hub.subscribe(ctx)
 }
 
-// listen keeps a dedicated connection listening on notifyChannel until ctx ends,
-// reconnecting with backoff. After each (re)connect it publishes the current maximum
-// event id, so that nothing committed while it was disconnected goes unannounced.
+// listen keeps a dedicated connection listening on notifyChannel, workChannel and
+// turnChannel (workready.go) until ctx ends, reconnecting with backoff. After each
+// (re)connect it publishes the current maximum event id, a work-ready signal and a
+// turn let go, so that nothing committed while it was disconnected goes unannounced.
 func (d *DB) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {

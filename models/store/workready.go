@@ -125,7 +125,7 @@ func (w *workSignals) publish() { w.hub.publish(w.seq.Add(1)) }
 // from this DB's own transactions. Like Subscribe, the channel holds at most one
 // pending value and closes when ctx ends or the DB closes.
 func (d *DB) SubscribeWork(ctx context.Context) <-chan int64 {
-	d.Subscribe(ctx) // starts the listener on PostgreSQL; the events channel itself is not needed
+	d.startListener()
 	return d.work.hub.subscribe(ctx)
 }
 
@@ -134,7 +134,7 @@ func (d *DB) SubscribeWork(ctx context.Context) <-chan int64 {
 // Notifications reach each listener in commit order, so a runner that hears its own
 // release has heard every work-ready signal committed before it.
 func (d *DB) SubscribeTurns(ctx context.Context) <-chan int64 {
-	d.Subscribe(ctx)
+	d.startListener()
 	return d.turns.hub.subscribe(ctx)
 }
 
