@@ -232,3 +232,38 @@ func TestFailingSettleLosesNoOther(t *testing.T) {
 		})
 	}
 }
+
+// A burst of tasks created one after another while four runners pass the claim turn
+// around: every task is claimed at once, none waits for the poll tick (a minute here)
+// because its signal reached only runners that left it to a holder who had let go.
+func TestBurstLosesNoWakeUp(t *testing.T) {
+	url, db, svc, boss, ctx := pgService(t)
+	for i := range 2 {
+		must(t, svc.Agents.CreateAgent(ctx, boss, &models.Agent{Name: fmt.Sprintf("dev%d", i), Kind: models.KindWorker,
+			Roles: []string{"developer"}, Command: "cat >/dev/null; sleep 20", Concurrency: 20}, ""))
+	}
+	pools := wakePools(t, ctx, url, 4)
+	const n = 30
+	ids := make([]int64, n)
+	for i := range ids {
+		tk, err := svc.Tasks.CreateTask(ctx, boss, models.TaskSpec{Title: fmt.Sprintf("burst %d", i), Role: "developer", Contract: noneContract()})
+		must(t, err)
+		ids[i] = tk.ID
+		time.Sleep(time.Duration(i%4) * 15 * time.Millisecond) // some together, some apart
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range ids {
+		for {
+			got, err := db.GetTask(ctx, id)
+			must(t, err)
+			if got.State == models.TaskInProgress && got.LeaseOwner != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %d still %s 10 s after the burst: a wake-up was lost (claims so far %d)", id, got.State, claims(pools))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("%d tasks claimed in %d claim transactions among 4 runners", n, claims(pools))
+}
