@@ -11,12 +11,15 @@ import (
 // database, so that runner claims everything there is to claim, and the others would
 // find nothing. While it holds the turn (at least claimTurnHold) it claims again for
 // every signal it hears; the others, having found the turn taken, leave the signals
-// to it until it lets the turn go and says so (a turn-free signal), or claimTurnMute
-// passes. The holder announces the turn free after letting it go and waits until it
-// hears its own announcement: signals are delivered to each listener in commit order,
-// so by then it has heard every signal committed before the others listen again, and
-// it takes the turn again for any it has not claimed for. Nothing is left to the poll
-// tick but what a holder that dies mid-turn drops.
+// to it (they are muted) until it announces the turn let go, or claimTurnMute passes.
+//
+// No signal is lost: each reaches every runner, and a runner claims after hearing it
+// unless it is muted or finds the turn taken, which it is only while someone holds
+// the turn. The holder is never muted: a signal it hears while it holds the turn it
+// claims for then; one it hears after, its loop handles like any other. The poll
+// tick is left what is dropped while runners are muted by a holder that died
+// mid-turn (at most claimTurnMute) and what the database's listener misses while it
+// reconnects (it announces work once it listens again).
 
 // workWaker is what a store offers for wake-ups that do not stampede (store.DB).
 type workWaker interface {
@@ -34,10 +37,6 @@ type workWaker interface {
 // still find the turn taken, not claim a second time for it; and the turn's cost
 // (a statement per runner) is paid once per hold, not once per signal.
 const claimTurnHold = 100 * time.Millisecond
-
-// claimTurnEcho bounds how long a runner that let the turn go waits to hear its own
-// announcement (a round trip, unless the listener is reconnecting).
-const claimTurnEcho = 250 * time.Millisecond
 
 // claimTurnMute bounds how long a runner that found the turn taken leaves signals to
 // its holder without hearing that it was let go.
@@ -71,7 +70,7 @@ func (p *claimLoop) loop(ctx context.Context) {
 			if muted {
 				continue // the turn's holder claims for it
 			}
-			if !p.takeTurn(ctx, ww, work, turns) {
+			if !p.takeTurn(ctx, ww, work) {
 				muted = true
 				mute.Reset(claimTurnMute)
 			}
@@ -92,42 +91,21 @@ func (p *claimLoop) loop(ctx context.Context) {
 // takeTurn claims for a work-ready signal if this runner takes the claim turn, and
 // for every signal it hears while it holds it; false when another runner holds it. A
 // turn that cannot be asked for (the database) is claimed for anyway.
-func (p *claimLoop) takeTurn(ctx context.Context, ww workWaker, work, turns <-chan int64) bool {
-	for ctx.Err() == nil {
-		release, ok, err := ww.ClaimTurn(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("claim turn unavailable; claiming anyway", "err", err)
-			}
-			p.claimAll(ctx)
-			return true
+func (p *claimLoop) takeTurn(ctx context.Context, ww workWaker, work <-chan int64) bool {
+	release, ok, err := ww.ClaimTurn(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			p.log.Warn("claim turn unavailable; claiming anyway", "err", err)
 		}
-		if !ok {
-			return false
-		}
-		if release == nil {
-			p.claimAll(ctx)
-			return true
-		}
+		p.claimAll(ctx)
+	case !ok:
+		return false
+	case release == nil:
+		p.claimAll(ctx) // no other runner to hand the turn to
+	default:
 		p.holdTurn(ctx, work)
-		drain(turns) // an older announcement is not ours
 		release()
-		// Ours comes after every signal committed before it (see above).
-		wait := time.NewTimer(claimTurnEcho)
-		select {
-		case <-turns:
-		case <-wait.C:
-		case <-ctx.Done():
-		}
-		wait.Stop()
-		select {
-		case _, open := <-work:
-			if !open {
-				return true
-			}
-		default:
-			return true
-		}
 	}
 	return true
 }
@@ -150,13 +128,5 @@ func (p *claimLoop) holdTurn(ctx context.Context, work <-chan int64) {
 		case <-ctx.Done():
 			return
 		}
-	}
-}
-
-// drain empties a channel holding at most one pending value.
-func drain(ch <-chan int64) {
-	select {
-	case <-ch:
-	default:
 	}
 }
