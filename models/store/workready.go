@@ -26,14 +26,15 @@ const turnChannel = "countersign_turn"
 // wake-up (ClaimTurn). Distinct from the migration and publisher keys.
 const claimTurnKey = 0x636c61696d7475 // "claimtu"
 
-// taskWakes are the task events after which the task may be claimable: it was
-// created, (re)assigned, sent back to work, answered, or released as a workflow's
-// next step. A transaction whose last event of a task is another one (a claim's
-// task.started) made nothing claimable with that task.
+// taskWakes are the task events after which work may be claimable: the task was
+// created, (re)assigned, sent back to work, answered, given budget, or released as a
+// workflow's next step; or cancelled (its agent's slot may be free). A transaction
+// whose last event of a task is another one (a claim's task.started) made nothing
+// claimable with that task.
 var taskWakes = map[string]bool{
 	"task.created": true, "task.assigned": true, "task.reassigned": true, "task.retried": true,
 	"task.reopened": true, "task.rejected": true, "task.verification_rejected": true,
-	"task.answered": true, "task.released": true, "task.cancelled": true,
+	"task.answered": true, "task.released": true, "task.cancelled": true, "task.budget": true,
 }
 
 // depWakes are the task events after which the tasks that depend on it may be
@@ -41,9 +42,10 @@ var taskWakes = map[string]bool{
 var depWakes = map[string]bool{"task.verified": true, "task.accepted": true}
 
 // otherWakes are the other events that may make work claimable: an agent enabled, its
-// concurrency or roles changed, a new agent, an advisory hold resolved.
+// concurrency or roles changed, a new agent, an advisory hold resolved, a goal's
+// budget changed.
 var otherWakes = map[string]bool{
-	models.AgentChangedEvent: true, "agent.created": true, "inbox.resolved": true,
+	models.AgentChangedEvent: true, "agent.created": true, "inbox.resolved": true, "goal.budget": true,
 }
 
 // wakesClaims reports whether events (one transaction's, in order) may have made work
