@@ -91,7 +91,7 @@ func newAttemptRunner(cfg Config, events *publisher, exec *executor) *attemptRun
 		checker:  &checker{common: c, conf: conf, judging: jg, reviews: rv},
 		reviews:  rv,
 		lander:   &lander{common: c},
-		settling: &settler{common: c, reviews: rv},
+		settling: newSettler(c, rv),
 		tmpDirs:  tmp,
 		exec:     exec,
 	}

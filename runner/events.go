@@ -17,8 +17,9 @@ import (
 type publisher struct {
 	startstop.Base
 	store models.Store
-	// foreign receives one value per wake-up that covered another writer's event;
-	// unbuffered, so that each is handled by the claim loop in turn.
+	// foreign receives a value when a wake-up covered another writer's event; it
+	// holds one pending value (one claim covers any number of them). The claim loop
+	// follows it only when the store has no work-ready wake-ups (claim_loop.go).
 	foreign chan struct{}
 	// forget drops what the pool cached of what such an event may have changed (the
 	// project rules).
@@ -30,7 +31,7 @@ type publisher struct {
 }
 
 func newPublisher(store models.Store, forget func()) *publisher {
-	return &publisher{store: store, foreign: make(chan struct{}), forget: forget, own: map[int64]bool{}}
+	return &publisher{store: store, foreign: make(chan struct{}, 1), forget: forget, own: map[int64]bool{}}
 }
 
 // Start follows the store's wake-ups until Stop or until ctx ends.
@@ -68,8 +69,7 @@ func (p *publisher) follow(ctx context.Context, events <-chan int64) {
 			p.forget()
 			select {
 			case p.foreign <- struct{}{}:
-			case <-ctx.Done():
-				return
+			default:
 			}
 		}
 	}

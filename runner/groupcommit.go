@@ -1,6 +1,9 @@
 package runner
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // groupCommit runs one statement for the requests of callers that arrive together, as
 // a database's group commit does: a caller that finds no batch running runs one with
@@ -8,8 +11,15 @@ import "sync"
 // the first of them runs the next one, with all of them. There is no goroutine to
 // start or stop, each caller returns once its own request is done, and none runs more
 // than the one batch its own request is in.
+//
+// With a window the caller that is to run a batch first waits that long for others to
+// join it (River's BatchCompleter collects for a moment too): for work whose callers
+// finish close together but rarely while a batch runs. With max, a batch takes at
+// most max requests; the rest are the next batch's.
 type groupCommit[T any] struct {
-	do func(batch []T) error // runs one batch; its error is every caller's in it
+	do     func(batch []T) error // runs one batch; its error is every caller's in it
+	window time.Duration         // how long a batch's runner waits for more requests; 0: none
+	max    int                   // the most requests in one batch; 0: no bound
 
 	mu      sync.Mutex
 	pending []groupReq[T]
@@ -37,8 +47,16 @@ func (g *groupCommit[T]) submit(item T) error {
 		g.mu.Lock()
 	}
 	g.running = true
+	if g.window > 0 {
+		g.mu.Unlock()
+		time.Sleep(g.window)
+		g.mu.Lock()
+	}
 	batch := g.pending
 	g.pending = nil
+	if g.max > 0 && len(batch) > g.max {
+		batch, g.pending = batch[:g.max:g.max], batch[g.max:]
+	}
 	g.mu.Unlock()
 
 	items := make([]T, len(batch))

@@ -25,10 +25,12 @@ const tailBytes = 8 << 10
 // task's attempts ran out on work failures it also asks the triage (triage.go).
 type settler struct {
 	*common
-	reviews *reviewing // a passed or failed review round moves its review task on
+	reviews *reviewing    // a passed or failed review round moves its review task on
+	batches settleBatches // settles that finish together share a transaction (settle_batch.go)
 }
 
-// settle records the attempt and its consequence in one transaction: the attempt row
+// settle records the attempt and its consequence in one transaction (shared with
+// other attempts that finish at the same time, settle_batch.go): the attempt row
 // with every check, the attempt.finished event, and the task's state change — passed
 // (RunnerPass: review/approve/verify per policy, ledger entry, next step released),
 // failed with budget left (stays in progress for a revision), failed with the budget
@@ -38,15 +40,9 @@ func (p *settler) settle(tr *taskRun, ar *attemptRun) decision {
 	tr.settled.Store(true)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tr.ctx), settleTimeout)
 	defer cancel()
-	var d decision
-	err := p.inTx(ctx, func(tx models.Tx) error {
-		buf := models.BufferEvents(tx) // the outcome's events in one statement
-		var err error
-		if d, err = p.settleTx(ctx, buf, tr, ar); err != nil {
-			return err
-		}
-		return buf.Flush(ctx)
-	})
+	req := &settleReq{ctx: ctx, tr: tr, ar: ar}
+	p.record(req) // with other attempts finishing now, in one transaction
+	d, err := req.d, req.err
 	if err != nil {
 		// Nothing was recorded. Let the lease go: a claim (ours or another runner's)
 		// takes the task over and records this attempt as an infrastructure failure.

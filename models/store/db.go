@@ -66,6 +66,8 @@ type DB struct {
 	url     string // PostgreSQL URL for the LISTEN connection
 
 	hub        *hub
+	work       workSignals // work-ready wake-ups (workready.go)
+	turns      workSignals // claim turns let go (workready.go)
 	listenOnce sync.Once
 	stop       context.CancelFunc // stops background work (the listener)
 	background context.Context
@@ -97,6 +99,7 @@ type txState struct {
 // command line migrates whenever it opens the database) before using the store.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
 	d := &DB{hub: newHub()}
+	d.work.hub, d.turns.hub = newHub(), newHub()
 	var dialector gorm.Dialector
 	switch u := cfg.DatabaseURL; {
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
@@ -179,6 +182,8 @@ func (d *DB) Close() error {
 		d.stop()
 		d.wg.Wait()
 		d.hub.close()
+		d.work.hub.close()
+		d.turns.hub.close()
 		d.closeErr = d.sqlDB.Close()
 	})
 	return d.closeErr
@@ -207,6 +212,11 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 	if err := fn(t); err != nil {
 		return err
 	}
+	// Read before flushAppends, which clears the appends.
+	wakeLocal, err := t.signalWork(ctx)
+	if err != nil {
+		return err
+	}
 	if err := t.flushAppends(ctx); err != nil {
 		return err
 	}
@@ -216,6 +226,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 	committed = true
 	if t.tx.maxEvent > 0 {
 		d.hub.publish(t.tx.maxEvent)
+	}
+	if wakeLocal {
+		d.work.publish()
 	}
 	return nil
 }

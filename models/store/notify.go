@@ -83,6 +83,12 @@ func (h *hub) close() {
 // commits of other processes (LISTEN countersign_events). The channel holds at most one
 // value, the newest, and closes when ctx ends or the DB closes.
 func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
+	d.startListener()
+	return d.hub.subscribe(ctx)
+}
+
+// startListener starts, once, the LISTEN connection on PostgreSQL.
+func (d *DB) startListener() {
 	if d.dialect == DialectPostgres {
 		d.listenOnce.Do(func() {
 			d.wg.Add(1)
@@ -92,12 +98,12 @@ func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 			}()
 		})
 	}
-	return d.hub.subscribe(ctx)
 }
 
-// listen keeps a dedicated connection listening on notifyChannel until ctx ends,
-// reconnecting with backoff. After each (re)connect it publishes the current maximum
-// event id, so that nothing committed while it was disconnected goes unannounced.
+// listen keeps a dedicated connection listening on notifyChannel, workChannel and
+// turnChannel (workready.go) until ctx ends, reconnecting with backoff. After each
+// (re)connect it publishes the current maximum event id, a work-ready signal and a
+// turn let go, so that nothing committed while it was disconnected goes unannounced.
 func (d *DB) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -124,7 +130,7 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+workChannel+"; LISTEN "+turnChannel); err != nil {
 		return err
 	}
 	connected()
@@ -135,10 +141,21 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 	if maxID > 0 {
 		d.hub.publish(maxID)
 	}
+	// Work may have become claimable, and a turn let go, while no one listened.
+	d.work.publish()
+	d.turns.publish()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		switch n.Channel {
+		case workChannel:
+			d.work.publish()
+			continue
+		case turnChannel:
+			d.turns.publish()
+			continue
 		}
 		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
 			d.hub.publish(id)
