@@ -65,13 +65,15 @@ type DB struct {
 	dialect string
 	url     string // PostgreSQL URL for the LISTEN connection
 
-	hub        *hub
-	listenOnce sync.Once
-	stop       context.CancelFunc // stops background work (the listener)
-	background context.Context
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	hub *hub
+	// horizonKick wakes followHorizon (PostgreSQL); it holds one pending kick.
+	horizonKick chan struct{}
+	listenOnce  sync.Once
+	stop        context.CancelFunc // stops background work (the listener)
+	background  context.Context
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 var _ models.Store = (*DB)(nil)
@@ -96,7 +98,7 @@ type txState struct {
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
 // command line migrates whenever it opens the database) before using the store.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	d := &DB{hub: newHub()}
+	d := &DB{hub: newHub(), horizonKick: make(chan struct{}, 1)}
 	var dialector gorm.Dialector
 	switch u := cfg.DatabaseURL; {
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
@@ -215,7 +217,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 	}
 	committed = true
 	if t.tx.maxEvent > 0 {
-		d.hub.publish(t.tx.maxEvent)
+		d.committed(t.tx.maxEvent)
 	}
 	return nil
 }

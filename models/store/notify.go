@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +66,13 @@ func (h *hub) publish(id int64) {
 	}
 }
 
+// latest returns the largest id published.
+func (h *hub) latest() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
 // close closes every subscriber channel; later subscriptions get a closed channel.
 func (h *hub) close() {
 	h.mu.Lock()
@@ -80,24 +86,92 @@ func (h *hub) close() {
 
 // Subscribe returns a channel that receives the newest event id whenever events are
 // committed: after each local commit that appended events, and on PostgreSQL also for
-// commits of other processes (LISTEN countersign_events). The channel holds at most one
-// value, the newest, and closes when ctx ends or the DB closes.
+// commits of other processes (LISTEN countersign_events). On PostgreSQL the id is the
+// event horizon (see ListEvents): every event up to it has committed, so ListEvents
+// after an earlier id reaches it. The channel holds at most one value, the newest,
+// and closes when ctx ends or the DB closes.
 func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 	if d.dialect == DialectPostgres {
 		d.listenOnce.Do(func() {
-			d.wg.Add(1)
+			d.wg.Add(2)
 			go func() {
 				defer d.wg.Done()
 				d.listen(d.background)
+			}()
+			go func() {
+				defer d.wg.Done()
+				d.followHorizon(d.background)
 			}()
 		})
 	}
 	return d.hub.subscribe(ctx)
 }
 
+// committed is told the largest event id a local commit appended. SQLite commits ids
+// in order, so it is published at once; on PostgreSQL it wakes followHorizon.
+func (d *DB) committed(maxEvent int64) {
+	if d.dialect != DialectPostgres {
+		d.hub.publish(maxEvent)
+		return
+	}
+	d.kickHorizon()
+}
+
+// kickHorizon asks followHorizon for another look; kicks coalesce.
+func (d *DB) kickHorizon() {
+	select {
+	case d.horizonKick <- struct{}{}:
+	default:
+	}
+}
+
+// followHorizon publishes the event horizon each time a commit may have moved it
+// (kickHorizon). A commit whose events wait behind a smaller id that another
+// transaction has not committed yet announces nothing that a reader could fetch: while
+// events are visible beyond the horizon it looks again, backing off up to a second,
+// so that they are announced when the transaction before them ends, even if that one
+// appended nothing.
+func (d *DB) followHorizon(ctx context.Context) {
+	var backoff time.Duration
+	for {
+		var again <-chan time.Time
+		var t *time.Timer
+		if backoff > 0 {
+			t = time.NewTimer(backoff)
+			again = t.C
+		}
+		select {
+		case <-ctx.Done():
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-d.horizonKick:
+		case <-again:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		var horizon, newest int64
+		err := d.sqlDB.QueryRowContext(ctx, "SELECT countersign_event_horizon($1), COALESCE((SELECT MAX(id) FROM events), 0)",
+			d.hub.latest()).Scan(&horizon, &newest)
+		if err == nil && horizon > 0 {
+			d.hub.publish(horizon)
+		}
+		switch {
+		case err == nil && newest <= horizon:
+			backoff = 0
+		case backoff == 0:
+			backoff = 2 * time.Millisecond
+		default:
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
 // listen keeps a dedicated connection listening on notifyChannel until ctx ends,
-// reconnecting with backoff. After each (re)connect it publishes the current maximum
-// event id, so that nothing committed while it was disconnected goes unannounced.
+// reconnecting with backoff. Each notification, and each (re)connect, so that nothing
+// committed while it was disconnected goes unannounced, wakes followHorizon.
 func (d *DB) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -128,20 +202,11 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	connected()
-	var maxID int64
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&maxID); err != nil {
-		return err
-	}
-	if maxID > 0 {
-		d.hub.publish(maxID)
-	}
+	d.kickHorizon()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}
-		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-			d.hub.publish(id)
-		}
+		d.kickHorizon()
 	}
 }

@@ -1,0 +1,48 @@
+-- Events are appended without a global lock (issue #34); readers see only a prefix of
+-- ids that can no longer grow a gap. Ids are still drawn from events_id_seq when a row
+-- is inserted, so transactions commit them out of order; a reader that returned id 11
+-- while 10 is still uncommitted would skip 10 forever. The rule that prevents it:
+--
+-- * A writer has its transaction id before it draws an event id (the statement
+--   trigger below), and the rows get a later transaction id after every id is drawn:
+--   the store inserts them in a subtransaction, ids first (sorted), so the row's xmin
+--   is a subtransaction id assigned after its id was drawn.
+-- * So whoever drew a smaller id had a transaction id below the row's xmin. Once no
+--   transaction below that xmin is running, every smaller id has committed (and is
+--   visible) or never will: countersign_event_horizon returns the largest such id.
+--
+-- Transactions of other databases on the same server cannot hold our ids and are left
+-- out; a long transaction of this database that has written anything holds the
+-- horizon back until it ends. ledger_entries keep their append lock (0003): they must
+-- stay a hash chain in id order, and only transactions that verify a task write them.
+DROP TRIGGER events_append_lock ON events;
+
+CREATE FUNCTION countersign_xid_first() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_current_xact_id();
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER events_xid_first BEFORE INSERT ON events
+	FOR EACH STATEMENT EXECUTE FUNCTION countersign_xid_first();
+
+-- countersign_event_horizon(after) is the largest event id above after (after when
+-- none) at or below which every id is decided, in the calling statement's snapshot.
+-- Ids are 32-bit xmins compared modulo 2^32 with the snapshot's running ids: a row
+-- is safe when its xmin precedes the oldest running transaction of this database.
+CREATE FUNCTION countersign_event_horizon(after BIGINT) RETURNS BIGINT LANGUAGE sql STABLE AS $$
+	WITH other AS (
+		SELECT a.backend_xid::text::bigint AS x FROM pg_stat_get_activity(NULL) a
+		WHERE a.backend_xid IS NOT NULL
+		  AND a.datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database())
+	), oldest AS (
+		SELECT min(r::text::bigint) AS m FROM pg_snapshot_xip(pg_current_snapshot()) r
+		WHERE r::text::bigint % 4294967296 NOT IN (SELECT x FROM other)
+	)
+	SELECT COALESCE((
+		SELECT e.id FROM events e, oldest
+		WHERE e.id > after
+		  AND (oldest.m IS NULL
+		       OR ((oldest.m - e.xmin::text::bigint) % 4294967296 + 4294967296) % 4294967296 BETWEEN 1 AND 2147483647)
+		ORDER BY e.id DESC LIMIT 1), after)
+$$;

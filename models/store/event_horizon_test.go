@@ -1,0 +1,176 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/store"
+	"github.com/countersign/countersign/models/store/storetest"
+)
+
+// TestEventsFourRunnersReaderSkipsNone is issue #34's event test: four writers (as
+// four runners would be) append events on PostgreSQL, each in its own transactions,
+// holding them open for different lengths after the insert (so ids commit out of
+// order, with no lock to stop it), while a reader follows ListEvents, a second
+// reader resumes from a LastEventID taken mid-run, and a subscriber follows the
+// announcements. The readers must see every id exactly once and in order, never one
+// before a smaller id that commits later; every announced id must be readable.
+func TestEventsFourRunnersReaderSkipsNone(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	const writers, perWriter = 4, 25
+	wake := db.Subscribe(ctx)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				hold := time.Duration((w*7+i*3)%4) * 3 * time.Millisecond // 0 to 9 ms, per writer and round
+				err := db.InTx(ctx, func(tx models.Tx) error {
+					for range 1 + (w+i)%3 {
+						if err := tx.AppendEvent(ctx, &models.Event{Type: "order.test"}); err != nil {
+							return err
+						}
+					}
+					tx.BeforeCommit(func() { time.Sleep(hold) }) // inserted, not committed
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	total := int64(0)
+	for w := range writers {
+		for i := range perWriter {
+			total += int64(1 + (w+i)%3)
+		}
+	}
+
+	main, resumed := &follower{}, &follower{}
+	var announced int64
+	var err error
+	for finished := false; !finished && err == nil; {
+		select {
+		case <-done:
+			finished = true
+		case id := <-wake:
+			announced = id
+			err = checkAnnounced(ctx, db, id)
+		default:
+		}
+		if err == nil {
+			err = main.follow(ctx, db)
+		}
+		if err == nil && resumed.started == nil && main.last > total/3 {
+			err = resumed.start(ctx, db)
+		}
+		if err == nil && resumed.started != nil {
+			err = resumed.follow(ctx, db)
+		}
+	}
+	must(t, err)
+	deadline := time.After(10 * time.Second) // the last commits are announced, and readable
+	for main.last < total || resumed.last < total || announced < total {
+		select {
+		case id := <-wake:
+			announced = id
+			must(t, checkAnnounced(ctx, db, id))
+		case <-deadline:
+			t.Fatalf("after the writers: read %d and %d (resumed after %d), announced %d, want %d", main.last, resumed.last, *resumed.started, announced, total)
+		case <-time.After(5 * time.Millisecond):
+		}
+		must(t, main.follow(ctx, db))
+		must(t, resumed.follow(ctx, db))
+	}
+}
+
+// follower reads events after its cursor and fails on the first id out of order:
+// with no rollbacks every id commits, so a reader must see exactly last+1, last+2, …
+type follower struct {
+	started *int64
+	last    int64
+}
+
+func (f *follower) start(ctx context.Context, db *store.DB) error {
+	id, err := db.LastEventID(ctx)
+	f.started, f.last = &id, id
+	return err
+}
+
+func (f *follower) follow(ctx context.Context, db *store.DB) error {
+	evs, err := db.ListEvents(ctx, f.last, 1000)
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if e.ID != f.last+1 {
+			return fmt.Errorf("the reader saw event %d right after %d: an id was visible before a smaller one committed", e.ID, f.last)
+		}
+		f.last = e.ID
+	}
+	return nil
+}
+
+// checkAnnounced fails when an announced id is not yet readable: a reader woken by
+// it would stop short of it, or, trusting it, skip what lies below.
+func checkAnnounced(ctx context.Context, db *store.DB, id int64) error {
+	last, err := db.LastEventID(ctx)
+	if err == nil && last < id {
+		err = fmt.Errorf("announced event %d while the readable ones end at %d", id, last)
+	}
+	return err
+}
+
+// TestEventAppendTakesNoLock: transaction A appends an event and stays open after
+// inserting it; transaction B appends one and commits without waiting for A (with
+// migration 0003's append lock B waited until A ended). Until A commits, readers
+// see neither: B's id is above A's, which may still commit.
+func TestEventAppendTakesNoLock(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	inserted, release := make(chan struct{}), make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- db.InTx(ctx, func(tx models.Tx) error {
+			if err := tx.AppendEvent(ctx, &models.Event{Type: "a"}); err != nil {
+				return err
+			}
+			tx.BeforeCommit(func() { close(inserted); <-release })
+			return nil
+		})
+	}()
+	<-inserted
+	bCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := db.InTx(bCtx, func(tx models.Tx) error { return tx.AppendEvent(bCtx, &models.Event{Type: "b"}) })
+	if err != nil {
+		close(release)
+		t.Fatalf("B, appending while A is open after its append: %v after %s (it waited for A)", err, time.Since(start).Round(time.Millisecond))
+	}
+	evs, err := db.ListEvents(ctx, 0, 10)
+	must(t, err)
+	last, err := db.LastEventID(ctx)
+	must(t, err)
+	if len(evs) != 0 || last != 0 {
+		close(release)
+		t.Fatalf("with A open, readers see %d events, last id %d; want none: B's id is above A's", len(evs), last)
+	}
+	close(release)
+	must(t, <-aDone)
+	evs, err = db.ListEvents(ctx, 0, 10)
+	must(t, err)
+	if len(evs) != 2 || evs[0].Type != "a" || evs[1].Type != "b" || evs[0].ID >= evs[1].ID {
+		t.Fatalf("after A commits: %+v, want a then b", evs)
+	}
+}
