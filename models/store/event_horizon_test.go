@@ -131,30 +131,42 @@ func checkAnnounced(ctx context.Context, db *store.DB, id int64) error {
 	return err
 }
 
-// TestEventAppendTakesNoLock: transaction A appends an event and stays open after
-// inserting it; transaction B appends one and commits without waiting for A (with
-// migration 0003's append lock B waited until A ended). Until A commits, readers
-// see neither: B's id is above A's, which may still commit.
+// TestEventAppendTakesNoLock: transaction B writes first (so its transaction id is
+// the older), then A appends an event and stays open after inserting it, then B
+// appends one and commits without waiting for A (with migration 0003's append lock B
+// waited until A ended). Until A commits, readers see neither: B's event id is above
+// A's, which may still commit, and B's older transaction id must not make it look
+// safe (the subtransaction insertEventsPostgres writes events in).
 func TestEventAppendTakesNoLock(t *testing.T) {
 	db := storetest.Open(t, store.DialectPostgres)
 	ctx := ctxT(t)
-	inserted, release := make(chan struct{}), make(chan struct{})
-	aDone := make(chan error, 1)
+	lead := agent(t, db, "lead", "lead")
+	bWrote, aInserted, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
 	go func() {
+		<-bWrote
 		aDone <- db.InTx(ctx, func(tx models.Tx) error {
 			if err := tx.AppendEvent(ctx, &models.Event{Type: "a"}); err != nil {
 				return err
 			}
-			tx.BeforeCommit(func() { close(inserted); <-release })
+			tx.BeforeCommit(func() { close(aInserted); <-release })
 			return nil
 		})
 	}()
-	<-inserted
 	bCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	go func() {
+		bDone <- db.InTx(bCtx, func(tx models.Tx) error {
+			if err := tx.CreateGoal(bCtx, &models.Goal{Title: "b", CreatorID: lead.ID}); err != nil {
+				return err
+			}
+			close(bWrote)
+			<-aInserted
+			return tx.AppendEvent(bCtx, &models.Event{Type: "b"})
+		})
+	}()
 	start := time.Now()
-	err := db.InTx(bCtx, func(tx models.Tx) error { return tx.AppendEvent(bCtx, &models.Event{Type: "b"}) })
-	if err != nil {
+	if err := <-bDone; err != nil {
 		close(release)
 		t.Fatalf("B, appending while A is open after its append: %v after %s (it waited for A)", err, time.Since(start).Round(time.Millisecond))
 	}
@@ -172,5 +184,42 @@ func TestEventAppendTakesNoLock(t *testing.T) {
 	must(t, err)
 	if len(evs) != 2 || evs[0].Type != "a" || evs[1].Type != "b" || evs[0].ID >= evs[1].ID {
 		t.Fatalf("after A commits: %+v, want a then b", evs)
+	}
+}
+
+// TestEventTransactionIDBeforeEventID: a transaction whose first write is its events
+// must have its transaction id before it draws their ids (the events_xid_first
+// trigger); otherwise, between drawing id g and writing the row, it holds g without
+// being a running transaction that the horizon waits for. A test-only trigger stalls
+// the row of event "slow" after its id is drawn, while a later event commits.
+func TestEventTransactionIDBeforeEventID(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	for _, q := range []string{
+		`CREATE FUNCTION test_slow_event() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.type = 'slow' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER test_slow_event BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION test_slow_event()`,
+	} {
+		_, err := db.SQL().ExecContext(ctx, q)
+		must(t, err)
+	}
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- db.AppendEvent(ctx, &models.Event{Type: "slow"}) }()
+	for drawn := false; !drawn; { // the slow event has its id, and sleeps before its row
+		must(t, db.SQL().QueryRowContext(ctx, "SELECT is_called FROM events_id_seq").Scan(&drawn))
+		time.Sleep(5 * time.Millisecond)
+	}
+	must(t, db.AppendEvent(ctx, &models.Event{Type: "fast"}))
+	evs, err := db.ListEvents(ctx, 0, 10)
+	must(t, err)
+	if len(evs) != 0 {
+		<-slowDone
+		t.Fatalf("while the slow event is being written, readers see %+v; want none: its id is below", evs)
+	}
+	must(t, <-slowDone)
+	evs, err = db.ListEvents(ctx, 0, 10)
+	must(t, err)
+	if len(evs) != 2 || evs[0].Type != "slow" || evs[1].Type != "fast" {
+		t.Fatalf("after both commit: %+v, want slow then fast", evs)
 	}
 }
