@@ -10,6 +10,8 @@
 -- * So whoever drew a smaller id had a transaction id below the row's xmin. Once no
 --   transaction below that xmin is running, every smaller id has committed (and is
 --   visible) or never will: countersign_event_horizon returns the largest such id.
+--   (A row is visible only when its transaction committed, so its xmin is below the
+--   snapshot's xmax; it is unsafe when it is at or above the oldest running one.)
 --
 -- Transactions of other databases on the same server cannot hold our ids and are left
 -- out; a long transaction of this database that has written anything holds the
@@ -27,22 +29,26 @@ CREATE TRIGGER events_xid_first BEFORE INSERT ON events
 	FOR EACH STATEMENT EXECUTE FUNCTION countersign_xid_first();
 
 -- countersign_event_horizon(after) is the largest event id above after (after when
--- none) at or below which every id is decided, in the calling statement's snapshot.
--- Ids are 32-bit xmins compared modulo 2^32 with the snapshot's running ids: a row
--- is safe when its xmin precedes the oldest running transaction of this database.
+-- none) at or below which every id is decided, in the calling statement's snapshot:
+-- the newest row whose xmin is not in [m, xmax), m the oldest transaction of this
+-- database the snapshot sees running. A row's xmin has 32 bits and is compared modulo
+-- 2^32; a row written 2^32 transactions ago and never since could only make the
+-- horizon stop one row lower.
 CREATE FUNCTION countersign_event_horizon(after BIGINT) RETURNS BIGINT LANGUAGE sql STABLE AS $$
 	WITH other AS (
 		SELECT a.backend_xid::text::bigint AS x FROM pg_stat_get_activity(NULL) a
 		WHERE a.backend_xid IS NOT NULL
 		  AND a.datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database())
 	), oldest AS (
-		SELECT min(r::text::bigint) AS m FROM pg_snapshot_xip(pg_current_snapshot()) r
+		SELECT min(r::text::bigint) AS m,
+		       pg_snapshot_xmax(pg_current_snapshot())::text::bigint - min(r::text::bigint) AS w
+		FROM pg_snapshot_xip(pg_current_snapshot()) r
 		WHERE r::text::bigint % 4294967296 NOT IN (SELECT x FROM other)
 	)
 	SELECT COALESCE((
 		SELECT e.id FROM events e, oldest
 		WHERE e.id > after
 		  AND (oldest.m IS NULL
-		       OR ((oldest.m - e.xmin::text::bigint) % 4294967296 + 4294967296) % 4294967296 BETWEEN 1 AND 2147483647)
+		       OR ((e.xmin::text::bigint - oldest.m) % 4294967296 + 4294967296) % 4294967296 >= oldest.w)
 		ORDER BY e.id DESC LIMIT 1), after)
 $$;
