@@ -226,3 +226,45 @@ func TestEventTransactionIDBeforeEventID(t *testing.T) {
 		t.Fatalf("after both commit: %+v, want slow then fast", evs)
 	}
 }
+
+// TestSubscribeAnnouncesHeldBackEvents: an event that commits while an older
+// transaction is open is announced only when it is readable, and then even though
+// the older transaction ends without appending anything (no notification follows):
+// followHorizon looks again while events wait beyond the horizon.
+func TestSubscribeAnnouncesHeldBackEvents(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	lead := agent(t, db, "lead", "lead")
+	wake := db.Subscribe(ctx)
+	wrote, end := make(chan struct{}), make(chan struct{})
+	older := make(chan error, 1)
+	go func() {
+		older <- db.InTx(ctx, func(tx models.Tx) error {
+			if err := tx.CreateGoal(ctx, &models.Goal{Title: "older", CreatorID: lead.ID}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-end
+			return nil
+		})
+	}()
+	<-wrote
+	e := &models.Event{Type: "held"}
+	must(t, db.AppendEvent(ctx, e))
+	select {
+	case id := <-wake:
+		close(end)
+		t.Fatalf("announced %d while the older transaction is open", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(end)
+	must(t, <-older)
+	select {
+	case id := <-wake:
+		if id != e.ID {
+			t.Fatalf("announced %d, want %d", id, e.ID)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the event was never announced after the older transaction ended")
+	}
+}
