@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,14 +92,36 @@ func (o *ops) insertEvents(ctx context.Context, es []*models.Event) error {
 }
 
 // insertEventsPostgres inserts recs, in order, the way countersign_event_horizon
-// (migration 0027) relies on: in a subtransaction of their own, every id drawn (the
-// Sort below the insert reads all its input first) before the first row is written,
-// which is when the subtransaction gets its id, the rows' xmin. The transaction's
-// own id was assigned before the ids were drawn (the events_xid_first trigger).
+// (migration 0027) relies on: in a subtransaction of their own, so that the rows'
+// xmin is a transaction id assigned after every one of their ids was drawn (see
+// eventsInsertSQL). Code that inserts events another way (pgx on the claim path) must
+// do the same: SAVEPOINT, then eventsInsertSQL's statement.
 func (o *ops) insertEventsPostgres(ctx context.Context, recs []eventRecord) error {
 	if err := o.q(ctx).Exec("SAVEPOINT countersign_events").Error; err != nil {
 		return mapError(err, "event")
 	}
+	sql, args := eventsInsertSQL(recs)
+	var ids []int64
+	if err := o.q(ctx).Raw(sql, args...).Scan(&ids).Error; err != nil {
+		return mapError(err, "event")
+	}
+	if len(ids) != len(recs) {
+		return fmt.Errorf("store: inserted %d events, want %d", len(ids), len(recs))
+	}
+	slices.Sort(ids) // drawn in recs' order, whatever order RETURNING gives them in
+	for i := range recs {
+		recs[i].ID = ids[i]
+	}
+	return nil
+}
+
+// eventsInsertSQL is one PostgreSQL statement inserting recs (their IDs ignored) and
+// returning their new ids in recs' order. Every id is drawn before the first row is
+// written: the Sort under the insert reads all its input first, and the ids are drawn
+// in recs' order. The transaction already has its id then (the events_xid_first
+// trigger runs before the statement); inside a fresh subtransaction the first row
+// written gives the subtransaction its id, later than every id drawn.
+func eventsInsertSQL(recs []eventRecord) (string, []any) {
 	var sb strings.Builder
 	args := make([]any, 0, 8*len(recs))
 	for i := range recs {
@@ -111,22 +134,11 @@ func (o *ops) insertEventsPostgres(ctx context.Context, recs []eventRecord) erro
 			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
 		args = append(args, i, r.Type, r.TaskID, r.GoalID, r.ActorID, r.AgentID, r.Data, r.CreatedAt)
 	}
-	sql := `INSERT INTO events (id, type, task_id, goal_id, actor_id, agent_id, data, created_at)
+	return `INSERT INTO events (id, type, task_id, goal_id, actor_id, agent_id, data, created_at)
 SELECT id, type, task_id, goal_id, actor_id, agent_id, data, created_at FROM (
 	SELECT nextval('events_id_seq') AS id, v.* FROM (VALUES ` + sb.String() + `)
 		AS v(n, type, task_id, goal_id, actor_id, agent_id, data, created_at) ORDER BY v.n
-) q ORDER BY id RETURNING id`
-	var ids []int64
-	if err := o.q(ctx).Raw(sql, args...).Scan(&ids).Error; err != nil {
-		return mapError(err, "event")
-	}
-	if len(ids) != len(recs) {
-		return fmt.Errorf("store: inserted %d events, want %d", len(ids), len(recs))
-	}
-	for i := range recs {
-		recs[i].ID = ids[i]
-	}
-	return nil
+) q ORDER BY id RETURNING id`, args
 }
 
 // ListEvents returns up to limit (default 100, at most 1000) events with ID > afterID,
