@@ -13,9 +13,8 @@
 --   (A row is visible only when its transaction committed, so its xmin is below the
 --   snapshot's xmax; it is unsafe when it is at or above the oldest running one.)
 --
--- Transactions of other databases on the same server cannot hold our ids and are left
--- out; a long transaction of this database that has written anything holds the
--- horizon back until it ends. ledger_entries keep their append lock (0003): they must
+-- The price: a long transaction that has written anything (in any database of the
+-- server) holds newer events back from readers until it ends. ledger_entries keep their append lock (0003): they must
 -- stay a hash chain in id order, and only transactions that verify a task write them.
 DROP TRIGGER events_append_lock ON events;
 
@@ -30,20 +29,16 @@ CREATE TRIGGER events_xid_first BEFORE INSERT ON events
 
 -- countersign_event_horizon(after) is the largest event id above after (after when
 -- none) at or below which every id is decided, in the calling statement's snapshot:
--- the newest row whose xmin is not in [m, xmax), m the oldest transaction of this
--- database the snapshot sees running. A row's xmin has 32 bits and is compared modulo
--- 2^32; a row written 2^32 transactions ago and never since could only make the
--- horizon stop one row lower.
+-- the newest row whose xmin is not in [m, xmax), m the oldest transaction the
+-- snapshot sees running. A row's xmin has 32 bits and is compared modulo 2^32; a row
+-- written 2^32 transactions ago and never since could only make the horizon stop one
+-- row lower. Every running transaction of the server counts, those of other databases
+-- too: telling them apart (pg_stat_activity) is not consistent with the snapshot.
 CREATE FUNCTION countersign_event_horizon(after BIGINT) RETURNS BIGINT LANGUAGE sql STABLE AS $$
-	WITH other AS (
-		SELECT a.backend_xid::text::bigint AS x FROM pg_stat_get_activity(NULL) a
-		WHERE a.backend_xid IS NOT NULL
-		  AND a.datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database())
-	), oldest AS (
+	WITH oldest AS (
 		SELECT min(r::text::bigint) AS m,
 		       pg_snapshot_xmax(pg_current_snapshot())::text::bigint - min(r::text::bigint) AS w
 		FROM pg_snapshot_xip(pg_current_snapshot()) r
-		WHERE r::text::bigint % 4294967296 NOT IN (SELECT x FROM other)
 	)
 	SELECT COALESCE((
 		SELECT e.id FROM events e, oldest
@@ -51,4 +46,28 @@ CREATE FUNCTION countersign_event_horizon(after BIGINT) RETURNS BIGINT LANGUAGE 
 		  AND (oldest.m IS NULL
 		       OR ((e.xmin::text::bigint - oldest.m) % 4294967296 + 4294967296) % 4294967296 >= oldest.w)
 		ORDER BY e.id DESC LIMIT 1), after)
+$$;
+
+-- countersign_insert_events inserts events in the way the horizon relies on, and
+-- returns their ids in the arrays' order, in one round trip. The block with an
+-- EXCEPTION clause is a subtransaction: its first row written gives it its id, after
+-- every event id is drawn (the Sort under the insert reads all its input first). The
+-- transaction's own id was assigned before the ids were drawn (events_xid_first).
+CREATE FUNCTION countersign_insert_events(types TEXT[], task_ids BIGINT[], goal_ids BIGINT[], actor_ids BIGINT[],
+	agent_ids BIGINT[], datas TEXT[], created TIMESTAMPTZ[]) RETURNS SETOF BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+	BEGIN
+		RETURN QUERY WITH ins AS (
+			INSERT INTO events (id, type, task_id, goal_id, actor_id, agent_id, data, created_at)
+			SELECT q.id, q.type, q.task_id, q.goal_id, q.actor_id, q.agent_id, q.data, q.created_at FROM (
+				SELECT nextval('events_id_seq') AS id, u.*
+				FROM unnest(types, task_ids, goal_ids, actor_ids, agent_ids, datas, created)
+					WITH ORDINALITY AS u(type, task_id, goal_id, actor_id, agent_id, data, created_at, n)
+				ORDER BY u.n
+			) q ORDER BY q.id RETURNING events.id)
+		SELECT ins.id FROM ins ORDER BY ins.id;
+	EXCEPTION WHEN OTHERS THEN
+		RAISE;
+	END;
+END
 $$;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/countersign/countersign/models"
@@ -91,54 +90,45 @@ func (o *ops) insertEvents(ctx context.Context, es []*models.Event) error {
 	return nil
 }
 
-// insertEventsPostgres inserts recs, in order, the way countersign_event_horizon
-// (migration 0027) relies on: in a subtransaction of their own, so that the rows'
-// xmin is a transaction id assigned after every one of their ids was drawn (see
-// eventsInsertSQL). Code that inserts events another way (pgx on the claim path) must
-// do the same: SAVEPOINT, then eventsInsertSQL's statement.
+// insertEventsPostgres inserts recs, in order, through countersign_insert_events
+// (migration 0027), which writes them the way the event horizon relies on: in a
+// subtransaction whose id comes after every one of their ids was drawn. Code that
+// inserts events another way (pgx on the claim path) must call it too.
 func (o *ops) insertEventsPostgres(ctx context.Context, recs []eventRecord) error {
-	if err := o.q(ctx).Exec("SAVEPOINT countersign_events").Error; err != nil {
+	n := len(recs)
+	types, datas := make([]string, n), make([]string, n)
+	tasks, goals, actors, agents := make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	created := make([]time.Time, n)
+	for i, r := range recs {
+		types[i], datas[i], created[i] = r.Type, r.Data, r.CreatedAt
+		tasks[i], goals[i], actors[i], agents[i] = r.TaskID, r.GoalID, r.ActorID, r.AgentID
+	}
+	// Through the connection, not gorm, which would expand the slices into lists.
+	rows, err := o.q(ctx).Statement.ConnPool.QueryContext(ctx,
+		"SELECT countersign_insert_events($1, $2, $3, $4, $5, $6, $7)", types, tasks, goals, actors, agents, datas, created)
+	if err != nil {
 		return mapError(err, "event")
 	}
-	sql, args := eventsInsertSQL(recs)
-	var ids []int64
-	if err := o.q(ctx).Raw(sql, args...).Scan(&ids).Error; err != nil {
+	defer rows.Close()
+	ids := make([]int64, 0, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return mapError(err, "event")
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
 		return mapError(err, "event")
 	}
-	if len(ids) != len(recs) {
-		return fmt.Errorf("store: inserted %d events, want %d", len(ids), len(recs))
+	if len(ids) != n {
+		return fmt.Errorf("store: inserted %d events, want %d", len(ids), n)
 	}
-	slices.Sort(ids) // drawn in recs' order, whatever order RETURNING gives them in
+	slices.Sort(ids) // drawn in recs' order
 	for i := range recs {
 		recs[i].ID = ids[i]
 	}
 	return nil
-}
-
-// eventsInsertSQL is one PostgreSQL statement inserting recs (their IDs ignored) and
-// returning their new ids in recs' order. Every id is drawn before the first row is
-// written: the Sort under the insert reads all its input first, and the ids are drawn
-// in recs' order. The transaction already has its id then (the events_xid_first
-// trigger runs before the statement); inside a fresh subtransaction the first row
-// written gives the subtransaction its id, later than every id drawn.
-func eventsInsertSQL(recs []eventRecord) (string, []any) {
-	var sb strings.Builder
-	args := make([]any, 0, 8*len(recs))
-	for i := range recs {
-		r := &recs[i]
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		n := len(args)
-		fmt.Fprintf(&sb, "($%d::int, $%d::text, $%d::bigint, $%d::bigint, $%d::bigint, $%d::bigint, $%d::text, $%d::timestamptz)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, i, r.Type, r.TaskID, r.GoalID, r.ActorID, r.AgentID, r.Data, r.CreatedAt)
-	}
-	return `INSERT INTO events (id, type, task_id, goal_id, actor_id, agent_id, data, created_at)
-SELECT id, type, task_id, goal_id, actor_id, agent_id, data, created_at FROM (
-	SELECT nextval('events_id_seq') AS id, v.* FROM (VALUES ` + sb.String() + `)
-		AS v(n, type, task_id, goal_id, actor_id, agent_id, data, created_at) ORDER BY v.n
-) q ORDER BY id RETURNING id`, args
 }
 
 // ListEvents returns up to limit (default 100, at most 1000) events with ID > afterID,
