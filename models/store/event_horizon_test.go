@@ -49,6 +49,7 @@ func TestEventsFourRunnersReaderSkipsNone(t *testing.T) {
 		}()
 	}
 	go func() { wg.Wait(); close(done) }()
+	defer func() { <-done }() // the writers report to t: they end before the test does
 	total := int64(0)
 	for w := range writers {
 		for i := range perWriter {
