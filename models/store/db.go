@@ -188,7 +188,8 @@ func (d *DB) Close() error {
 
 // InTx runs fn in one transaction. An error returned by fn rolls it back and is
 // returned as is; a panic in fn rolls it back and panics again. Subscribers hear of the
-// events fn appended only once the transaction has committed.
+// events fn appended only once the transaction has committed. On PostgreSQL it returns
+// once readers can see them (see committed), at most a few seconds after the commit.
 func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
 	gtx := d.gdb.WithContext(ctx).Begin()
 	if gtx.Error != nil {
@@ -217,7 +218,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 	}
 	committed = true
 	if t.tx.maxEvent > 0 {
-		d.committed(t.tx.maxEvent)
+		d.committed(ctx, t.tx.maxEvent)
 	}
 	return nil
 }

@@ -169,7 +169,8 @@ func TestEventAppendTakesNoLock(t *testing.T) {
 			return nil
 		})
 	}()
-	bCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// B does not wait for its event to be readable either (WithoutEventWait).
+	bCtx, cancel := context.WithTimeout(store.WithoutEventWait(ctx), 3*time.Second)
 	defer cancel()
 	go func() {
 		bDone <- db.InTx(bCtx, func(tx models.Tx) error {
@@ -227,7 +228,7 @@ func TestEventTransactionIDBeforeEventID(t *testing.T) {
 		must(t, db.SQL().QueryRowContext(ctx, "SELECT last_value FROM events_id_seq").Scan(&drawn))
 		time.Sleep(5 * time.Millisecond)
 	}
-	must(t, db.AppendEvent(ctx, &models.Event{Type: "fast"}))
+	must(t, db.AppendEvent(store.WithoutEventWait(ctx), &models.Event{Type: "fast"}))
 	evs, err := db.ListEvents(ctx, 1, 10)
 	must(t, err)
 	if len(evs) != 0 {
@@ -264,7 +265,7 @@ func TestSubscribeAnnouncesHeldBackEvents(t *testing.T) {
 	}()
 	<-wrote
 	e := &models.Event{Type: "held"}
-	must(t, db.AppendEvent(ctx, e))
+	must(t, db.AppendEvent(store.WithoutEventWait(ctx), e))
 	select {
 	case id := <-wake:
 		close(end)
@@ -280,5 +281,43 @@ func TestSubscribeAnnouncesHeldBackEvents(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event was never announced after the older transaction ended")
+	}
+}
+
+// TestInTxReturnsWhenItsEventsAreReadable: whoever commits events reads them back
+// at once: on PostgreSQL InTx returns only when they are below the horizon, here
+// when an older transaction ends (without WithoutEventWait).
+func TestInTxReturnsWhenItsEventsAreReadable(t *testing.T) {
+	db := storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	lead := agent(t, db, "lead", "lead")
+	wrote, end := make(chan struct{}), make(chan struct{})
+	older := make(chan error, 1)
+	go func() {
+		older <- db.InTx(ctx, func(tx models.Tx) error {
+			if err := tx.CreateGoal(ctx, &models.Goal{Title: "older", CreatorID: lead.ID}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-end
+			return nil
+		})
+	}()
+	<-wrote
+	appended := make(chan error, 1)
+	go func() { appended <- db.AppendEvent(ctx, &models.Event{Type: "mine"}) }()
+	select {
+	case err := <-appended:
+		close(end)
+		t.Fatalf("AppendEvent returned (%v) while its event is held back by an older transaction", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(end)
+	must(t, <-older)
+	must(t, <-appended)
+	evs, err := db.ListEvents(ctx, 0, 10)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Type != "mine" {
+		t.Fatalf("right after AppendEvent returned, readers see %+v, want the event", evs)
 	}
 }

@@ -108,13 +108,62 @@ func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 }
 
 // committed is told the largest event id a local commit appended. SQLite commits ids
-// in order, so it is published at once; on PostgreSQL it wakes followHorizon.
-func (d *DB) committed(maxEvent int64) {
+// in order, so it is published at once. On PostgreSQL it waits (awaitHorizon) until
+// readers can see the commit's events, so that whoever committed reads them back,
+// and then announces them; if that takes too long, or under WithoutEventWait, it
+// leaves them to followHorizon.
+func (d *DB) committed(ctx context.Context, maxEvent int64) {
 	if d.dialect != DialectPostgres {
 		d.hub.publish(maxEvent)
 		return
 	}
+	if ctx.Value(noEventWait{}) != nil {
+		d.kickHorizon()
+		return
+	}
+	if h := d.awaitHorizon(ctx, maxEvent); h >= maxEvent {
+		d.hub.publish(h)
+		return
+	}
 	d.kickHorizon()
+}
+
+// noEventWait is the context key of WithoutEventWait.
+type noEventWait struct{}
+
+// WithoutEventWait returns a context under which InTx returns as soon as its
+// transaction commits, without waiting for its events to be readable (PostgreSQL):
+// for hot paths that do not read their own events back. Its events are announced to
+// subscribers when they become readable all the same.
+func WithoutEventWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noEventWait{}, true)
+}
+
+// maxHorizonWait bounds how long a commit waits for its events to be readable: only
+// as long as transactions older than it stay open, which are short, unless one
+// (CREATE DATABASE, a long import; the server's other databases count too) is not.
+const maxHorizonWait = 5 * time.Second
+
+// awaitHorizon returns the event horizon once it has reached id, or the last one
+// seen when maxHorizonWait or ctx ends first.
+func (d *DB) awaitHorizon(ctx context.Context, id int64) int64 {
+	deadline := time.Now().Add(maxHorizonWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		var h int64
+		if err := d.sqlDB.QueryRowContext(ctx, "SELECT countersign_event_horizon($1)", id-1).Scan(&h); err != nil || h >= id {
+			return h
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return h
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return h
+		case <-t.C:
+		}
+	}
 }
 
 // kickHorizon asks followHorizon for another look; kicks coalesce.
