@@ -13,8 +13,8 @@
 --   (A row is visible only when its transaction committed, so its xmin is below the
 --   snapshot's xmax; it is unsafe when it is at or above the oldest running one.)
 --
--- The price: a long transaction that has written anything (in any database of the
--- server) holds newer events back from readers until it ends. ledger_entries keep their append lock (0003): they must
+-- The price: a long transaction of this database that has written anything holds
+-- newer events back from readers until it ends. ledger_entries keep their append lock (0003): they must
 -- stay a hash chain in id order, and only transactions that verify a task write them.
 DROP TRIGGER events_append_lock ON events;
 
@@ -29,16 +29,27 @@ CREATE TRIGGER events_xid_first BEFORE INSERT ON events
 
 -- countersign_event_horizon(after) is the largest event id above after (after when
 -- none) at or below which every id is decided, in the calling statement's snapshot:
--- the newest row whose xmin is not in [m, xmax), m the oldest transaction the
--- snapshot sees running. A row's xmin has 32 bits and is compared modulo 2^32; a row
--- written 2^32 transactions ago and never since could only make the horizon stop one
--- row lower. Every running transaction of the server counts, those of other databases
--- too: telling them apart (pg_stat_activity) is not consistent with the snapshot.
+-- the newest row whose xmin is not in [m, xmax), m the oldest transaction of this
+-- database the snapshot sees running. A row's xmin has 32 bits and is compared modulo
+-- 2^32; a row written 2^32 transactions ago and never since could only make the
+-- horizon stop one row lower.
+--
+-- Running transactions of other databases (CREATE DATABASE, another application) are
+-- left out: pg_stat_get_activity, read after the snapshot was taken, shows each
+-- backend's database beside its transaction id. An id the snapshot lists as running
+-- was assigned before it, to a backend that has held its slot since, so it is never
+-- shown beside another backend's database. One that ended in between is not shown:
+-- it is kept, which can only hold the horizon lower for this call.
 CREATE FUNCTION countersign_event_horizon(after BIGINT) RETURNS BIGINT LANGUAGE sql STABLE AS $$
-	WITH oldest AS (
+	WITH other AS (
+		SELECT a.backend_xid::text::bigint AS x FROM pg_stat_get_activity(NULL) a
+		WHERE a.backend_xid IS NOT NULL
+		  AND a.datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database())
+	), oldest AS (
 		SELECT min(r::text::bigint) AS m,
 		       pg_snapshot_xmax(pg_current_snapshot())::text::bigint - min(r::text::bigint) AS w
 		FROM pg_snapshot_xip(pg_current_snapshot()) r
+		WHERE r::text::bigint % 4294967296 NOT IN (SELECT x FROM other)
 	)
 	SELECT COALESCE((
 		SELECT e.id FROM events e, oldest

@@ -140,8 +140,8 @@ func WithoutEventWait(ctx context.Context) context.Context {
 }
 
 // maxHorizonWait bounds how long a commit waits for its events to be readable: only
-// as long as transactions older than it stay open, which are short, unless one
-// (CREATE DATABASE, a long import; the server's other databases count too) is not.
+// as long as transactions of the database older than it stay open, which are short,
+// unless one (a long import, say) is not.
 const maxHorizonWait = 5 * time.Second
 
 // awaitHorizon returns the event horizon once it has reached id, or the last one
