@@ -309,3 +309,34 @@ func TestInTxReturnsWhenItsEventsAreReadable(t *testing.T) {
 		t.Fatalf("right after AppendEvent returned, readers see %+v, want the event", evs)
 	}
 }
+
+// TestOtherDatabasesDoNotHoldEventsBack: a transaction open in another database of
+// the server (another test, another application) cannot hold our ids, so our events
+// are readable at once.
+func TestOtherDatabasesDoNotHoldEventsBack(t *testing.T) {
+	db, other := storetest.Open(t, store.DialectPostgres), storetest.Open(t, store.DialectPostgres)
+	ctx := ctxT(t)
+	lead := agent(t, other, "lead", "lead")
+	wrote, end := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- other.InTx(ctx, func(tx models.Tx) error {
+			if err := tx.CreateGoal(ctx, &models.Goal{Title: "elsewhere", CreatorID: lead.ID}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-end
+			return nil
+		})
+	}()
+	defer func() { close(end); must(t, <-done) }()
+	<-wrote
+	start := time.Now()
+	must(t, db.AppendEvent(ctx, &models.Event{Type: "here"}))
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("AppendEvent waited %s for a transaction of another database", waited.Round(time.Millisecond))
+	}
+	if evs, err := db.ListEvents(ctx, 0, 10); err != nil || len(evs) != 1 {
+		t.Fatalf("readers see %+v (%v), want the event", evs, err)
+	}
+}
