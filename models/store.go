@@ -184,8 +184,9 @@ type InboxStore interface {
 
 // EventStore appends and reads the event log.
 type EventStore interface {
-	// AppendEvent stores e. Its ID (strictly increasing, committed in ID order) is
-	// assigned when its transaction commits, just before: reads through the same
+	// AppendEvent stores e. Its ID (strictly increasing; readers see ids in order and
+	// none before a smaller one that may still commit) is assigned when its
+	// transaction commits, just before: reads through the same
 	// transaction do not see it, and code that needs the ID registers BeforeCommit.
 	AppendEvent(ctx context.Context, e *Event) error
 	// AppendEvents stores es in order, as AppendEvent one by one.

@@ -9,13 +9,13 @@ import (
 // appends are the events and ledger entries a transaction appended, held until just
 // before it commits.
 //
-// On PostgreSQL every insert into events or ledger_entries first takes one
-// transaction-scoped lock, held to commit (migration 0003), so that ids are committed
-// in id order and a reader that follows ids never skips one. Writing the appends last
-// holds that lock for the inserts and the commit alone, instead of for everything a
-// transaction does after its first append: every writer of the database serialises
-// on it, so its hold time bounds the whole system's write rate. It also makes the
-// lock the last one a transaction takes, so no lock order can deadlock with it.
+// On PostgreSQL every insert into ledger_entries first takes one transaction-scoped
+// lock, held to commit (migration 0003), so that entries are committed in id order
+// and the hash chain's reader never skips one. Writing the appends last holds that
+// lock for the inserts and the commit alone, and makes it the last lock a transaction
+// takes, so no lock order can deadlock with it. Only transactions that verify a task
+// write ledger entries. Events take no lock (migration 0027): readers stop at the
+// event horizon instead (see ListEvents), which relies on the ids being drawn last.
 type appends struct {
 	events []*models.Event
 	ledger []*models.LedgerEntry

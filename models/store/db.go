@@ -65,15 +65,17 @@ type DB struct {
 	dialect string
 	url     string // PostgreSQL URL for the LISTEN connection
 
-	hub        *hub
-	work       workSignals // work-ready wake-ups (workready.go)
-	turns      workSignals // claim turns let go (workready.go)
-	listenOnce sync.Once
-	stop       context.CancelFunc // stops background work (the listener)
-	background context.Context
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	hub   *hub
+	work  workSignals // work-ready wake-ups (workready.go)
+	turns workSignals // claim turns let go (workready.go)
+	// horizonKick wakes followHorizon (PostgreSQL); it holds one pending kick.
+	horizonKick chan struct{}
+	listenOnce  sync.Once
+	stop        context.CancelFunc // stops background work (the listener)
+	background  context.Context
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 var _ models.Store = (*DB)(nil)
@@ -98,7 +100,7 @@ type txState struct {
 // Open connects to the database cfg names. It does not migrate: call Migrate (the
 // command line migrates whenever it opens the database) before using the store.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	d := &DB{hub: newHub()}
+	d := &DB{hub: newHub(), horizonKick: make(chan struct{}, 1)}
 	d.work.hub, d.turns.hub = newHub(), newHub()
 	var dialector gorm.Dialector
 	switch u := cfg.DatabaseURL; {
@@ -191,7 +193,8 @@ func (d *DB) Close() error {
 
 // InTx runs fn in one transaction. An error returned by fn rolls it back and is
 // returned as is; a panic in fn rolls it back and panics again. Subscribers hear of the
-// events fn appended only once the transaction has committed.
+// events fn appended only once the transaction has committed. On PostgreSQL it returns
+// once readers can see them (see committed), at most a few seconds after the commit.
 func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) {
 	gtx := d.gdb.WithContext(ctx).Begin()
 	if gtx.Error != nil {
@@ -225,7 +228,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx models.Tx) error) (err error) 
 	}
 	committed = true
 	if t.tx.maxEvent > 0 {
-		d.hub.publish(t.tx.maxEvent)
+		d.committed(ctx, t.tx.maxEvent)
 	}
 	if wakeLocal {
 		d.work.publish()

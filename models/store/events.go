@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/countersign/countersign/models"
@@ -34,12 +36,13 @@ func fromEventRecord(r *eventRecord) *models.Event {
 	}
 }
 
-// AppendEvent stores the event; its ID (strictly increasing, committed in order) is
-// assigned when its transaction commits, and a zero CreatedAt is set to now.
-// Subscribers hear of it once its transaction commits; outside InTx it runs in a
-// transaction of its own. Reads through the same transaction do not see it: appends
-// are held until just before the commit (see appends.go), so that the append lock is
-// held for as short a time as possible.
+// AppendEvent stores the event; its ID (strictly increasing) is assigned when its
+// transaction commits, and a zero CreatedAt is set to now. Readers see ids in order
+// and never one before a smaller id that may still commit (SQLite: one writer at a
+// time; PostgreSQL: the event horizon of ListEvents, without a lock). Subscribers
+// hear of it once its transaction commits; outside InTx it runs in a transaction of
+// its own. Reads through the same transaction do not see it: appends are held until
+// just before the commit (see appends.go).
 func (o *ops) AppendEvent(ctx context.Context, e *models.Event) error {
 	return o.AppendEvents(ctx, []*models.Event{e})
 }
@@ -73,7 +76,11 @@ func (o *ops) insertEvents(ctx context.Context, es []*models.Event) error {
 			CreatedAt: normTime(e.CreatedAt),
 		}
 	}
-	if err := o.q(ctx).Create(&recs).Error; err != nil {
+	if o.db.dialect == DialectPostgres {
+		if err := o.insertEventsPostgres(ctx, recs); err != nil {
+			return err
+		}
+	} else if err := o.q(ctx).Create(&recs).Error; err != nil {
 		return mapError(err, "event")
 	}
 	for i, e := range es {
@@ -83,11 +90,58 @@ func (o *ops) insertEvents(ctx context.Context, es []*models.Event) error {
 	return nil
 }
 
+// insertEventsPostgres inserts recs, in order, through countersign_insert_events
+// (migration 0027), which writes them the way the event horizon relies on: in a
+// subtransaction whose id comes after every one of their ids was drawn. Code that
+// inserts events another way (pgx on the claim path) must call it too.
+func (o *ops) insertEventsPostgres(ctx context.Context, recs []eventRecord) error {
+	n := len(recs)
+	types, datas := make([]string, n), make([]string, n)
+	tasks, goals, actors, agents := make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	created := make([]time.Time, n)
+	for i, r := range recs {
+		types[i], datas[i], created[i] = r.Type, r.Data, r.CreatedAt
+		tasks[i], goals[i], actors[i], agents[i] = r.TaskID, r.GoalID, r.ActorID, r.AgentID
+	}
+	// Through the connection, not gorm, which would expand the slices into lists.
+	rows, err := o.q(ctx).Statement.ConnPool.QueryContext(ctx,
+		"SELECT countersign_insert_events($1, $2, $3, $4, $5, $6, $7)", types, tasks, goals, actors, agents, datas, created)
+	if err != nil {
+		return mapError(err, "event")
+	}
+	defer rows.Close()
+	ids := make([]int64, 0, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return mapError(err, "event")
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return mapError(err, "event")
+	}
+	if len(ids) != n {
+		return fmt.Errorf("store: inserted %d events, want %d", len(ids), n)
+	}
+	slices.Sort(ids) // drawn in recs' order
+	for i := range recs {
+		recs[i].ID = ids[i]
+	}
+	return nil
+}
+
 // ListEvents returns up to limit (default 100, at most 1000) events with ID > afterID,
-// oldest first.
+// oldest first. On PostgreSQL it stops at the event horizon (migration 0027): an event
+// whose id is above one that may still commit is left for a later call, so a reader
+// that follows the ids skips none.
 func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]models.Event, error) {
 	var recs []eventRecord
-	err := o.q(ctx).Where("id > ?", afterID).Order("id").Limit(listLimit(limit)).Find(&recs).Error
+	q := o.q(ctx).Where("id > ?", afterID)
+	if o.db.dialect == DialectPostgres {
+		q = q.Where("id <= (SELECT countersign_event_horizon(?))", afterID)
+	}
+	err := q.Order("id").Limit(listLimit(limit)).Find(&recs).Error
 	if err != nil {
 		return nil, mapError(err, "events")
 	}
@@ -141,10 +195,16 @@ func (o *ops) newestEventsOf(ctx context.Context, column string, id int64, limit
 	return out, nil
 }
 
-// LastEventID returns the id of the newest event, 0 when there is none.
+// LastEventID returns the id of the newest event, 0 when there is none; on PostgreSQL
+// the newest below the event horizon (see ListEvents), so that a reader resuming
+// after it misses no event that commits later with a smaller id.
 func (o *ops) LastEventID(ctx context.Context) (int64, error) {
 	var id int64
-	if err := o.q(ctx).Model(&eventRecord{}).Select("COALESCE(MAX(id), 0)").Scan(&id).Error; err != nil {
+	q := o.q(ctx).Model(&eventRecord{}).Select("COALESCE(MAX(id), 0)")
+	if o.db.dialect == DialectPostgres {
+		q = o.q(ctx).Raw("SELECT countersign_event_horizon(0)")
+	}
+	if err := q.Scan(&id).Error; err != nil {
 		return 0, mapError(err, "events")
 	}
 	return id, nil

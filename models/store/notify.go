@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +66,13 @@ func (h *hub) publish(id int64) {
 	}
 }
 
+// latest returns the largest id published.
+func (h *hub) latest() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
 // close closes every subscriber channel; later subscriptions get a closed channel.
 func (h *hub) close() {
 	h.mu.Lock()
@@ -80,8 +86,10 @@ func (h *hub) close() {
 
 // Subscribe returns a channel that receives the newest event id whenever events are
 // committed: after each local commit that appended events, and on PostgreSQL also for
-// commits of other processes (LISTEN countersign_events). The channel holds at most one
-// value, the newest, and closes when ctx ends or the DB closes.
+// commits of other processes (LISTEN countersign_events). On PostgreSQL the id is the
+// event horizon (see ListEvents): every event up to it has committed, so ListEvents
+// after an earlier id reaches it. The channel holds at most one value, the newest,
+// and closes when ctx ends or the DB closes.
 func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 	d.startListener()
 	return d.hub.subscribe(ctx)
@@ -91,19 +99,135 @@ func (d *DB) Subscribe(ctx context.Context) <-chan int64 {
 func (d *DB) startListener() {
 	if d.dialect == DialectPostgres {
 		d.listenOnce.Do(func() {
-			d.wg.Add(1)
+			d.wg.Add(2)
 			go func() {
 				defer d.wg.Done()
 				d.listen(d.background)
+			}()
+			go func() {
+				defer d.wg.Done()
+				d.followHorizon(d.background)
 			}()
 		})
 	}
 }
 
+// committed is told the largest event id a local commit appended. SQLite commits ids
+// in order, so it is published at once. On PostgreSQL it waits (awaitHorizon) until
+// readers can see the commit's events, so that whoever committed reads them back,
+// and then announces them; if that takes too long, or under WithoutEventWait, it
+// leaves them to followHorizon.
+func (d *DB) committed(ctx context.Context, maxEvent int64) {
+	if d.dialect != DialectPostgres {
+		d.hub.publish(maxEvent)
+		return
+	}
+	if ctx.Value(noEventWait{}) != nil {
+		d.kickHorizon()
+		return
+	}
+	if h := d.awaitHorizon(ctx, maxEvent); h >= maxEvent {
+		d.hub.publish(h)
+		return
+	}
+	d.kickHorizon()
+}
+
+// noEventWait is the context key of WithoutEventWait.
+type noEventWait struct{}
+
+// WithoutEventWait returns a context under which InTx returns as soon as its
+// transaction commits, without waiting for its events to be readable (PostgreSQL):
+// for hot paths that do not read their own events back. Its events are announced to
+// subscribers when they become readable all the same.
+func WithoutEventWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noEventWait{}, true)
+}
+
+// maxHorizonWait bounds how long a commit waits for its events to be readable: only
+// as long as transactions of the database older than it stay open, which are short,
+// unless one (a long import, say) is not.
+const maxHorizonWait = 5 * time.Second
+
+// awaitHorizon returns the event horizon once it has reached id, or the last one
+// seen when maxHorizonWait or ctx ends first.
+func (d *DB) awaitHorizon(ctx context.Context, id int64) int64 {
+	deadline := time.Now().Add(maxHorizonWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		var h int64
+		if err := d.sqlDB.QueryRowContext(ctx, "SELECT countersign_event_horizon($1)", id-1).Scan(&h); err != nil || h >= id {
+			return h
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return h
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return h
+		case <-t.C:
+		}
+	}
+}
+
+// kickHorizon asks followHorizon for another look; kicks coalesce.
+func (d *DB) kickHorizon() {
+	select {
+	case d.horizonKick <- struct{}{}:
+	default:
+	}
+}
+
+// followHorizon publishes the event horizon each time a commit may have moved it
+// (kickHorizon). A commit whose events wait behind a smaller id that another
+// transaction has not committed yet announces nothing that a reader could fetch: while
+// events are visible beyond the horizon it looks again, backing off up to a second,
+// so that they are announced when the transaction before them ends, even if that one
+// appended nothing.
+func (d *DB) followHorizon(ctx context.Context) {
+	var backoff time.Duration
+	for {
+		var again <-chan time.Time
+		var t *time.Timer
+		if backoff > 0 {
+			t = time.NewTimer(backoff)
+			again = t.C
+		}
+		select {
+		case <-ctx.Done():
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-d.horizonKick:
+		case <-again:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		var horizon, newest int64
+		err := d.sqlDB.QueryRowContext(ctx, "SELECT countersign_event_horizon($1), COALESCE((SELECT MAX(id) FROM events), 0)",
+			d.hub.latest()).Scan(&horizon, &newest)
+		if err == nil && horizon > 0 {
+			d.hub.publish(horizon)
+		}
+		switch {
+		case err == nil && newest <= horizon:
+			backoff = 0
+		case backoff == 0:
+			backoff = 2 * time.Millisecond
+		default:
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
 // listen keeps a dedicated connection listening on notifyChannel, workChannel and
-// turnChannel (workready.go) until ctx ends, reconnecting with backoff. After each
-// (re)connect it publishes the current maximum event id, a work-ready signal and a
-// turn let go, so that nothing committed while it was disconnected goes unannounced.
+// turnChannel (workready.go) until ctx ends, reconnecting with backoff. Each event
+// notification wakes followHorizon. After each (re)connect it wakes followHorizon and
+// publishes a work-ready signal and a turn let go, so that nothing committed while it
+// was disconnected goes unannounced.
 func (d *DB) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -134,13 +258,7 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	connected()
-	var maxID int64
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&maxID); err != nil {
-		return err
-	}
-	if maxID > 0 {
-		d.hub.publish(maxID)
-	}
+	d.kickHorizon()
 	// Work may have become claimable, and a turn let go, while no one listened.
 	d.work.publish()
 	d.turns.publish()
@@ -152,13 +270,10 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		switch n.Channel {
 		case workChannel:
 			d.work.publish()
-			continue
 		case turnChannel:
 			d.turns.publish()
-			continue
-		}
-		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-			d.hub.publish(id)
+		default:
+			d.kickHorizon()
 		}
 	}
 }
