@@ -30,6 +30,10 @@ const (
 	// taken over by the others once the dead one is silent (three beats), the other
 	// half by the same runner restarted at once.
 	killLateRestart = 4 * time.Second
+	// slowTakeover is a takeover far beyond the design (silence of three beats plus
+	// one beat, about 4 s): such attempts are named in the log, since a lease that
+	// merely expired (30 s) points at a takeover path that did not fire.
+	slowTakeover = 10 * time.Second
 )
 
 // kill is one kill -9 of the runner named id.
@@ -239,13 +243,17 @@ func checkAttempts(t *testing.T, id int64, atts []models.Attempt, done map[int]t
 			continue
 		}
 		d, k := takeoverTime(a, kills)
-		switch {
-		case k == nil:
+		if k == nil {
 			t.Errorf("task %d: attempt %d ended %q with no kill of %s under it", id, a.Number, a.Diagnosis, a.RunnerID)
 			continue
-		case k.late:
+		}
+		if d > slowTakeover {
+			t.Logf("task %d: attempt %d of %s (started %v) taken over %v after the kill (restarted late: %v)",
+				id, a.Number, a.RunnerID, a.StartedAt.Format(time.StampMilli), d, k.late)
+		}
+		if k.late {
 			*late = append(*late, d)
-		default:
+		} else {
 			*fast = append(*fast, d)
 		}
 		if when, ok := done[a.Number]; ok && !when.Before(k.dead) {
