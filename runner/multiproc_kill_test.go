@@ -205,7 +205,7 @@ func checkKillRun(t *testing.T, ctx context.Context, db *store.DB, shared string
 		t.Errorf("attempts of a task ran at once (task, attempt):\n%s", b)
 	}
 	ledger := ledgerCounts(t, ctx, db)
-	var fast, late []time.Duration
+	var st takeovers
 	var verified []time.Time
 	redone := 0
 	for _, tk := range tasks {
@@ -215,19 +215,28 @@ func checkKillRun(t *testing.T, ctx context.Context, db *store.DB, shared string
 		verified = append(verified, *tk.VerifiedAt)
 		atts, err := db.ListAttempts(ctx, tk.ID)
 		must(t, err)
-		redone += checkAttempts(t, tk.ID, atts, runs[tk.ID], kills, &fast, &late)
+		redone += checkAttempts(t, tk.ID, atts, runs[tk.ID], kills, &st)
 	}
 	t.Logf("%d tasks redone: their worker had finished, but its runner was killed before recording the result", redone)
-	reportKillRun(t, kills, fast, late, verified)
+	t.Logf("%d workers completed after their runner's SIGKILL but before its death", st.dying)
+	reportKillRun(t, kills, st.fast, st.late, verified)
+}
+
+// takeovers is what checkAttempts gathers over all tasks: the takeover times by the
+// kind of kill, and how many workers completed between a SIGKILL and the death.
+type takeovers struct {
+	fast, late []time.Duration
+	dying      int
 }
 
 // checkAttempts checks task id's attempts and its workers' completions (attempt →
 // when): every attempt but the last was taken over from a killed runner, ending
 // before the next began; each attempt's worker completed at most once, and only the
 // last attempt's and those whose runner died after the completion but before
-// recording it (died, not was signalled: see kill.dead). It adds the takeover times to fast and late (by the kind of kill),
-// and reports whether the task's work was redone.
-func checkAttempts(t *testing.T, id int64, atts []models.Attempt, done map[int]time.Time, kills []kill, fast, late *[]time.Duration) int {
+// recording it (died, not was signalled: see kill.dead). It gathers the takeover
+// times and the completions between a kill's signal and death into st, and reports
+// whether the task's work was redone.
+func checkAttempts(t *testing.T, id int64, atts []models.Attempt, done map[int]time.Time, kills []kill, st *takeovers) int {
 	t.Helper()
 	last := atts[len(atts)-1]
 	if last.Outcome != models.OutcomePassed {
@@ -252,13 +261,18 @@ func checkAttempts(t *testing.T, id int64, atts []models.Attempt, done map[int]t
 				id, a.Number, a.RunnerID, a.StartedAt.Format(time.StampMilli), d, k.late)
 		}
 		if k.late {
-			*late = append(*late, d)
+			st.late = append(st.late, d)
 		} else {
-			*fast = append(*fast, d)
+			st.fast = append(st.fast, d)
 		}
-		if when, ok := done[a.Number]; ok && !when.Before(k.dead) {
+		when, ok := done[a.Number]
+		switch {
+		case !ok || when.Before(k.at):
+		case !when.Before(k.dead):
 			t.Errorf("task %d: attempt %d's worker completed %v after its runner died (%v after the SIGKILL)",
 				id, a.Number, when.Sub(k.dead), when.Sub(k.at))
+		default:
+			st.dying++
 		}
 	}
 	if len(done) > 1 {
