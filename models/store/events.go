@@ -139,7 +139,7 @@ func (o *ops) ListEvents(ctx context.Context, afterID int64, limit int) ([]model
 	var recs []eventRecord
 	q := o.q(ctx).Where("id > ?", afterID)
 	if o.db.dialect == DialectPostgres {
-		q = q.Where("id <= (SELECT countersign_event_horizon(?))", afterID)
+		q = q.Where("id <= (SELECT countersign_event_horizon(?))", o.db.horizonFloor(afterID))
 	}
 	err := q.Order("id").Limit(listLimit(limit)).Find(&recs).Error
 	if err != nil {
@@ -195,6 +195,14 @@ func (o *ops) newestEventsOf(ctx context.Context, column string, id int64, limit
 	return out, nil
 }
 
+// horizonFloor is where the event horizon is looked for from: after, or the horizon
+// this process last announced when that is higher. Every id up to an announced horizon
+// is decided for good, while a fresh computation can come out lower for a moment (a
+// transaction of another database that ends while the horizon is computed is counted
+// as running, see migration 0027): without the floor, a commit that returned once its
+// events were readable (InTx) could be followed by a read that does not show them.
+func (d *DB) horizonFloor(after int64) int64 { return max(after, d.hub.latest()) }
+
 // LastEventID returns the id of the newest event, 0 when there is none; on PostgreSQL
 // the newest below the event horizon (see ListEvents), so that a reader resuming
 // after it misses no event that commits later with a smaller id.
@@ -202,7 +210,7 @@ func (o *ops) LastEventID(ctx context.Context) (int64, error) {
 	var id int64
 	q := o.q(ctx).Model(&eventRecord{}).Select("COALESCE(MAX(id), 0)")
 	if o.db.dialect == DialectPostgres {
-		q = o.q(ctx).Raw("SELECT countersign_event_horizon(0)")
+		q = o.q(ctx).Raw("SELECT countersign_event_horizon(?)", o.db.horizonFloor(0))
 	}
 	if err := q.Scan(&id).Error; err != nil {
 		return 0, mapError(err, "events")
