@@ -31,6 +31,9 @@ type WriteBehind struct {
 	toks   []*Token
 	events []*Event
 	agents map[int64]*Agent
+	rules  *ProjectRules // read once
+	// taskEvents are tasks' events read (ListTaskEvents), until a flush writes some.
+	taskEvents map[taskEventsKey][]Event
 	// flushedToks are the tokens flushed so far, for TokenID.
 	flushedToks []*Token
 	flushes     int // Flushes that wrote something
@@ -52,7 +55,7 @@ type BatchWriter interface {
 
 // NewWriteBehind returns a WriteBehind over tx; batch may be nil.
 func NewWriteBehind(tx Tx, batch BatchWriter) *WriteBehind {
-	return &WriteBehind{tx: tx, batch: batch, agents: map[int64]*Agent{}}
+	return &WriteBehind{tx: tx, batch: batch, agents: map[int64]*Agent{}, taskEvents: map[taskEventsKey][]Event{}}
 }
 
 // WriteMark is where a task's try began (see WriteBehind.Mark).
@@ -102,6 +105,15 @@ func (w *WriteBehind) Flush(ctx context.Context) error {
 	}
 	if len(events) == 0 {
 		return nil
+	}
+	for _, e := range events {
+		if e.TaskID != nil {
+			for k := range w.taskEvents {
+				if k.task == *e.TaskID {
+					delete(w.taskEvents, k)
+				}
+			}
+		}
 	}
 	return w.tx.AppendEvents(ctx, events)
 }
@@ -201,9 +213,98 @@ func (w *WriteBehind) GetAgent(ctx context.Context, id int64) (*Agent, error) {
 	return a, nil
 }
 
-// GetRules reads the rules without a flush: the claim writes no rule.
+// GetAgentByName reads an agent once per WriteBehind, as GetAgent.
+func (w *WriteBehind) GetAgentByName(ctx context.Context, name string) (*Agent, error) {
+	for _, a := range w.agents {
+		if a.Name == name {
+			c := *a
+			return &c, nil
+		}
+	}
+	a, err := w.tx.GetAgentByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	c := *a
+	w.agents[a.ID] = &c
+	return a, nil
+}
+
+// forgetAgents drops the agents read: one is being written through w.
+func (w *WriteBehind) forgetAgents() { clear(w.agents) }
+
+// GetRules reads the rules once per WriteBehind, without a flush: the claim writes
+// no rule (SaveRules through w forgets what was read).
 func (w *WriteBehind) GetRules(ctx context.Context) (*ProjectRules, error) {
-	return w.tx.GetRules(ctx)
+	if w.rules == nil {
+		r, err := w.tx.GetRules(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.rules = r
+	}
+	c := *w.rules
+	return &c, nil
+}
+
+// SaveRules flushes, then saves r.
+func (w *WriteBehind) SaveRules(ctx context.Context, r *ProjectRules) error {
+	w.rules = nil
+	if err := w.Flush(ctx); err != nil {
+		return err
+	}
+	return w.tx.SaveRules(ctx, r)
+}
+
+// ListTaskEvents serves a task's events from what PrefetchTaskEvents or an earlier
+// call read, unless an event of the task is held (then it flushes and reads): the
+// claim's rule checks read a task's hat history once per move. Only this claim writes
+// such events of a task it holds locked, so what was read stays true until a flush
+// writes some, which forgets them.
+func (w *WriteBehind) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error) {
+	if slices.ContainsFunc(w.events, func(e *Event) bool { return e.TaskID != nil && *e.TaskID == taskID }) {
+		if err := w.Flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if es, ok := w.taskEvents[taskEventsKey{taskID, limit}]; ok {
+		return slices.Clone(es), nil
+	}
+	es, err := w.tx.ListTaskEvents(ctx, taskID, limit)
+	if err != nil {
+		return nil, err
+	}
+	w.taskEvents[taskEventsKey{taskID, limit}] = slices.Clone(es)
+	return es, nil
+}
+
+// taskEventsKey names what ListTaskEvents read.
+type taskEventsKey struct {
+	task  int64
+	limit int
+}
+
+// TaskEventsReader is a store transaction that reads the newest events of several
+// tasks in one statement: ListTaskEvents for each.
+type TaskEventsReader interface {
+	ListTasksEvents(ctx context.Context, taskIDs []int64, limit int) (map[int64][]Event, error)
+}
+
+// PrefetchTaskEvents reads, in one statement when r is not nil, the hat history the
+// rules read of each of the tasks (ListTaskEvents with the rules' limit), so that
+// claiming them costs no read each.
+func (w *WriteBehind) PrefetchTaskEvents(ctx context.Context, r TaskEventsReader, taskIDs []int64) error {
+	if r == nil || len(taskIDs) == 0 {
+		return nil
+	}
+	byTask, err := r.ListTasksEvents(ctx, taskIDs, hatEventsLimit)
+	if err != nil {
+		return err
+	}
+	for _, id := range taskIDs {
+		w.taskEvents[taskEventsKey{id, hatEventsLimit}] = byTask[id]
+	}
+	return nil
 }
 
 // GetTasks flushes first only when it names a task with a held write.

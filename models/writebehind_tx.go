@@ -10,6 +10,7 @@ import (
 
 // CreateAgent flushes the held writes first, then calls the Tx underneath.
 func (w *WriteBehind) CreateAgent(ctx context.Context, a *Agent) error {
+	w.forgetAgents()
 	if err := w.Flush(ctx); err != nil {
 		return err
 	}
@@ -18,18 +19,11 @@ func (w *WriteBehind) CreateAgent(ctx context.Context, a *Agent) error {
 
 // UpdateAgent flushes the held writes first, then calls the Tx underneath.
 func (w *WriteBehind) UpdateAgent(ctx context.Context, a *Agent) error {
+	w.forgetAgents()
 	if err := w.Flush(ctx); err != nil {
 		return err
 	}
 	return w.tx.UpdateAgent(ctx, a)
-}
-
-// GetAgentByName flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) GetAgentByName(ctx context.Context, name string) (*Agent, error) {
-	if err := w.Flush(ctx); err != nil {
-		return nil, err
-	}
-	return w.tx.GetAgentByName(ctx, name)
 }
 
 // ListAgents flushes the held writes first, then calls the Tx underneath.
@@ -440,14 +434,6 @@ func (w *WriteBehind) LastEventID(ctx context.Context) (int64, error) {
 	return w.tx.LastEventID(ctx)
 }
 
-// ListTaskEvents flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) ListTaskEvents(ctx context.Context, taskID int64, limit int) ([]Event, error) {
-	if err := w.Flush(ctx); err != nil {
-		return nil, err
-	}
-	return w.tx.ListTaskEvents(ctx, taskID, limit)
-}
-
 // ListEventsOfType flushes the held writes first, then calls the Tx underneath.
 func (w *WriteBehind) ListEventsOfType(ctx context.Context, typ string, beforeID int64, limit int) ([]Event, error) {
 	if err := w.Flush(ctx); err != nil {
@@ -510,12 +496,4 @@ func (w *WriteBehind) LockRules(ctx context.Context) (*ProjectRules, error) {
 		return nil, err
 	}
 	return w.tx.LockRules(ctx)
-}
-
-// SaveRules flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) SaveRules(ctx context.Context, r *ProjectRules) error {
-	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	return w.tx.SaveRules(ctx, r)
 }

@@ -105,6 +105,14 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 		}
 		bw, _ := models.Tx(unwrapTx(tx)).(models.BatchWriter)
 		wb := models.NewWriteBehind(tx, bw)
+		er, _ := models.Tx(unwrapTx(tx)).(models.TaskEventsReader)
+		readyIDs := make([]int64, len(ready))
+		for i := range ready {
+			readyIDs[i] = ready[i].ID
+		}
+		if err := wb.PrefetchTaskEvents(ctx, er, readyIDs); err != nil {
+			return err
+		}
 		var held []int64
 		for i := range ready {
 			tr, l, err := p.claimWithSomeAgent(ctx, wb, c, &ready[i], idle, now, held)

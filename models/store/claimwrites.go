@@ -107,3 +107,22 @@ func (o *ops) taskColumns() ([]string, error) {
 		return c == "id" || c == "created_at" || c == "depends_on"
 	}), nil
 }
+
+// ListTasksEvents returns the newest limit events of each of the tasks, oldest first,
+// in one statement: ListTaskEvents for several tasks (models.TaskEventsReader).
+func (o *ops) ListTasksEvents(ctx context.Context, taskIDs []int64, limit int) (map[int64][]models.Event, error) {
+	var recs []eventRecord
+	newest := o.q(ctx).Raw(`SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY id DESC) AS n
+FROM events WHERE task_id IN ?) r WHERE n <= ?`, taskIDs, listLimit(limit))
+	if err := o.q(ctx).Where("id IN (?)", newest).Order("id").Find(&recs).Error; err != nil {
+		return nil, mapError(err, "events")
+	}
+	out := make(map[int64][]models.Event, len(taskIDs))
+	for i := range recs {
+		e := fromEventRecord(&recs[i])
+		if e.TaskID != nil {
+			out[*e.TaskID] = append(out[*e.TaskID], *e)
+		}
+	}
+	return out, nil
+}
