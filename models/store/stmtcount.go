@@ -3,9 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 
 	"gorm.io/gorm"
