@@ -103,38 +103,8 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 		if err != nil {
 			return err
 		}
-		bw, _ := models.Tx(unwrapTx(tx)).(models.BatchWriter)
-		wb := models.NewWriteBehind(tx, bw)
-		er, _ := models.Tx(unwrapTx(tx)).(models.TaskEventsReader)
-		readyIDs := make([]int64, len(ready))
-		for i := range ready {
-			readyIDs[i] = ready[i].ID
-		}
-		if err := wb.PrefetchTaskEvents(ctx, er, readyIDs); err != nil {
+		if runs, err = p.claimReady(ctx, tx, c, ready, idle, now); err != nil {
 			return err
-		}
-		var held []int64
-		for i := range ready {
-			tr, l, err := p.claimWithSomeAgent(ctx, wb, c, &ready[i], idle, now, held)
-			if err != nil {
-				return err
-			}
-			if tr != nil {
-				held = append(held, tr.task.ID)
-			}
-			if tr == nil || tr.blocked {
-				continue // refused by a rule, no slot free, or not ready: blocked in this claim
-			}
-			l.Running++
-			runs = append(runs, tr)
-		}
-		if err := wb.Flush(ctx); err != nil {
-			return err
-		}
-		for _, tr := range runs {
-			if ar := tr.next; ar != nil && ar.token != "" && ar.tokenID == 0 {
-				ar.tokenID = wb.TokenID(models.HashSecret(ar.token)) // the token was held until now
-			}
 		}
 		// The query left ready tasks out, and an agent is still idle to take them.
 		more = len(ready) >= p.cfg.ClaimBatch && slices.ContainsFunc(idle, func(l *models.WorkerLoad) bool {
@@ -146,6 +116,48 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 		return nil, false, err
 	}
 	return runs, more, nil
+}
+
+// claimReady claims the locked ready tasks, each with some idle agent, through one
+// models.WriteBehind: the claim's writes and its rule reads of the tasks' histories cost
+// a few statements for the whole batch (see docs/runner.md, "Claims and agent slots").
+// Blocked tasks are not among the runs.
+func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claimer, ready []models.Task, idle []*models.WorkerLoad, now time.Time) ([]*taskRun, error) {
+	var runs []*taskRun
+	bw, _ := models.Tx(unwrapTx(tx)).(models.BatchWriter)
+	wb := models.NewWriteBehind(tx, bw)
+	er, _ := models.Tx(unwrapTx(tx)).(models.TaskEventsReader)
+	readyIDs := make([]int64, len(ready))
+	for i := range ready {
+		readyIDs[i] = ready[i].ID
+	}
+	if err := wb.PrefetchTaskEvents(ctx, er, readyIDs); err != nil {
+		return nil, err
+	}
+	var held []int64
+	for i := range ready {
+		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, &ready[i], idle, now, held)
+		if err != nil {
+			return nil, err
+		}
+		if tr != nil {
+			held = append(held, tr.task.ID)
+		}
+		if tr == nil || tr.blocked {
+			continue // refused by a rule, no slot free, or not ready: blocked in this claim
+		}
+		l.Running++
+		runs = append(runs, tr)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		return nil, err
+	}
+	for _, tr := range runs {
+		if ar := tr.next; ar != nil && ar.token != "" && ar.tokenID == 0 {
+			ar.tokenID = wb.TokenID(models.HashSecret(ar.token)) // the token was held until now
+		}
+	}
+	return runs, nil
 }
 
 // claimWithSomeAgent claims t for the agent pickAgent chooses, in a slot of that
