@@ -79,3 +79,55 @@ func TestWriteHeldWritesWhatUpdateTaskWould(t *testing.T) {
 }
 
 func flush(ctx context.Context, wb *models.WriteBehind) error { return wb.Flush(ctx) }
+
+// TestWriteBehindUndoAndReads: what a try held after Mark is gone after Undo (a
+// refused claim of one task leaves nothing behind for it), what was held before stays;
+// and a read WriteBehind does not serve itself sees every held write.
+func TestWriteBehindUndoAndReads(t *testing.T) {
+	each(t, func(t *testing.T, db *store.DB) {
+		ctx := ctxT(t)
+		boss := agent(t, db, "boss", "lead")
+		a, b := task(t, db, boss.ID, "developer", nil), task(t, db, boss.ID, "developer", nil)
+		must(t, db.InTx(ctx, func(tx models.Tx) error {
+			wb := models.NewWriteBehind(tx, tx.(models.BatchWriter))
+			a.Title = "kept"
+			must(t, wb.UpdateTask(ctx, a))
+			must(t, wb.AppendEvent(ctx, &models.Event{Type: "test.kept", TaskID: &a.ID, CreatedAt: time.Now().UTC()}))
+			m := wb.Mark()
+			b.Title = "dropped"
+			must(t, wb.UpdateTask(ctx, b))
+			must(t, wb.CreateAttempt(ctx, &models.Attempt{TaskID: b.ID, Number: 1, AgentID: boss.ID, RunnerID: "r1"}))
+			must(t, wb.AppendEvent(ctx, &models.Event{Type: "test.dropped", TaskID: &b.ID, CreatedAt: time.Now().UTC()}))
+			wb.Undo(m)
+			got, err := wb.GetTask(ctx, a.ID) // not served by wb: flushes first
+			must(t, err)
+			if got.Title != "kept" {
+				t.Errorf("a read in the transaction saw title %q, not the held write", got.Title)
+			}
+			if wb.Held() {
+				t.Error("writes still held after a read that flushes")
+			}
+			return nil
+		}))
+		if got, err := db.GetTask(ctx, b.ID); err != nil || got.Title == "dropped" {
+			t.Errorf("task b after Undo: %+v, %v", got, err)
+		}
+		if as, err := db.ListAttempts(ctx, b.ID); err != nil || len(as) != 0 {
+			t.Errorf("attempts of b after Undo: %+v, %v", as, err)
+		}
+		for _, c := range []struct {
+			id   int64
+			want string
+		}{{a.ID, "test.kept"}, {b.ID, "test.dropped"}} {
+			es, err := db.ListTaskEvents(ctx, c.id, 100)
+			must(t, err)
+			found := false
+			for _, e := range es {
+				found = found || e.Type == c.want
+			}
+			if found != (c.want == "test.kept") {
+				t.Errorf("task %d: event %s stored: %v", c.id, c.want, found)
+			}
+		}
+	})
+}
