@@ -14,7 +14,7 @@ import (
 // statement per table, whatever the number of tasks in the batch: the task rows as one
 // multi-row INSERT … ON CONFLICT (id) DO UPDATE of every column UpdateTask writes (the
 // rows exist and are locked by the claim, so it only ever updates; the update triggers
-// fire as for UpdateTask), then the attempts and the tokens as one multi-row INSERT …
+// fire as for UpdateTask; SQLite updates them one by one), then the attempts and the tokens as one multi-row INSERT …
 // RETURNING id each, whose IDs are set in the caller's values.
 func (o *ops) WriteHeld(ctx context.Context, h models.HeldWrites) error {
 	if err := o.writeHeldTasks(ctx, h.Tasks); err != nil {
@@ -66,6 +66,16 @@ func (o *ops) WriteHeld(ctx context.Context, h models.HeldWrites) error {
 // writeHeldTasks updates the tasks' rows whole, as UpdateTask would one by one.
 func (o *ops) writeHeldTasks(ctx context.Context, tasks []*models.Task) error {
 	if len(tasks) == 0 {
+		return nil
+	}
+	if o.db.dialect == DialectSQLite {
+		// In process, a round trip costs little; and an upsert would run the search
+		// index's AFTER INSERT trigger beside its update trigger on SQLite.
+		for _, t := range tasks {
+			if err := o.UpdateTask(ctx, t); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	recs := make([]*taskRecord, len(tasks))
