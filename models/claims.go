@@ -69,4 +69,8 @@ type SlotClaim struct {
 	AgentID, TaskID int64
 	Owner           string
 	Now             time.Time
+	// Held are the tasks this claim already gave a slot whose lease it has not
+	// written yet (models.WriteBehind holds it until the batch ends): their slots
+	// are busy though their rows do not say so yet.
+	Held []int64
 }

@@ -103,16 +103,8 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 		if err != nil {
 			return err
 		}
-		for i := range ready {
-			tr, l, err := p.claimWithSomeAgent(ctx, tx, c, &ready[i], idle, now)
-			if err != nil {
-				return err
-			}
-			if tr == nil || tr.blocked {
-				continue // refused by a rule, no slot free, or not ready: blocked in this claim
-			}
-			l.Running++
-			runs = append(runs, tr)
+		if runs, err = p.claimReady(ctx, tx, c, ready, idle, now); err != nil {
+			return err
 		}
 		// The query left ready tasks out, and an agent is still idle to take them.
 		more = len(ready) >= p.cfg.ClaimBatch && slices.ContainsFunc(idle, func(l *models.WorkerLoad) bool {
@@ -126,6 +118,48 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 	return runs, more, nil
 }
 
+// claimReady claims the locked ready tasks, each with some idle agent, through one
+// models.WriteBehind: the claim's writes and its rule reads of the tasks' histories cost
+// a few statements for the whole batch (see docs/runner.md, "Claims and agent slots").
+// Blocked tasks are not among the runs.
+func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claimer, ready []models.Task, idle []*models.WorkerLoad, now time.Time) ([]*taskRun, error) {
+	var runs []*taskRun
+	bw, _ := models.Tx(unwrapTx(tx)).(models.BatchWriter)
+	wb := models.NewWriteBehind(tx, bw)
+	er, _ := models.Tx(unwrapTx(tx)).(models.TaskEventsReader)
+	readyIDs := make([]int64, len(ready))
+	for i := range ready {
+		readyIDs[i] = ready[i].ID
+	}
+	if err := wb.PrefetchTaskEvents(ctx, er, readyIDs); err != nil {
+		return nil, err
+	}
+	var held []int64
+	for i := range ready {
+		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, &ready[i], idle, now, held)
+		if err != nil {
+			return nil, err
+		}
+		if tr != nil {
+			held = append(held, tr.task.ID)
+		}
+		if tr == nil || tr.blocked {
+			continue // refused by a rule, no slot free, or not ready: blocked in this claim
+		}
+		l.Running++
+		runs = append(runs, tr)
+	}
+	if err := wb.Flush(ctx); err != nil {
+		return nil, err
+	}
+	for _, tr := range runs {
+		if ar := tr.next; ar != nil && ar.token != "" && ar.tokenID == 0 {
+			ar.tokenID = wb.TokenID(models.HashSecret(ar.token)) // the token was held until now
+		}
+	}
+	return runs, nil
+}
+
 // claimWithSomeAgent claims t for the agent pickAgent chooses, in a slot of that
 // agent's (takeSlot). An agent without a free slot for this claim (other runners took
 // them since WorkerLoads read them) counts as full and the next is tried. When a rule
@@ -135,14 +169,14 @@ func (p *claimLoop) claim(ctx context.Context) (runs []*taskRun, more bool, err 
 // nil taskRun with a nil error means no agent could take t now. The claim's writes are
 // buffered (claimTask), so a refused try leaves nothing behind; each try starts from t
 // as it was read.
-func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, c models.Claimer, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
+func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, t *models.Task, idle []*models.WorkerLoad, now time.Time, held []int64) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
 	for {
 		l := pickAgent(t, idle, refused...)
 		if l == nil {
 			return nil, nil, nil
 		}
-		took, err := p.takeSlot(ctx, c, t, l.Agent.ID, now)
+		took, err := p.takeSlot(ctx, c, t, l.Agent.ID, now, held)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -177,13 +211,13 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx models.Tx, c mode
 // it. A task taken over (in progress, its lease ended) may still be named by the slot
 // of its dead lease: that one is freed first, so that the task never holds two (a
 // runner back with the same id would otherwise see both as its own).
-func (p *claimLoop) takeSlot(ctx context.Context, c models.Claimer, t *models.Task, agent int64, now time.Time) (bool, error) {
+func (p *claimLoop) takeSlot(ctx context.Context, c models.Claimer, t *models.Task, agent int64, now time.Time, held []int64) (bool, error) {
 	if t.State == models.TaskInProgress {
 		if err := c.FreeSlots(ctx, t.ID); err != nil {
 			return false, err
 		}
 	}
-	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Now: now})
+	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Now: now, Held: held})
 }
 
 // pickAgent chooses the idle agent for t, other than those in except: its assignee
@@ -212,15 +246,18 @@ func pickAgent(t *models.Task, idle []*models.WorkerLoad, except ...int64) *mode
 }
 
 // claimTask moves one locked ready task to in_progress for agent under this runner's
-// lease, in tx. Its events are stored together at the end, and not at all when it
-// fails, so that a refused claim leaves nothing behind for the rest of the batch.
-func (p *claimLoop) claimTask(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
-	buf := models.BufferEvents(tx)
-	tr, err := p.claimTaskIn(ctx, buf, t, agent, now)
+// lease, in tx. Its writes (the task row, the attempt, its token, the events) are held
+// by tx until the batch ends (claim flushes them with one statement per table), and
+// dropped when it fails, so that a refused claim leaves nothing behind for the rest of
+// the batch.
+func (p *claimLoop) claimTask(ctx context.Context, tx *models.WriteBehind, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
+	m := tx.Mark()
+	tr, err := p.claimTaskIn(ctx, tx, t, agent, now)
 	if err != nil {
+		tx.Undo(m)
 		return nil, err
 	}
-	return tr, buf.Flush(ctx)
+	return tr, nil
 }
 
 func (p *claimLoop) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -80,6 +82,15 @@ func (o *ops) TakeSlot(ctx context.Context, s models.SlotClaim) (bool, error) {
 	if o.db.dialect == DialectPostgres {
 		empty += " FOR UPDATE SKIP LOCKED"
 		stale += " FOR UPDATE OF s SKIP LOCKED FOR KEY SHARE OF t SKIP LOCKED"
+	}
+	if len(s.Held) > 0 {
+		// Slots taken earlier in this claim, whose task's lease is still held back:
+		// busy, though the stale test would call them free.
+		held := make([]string, len(s.Held))
+		for i, id := range s.Held {
+			held[i] = strconv.FormatInt(id, 10)
+		}
+		stale = strings.Replace(stale, "ORDER BY", "AND s.task_id NOT IN ("+strings.Join(held, ",")+") ORDER BY", 1)
 	}
 	args := []any{s.TaskID, s.Owner, s.AgentID, normTime(s.Now)}
 	for i, pick := range []string{empty, stale} {
