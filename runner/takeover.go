@@ -73,6 +73,11 @@ type presence struct {
 	// pending are the earlier instances of the id not yet proven dead; one proven
 	// dead by its owner lock has a zero AliveUntil.
 	pending []models.RunnerInstance
+	// sweepUntil is when the reclaim stops looking again: a claim or a renewal the
+	// dead process sent just before it died can commit after the first reclaim (its
+	// backend may run late on a busy machine), so each beat ends such leases until
+	// the dead process's last one would have expired anyway.
+	sweepUntil time.Time
 }
 
 func newPresence(cfg Config, store models.Store, log *slog.Logger) *presence {
@@ -152,6 +157,9 @@ func (p *presence) reclaim(ctx context.Context, now time.Time, keep []int64) (in
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.pending) == 0 {
+		if now.Before(p.sweepUntil) {
+			return p.expireOwn(ctx, now, keep)
+		}
 		return 0, nil
 	}
 	if err := p.refreshPending(ctx); err != nil {
@@ -166,9 +174,7 @@ func (p *presence) reclaim(ctx context.Context, now time.Time, keep []int64) (in
 		}
 		gone = append(gone, in.Instance)
 	}
-	// Leases a live process of the id took after this one started end after
-	// StartedAt+Lease; the dead ones' were renewed before it started.
-	n, err := p.reg.ExpireOwnLeases(ctx, p.cfg.RunnerID, p.inst.StartedAt.Add(p.cfg.Lease), now, keep)
+	n, err := p.expireOwn(ctx, now, keep)
 	if err != nil {
 		return 0, err
 	}
@@ -176,10 +182,19 @@ func (p *presence) reclaim(ctx context.Context, now time.Time, keep []int64) (in
 		return n, err
 	}
 	p.pending = nil
-	if n > 0 {
+	p.sweepUntil = p.inst.StartedAt.Add(p.cfg.Lease)
+	return n, nil
+}
+
+// expireOwn ends the id's leases that the dead processes took (but those of keep).
+// Leases this process took end after StartedAt+Lease; the dead ones' were taken or
+// renewed before it started, so they end before.
+func (p *presence) expireOwn(ctx context.Context, now time.Time, keep []int64) (int64, error) {
+	n, err := p.reg.ExpireOwnLeases(ctx, p.cfg.RunnerID, p.inst.StartedAt.Add(p.cfg.Lease), now, keep)
+	if err == nil && n > 0 {
 		p.log.Info("took back the leases of this runner id's dead process", "tasks", n)
 	}
-	return n, nil
+	return n, err
 }
 
 // refreshPending rereads the id's other instances when one pending still looked

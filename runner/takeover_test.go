@@ -90,6 +90,34 @@ func TestTakeoverByRestartedRunner(t *testing.T) {
 	}
 }
 
+// TestTakeoverOfALeaseThatLandsLate: a claim the dead process sent just before it
+// died can commit after its successor's first reclaim; the successor still takes that
+// task back within a few beats, not when its lease expires.
+func TestTakeoverOfALeaseThatLandsLate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "procs")
+	reg, err := procs.Open(dir)
+	must(t, err)
+	t.Cleanup(func() { reg.Close() })
+	h := newHarness(t, "sqlite", func(c *Config) { c.Lease, c.RunnerID, c.Procs = 30*time.Second, "r1", reg })
+	dev := h.worker("dev", "developer", script(t, "ok.sh"))
+	first := h.task("orphan", "developer", fileContract(), func(s *models.TaskSpec) { s.Assignee = "dev" })
+	h.orphan(first.ID, dev.ID, "r1", time.Now().Add(29*time.Second))
+	dead := filepath.Join(dir, "owner-999999-00000000deadbeef.lock")
+	must(t, os.WriteFile(dead, nil, 0o600))
+	h.beatAs("r1", "old", dead, time.Now().Add(time.Hour))
+	// Assigned to an agent then disabled, so that nothing claims it before it is
+	// orphaned.
+	off := h.worker("off", "developer", script(t, "ok.sh"))
+	late := h.task("late", "developer", fileContract(), func(s *models.TaskSpec) { s.Assignee = "off" })
+	off.Disabled = true
+	must(t, h.db.UpdateAgent(h.ctx, off))
+	h.start()
+	h.takenOverWithin(first.ID, "r1", 5*time.Second) // the first reclaim has run
+	// The dead process's claim of the second task commits only now.
+	h.orphan(late.ID, dev.ID, "r1", time.Now().Add(25*time.Second))
+	h.takenOverWithin(late.ID, "r1", 5*time.Second)
+}
+
 // TestTakeoverSpareLiveTwin: a process started under the id of a live one (its owner
 // lock held, its row alive) takes none of the live one's leases, and no other runner
 // does either; once the twin falls silent, the newcomer takes its leases back at its
