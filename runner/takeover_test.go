@@ -71,40 +71,39 @@ func TestTakeoverByRestartedRunner(t *testing.T) {
 	for _, d := range dialects() {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "procs")
-			reg, err := procs.Open(dir)
-			must(t, err)
-			t.Cleanup(func() { reg.Close() })
-			h := newHarness(t, d, func(c *Config) { c.Lease, c.RunnerID, c.Procs = 30*time.Second, "r1", reg })
-			dev := h.worker("dev", "developer", script(t, "ok.sh"))
+			h, dev := restartedRunner(t, d)
 			task := h.task("orphan", "developer", fileContract(), func(s *models.TaskSpec) { s.Assignee = "dev" })
 			h.orphan(task.ID, dev.ID, "r1", time.Now().Add(29*time.Second))
-			// The earlier process's owner lock file, left unlocked by its death; its
-			// row still looks alive for a long while.
-			dead := filepath.Join(dir, "owner-999999-00000000deadbeef.lock")
-			must(t, os.WriteFile(dead, nil, 0o600))
-			h.beatAs("r1", "old", dead, time.Now().Add(time.Hour))
 			h.start()
 			h.takenOverWithin(task.ID, "r1", 5*time.Second)
 		})
 	}
 }
 
-// TestTakeoverOfALeaseThatLandsLate: a claim the dead process sent just before it
-// died can commit after its successor's first reclaim; the successor still takes that
-// task back within a few beats, not when its lease expires.
-func TestTakeoverOfALeaseThatLandsLate(t *testing.T) {
+// restartedRunner is the harness of runner "r1" (30 s lease) restarted after its
+// earlier process died: that process's owner lock file is left unlocked by its death,
+// while its row still looks alive for a long while. It has one worker, dev.
+func restartedRunner(t *testing.T, dialect string) (*harness, *models.Agent) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "procs")
 	reg, err := procs.Open(dir)
 	must(t, err)
 	t.Cleanup(func() { reg.Close() })
-	h := newHarness(t, "sqlite", func(c *Config) { c.Lease, c.RunnerID, c.Procs = 30*time.Second, "r1", reg })
+	h := newHarness(t, dialect, func(c *Config) { c.Lease, c.RunnerID, c.Procs = 30*time.Second, "r1", reg })
 	dev := h.worker("dev", "developer", script(t, "ok.sh"))
-	first := h.task("orphan", "developer", fileContract(), func(s *models.TaskSpec) { s.Assignee = "dev" })
-	h.orphan(first.ID, dev.ID, "r1", time.Now().Add(29*time.Second))
 	dead := filepath.Join(dir, "owner-999999-00000000deadbeef.lock")
 	must(t, os.WriteFile(dead, nil, 0o600))
 	h.beatAs("r1", "old", dead, time.Now().Add(time.Hour))
+	return h, dev
+}
+
+// TestTakeoverOfALeaseThatLandsLate: a claim the dead process sent just before it
+// died can commit after its successor's first reclaim; the successor still takes that
+// task back within a few beats, not when its lease expires.
+func TestTakeoverOfALeaseThatLandsLate(t *testing.T) {
+	h, dev := restartedRunner(t, "sqlite")
+	first := h.task("orphan", "developer", fileContract(), func(s *models.TaskSpec) { s.Assignee = "dev" })
+	h.orphan(first.ID, dev.ID, "r1", time.Now().Add(29*time.Second))
 	// Assigned to an agent then disabled, so that nothing claims it before it is
 	// orphaned.
 	off := h.worker("off", "developer", script(t, "ok.sh"))
