@@ -12,9 +12,9 @@ run:
 # ratio main reaches today, currentFloorRiverRatio, and logs issue #34's target).
 # Then each fuzz target of the request decoders runs 40,000 inputs from its committed
 # corpus (handlers/fuzz/testdata/fuzz; a few seconds each on an idle machine); a
-# failing input it finds is written there. A count, not a duration: with -fuzztime as a duration, Go
-# before 1.27 can fail a target with "context deadline exceeded" when the deadline
-# races a busy worker (golang/go#75804), with no failing input at all.
+# failing input it finds is written there. A count, not a duration: with -fuzztime
+# as a duration, Go before 1.27 can fail a target with "context deadline exceeded"
+# when the deadline races a busy worker (golang/go#75804), with no failing input.
 test:
 	go vet ./...
 	cd bench/river && go vet ./...
