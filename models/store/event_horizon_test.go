@@ -239,19 +239,7 @@ func TestSubscribeAnnouncesHeldBackEvents(t *testing.T) {
 	ctx := ctxT(t)
 	lead := agent(t, db, "lead", "lead")
 	wake := db.Subscribe(ctx)
-	wrote, end := make(chan struct{}), make(chan struct{})
-	older := make(chan error, 1)
-	go func() {
-		older <- db.InTx(ctx, func(tx models.Tx) error {
-			if err := tx.CreateGoal(ctx, &models.Goal{Title: "older", CreatorID: lead.ID}); err != nil {
-				return err
-			}
-			close(wrote)
-			<-end
-			return nil
-		})
-	}()
-	<-wrote
+	end, older := holdWriteOpen(t, ctx, db, lead.ID, "older")
 	e := &models.Event{Type: "held"}
 	must(t, db.AppendEvent(store.WithoutEventWait(ctx), e))
 	select {
@@ -279,19 +267,7 @@ func TestInTxReturnsWhenItsEventsAreReadable(t *testing.T) {
 	db := storetest.Open(t, store.DialectPostgres)
 	ctx := ctxT(t)
 	lead := agent(t, db, "lead", "lead")
-	wrote, end := make(chan struct{}), make(chan struct{})
-	older := make(chan error, 1)
-	go func() {
-		older <- db.InTx(ctx, func(tx models.Tx) error {
-			if err := tx.CreateGoal(ctx, &models.Goal{Title: "older", CreatorID: lead.ID}); err != nil {
-				return err
-			}
-			close(wrote)
-			<-end
-			return nil
-		})
-	}()
-	<-wrote
+	end, older := holdWriteOpen(t, ctx, db, lead.ID, "older")
 	appended := make(chan error, 1)
 	go func() { appended <- db.AppendEvent(ctx, &models.Event{Type: "mine"}) }()
 	select {
@@ -317,20 +293,8 @@ func TestOtherDatabasesDoNotHoldEventsBack(t *testing.T) {
 	db, other := storetest.Open(t, store.DialectPostgres), storetest.Open(t, store.DialectPostgres)
 	ctx := ctxT(t)
 	lead := agent(t, other, "lead", "lead")
-	wrote, end := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- other.InTx(ctx, func(tx models.Tx) error {
-			if err := tx.CreateGoal(ctx, &models.Goal{Title: "elsewhere", CreatorID: lead.ID}); err != nil {
-				return err
-			}
-			close(wrote)
-			<-end
-			return nil
-		})
-	}()
+	end, done := holdWriteOpen(t, ctx, other, lead.ID, "elsewhere")
 	defer func() { close(end); must(t, <-done) }()
-	<-wrote
 	start := time.Now()
 	must(t, db.AppendEvent(ctx, &models.Event{Type: "here"}))
 	if waited := time.Since(start); waited > 2*time.Second {
@@ -339,4 +303,25 @@ func TestOtherDatabasesDoNotHoldEventsBack(t *testing.T) {
 	if evs, err := db.ListEvents(ctx, 0, 10); err != nil || len(evs) != 1 {
 		t.Fatalf("readers see %+v (%v), want the event", evs, err)
 	}
+}
+
+// holdWriteOpen starts a transaction of db that writes a goal and stays open until
+// end is closed; it returns once the write is done, with where the transaction's
+// result arrives.
+func holdWriteOpen(t *testing.T, ctx context.Context, db *store.DB, creator int64, title string) (end chan struct{}, result chan error) {
+	t.Helper()
+	wrote := make(chan struct{})
+	end, result = make(chan struct{}), make(chan error, 1)
+	go func() {
+		result <- db.InTx(ctx, func(tx models.Tx) error {
+			if err := tx.CreateGoal(ctx, &models.Goal{Title: title, CreatorID: creator}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-end
+			return nil
+		})
+	}()
+	<-wrote
+	return end, result
 }
