@@ -7,26 +7,31 @@ import (
 
 // Claimer is the part of a store the runner pool claims work with. It is a separate
 // interface from Store so that only the runner depends on it; the gorm store's DB and
-// the Tx it hands to InTx implement it. A claim calls WorkerLoads, ReadyTasks and
-// TakeSlot on the Tx of one InTx, in that order: the task rows and slot rows they lock
-// stay locked until the claim commits, and other runners skip them instead of waiting
-// (PostgreSQL SKIP LOCKED), so several runner processes claim side by side on one
-// database without handing out a task or an agent slot twice. No agent row is locked.
+// the Tx it hands to InTx implement it. A claim calls WorkerLoads, ReadyTasks,
+// LockFreeSlots and AssignSlots on the Tx of one InTx, in that order: the task rows
+// and slot rows they lock stay locked until the claim commits, and other runners skip
+// them instead of waiting (PostgreSQL SKIP LOCKED), so several runner processes claim
+// side by side on one database without handing out a task or an agent slot twice. No
+// agent row is locked.
 type Claimer interface {
 	// WorkerLoads returns the enabled worker agents, each with the number of its
 	// slots that are busy (Running: slots below its concurrency whose task holds the
 	// slot's runner's lease past now). Nothing is locked: it tells the claim which
-	// agents may have room and which is least busy; TakeSlot is what enforces the
-	// concurrency.
+	// agents may have room and which is least busy; the slots LockFreeSlots locks
+	// are what enforces the concurrency.
 	WorkerLoads(ctx context.Context, now time.Time) ([]WorkerLoad, error)
-	// TakeSlot gives the task a free slot of the agent below its concurrency, for
-	// the runner Owner, and reports whether there was one. A slot is free when it
-	// holds no task, or when its task no longer holds the lease of the slot's runner
-	// (ended, passed before Now, taken over): the lease the claim then writes on the
-	// task is what keeps the slot busy. On PostgreSQL the slot is locked and slots
-	// other claims hold are skipped, never waited for: false means the agent is full
-	// for this claim.
-	TakeSlot(ctx context.Context, s SlotClaim) (bool, error)
+	// LockFreeSlots locks, for this claim, the free slots of the agents in want (agent
+	// ID to the number of slots the claim may use of it) and returns them by agent,
+	// lowest first: slots below the agent's concurrency that hold no task, and when
+	// those are fewer than wanted, also those whose task no longer holds the lease of
+	// the slot's runner (ended, passed before now, taken over). On PostgreSQL slots
+	// other claims hold are skipped, never waited for. The slots stay locked until the
+	// claim ends, so the claim hands them out in memory; AssignSlots writes what it
+	// handed out, and the lease the claim writes on each task keeps its slot busy.
+	LockFreeSlots(ctx context.Context, want map[int64]int, now time.Time) (map[int64][]int, error)
+	// AssignSlots writes each take's task and owner into its slot (one LockFreeSlots
+	// returned), with one statement on PostgreSQL.
+	AssignSlots(ctx context.Context, owner string, takes []SlotTake) error
 	// FreeSlots frees the slots that hold the task: before a takeover takes a new one
 	// (the dead lease's slot may still name it), or when a claim gives the task up.
 	// Ending a task's lease frees its slot by itself.
@@ -63,14 +68,10 @@ type ReadyQuery struct {
 	Limit    int       // at most this many (default 16)
 }
 
-// SlotClaim is a slot a claim takes: for task TaskID, of agent AgentID, for runner
-// Owner. Leases that ended before Now no longer hold their slots.
-type SlotClaim struct {
-	AgentID, TaskID int64
-	Owner           string
-	Now             time.Time
-	// Held are the tasks this claim already gave a slot whose lease it has not
-	// written yet (models.WriteBehind holds it until the batch ends): their slots
-	// are busy though their rows do not say so yet.
-	Held []int64
+// SlotTake is a slot a claim gives a task: slot Slot of agent AgentID, for task
+// TaskID.
+type SlotTake struct {
+	AgentID int64
+	Slot    int
+	TaskID  int64
 }

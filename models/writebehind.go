@@ -30,8 +30,12 @@ type WriteBehind struct {
 	atts   []*Attempt
 	toks   []*Token
 	events []*Event
+	attUps []*Attempt // updates of attempts that have an ID, one per attempt, last write
 	agents map[int64]*Agent
-	rules  *ProjectRules // read once
+	locked map[int64]*Task // PrefetchLocks
+	// taskAtts are tasks' attempts PrefetchAttempts read, until a flush writes some.
+	taskAtts map[int64][]Attempt
+	rules  *ProjectRules   // read once
 	// taskEvents are tasks' events read (ListTaskEvents), until a flush writes some.
 	taskEvents map[taskEventsKey][]Event
 	// flushedToks are the tokens flushed so far, for TokenID.
@@ -39,16 +43,19 @@ type WriteBehind struct {
 	flushes     int // Flushes that wrote something
 }
 
-// HeldWrites is what a WriteBehind flushes, in that order: tasks, attempts, tokens.
+// HeldWrites is what a WriteBehind flushes, in that order: tasks, new attempts,
+// updated attempts, tokens.
 type HeldWrites struct {
-	Tasks    []*Task
-	Attempts []*Attempt
-	Tokens   []*Token
+	Tasks          []*Task
+	Attempts       []*Attempt
+	AttemptUpdates []*Attempt
+	Tokens         []*Token
 }
 
 // BatchWriter is a store transaction that writes held rows with one statement per
 // table: it updates the tasks (each a whole row, as UpdateTask), inserts the attempts
-// and tokens (as CreateAttempt and CreateToken) and sets their IDs.
+// and tokens (as CreateAttempt and CreateToken) and sets their IDs, and updates the
+// attempts of AttemptUpdates (each a whole row, as UpdateAttempt).
 type BatchWriter interface {
 	WriteHeld(ctx context.Context, h HeldWrites) error
 }
@@ -61,28 +68,31 @@ func NewWriteBehind(tx Tx, batch BatchWriter) *WriteBehind {
 // WriteMark is where a task's try began (see WriteBehind.Mark).
 type WriteMark struct {
 	tasks            []*Task
+	attUps           []*Attempt
 	atts, toks, evts int
 	flushes          int
 }
 
 // Mark returns the point Undo goes back to.
 func (w *WriteBehind) Mark() WriteMark {
-	return WriteMark{tasks: slices.Clone(w.tasks), atts: len(w.atts), toks: len(w.toks), evts: len(w.events), flushes: w.flushes}
+	return WriteMark{tasks: slices.Clone(w.tasks), atts: len(w.atts), toks: len(w.toks), evts: len(w.events),
+		attUps: slices.Clone(w.attUps), flushes: w.flushes}
 }
 
 // Undo drops what was held since m; what a flush already wrote stays (the caller's
 // next try rewrites the task's row whole).
 func (w *WriteBehind) Undo(m WriteMark) {
 	if w.flushes != m.flushes {
-		w.tasks, w.atts, w.toks, w.events = nil, nil, nil, nil // flushed since: what is held is the try's
+		w.tasks, w.atts, w.toks, w.events, w.attUps = nil, nil, nil, nil, nil // flushed since: what is held is the try's
 		return
 	}
 	w.tasks, w.atts, w.toks, w.events = m.tasks, w.atts[:m.atts], w.toks[:m.toks], w.events[:m.evts]
+	w.attUps = m.attUps
 }
 
 // Held reports whether anything waits for Flush.
 func (w *WriteBehind) Held() bool {
-	return len(w.tasks)+len(w.atts)+len(w.toks)+len(w.events) > 0
+	return len(w.tasks)+len(w.atts)+len(w.toks)+len(w.events)+len(w.attUps) > 0
 }
 
 // Flush writes what is held: tasks, attempts, tokens, then the events, and sets the
@@ -91,12 +101,13 @@ func (w *WriteBehind) Flush(ctx context.Context) error {
 	if !w.Held() {
 		return nil
 	}
-	h := HeldWrites{Tasks: w.tasks, Attempts: w.atts, Tokens: w.toks}
+	h := HeldWrites{Tasks: w.tasks, Attempts: w.atts, AttemptUpdates: w.attUps, Tokens: w.toks}
 	events := w.events
 	w.flushedToks = append(w.flushedToks, w.toks...)
 	w.flushes++
-	w.tasks, w.atts, w.toks, w.events = nil, nil, nil, nil
-	if w.batch != nil && len(h.Tasks)+len(h.Attempts)+len(h.Tokens) > 0 {
+	w.tasks, w.atts, w.toks, w.events, w.attUps = nil, nil, nil, nil, nil
+	w.forgetAttempts(h)
+	if w.batch != nil && len(h.Tasks)+len(h.Attempts)+len(h.AttemptUpdates)+len(h.Tokens) > 0 {
 		if err := w.batch.WriteHeld(ctx, h); err != nil {
 			return err
 		}
@@ -126,6 +137,11 @@ func (w *WriteBehind) rowByRow(ctx context.Context, h HeldWrites) error {
 	}
 	for _, a := range h.Attempts {
 		if err := w.tx.CreateAttempt(ctx, a); err != nil {
+			return err
+		}
+	}
+	for _, a := range h.AttemptUpdates {
+		if err := w.tx.UpdateAttempt(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -315,14 +331,4 @@ func (w *WriteBehind) GetTasks(ctx context.Context, ids []int64) ([]Task, error)
 		}
 	}
 	return w.tx.GetTasks(ctx, ids)
-}
-
-// ListAttempts flushes first only when an attempt of the task is held.
-func (w *WriteBehind) ListAttempts(ctx context.Context, taskID int64) ([]Attempt, error) {
-	if slices.ContainsFunc(w.atts, func(a *Attempt) bool { return a.TaskID == taskID }) {
-		if err := w.Flush(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return w.tx.ListAttempts(ctx, taskID)
 }

@@ -253,14 +253,6 @@ func (w *WriteBehind) GetTask(ctx context.Context, id int64) (*Task, error) {
 	return w.tx.GetTask(ctx, id)
 }
 
-// LockTask flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) LockTask(ctx context.Context, id int64) (*Task, error) {
-	if err := w.Flush(ctx); err != nil {
-		return nil, err
-	}
-	return w.tx.LockTask(ctx, id)
-}
-
 // ListTasks flushes the held writes first, then calls the Tx underneath.
 func (w *WriteBehind) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 	if err := w.Flush(ctx); err != nil {
@@ -275,14 +267,6 @@ func (w *WriteBehind) ListTaskHeads(ctx context.Context, f TaskFilter) ([]Task, 
 		return nil, err
 	}
 	return w.tx.ListTaskHeads(ctx, f)
-}
-
-// Dependents flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) Dependents(ctx context.Context, id int64) ([]Task, error) {
-	if err := w.Flush(ctx); err != nil {
-		return nil, err
-	}
-	return w.tx.Dependents(ctx, id)
 }
 
 // CountTasks flushes the held writes first, then calls the Tx underneath.
@@ -355,14 +339,6 @@ func (w *WriteBehind) GetRun(ctx context.Context, id int64) (*Run, error) {
 		return nil, err
 	}
 	return w.tx.GetRun(ctx, id)
-}
-
-// UpdateAttempt flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) UpdateAttempt(ctx context.Context, a *Attempt) error {
-	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	return w.tx.UpdateAttempt(ctx, a)
 }
 
 // SpendOf flushes the held writes first, then calls the Tx underneath.
@@ -451,14 +427,6 @@ func (w *WriteBehind) ListAgentEvents(ctx context.Context, agentID int64, limit 
 		return nil, err
 	}
 	return w.tx.ListAgentEvents(ctx, agentID, limit)
-}
-
-// AppendLedgerEntry flushes the held writes first, then calls the Tx underneath.
-func (w *WriteBehind) AppendLedgerEntry(ctx context.Context, e *LedgerEntry) error {
-	if err := w.Flush(ctx); err != nil {
-		return err
-	}
-	return w.tx.AppendLedgerEntry(ctx, e)
 }
 
 // UpdateLedgerEntry flushes the held writes first, then calls the Tx underneath.

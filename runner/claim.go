@@ -131,25 +131,34 @@ func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claim
 	for i := range ready {
 		readyIDs[i] = ready[i].ID
 	}
+	if len(ready) == 0 {
+		return nil, nil
+	}
 	if err := wb.PrefetchTaskEvents(ctx, er, readyIDs); err != nil {
 		return nil, err
 	}
-	var held []int64
+	slots, err := lockSlots(ctx, c, idle, len(ready), now)
+	if err != nil {
+		return nil, err
+	}
 	for i := range ready {
-		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, &ready[i], idle, now, held)
+		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, slots, &ready[i], idle)
 		if err != nil {
 			return nil, err
 		}
-		if tr != nil {
-			held = append(held, tr.task.ID)
-		}
 		if tr == nil || tr.blocked {
-			continue // refused by a rule, no slot free, or not ready: blocked in this claim
+			if tr != nil {
+				slots.giveBack(tr.task.ID) // blocked in this claim: not ready
+			}
+			continue // refused by a rule, no slot free, or not ready
 		}
 		l.Running++
 		runs = append(runs, tr)
 	}
 	if err := wb.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.AssignSlots(ctx, p.cfg.RunnerID, slots.taken); err != nil {
 		return nil, err
 	}
 	for _, tr := range runs {
@@ -161,31 +170,36 @@ func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claim
 }
 
 // claimWithSomeAgent claims t for the agent pickAgent chooses, in a slot of that
-// agent's (takeSlot). An agent without a free slot for this claim (other runners took
-// them since WorkerLoads read them) counts as full and the next is tried. When a rule
+// agent's (slots, locked when the claim began). An agent without a free slot for this
+// claim (other runners took them since WorkerLoads read them) counts as full and the
+// next is tried. When a rule
 // refuses that agent (a hat it wears conflicts with building t, say) and t has no
 // assignee, its slot is given back and the next idle agent with the role is tried, so
 // that one agent's conflict does not keep t from every other agent on every wake. A
 // nil taskRun with a nil error means no agent could take t now. The claim's writes are
 // buffered (claimTask), so a refused try leaves nothing behind; each try starts from t
 // as it was read.
-func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, t *models.Task, idle []*models.WorkerLoad, now time.Time, held []int64) (*taskRun, *models.WorkerLoad, error) {
+func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, slots *slotPool, t *models.Task, idle []*models.WorkerLoad) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
+	if t.State == models.TaskInProgress {
+		// Taken over: the slot of its dead lease may still name it; freed first, so
+		// that the task never holds two (a runner back with the same id would
+		// otherwise see both as its own).
+		if err := c.FreeSlots(ctx, t.ID); err != nil {
+			return nil, nil, err
+		}
+	}
 	for {
 		l := pickAgent(t, idle, refused...)
 		if l == nil {
 			return nil, nil, nil
 		}
-		took, err := p.takeSlot(ctx, c, t, l.Agent.ID, now, held)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !took {
+		if !slots.take(l.Agent.ID, t.ID) {
 			l.Running = max(l.Agent.Concurrency, 1)
 			continue
 		}
 		try := *t
-		tr, err := p.claimTask(ctx, tx, &try, l.Agent, now)
+		tr, err := p.claimTask(ctx, tx, &try, l.Agent, slots.now)
 		if err == nil {
 			return tr, l, nil
 		}
@@ -193,9 +207,7 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehi
 		if code == "" || code == models.EINTERNAL {
 			return nil, nil, err
 		}
-		if err := c.FreeSlots(ctx, t.ID); err != nil {
-			return nil, nil, err
-		}
+		slots.giveBack(t.ID)
 		if code == models.EFORBIDDEN && t.AssigneeID == nil {
 			p.log.Info("agent may not take the task; trying another", "task_id", t.ID, "agent", l.Agent.Name, "err", err)
 			refused = append(refused, l.Agent.ID)
@@ -205,19 +217,6 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehi
 		p.log.Warn("task not claimable", "task_id", t.ID, "err", err)
 		return nil, nil, nil
 	}
-}
-
-// takeSlot takes a free slot of agent for t; the lease the claim then gives t keeps
-// it. A task taken over (in progress, its lease ended) may still be named by the slot
-// of its dead lease: that one is freed first, so that the task never holds two (a
-// runner back with the same id would otherwise see both as its own).
-func (p *claimLoop) takeSlot(ctx context.Context, c models.Claimer, t *models.Task, agent int64, now time.Time, held []int64) (bool, error) {
-	if t.State == models.TaskInProgress {
-		if err := c.FreeSlots(ctx, t.ID); err != nil {
-			return false, err
-		}
-	}
-	return c.TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: t.ID, Owner: p.cfg.RunnerID, Now: now, Held: held})
 }
 
 // pickAgent chooses the idle agent for t, other than those in except: its assignee

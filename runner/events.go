@@ -128,9 +128,12 @@ func (p *publisher) ownEvents(ids []int64, add bool) {
 // appends as this pool's (see loop). They are remembered before the commit, so that
 // the wake-up the commit causes finds them, and forgotten when fn fails, before the
 // rollback: an id that never commits may be handed out again to someone else.
+// The pool never reads its own events back, so its commits do not wait until readers
+// can see them (models.WithoutEventWait): on PostgreSQL that wait is a query or more
+// per transaction, on the claim and settle paths.
 func (p *publisher) inTx(ctx context.Context, fn func(tx models.Tx) error) error {
 	var ids []int64
-	err := p.store.InTx(ctx, func(tx models.Tx) (err error) {
+	err := p.store.InTx(models.WithoutEventWait(ctx), func(tx models.Tx) (err error) {
 		ids = ids[:0]
 		ok := false
 		defer func() {

@@ -114,12 +114,29 @@ func (p *settler) settleBatch(batch []*settleReq) error {
 	return nil
 }
 
-// settleIn records the settles of batch in one transaction, their events in one
-// statement.
+// settleIn records the settles of batch in one transaction through a
+// models.WriteBehind: the batch's tasks locked with one statement and their attempts
+// read with one, the attempt rows' and the task rows' updates written with one
+// statement each, and the events with
+// one, whatever the number of settles (a write the WriteBehind does not hold, such as
+// a goal's, flushes what it held first, so every write keeps its order).
 func (p *settler) settleIn(ctx context.Context, batch []*settleReq) error {
 	p.batches.txs.Add(1)
 	return p.inTx(ctx, func(tx models.Tx) error {
-		buf := models.BufferEvents(tx)
+		bw, _ := unwrapTx(tx).(models.BatchWriter)
+		buf := models.NewWriteBehind(tx, bw)
+		locker, _ := unwrapTx(tx).(models.TasksLocker)
+		ids := make([]int64, len(batch))
+		for i, s := range batch {
+			ids[i] = s.tr.task.ID
+		}
+		if err := buf.PrefetchLocks(ctx, locker, ids); err != nil {
+			return err
+		}
+		reader, _ := unwrapTx(tx).(models.AttemptsReader)
+		if err := buf.PrefetchAttempts(ctx, reader, ids); err != nil {
+			return err
+		}
 		for _, s := range batch {
 			var err error
 			if s.d, err = p.settleTx(ctx, buf, s.tr, s.ar); err != nil {

@@ -91,7 +91,7 @@ func newClaimFixture(t *testing.T, ctx context.Context, db *store.DB) *claimFixt
 	// The leases hold slots of dev's, as a claim's would: the live one a busy slot,
 	// the expired one (of another runner than the slot's) a slot free again.
 	for _, name := range []string{"running", "expired"} {
-		took, err := db.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: f.tasks[name], Owner: "r1", Now: now})
+		took, err := takeSlot(ctx, db, f.dev.ID, f.tasks[name], "r1", now)
 		claimMust(t, err)
 		if !took {
 			t.Fatalf("no slot of dev's for %s", name)
@@ -178,7 +178,7 @@ func TestReadyTasksSkipsLockedRowsOnPostgres(t *testing.T) {
 				close(inFirst)
 				return err
 			}
-			took, err := c.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: ts[0].ID, Owner: "r2", Now: time.Now()})
+			took, err := takeSlot(ctx, c, f.dev.ID, ts[0].ID, "r2", time.Now())
 			if err != nil || !took {
 				close(inFirst)
 				return err
@@ -211,7 +211,7 @@ func TestReadyTasksSkipsLockedRowsOnPostgres(t *testing.T) {
 		if len(loads) != 2 {
 			t.Errorf("second claim sees %d agents, want 2", len(loads))
 		}
-		took, err := c.TakeSlot(ctx, models.SlotClaim{AgentID: f.dev.ID, TaskID: ts[0].ID, Owner: "r3", Now: time.Now()})
+		took, err := takeSlot(ctx, c, f.dev.ID, ts[0].ID, "r3", time.Now())
 		if err != nil {
 			return err
 		}

@@ -10,39 +10,23 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// WriteHeld writes what a runner's claim held back (models.WriteBehind) with one
-// statement per table, whatever the number of tasks in the batch: the task rows as one
-// multi-row INSERT … ON CONFLICT (id) DO UPDATE of every column UpdateTask writes (the
-// rows exist and are locked by the claim, so it only ever updates; the update triggers
-// fire as for UpdateTask; SQLite updates them one by one), then the attempts and the tokens as one multi-row INSERT …
-// RETURNING id each, whose IDs are set in the caller's values.
+// WriteHeld writes what a runner's claim or settle held back (models.WriteBehind) with
+// one statement per table, whatever the number of tasks in the batch: the task rows as
+// one multi-row INSERT … ON CONFLICT (id) DO UPDATE of every column UpdateTask writes
+// (the rows exist and are locked by the claim or settle, so it only ever updates; the
+// update triggers fire as for UpdateTask; SQLite updates them one by one), then the
+// new attempts as one multi-row INSERT … RETURNING id, the updated attempts as one
+// upsert like the tasks', and the tokens as one multi-row INSERT … RETURNING id. The
+// IDs are set in the caller's values.
 func (o *ops) WriteHeld(ctx context.Context, h models.HeldWrites) error {
 	if err := o.writeHeldTasks(ctx, h.Tasks); err != nil {
 		return err
 	}
-	if len(h.Attempts) > 0 {
-		recs := make([]*attemptRecord, len(h.Attempts))
-		for i, a := range h.Attempts {
-			if a.StartedAt.IsZero() {
-				a.StartedAt = now()
-			}
-			rec, err := toAttemptRecord(a)
-			if err != nil {
-				return err
-			}
-			rec.ID = 0
-			recs[i] = rec
-		}
-		if err := o.q(ctx).Create(&recs).Error; err != nil {
-			return mapError(err, "attempt")
-		}
-		for i, rec := range recs {
-			out, err := fromAttemptRecord(rec)
-			if err != nil {
-				return err
-			}
-			*h.Attempts[i] = *out
-		}
+	if err := o.writeHeldAttempts(ctx, h.Attempts); err != nil {
+		return err
+	}
+	if err := o.updateHeldAttempts(ctx, h.AttemptUpdates); err != nil {
+		return err
 	}
 	if len(h.Tokens) > 0 {
 		recs := make([]*tokenRecord, len(h.Tokens))
@@ -109,13 +93,106 @@ func (o *ops) writeHeldTasks(ctx context.Context, tasks []*models.Task) error {
 // taskColumns are the columns UpdateTask writes: all but id, created_at and
 // depends_on.
 func (o *ops) taskColumns() ([]string, error) {
+	return o.columnsBut(&taskRecord{}, "id", "created_at", "depends_on")
+}
+
+// columnsBut are the columns of record's table but those named.
+func (o *ops) columnsBut(record any, but ...string) ([]string, error) {
 	stmt := &gorm.Statement{DB: o.g}
-	if err := stmt.Parse(&taskRecord{}); err != nil {
+	if err := stmt.Parse(record); err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(slices.Clone(stmt.Schema.DBNames), func(c string) bool {
-		return c == "id" || c == "created_at" || c == "depends_on"
-	}), nil
+	return slices.DeleteFunc(slices.Clone(stmt.Schema.DBNames), func(c string) bool { return slices.Contains(but, c) }), nil
+}
+
+// writeHeldAttempts inserts new attempts with one statement and sets their IDs.
+func (o *ops) writeHeldAttempts(ctx context.Context, atts []*models.Attempt) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	recs := make([]*attemptRecord, len(atts))
+	for i, a := range atts {
+		if a.StartedAt.IsZero() {
+			a.StartedAt = now()
+		}
+		rec, err := toAttemptRecord(a)
+		if err != nil {
+			return err
+		}
+		rec.ID = 0
+		recs[i] = rec
+	}
+	if err := o.q(ctx).Create(&recs).Error; err != nil {
+		return mapError(err, "attempt")
+	}
+	for i, rec := range recs {
+		out, err := fromAttemptRecord(rec)
+		if err != nil {
+			return err
+		}
+		*atts[i] = *out
+	}
+	return nil
+}
+
+// updateHeldAttempts writes attempts whole, as UpdateAttempt would one by one: on
+// PostgreSQL as one multi-row INSERT … ON CONFLICT (id) DO UPDATE of every column but
+// the id (the attempts exist: they were created before they could be updated, and no
+// trigger watches the table), on SQLite one by one.
+func (o *ops) updateHeldAttempts(ctx context.Context, atts []*models.Attempt) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	if o.db.dialect == DialectSQLite {
+		for _, a := range atts {
+			if err := o.UpdateAttempt(ctx, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	recs := make([]*attemptRecord, len(atts))
+	for i, a := range atts {
+		rec, err := toAttemptRecord(a)
+		if err != nil {
+			return err
+		}
+		recs[i] = rec
+	}
+	cols, err := o.columnsBut(&attemptRecord{}, "id")
+	if err != nil {
+		return err
+	}
+	err = o.q(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns(cols)}).
+		Create(&recs).Error
+	return mapError(err, "attempt")
+}
+
+// LockTasks locks the tasks with these ids for update in one statement and returns
+// them in ascending id order, each as LockTask would (models.TasksLocker); ids that do
+// not exist are left out.
+func (o *ops) LockTasks(ctx context.Context, ids []int64) ([]models.Task, error) {
+	var rows []struct {
+		Task          taskRecord `gorm:"embedded"`
+		HasDependents bool
+	}
+	q := o.forUpdate(o.q(ctx).Model(&taskRecord{}).
+		Select("tasks.*, EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on_id = tasks.id) AS has_dependents"))
+	if err := q.Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
+		return nil, mapError(err, "tasks")
+	}
+	out := make([]models.Task, 0, len(rows))
+	for i := range rows {
+		if !rows[i].HasDependents {
+			o.markNoDependents(rows[i].Task.ID)
+		}
+		t, err := fromTaskRecord(&rows[i].Task)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	return out, nil
 }
 
 // ListTasksEvents returns the newest limit events of each of the tasks, oldest first,
@@ -133,6 +210,24 @@ FROM events WHERE task_id IN ?) r WHERE n <= ?`, taskIDs, listLimit(limit))
 		if e.TaskID != nil {
 			out[*e.TaskID] = append(out[*e.TaskID], *e)
 		}
+	}
+	return out, nil
+}
+
+// ListTasksAttempts returns the attempts of each of the tasks, in the order they were
+// made, in one statement: ListAttempts for several tasks (models.AttemptsReader).
+func (o *ops) ListTasksAttempts(ctx context.Context, taskIDs []int64) (map[int64][]models.Attempt, error) {
+	var recs []attemptRecord
+	if err := o.q(ctx).Where("task_id IN ?", taskIDs).Order("task_id, number, id").Find(&recs).Error; err != nil {
+		return nil, mapError(err, "attempts")
+	}
+	out := make(map[int64][]models.Attempt, len(taskIDs))
+	for i := range recs {
+		a, err := fromAttemptRecord(&recs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[a.TaskID] = append(out[a.TaskID], *a)
 	}
 	return out, nil
 }

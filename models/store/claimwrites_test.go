@@ -9,36 +9,6 @@ import (
 	"github.com/countersign/countersign/models/store"
 )
 
-// TestHeldSlotsAreBusy: a claim that holds back its task rows until the batch ends
-// (models.WriteBehind) names the tasks it gave slots in SlotClaim.Held, and those slots
-// are busy though their tasks' rows show no lease yet: the agent's one slot is not
-// handed out twice in one claim.
-func TestHeldSlotsAreBusy(t *testing.T) {
-	each(t, func(t *testing.T, db *store.DB) {
-		ctx := ctxT(t)
-		boss := agent(t, db, "boss", "lead")
-		w := &models.Agent{Name: "w", Kind: models.KindWorker, Roles: []string{"developer"}, Command: "true", Concurrency: 1}
-		must(t, db.CreateAgent(ctx, w))
-		a, b := task(t, db, boss.ID, "developer", nil), task(t, db, boss.ID, "developer", nil)
-		must(t, db.InTx(ctx, func(tx models.Tx) error {
-			c := tx.(models.Claimer)
-			now := time.Now()
-			took, err := c.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: a.ID, Owner: "r1", Now: now})
-			must(t, err)
-			if !took {
-				t.Fatal("no slot for the first task")
-			}
-			// a's lease is not written yet: held.
-			took, err = c.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r1", Now: now, Held: []int64{a.ID}})
-			must(t, err)
-			if took {
-				t.Errorf("the slot of task %d, held by this claim, was taken again for task %d", a.ID, b.ID)
-			}
-			return nil
-		}))
-	})
-}
-
 // TestWriteHeldWritesWhatUpdateTaskWould: the batched writes of a claim leave the
 // rows as the row-by-row calls do, and set the inserted rows' ids.
 func TestWriteHeldWritesWhatUpdateTaskWould(t *testing.T) {

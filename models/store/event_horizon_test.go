@@ -158,7 +158,7 @@ func TestEventAppendTakesNoLock(t *testing.T) {
 		})
 	}()
 	// B does not wait for its event to be readable either (WithoutEventWait).
-	bCtx, cancel := context.WithTimeout(store.WithoutEventWait(ctx), 3*time.Second)
+	bCtx, cancel := context.WithTimeout(models.WithoutEventWait(ctx), 3*time.Second)
 	defer cancel()
 	go func() {
 		bDone <- db.InTx(bCtx, func(tx models.Tx) error {
@@ -216,7 +216,7 @@ func TestEventTransactionIDBeforeEventID(t *testing.T) {
 		must(t, db.SQL().QueryRowContext(ctx, "SELECT last_value FROM events_id_seq").Scan(&drawn))
 		time.Sleep(5 * time.Millisecond)
 	}
-	must(t, db.AppendEvent(store.WithoutEventWait(ctx), &models.Event{Type: "fast"}))
+	must(t, db.AppendEvent(models.WithoutEventWait(ctx), &models.Event{Type: "fast"}))
 	evs, err := db.ListEvents(ctx, 1, 10)
 	must(t, err)
 	if len(evs) != 0 {
@@ -241,7 +241,7 @@ func TestSubscribeAnnouncesHeldBackEvents(t *testing.T) {
 	wake := db.Subscribe(ctx)
 	end, older := holdWriteOpen(t, ctx, db, lead.ID, "older")
 	e := &models.Event{Type: "held"}
-	must(t, db.AppendEvent(store.WithoutEventWait(ctx), e))
+	must(t, db.AppendEvent(models.WithoutEventWait(ctx), e))
 	select {
 	case id := <-wake:
 		close(end)

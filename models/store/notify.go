@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/models"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -115,14 +116,14 @@ func (d *DB) startListener() {
 // committed is told the largest event id a local commit appended. SQLite commits ids
 // in order, so it is published at once. On PostgreSQL it waits (awaitHorizon) until
 // readers can see the commit's events, so that whoever committed reads them back,
-// and then announces them; if that takes too long, or under WithoutEventWait, it
+// and then announces them; if that takes too long, or under models.WithoutEventWait, it
 // leaves them to followHorizon.
 func (d *DB) committed(ctx context.Context, maxEvent int64) {
 	if d.dialect != DialectPostgres {
 		d.hub.publish(maxEvent)
 		return
 	}
-	if ctx.Value(noEventWait{}) != nil {
+	if models.SkipsEventWait(ctx) {
 		d.kickHorizon()
 		return
 	}
@@ -131,17 +132,6 @@ func (d *DB) committed(ctx context.Context, maxEvent int64) {
 		return
 	}
 	d.kickHorizon()
-}
-
-// noEventWait is the context key of WithoutEventWait.
-type noEventWait struct{}
-
-// WithoutEventWait returns a context under which InTx returns as soon as its
-// transaction commits, without waiting for its events to be readable (PostgreSQL):
-// for hot paths that do not read their own events back. Its events are announced to
-// subscribers when they become readable all the same.
-func WithoutEventWait(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noEventWait{}, true)
 }
 
 // maxHorizonWait bounds how long a commit waits for its events to be readable: only
@@ -179,14 +169,20 @@ func (d *DB) kickHorizon() {
 	}
 }
 
+// horizonLookGap is the least time between two of followHorizon's looks: under load
+// every commit kicks it, and one look announces the events of all the commits before
+// it, so a look per commit would cost a query per commit and announce no sooner.
+const horizonLookGap = 5 * time.Millisecond
+
 // followHorizon publishes the event horizon each time a commit may have moved it
-// (kickHorizon). A commit whose events wait behind a smaller id that another
-// transaction has not committed yet announces nothing that a reader could fetch: while
-// events are visible beyond the horizon it looks again, backing off up to a second,
-// so that they are announced when the transaction before them ends, even if that one
-// appended nothing.
+// (kickHorizon), at most once per horizonLookGap. A commit whose events wait behind a
+// smaller id that another transaction has not committed yet announces nothing that a
+// reader could fetch: while events are visible beyond the horizon it looks again,
+// backing off up to a second, so that they are announced when the transaction before
+// them ends, even if that one appended nothing.
 func (d *DB) followHorizon(ctx context.Context) {
 	var backoff time.Duration
+	var last time.Time
 	for {
 		var again <-chan time.Time
 		var t *time.Timer
@@ -206,6 +202,10 @@ func (d *DB) followHorizon(ctx context.Context) {
 		if t != nil {
 			t.Stop()
 		}
+		if !sleepCtx(ctx, horizonLookGap-time.Since(last)) {
+			return
+		}
+		last = time.Now()
 		var horizon, newest int64
 		err := d.sqlDB.QueryRowContext(ctx, "SELECT countersign_event_horizon($1), COALESCE((SELECT MAX(id) FROM events), 0)",
 			d.hub.latest()).Scan(&horizon, &newest)
@@ -275,5 +275,21 @@ func (d *DB) listenConn(ctx context.Context, connected func()) error {
 		default:
 			d.kickHorizon()
 		}
+	}
+}
+
+// sleepCtx waits d (nothing when d is not positive) and reports whether ctx is still
+// live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

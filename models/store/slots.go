@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"strings"
 	"time"
 
@@ -14,10 +14,10 @@ import (
 
 // Per-agent concurrency is counted by slot rows (agent_slots, migration 0025), not by
 // locking agents: a worker agent has one row per unit of its concurrency, and a claim
-// that hands a task to the agent takes one free row with FOR UPDATE SKIP LOCKED and
-// writes the task and the claiming runner into it. Two runners' claims then take
-// different slots of the same agent side by side, and the agent rows are never
-// locked, so no lock spans the fleet (issue #34). An agent never has more live leases
+// locks the free rows of the agents it may use with FOR UPDATE SKIP LOCKED, hands
+// them to tasks in memory, and writes each task and the claiming runner into its
+// row. Two runners' claims then take different slots of the same agent side by side,
+// and the agent rows are never locked, so no lock spans the fleet (issue #34). An agent never has more live leases
 // than slots below its concurrency, whoever claims: every claim takes a slot, and a
 // slot holds one task.
 //
@@ -46,63 +46,151 @@ type agentSlotRecord struct {
 
 func (agentSlotRecord) TableName() string { return "agent_slots" }
 
-// slotLimitSQL is the number of slots a claim may use of the agent $3:
-// its concurrency (at least one) when it is an enabled worker, NULL (no slot) when not.
-// A slot at or above it is a surplus left by a lowered concurrency or a disabled agent
+// slotUsableSQL is the condition on a slot s of agent a that a claim may use it: below
+// the agent's concurrency (at least one) when it is an enabled worker. A slot at or
+// above the concurrency is a surplus left by a lowered concurrency or a disabled agent
 // while its task runs: never taken again, removed by syncSlots once free.
-const slotLimitSQL = `(SELECT CASE WHEN a.concurrency < 1 THEN 1 ELSE a.concurrency END FROM agents a
-WHERE a.id = $3 AND a.kind = 'worker' AND a.disabled = FALSE)`
+const slotUsableSQL = `a.kind = 'worker' AND a.disabled = FALSE AND s.slot < CASE WHEN a.concurrency < 1 THEN 1 ELSE a.concurrency END`
 
-// slotEmptySQL picks the agent's lowest slot that names no task.
-const slotEmptySQL = `SELECT s.slot FROM agent_slots s
-WHERE s.agent_id = $3 AND s.task_id IS NULL AND s.slot < ` + slotLimitSQL + `
-ORDER BY s.slot LIMIT 1`
+// slotEmptySQL picks up to $n empty slots of agent $agent, lowest first.
+const slotEmptySQL = `SELECT s.agent_id, s.slot FROM agent_slots s JOIN agents a ON a.id = s.agent_id
+WHERE s.agent_id = $agent AND s.task_id IS NULL AND ` + slotUsableSQL + ` ORDER BY s.slot LIMIT $n`
 
-// slotStaleSQL picks the agent's lowest slot whose task no longer holds the slot's
-// lease ($4 is now); see the comment at the top of the file for its locks.
-const slotStaleSQL = `SELECT s.slot FROM agent_slots s JOIN tasks t ON t.id = s.task_id
-WHERE s.agent_id = $3 AND s.slot < ` + slotLimitSQL + `
-AND (t.lease_owner <> s.runner_id OR t.state <> 'in_progress' OR t.lease_until IS NULL OR t.lease_until < $4)
-ORDER BY s.slot LIMIT 1`
+// slotStaleSQL picks up to $n slots of agent $agent whose task no longer holds the
+// slot's lease ($now); see the comment at the top of the file for its locks.
+const slotStaleSQL = `SELECT s.agent_id, s.slot FROM agent_slots s JOIN agents a ON a.id = s.agent_id JOIN tasks t ON t.id = s.task_id
+WHERE s.agent_id = $agent AND ` + slotUsableSQL + `
+AND (t.lease_owner <> s.runner_id OR t.state <> 'in_progress' OR t.lease_until IS NULL OR t.lease_until < $now)
+ORDER BY s.slot LIMIT $n`
 
-// takeSlotSQL writes the task ($1) and runner ($2) into the slot a pick chooses.
-const takeSlotSQL = `UPDATE agent_slots SET task_id = $1, runner_id = $2 WHERE agent_id = $3 AND slot = (`
+// slotsPerAgentSQL runs pick (slotEmptySQL or slotStaleSQL, locking) for every
+// (agent, n) of two arrays, in one statement.
+const slotsPerAgentSQL = `SELECT x.agent_id, x.slot FROM unnest($1::bigint[], $2::int[]) AS w(agent_id, n)
+CROSS JOIN LATERAL (%s) x`
 
-// TakeSlot gives task s.TaskID a free slot of agent s.AgentID; see models.Claimer.
-// First an empty slot, else one whose task's lease ended: each one UPDATE whose
-// subquery picks and locks the slot. On PostgreSQL a slot another claim holds is
+// LockFreeSlots locks the free slots of the agents in want, at most want[id] of
+// agent id; see models.Claimer. Empty slots first; slots whose lease ended only for
+// the agents that have fewer empty ones than wanted (the trigger tasks_lease_ended
+// empties most slots as their leases end, so that second statement is rare). On
+// PostgreSQL each is one statement for every agent, slots another claim holds are
 // skipped, never waited for, and one it committed a moment ago is rechecked on its new
-// row (taken: skipped too).
-//
-// It runs for every claimed task, on every runner, so its statements are fixed SQL
-// sent through the transaction's connection (pgx's database/sql driver on
-// PostgreSQL) rather than built by gorm for each call.
-func (o *ops) TakeSlot(ctx context.Context, s models.SlotClaim) (bool, error) {
+// row (taken: skipped too). The agent rows are read, not locked. SQLite, with one
+// claimer at a time, asks agent by agent.
+func (o *ops) LockFreeSlots(ctx context.Context, want map[int64]int, now time.Time) (map[int64][]int, error) {
+	free := make(map[int64][]int, len(want))
 	empty, stale := slotEmptySQL, slotStaleSQL
 	if o.db.dialect == DialectPostgres {
-		empty += " FOR UPDATE SKIP LOCKED"
+		empty += " FOR UPDATE OF s SKIP LOCKED"
 		stale += " FOR UPDATE OF s SKIP LOCKED FOR KEY SHARE OF t SKIP LOCKED"
 	}
-	if len(s.Held) > 0 {
-		// Slots taken earlier in this claim, whose task's lease is still held back:
-		// busy, though the stale test would call them free.
-		held := make([]string, len(s.Held))
-		for i, id := range s.Held {
-			held[i] = strconv.FormatInt(id, 10)
-		}
-		stale = strings.Replace(stale, "ORDER BY", "AND s.task_id NOT IN ("+strings.Join(held, ",")+") ORDER BY", 1)
+	if err := o.pickSlots(ctx, free, empty, want, now); err != nil {
+		return nil, err
 	}
-	args := []any{s.TaskID, s.Owner, s.AgentID, normTime(s.Now)}
-	for i, pick := range []string{empty, stale} {
-		res, err := o.g.Statement.ConnPool.ExecContext(ctx, takeSlotSQL+pick+")", args[:3+i]...)
-		if err != nil {
-			return false, mapError(err, "agent slots")
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return n == 1, mapError(err, "agent slots")
+	short := map[int64]int{}
+	for id, n := range want {
+		if n > len(free[id]) {
+			short[id] = n - len(free[id])
 		}
 	}
-	return false, nil
+	return free, o.pickSlots(ctx, free, stale, short, now)
+}
+
+// pickSlots adds to free the slots pick selects for each agent of want.
+func (o *ops) pickSlots(ctx context.Context, free map[int64][]int, pick string, want map[int64]int, now time.Time) error {
+	agents, ns := make([]int64, 0, len(want)), make([]int32, 0, len(want))
+	for id, n := range want {
+		if n > 0 {
+			agents, ns = append(agents, id), append(ns, int32(n))
+		}
+	}
+	if len(agents) == 0 {
+		return nil
+	}
+	if o.db.dialect == DialectSQLite {
+		for i, id := range agents {
+			q := strings.NewReplacer("$agent", "?", "$now", "?", "$n", "?").Replace(pick)
+			args := []any{id, ns[i]}
+			if strings.Contains(pick, "$now") {
+				args = []any{id, normTime(now), ns[i]}
+			}
+			if err := o.scanSlots(ctx, free, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	q := fmt.Sprintf(slotsPerAgentSQL, strings.NewReplacer("$agent", "w.agent_id", "$now", "$3", "$n", "w.n").Replace(pick))
+	args := []any{agents, ns}
+	if strings.Contains(pick, "$now") {
+		args = append(args, normTime(now))
+	}
+	rows, err := o.g.Statement.ConnPool.QueryContext(ctx, q, args...)
+	if err != nil {
+		return mapError(err, "agent slots")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var agent int64
+		var slot int
+		if err := rows.Scan(&agent, &slot); err != nil {
+			return mapError(err, "agent slots")
+		}
+		free[agent] = append(free[agent], slot)
+	}
+	return mapError(rows.Err(), "agent slots")
+}
+
+// scanSlots adds the (agent_id, slot) rows query selects to free.
+func (o *ops) scanSlots(ctx context.Context, free map[int64][]int, query string, args ...any) error {
+	var rows []struct {
+		AgentID int64
+		Slot    int
+	}
+	if err := o.q(ctx).Raw(query, args...).Scan(&rows).Error; err != nil {
+		return mapError(err, "agent slots")
+	}
+	for _, r := range rows {
+		free[r.AgentID] = append(free[r.AgentID], r.Slot)
+	}
+	return nil
+}
+
+// assignSlotsSQL writes tasks and their owner into slots, from three arrays of the
+// same length (agent ids, slots, task ids).
+const assignSlotsSQL = `UPDATE agent_slots s SET task_id = v.task_id, runner_id = $1
+FROM unnest($2::bigint[], $3::int[], $4::bigint[]) AS v(agent_id, slot, task_id)
+WHERE s.agent_id = v.agent_id AND s.slot = v.slot`
+
+// AssignSlots writes the takes into their slots; see models.Claimer. On PostgreSQL it
+// is one fixed statement over arrays, sent through the transaction's connection (pgx's
+// database/sql driver) rather than built by gorm: it runs for every claim on every
+// runner. SQLite, in process, updates the slots one by one.
+func (o *ops) AssignSlots(ctx context.Context, owner string, takes []models.SlotTake) error {
+	if len(takes) == 0 {
+		return nil
+	}
+	if o.db.dialect == DialectSQLite {
+		for _, t := range takes {
+			err := o.q(ctx).Model(&agentSlotRecord{}).Where("agent_id = ? AND slot = ?", t.AgentID, t.Slot).
+				Updates(map[string]any{"task_id": t.TaskID, "runner_id": owner}).Error
+			if err != nil {
+				return mapError(err, "agent slots")
+			}
+		}
+		return nil
+	}
+	agents, slots, tasks := make([]int64, len(takes)), make([]int32, len(takes)), make([]int64, len(takes))
+	for i, t := range takes {
+		agents[i], slots[i], tasks[i] = t.AgentID, int32(t.Slot), t.TaskID
+	}
+	res, err := o.g.Statement.ConnPool.ExecContext(ctx, assignSlotsSQL, owner, agents, slots, tasks)
+	if err != nil {
+		return mapError(err, "agent slots")
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(takes)) {
+		return mapError(fmt.Errorf("store: assigned %d agent slots, want %d (%v)", n, len(takes), err), "agent slots")
+	}
+	return nil
 }
 
 // lockSkip adds FOR UPDATE SKIP LOCKED to q on PostgreSQL: the slot rows a statement

@@ -40,7 +40,7 @@ func slotRows(t *testing.T, ctx context.Context, db *store.DB, agentID int64) []
 // of agent's when one is free; it reports whether one was.
 func lease(t testing.TB, ctx context.Context, tx models.Tx, tk *models.Task, agent int64, owner string, until time.Time) bool {
 	t.Helper()
-	took, err := tx.(models.Claimer).TakeSlot(ctx, models.SlotClaim{AgentID: agent, TaskID: tk.ID, Owner: owner, Now: time.Now()})
+	took, err := takeSlot(ctx, tx.(models.Claimer), agent, tk.ID, owner, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		// The renewed lease keeps the slot: still taken after the first lease would end.
 		_, err := db.RenewLeases(ctx, "r1", []int64{a.ID}, time.Now().Add(time.Hour))
 		must(t, err)
-		took, err := db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Now: time.Now().Add(30 * time.Minute)})
+		took, err := takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(30 * time.Minute))
 		must(t, err)
 		if took {
 			t.Fatal("RenewLeases did not renew the slot")
@@ -134,7 +134,7 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		later := time.Now().Add(3 * time.Hour)
 		a.LeaseUntil = &later
 		must(t, db.UpdateTask(ctx, a))
-		took, err = db.TakeSlot(ctx, models.SlotClaim{AgentID: w.ID, TaskID: b.ID, Owner: "r2", Now: time.Now().Add(2 * time.Hour)})
+		took, err = takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(2 * time.Hour))
 		must(t, err)
 		if took {
 			t.Fatal("a settle that kept the lease did not renew the slot")
@@ -382,4 +382,14 @@ func TestSlotKeptByALockIsFreeOnPostgres(t *testing.T) {
 		t.Fatal("the slot of a task whose lease ended was not taken")
 	}
 	equal(t, "re-pointed", slotRows(t, ctx, db, w.ID), []string{fmt.Sprintf("0:%d", b.ID)})
+}
+
+// takeSlot gives task a free slot of agent for owner as a claim does (LockFreeSlots,
+// then AssignSlots) and reports whether there was one.
+func takeSlot(ctx context.Context, c models.Claimer, agent, task int64, owner string, now time.Time) (bool, error) {
+	free, err := c.LockFreeSlots(ctx, map[int64]int{agent: 1}, now)
+	if err != nil || len(free[agent]) == 0 {
+		return false, err
+	}
+	return true, c.AssignSlots(ctx, owner, []models.SlotTake{{AgentID: agent, Slot: free[agent][0], TaskID: task}})
 }

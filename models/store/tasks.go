@@ -370,13 +370,23 @@ func (o *ops) LockTask(ctx context.Context, id int64) (*models.Task, error) {
 	if err := q.Take(&row, "id = ?", id).Error; err != nil {
 		return nil, readError(err, "task", id)
 	}
-	if o.tx != nil && !row.HasDependents {
-		if o.tx.noDependents == nil {
-			o.tx.noDependents = map[int64]bool{}
-		}
-		o.tx.noDependents[id] = true
+	if !row.HasDependents {
+		o.markNoDependents(id)
 	}
 	return fromTaskRecord(&row.Task)
+}
+
+// markNoDependents records, in a transaction, that task id has no dependents: Dependents
+// then answers without a query. The task is locked, so none can be added meanwhile
+// but by this transaction (AddDependency forgets it).
+func (o *ops) markNoDependents(id int64) {
+	if o.tx == nil {
+		return
+	}
+	if o.tx.noDependents == nil {
+		o.tx.noDependents = map[int64]bool{}
+	}
+	o.tx.noDependents[id] = true
 }
 
 func (o *ops) getTask(ctx context.Context, q *gorm.DB, id int64) (*models.Task, error) {
