@@ -35,7 +35,7 @@ type WriteBehind struct {
 	locked map[int64]*Task // PrefetchLocks
 	// taskAtts are tasks' attempts PrefetchAttempts read, until a flush writes some.
 	taskAtts map[int64][]Attempt
-	rules  *ProjectRules   // read once
+	rules    *ProjectRules // read once
 	// taskEvents are tasks' events read (ListTaskEvents), until a flush writes some.
 	taskEvents map[taskEventsKey][]Event
 	// flushedToks are the tokens flushed so far, for TokenID.

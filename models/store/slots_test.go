@@ -123,7 +123,7 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		// The renewed lease keeps the slot: still taken after the first lease would end.
 		_, err := db.RenewLeases(ctx, "r1", []int64{a.ID}, time.Now().Add(time.Hour))
 		must(t, err)
-		took, err := takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(30 * time.Minute))
+		took, err := takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(30*time.Minute))
 		must(t, err)
 		if took {
 			t.Fatal("RenewLeases did not renew the slot")
@@ -134,7 +134,7 @@ func TestLeaseEndFreesItsSlot(t *testing.T) {
 		later := time.Now().Add(3 * time.Hour)
 		a.LeaseUntil = &later
 		must(t, db.UpdateTask(ctx, a))
-		took, err = takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(2 * time.Hour))
+		took, err = takeSlot(ctx, db, w.ID, b.ID, "r2", time.Now().Add(2*time.Hour))
 		must(t, err)
 		if took {
 			t.Fatal("a settle that kept the lease did not renew the slot")
