@@ -172,13 +172,12 @@ func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claim
 // claimWithSomeAgent claims t for the agent pickAgent chooses, in a slot of that
 // agent's (slots, locked when the claim began). An agent without a free slot for this
 // claim (other runners took them since WorkerLoads read them) counts as full and the
-// next is tried. When a rule
-// refuses that agent (a hat it wears conflicts with building t, say) and t has no
-// assignee, its slot is given back and the next idle agent with the role is tried, so
-// that one agent's conflict does not keep t from every other agent on every wake. A
-// nil taskRun with a nil error means no agent could take t now. The claim's writes are
-// buffered (claimTask), so a refused try leaves nothing behind; each try starts from t
-// as it was read.
+// next is tried. When a rule refuses that agent (a hat it wears conflicts with
+// building t, say) and t has no assignee, its slot is given back and the next idle
+// agent with the role is tried, so that one agent's conflict does not keep t from
+// every other agent on every wake. A nil taskRun with a nil error means no agent could
+// take t now. The claim's writes are buffered (claimTask), so a refused try leaves
+// nothing behind; each try starts from t as it was read.
 func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, slots *slotPool, t *models.Task, idle []*models.WorkerLoad) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
 	if t.State == models.TaskInProgress {
