@@ -95,7 +95,9 @@ func newAttemptRunner(cfg Config, events *publisher, exec *executor) *attemptRun
 		tmpDirs:  tmp,
 		exec:     exec,
 	}
-	p.revoker.do = p.revokeAttemptTokens
+	// Workers that exit together (a burst of short tasks) share a revocation: it
+	// waits settleWindow for them, as a settle does.
+	p.revoker.do, p.revoker.window = p.revokeAttemptTokens, settleWindow
 	return p
 }
 

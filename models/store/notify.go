@@ -172,7 +172,7 @@ func (d *DB) kickHorizon() {
 // horizonLookGap is the least time between two of followHorizon's looks: under load
 // every commit kicks it, and one look announces the events of all the commits before
 // it, so a look per commit would cost a query per commit and announce no sooner.
-const horizonLookGap = 5 * time.Millisecond
+const horizonLookGap = 20 * time.Millisecond
 
 // followHorizon publishes the event horizon each time a commit may have moved it
 // (kickHorizon), at most once per horizonLookGap. A commit whose events wait behind a
