@@ -9,11 +9,12 @@ import (
 
 // currentFloorRiverRatio is the floor this test asserts, not issue #34's target: the
 // share of River's throughput the pool (confined, as serve runs it) reaches on main
-// today on the same worker, concurrency and server (0.148–0.254 in four runs on the
-// shared 2-core machine at load average 1–14, 28 Nov 2026), rounded down for the
-// noise of one short run. A fall below it is a regression of the claim path. Raise it as issue
-// #34's claim path lands, up to targetRiverRatio.
-const currentFloorRiverRatio = 0.10
+// today on the same worker, concurrency and server (0.276–0.333 in two runs on the
+// shared 2-core machine, 28 Nov 2026, after settles and slots went to constant
+// statements per batch; 0.148–0.254 before), about half of it for the noise of one
+// short run on a busy machine. A fall below it is a regression of the claim path.
+// Raise it as issue #34's claim path lands, up to targetRiverRatio.
+const currentFloorRiverRatio = 0.15
 
 // Issue #34's acceptance for `make bench-compare`, logged beside the measured ratios
 // (the full-size run, not this CI-sized one, is the one the issue judges).
