@@ -228,44 +228,32 @@ func (o *ops) syncSlots(ctx context.Context, a *models.Agent) error {
 	return mapError(err, "agent slots")
 }
 
-// WorkerLoads returns the enabled worker agents with their busy slots; see
-// models.Claimer.
+// busySlotsSQL counts the busy slots of the agent row a: below its concurrency, whose
+// task holds the slot's live lease (the first ? is in_progress, the second now).
+const busySlotsSQL = `(SELECT COUNT(*) FROM agent_slots s JOIN tasks t ON t.id = s.task_id
+WHERE s.agent_id = agents.id AND s.slot < CASE WHEN agents.concurrency < 1 THEN 1 ELSE agents.concurrency END
+AND t.lease_owner = s.runner_id AND t.state = ? AND t.lease_until >= ?) AS running`
+
+// WorkerLoads returns the enabled worker agents with their busy slots, in one
+// statement; see models.Claimer.
 func (o *ops) WorkerLoads(ctx context.Context, now time.Time) ([]models.WorkerLoad, error) {
-	var recs []agentRecord
-	err := o.q(ctx).Where("kind = ? AND disabled = ?", string(models.KindWorker), false).Order("id").Find(&recs).Error
+	var rows []struct {
+		Agent   agentRecord `gorm:"embedded"`
+		Running int
+	}
+	err := o.q(ctx).Model(&agentRecord{}).Select("agents.*, "+busySlotsSQL, string(models.TaskInProgress), normTime(now)).
+		Where("kind = ? AND disabled = ?", string(models.KindWorker), false).Order("id").Find(&rows).Error
 	if err != nil {
 		return nil, mapError(err, "agents")
 	}
-	if len(recs) == 0 {
-		return nil, nil
-	}
-	// Busy: a slot below the concurrency whose task holds the slot's live lease.
-	var rows []struct {
-		AgentID int64
-		N       int
-	}
-	err = o.q(ctx).Table("agent_slots s").Select("s.agent_id, COUNT(*) AS n").
-		Joins("JOIN agents a ON a.id = s.agent_id").
-		Joins("JOIN tasks t ON t.id = s.task_id").
-		Where("a.kind = ? AND a.disabled = ? AND s.slot < CASE WHEN a.concurrency < 1 THEN 1 ELSE a.concurrency END",
-			string(models.KindWorker), false).
-		Where("t.lease_owner = s.runner_id AND t.state = ? AND t.lease_until >= ?", string(models.TaskInProgress), normTime(now)).
-		Group("s.agent_id").Scan(&rows).Error
-	if err != nil {
-		return nil, mapError(err, "agent slots")
-	}
-	busy := make(map[int64]int, len(rows))
-	for _, r := range rows {
-		busy[r.AgentID] = r.N
-	}
-	out := make([]models.WorkerLoad, 0, len(recs))
-	for i := range recs {
-		a, err := fromAgentRecord(&recs[i])
+	out := make([]models.WorkerLoad, 0, len(rows))
+	for i := range rows {
+		a, err := fromAgentRecord(&rows[i].Agent)
 		if err != nil {
 			return nil, err
 		}
 		o.memoAgent(a)
-		out = append(out, models.WorkerLoad{Agent: *a, Running: busy[a.ID]})
+		out = append(out, models.WorkerLoad{Agent: *a, Running: rows[i].Running})
 	}
 	return out, nil
 }
