@@ -6,9 +6,10 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// claimStatements claims n ready no-op tasks in one claim, on PostgreSQL, as serve
-// runs it (an attempt token per attempt), and returns the statements the claim sent.
-func claimStatements(t *testing.T, n int) int64 {
+// noopBatch returns, on PostgreSQL, n ready no-op tasks for one worker agent of
+// concurrency n and a prepared pool (not started) that claims them in one batch, as
+// serve runs it (an attempt token per attempt).
+func noopBatch(t *testing.T, n int) (*harness, *Pool) {
 	t.Helper()
 	h := newHarness(t, "postgres", func(c *Config) { c.APIURL, c.ClaimBatch = "http://127.0.0.1:9", n })
 	h.worker("w", "developer", noopCommand, func(a *models.Agent) { a.Concurrency = n })
@@ -18,6 +19,14 @@ func claimStatements(t *testing.T, n int) int64 {
 	p, err := New(h.cfg)
 	must(t, err)
 	must(t, p.prepare(h.ctx))
+	return h, p
+}
+
+// claimStatements claims n ready no-op tasks in one claim, on PostgreSQL, as serve
+// runs it (an attempt token per attempt), and returns the statements the claim sent.
+func claimStatements(t *testing.T, n int) int64 {
+	t.Helper()
+	h, p := noopBatch(t, n)
 	count := h.db.CountStatements()
 	runs, _, err := p.claims.claim(h.ctx)
 	must(t, err)
@@ -58,14 +67,7 @@ func TestClaimStatementsPerBatchOnPostgres(t *testing.T) {
 // the settle sent.
 func settleStatements(t *testing.T, n int) int64 {
 	t.Helper()
-	h := newHarness(t, "postgres", func(c *Config) { c.APIURL, c.ClaimBatch = "http://127.0.0.1:9", n })
-	h.worker("w", "developer", noopCommand, func(a *models.Agent) { a.Concurrency = n })
-	for range n {
-		h.task("noop", "developer", noopContract())
-	}
-	p, err := New(h.cfg)
-	must(t, err)
-	must(t, p.prepare(h.ctx))
+	h, p := noopBatch(t, n)
 	runs, _, err := p.claims.claim(h.ctx)
 	must(t, err)
 	batch := make([]*settleReq, len(runs))
