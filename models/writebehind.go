@@ -156,16 +156,20 @@ func (w *WriteBehind) rowByRow(ctx context.Context, h HeldWrites) error {
 // UpdateTask holds a copy of t, replacing an earlier held write of the same task.
 func (w *WriteBehind) UpdateTask(_ context.Context, t *Task) error {
 	t.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
-	c := *t
-	for i, h := range w.tasks {
-		if h.ID == t.ID {
-			w.tasks = slices.Clone(w.tasks) // a Mark may share the old slice
-			w.tasks[i] = &c
-			return nil
-		}
-	}
-	w.tasks = append(w.tasks, &c)
+	w.tasks = holdLatest(w.tasks, *t, func(h *Task) bool { return h.ID == t.ID })
 	return nil
+}
+
+// holdLatest returns held with a copy of v in place of the held value same picks, or
+// appended when there is none. The slice is copied before a value is replaced in
+// place: a WriteMark may share the old one.
+func holdLatest[T any](held []*T, v T, same func(*T) bool) []*T {
+	if i := slices.IndexFunc(held, same); i >= 0 {
+		held = slices.Clone(held)
+		held[i] = &v
+		return held
+	}
+	return append(held, &v)
 }
 
 // CreateAttempt holds a, whose ID Flush sets.

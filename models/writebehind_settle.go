@@ -69,15 +69,7 @@ func (w *WriteBehind) UpdateAttempt(ctx context.Context, a *Attempt) error {
 		}
 		return w.tx.UpdateAttempt(ctx, a)
 	}
-	c := *a
-	for i, h := range w.attUps {
-		if h.ID == a.ID {
-			w.attUps = slices.Clone(w.attUps) // a Mark may share the old slice
-			w.attUps[i] = &c
-			return nil
-		}
-	}
-	w.attUps = append(w.attUps, &c)
+	w.attUps = holdLatest(w.attUps, *a, func(h *Attempt) bool { return h.ID == a.ID })
 	return nil
 }
 
