@@ -114,6 +114,7 @@ func (w *WriteBehind) Flush(ctx context.Context) error {
 	} else if err := w.rowByRow(ctx, h); err != nil {
 		return err
 	}
+	w.lockedAsWritten(h.Tasks)
 	if len(events) == 0 {
 		return nil
 	}

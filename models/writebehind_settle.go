@@ -60,6 +60,17 @@ func (w *WriteBehind) LockTask(ctx context.Context, id int64) (*Task, error) {
 	return w.tx.LockTask(ctx, id)
 }
 
+// lockedAsWritten keeps what LockTask serves of the locked tasks in step with what a
+// flush wrote of them.
+func (w *WriteBehind) lockedAsWritten(tasks []*Task) {
+	for _, t := range tasks {
+		if _, ok := w.locked[t.ID]; ok {
+			c := *t
+			w.locked[t.ID] = &c
+		}
+	}
+}
+
 // UpdateAttempt holds a copy of a (the last write of an attempt wins) when the
 // attempt has an ID; one still held for creation is flushed first, to get one.
 func (w *WriteBehind) UpdateAttempt(ctx context.Context, a *Attempt) error {

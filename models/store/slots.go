@@ -17,9 +17,9 @@ import (
 // locks the free rows of the agents it may use with FOR UPDATE SKIP LOCKED, hands
 // them to tasks in memory, and writes each task and the claiming runner into its
 // row. Two runners' claims then take different slots of the same agent side by side,
-// and the agent rows are never locked, so no lock spans the fleet (issue #34). An agent never has more live leases
-// than slots below its concurrency, whoever claims: every claim takes a slot, and a
-// slot holds one task.
+// and the agent rows are never locked, so no lock spans the fleet (issue #34). An
+// agent never has more live leases than slots below its concurrency, whoever claims:
+// every claim takes a slot, and a slot holds one task.
 //
 // The task's lease is the one truth about whether its slot is busy: a slot is free when
 // it names no task, or when that task no longer holds the lease the slot records

@@ -47,11 +47,16 @@ func TestWriteBehindServesASettle(t *testing.T) {
 			if !wb.Held() {
 				t.Fatal("a served read flushed the held writes")
 			}
-			// Outside the transaction nothing is written yet.
+			// Below the WriteBehind nothing is written yet.
 			if cur, err := tx.GetTask(ctx, a.ID); err != nil || cur.Title == "settled" {
 				t.Errorf("the task row was written before the flush: %+v, %v", cur, err)
 			}
-			return wb.Flush(ctx)
+			must(t, wb.Flush(ctx))
+			// After a flush, a locked task is served as the flush wrote it.
+			if after, err := wb.LockTask(ctx, a.ID); err != nil || after.Title != "settled" {
+				t.Errorf("LockTask after the flush: %+v, %v", after, err)
+			}
+			return nil
 		}))
 		got, err := db.GetTask(ctx, a.ID)
 		must(t, err)
