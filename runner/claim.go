@@ -142,7 +142,7 @@ func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claim
 		return nil, err
 	}
 	for i := range ready {
-		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, slots, &ready[i], idle)
+		tr, l, err := p.claimWithSomeAgent(ctx, wb, c, slots, &ready[i], idle, now)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func (p *claimLoop) claimReady(ctx context.Context, tx models.Tx, c models.Claim
 // every other agent on every wake. A nil taskRun with a nil error means no agent could
 // take t now. The claim's writes are buffered (claimTask), so a refused try leaves
 // nothing behind; each try starts from t as it was read.
-func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, slots *slotPool, t *models.Task, idle []*models.WorkerLoad) (*taskRun, *models.WorkerLoad, error) {
+func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehind, c models.Claimer, slots *slotPool, t *models.Task, idle []*models.WorkerLoad, now time.Time) (*taskRun, *models.WorkerLoad, error) {
 	var refused []int64
 	if t.State == models.TaskInProgress {
 		// Taken over: the slot of its dead lease may still name it; freed first, so
@@ -198,7 +198,7 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehi
 			continue
 		}
 		try := *t
-		tr, err := p.claimTask(ctx, tx, &try, l.Agent, slots.now)
+		tr, err := p.claimTask(ctx, tx, &try, l.Agent, now)
 		if err == nil {
 			return tr, l, nil
 		}

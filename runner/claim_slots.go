@@ -13,7 +13,6 @@ import (
 // cost, and the slots the claim kept are written with one statement at its end
 // (AssignSlots), instead of a statement per task.
 type slotPool struct {
-	now   time.Time
 	free  map[int64][]int   // agent ID → its locked free slots, lowest first
 	taken []models.SlotTake // handed out, in order
 }
@@ -30,7 +29,7 @@ func lockSlots(ctx context.Context, c models.Claimer, idle []*models.WorkerLoad,
 	if err != nil {
 		return nil, err
 	}
-	return &slotPool{now: now, free: free}, nil
+	return &slotPool{free: free}, nil
 }
 
 // take gives task the agent's lowest free slot and reports whether there was one.

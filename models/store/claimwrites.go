@@ -71,13 +71,8 @@ func (o *ops) writeHeldTasks(ctx context.Context, tasks []*models.Task) error {
 		}
 		recs[i] = rec
 	}
-	cols, err := o.taskColumns()
-	if err != nil {
-		return err
-	}
-	err = o.q(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns(cols)}).
-		Create(&recs).Error
-	if err != nil {
+	// All but created_at and depends_on: the columns UpdateTask writes.
+	if err := o.updateWhole(ctx, &recs, &taskRecord{}, "created_at", "depends_on"); err != nil {
 		return mapError(err, "task")
 	}
 	for i, rec := range recs {
@@ -90,19 +85,17 @@ func (o *ops) writeHeldTasks(ctx context.Context, tasks []*models.Task) error {
 	return nil
 }
 
-// taskColumns are the columns UpdateTask writes: all but id, created_at and
-// depends_on.
-func (o *ops) taskColumns() ([]string, error) {
-	return o.columnsBut(&taskRecord{}, "id", "created_at", "depends_on")
-}
-
-// columnsBut are the columns of record's table but those named.
-func (o *ops) columnsBut(record any, but ...string) ([]string, error) {
+// updateWhole writes recs (a pointer to a slice of records of record's table, whose
+// rows exist) with one multi-row INSERT … ON CONFLICT (id) DO UPDATE of every column
+// but id and those kept.
+func (o *ops) updateWhole(ctx context.Context, recs, record any, keep ...string) error {
 	stmt := &gorm.Statement{DB: o.g}
 	if err := stmt.Parse(record); err != nil {
-		return nil, err
+		return err
 	}
-	return slices.DeleteFunc(slices.Clone(stmt.Schema.DBNames), func(c string) bool { return slices.Contains(but, c) }), nil
+	cols := slices.DeleteFunc(slices.Clone(stmt.Schema.DBNames), func(c string) bool { return c == "id" || slices.Contains(keep, c) })
+	return o.q(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns(cols)}).
+		Create(recs).Error
 }
 
 // writeHeldAttempts inserts new attempts with one statement and sets their IDs.
@@ -110,17 +103,17 @@ func (o *ops) writeHeldAttempts(ctx context.Context, atts []*models.Attempt) err
 	if len(atts) == 0 {
 		return nil
 	}
-	recs := make([]*attemptRecord, len(atts))
-	for i, a := range atts {
+	for _, a := range atts {
 		if a.StartedAt.IsZero() {
 			a.StartedAt = now()
 		}
-		rec, err := toAttemptRecord(a)
-		if err != nil {
-			return err
-		}
+	}
+	recs, err := attemptRecords(atts)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
 		rec.ID = 0
-		recs[i] = rec
 	}
 	if err := o.q(ctx).Create(&recs).Error; err != nil {
 		return mapError(err, "attempt")
@@ -151,21 +144,24 @@ func (o *ops) updateHeldAttempts(ctx context.Context, atts []*models.Attempt) er
 		}
 		return nil
 	}
+	recs, err := attemptRecords(atts)
+	if err != nil {
+		return err
+	}
+	return mapError(o.updateWhole(ctx, &recs, &attemptRecord{}), "attempt")
+}
+
+// attemptRecords are the records of atts.
+func attemptRecords(atts []*models.Attempt) ([]*attemptRecord, error) {
 	recs := make([]*attemptRecord, len(atts))
 	for i, a := range atts {
 		rec, err := toAttemptRecord(a)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		recs[i] = rec
 	}
-	cols, err := o.columnsBut(&attemptRecord{}, "id")
-	if err != nil {
-		return err
-	}
-	err = o.q(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns(cols)}).
-		Create(&recs).Error
-	return mapError(err, "attempt")
+	return recs, nil
 }
 
 // LockTasks locks the tasks with these ids for update in one statement and returns
