@@ -38,7 +38,7 @@ const actCheckAgain = "check-again"
 const actRaiseBudget = "raise-budget"
 
 // inboxActions are the resolving actions the inbox offers, in display order.
-var inboxActions = []models.Action{models.ActAnswer, models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
+var inboxActions = []models.Action{models.ActAnswer, models.ActAmend, models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
 
 // inboxPage answers GET /inbox.
 func (p *Pages) inboxPage(c echo.Context) error {
@@ -123,6 +123,9 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Triage = triageView(bp.Triage)
 			for _, a := range bp.Attempts {
 				out.BudgetStop = out.BudgetStop || a.Stage == models.StageBudget
+				if a.Stage == models.StageImpossible {
+					out.Impossible = a.Failure // the last entry: a claim ends its round
+				}
 				if a.Stage == models.StageReadiness {
 					out.NotReady = true
 					continue // no attempt was made: Missing says why
@@ -172,9 +175,16 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
 				continue
 			}
+			if act == models.ActAmend && t.OpenImpossible() == nil {
+				continue // amending any blocked task is the task page's; the inbox offers it to a claim
+			}
 			sp := actionSpecs[act]
-			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(act)), Action: string(act),
-				Label: sp.label, Variant: sp.variant, Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
+			f := inbox.Form{Path: taskActionPath(t.ID, string(act)), Action: string(act), Label: sp.label, Variant: sp.variant,
+				Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt, Brief: sp.brief}
+			if f.Brief {
+				f.Values = map[string]string{"brief": t.Brief}
+			}
+			out.Forms = append(out.Forms, f)
 		}
 	}
 	if it.Kind == models.InboxAdvisory || it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {

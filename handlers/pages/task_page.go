@@ -93,6 +93,14 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Actions = actionForms(allowed)
+	for i := range v.Actions {
+		if v.Actions[i].Brief {
+			v.Actions[i].Values = map[string]string{"brief": t.Brief} // amended from what it says now
+		}
+	}
+	if q := stored.OpenImpossible(); q != nil {
+		v.Impossible = q.Text
+	}
 	w, err := p.svc.Queue.WaitingFor(ctx, stored)
 	if err != nil {
 		return nil, err
@@ -143,7 +151,11 @@ func questionFacts(t *models.Task) []components.DefItem {
 	}
 	for _, q := range t.Questions {
 		if q.AnsweredAt != nil {
-			out = append(out, components.DefItem{Term: "Asked (attempt " + strconv.Itoa(q.Attempt) + ")", Value: q.Text},
+			asked := "Asked"
+			if q.Impossible {
+				asked = "Said it cannot be done as specified"
+			}
+			out = append(out, components.DefItem{Term: asked + " (attempt " + strconv.Itoa(q.Attempt) + ")", Value: q.Text},
 				components.DefItem{Term: "Answered by " + q.AnsweredBy, Value: q.Answer})
 		}
 	}
