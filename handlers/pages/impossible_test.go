@@ -56,6 +56,12 @@ func TestImpossibleClaimInTheDashboard(t *testing.T) {
 			t.Errorf("the task page lacks %s", want)
 		}
 	}
+	if !strings.Contains(page.Body, "to answer its worker") {
+		t.Error("the task page does not say it waits for an answer")
+	}
+	if q := ex.get("/queue"); !strings.Contains(q.Body, "Its worker says it cannot be done as specified: "+reason) {
+		t.Errorf("the exec's queue does not show the claim:\n%s", q.Body)
+	}
 	board := ex.get("/agents")
 	if !strings.Contains(board.Body, `data-testid="rank-bot-impossible">1<`) {
 		t.Errorf("the ranking does not show bot's claim:\n%s", board.Body)
