@@ -62,36 +62,42 @@ func TestImpossibleClaimRules(t *testing.T) {
 			if q := back.Questions[len(back.Questions)-1]; back.State != models.TaskAssigned || q.AnsweredAt == nil || !strings.Contains(q.Answer, "use the spec") {
 				t.Fatalf("after the retry: %s, %+v", back.State, q)
 			}
-			// A task blocked by failed work has no claim to answer.
-			work, runner := e.workerTask("sort")
-			if err := e.db.InTx(e.ctx, func(tx models.Tx) error {
-				lt, err := tx.LockTask(e.ctx, work.ID)
-				if err != nil {
-					return err
-				}
-				return e.svc.Attempts.BlockTask(e.ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageVerify, Failure: "go test failed"}})
-			}); err != nil {
-				t.Fatal(err)
-			}
-			blocked, err := e.db.GetTask(e.ctx, work.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if models.MayTake(lead, blocked, models.ActAnswer, nil, 4) {
-				t.Fatal("answer is offered on a task blocked by failed work")
-			}
-			if _, err := e.svc.Tasks.TaskAction(e.ctx, lead, work.ID, models.ActAnswer, models.ActionInput{Answer: "x"}); models.ErrorCode(err) != models.ECONFLICT {
-				t.Fatalf("answering a work block: %v", err)
-			}
-			// Amending sends it back with the new brief.
-			amended, err := e.svc.Tasks.TaskAction(e.ctx, exec, work.ID, models.ActAmend, models.ActionInput{Brief: "Sort descending."})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if amended.State != models.TaskAssigned || amended.Brief != "Sort descending." || e.openItems(work.ID) != 0 {
-				t.Fatalf("amended: %s %q", amended.State, amended.Brief)
-			}
+			workBlock(t, e)
 		})
+	}
+}
+
+// workBlock: a task blocked by failed work has no claim to answer, and amending it
+// sends it back with the new brief.
+func workBlock(t *testing.T, e *inboxEnv) {
+	lead, exec := e.agents["lead"], e.agents["exec"]
+	work, runner := e.workerTask("sort")
+	if err := e.db.InTx(e.ctx, func(tx models.Tx) error {
+		lt, err := tx.LockTask(e.ctx, work.ID)
+		if err != nil {
+			return err
+		}
+		return e.svc.Attempts.BlockTask(e.ctx, tx, runner, lt, []models.BlockedAttempt{{Attempt: 1, Stage: models.StageVerify, Failure: "go test failed"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	blocked, err := e.db.GetTask(e.ctx, work.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if models.MayTake(lead, blocked, models.ActAnswer, nil, 4) {
+		t.Fatal("answer is offered on a task blocked by failed work")
+	}
+	if _, err := e.svc.Tasks.TaskAction(e.ctx, lead, work.ID, models.ActAnswer, models.ActionInput{Answer: "x"}); models.ErrorCode(err) != models.ECONFLICT {
+		t.Fatalf("answering a work block: %v", err)
+	}
+	// Amending sends it back with the new brief.
+	amended, err := e.svc.Tasks.TaskAction(e.ctx, exec, work.ID, models.ActAmend, models.ActionInput{Brief: "Sort descending."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if amended.State != models.TaskAssigned || amended.Brief != "Sort descending." || e.openItems(work.ID) != 0 {
+		t.Fatalf("amended: %s %q", amended.State, amended.Brief)
 	}
 }
 

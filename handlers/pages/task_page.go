@@ -93,14 +93,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Actions = actionForms(allowed)
-	for i := range v.Actions {
-		if v.Actions[i].Brief {
-			v.Actions[i].Values = map[string]string{"brief": t.Brief} // amended from what it says now
-		}
-	}
-	if q := stored.OpenImpossible(); q != nil {
-		v.Impossible = q.Text
-	}
+	claimView(v, stored)
 	w, err := p.svc.Queue.WaitingFor(ctx, stored)
 	if err != nil {
 		return nil, err
@@ -114,6 +107,19 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
 	v.Meta.LiveRefresh = "task:" + itoa(t.ID)
 	return v, nil
+}
+
+// claimView shows t's open impossible claim and fills the amend form with t's brief,
+// which a person amends from what it says now.
+func claimView(v *task.View, t *models.Task) {
+	for i := range v.Actions {
+		if v.Actions[i].Brief {
+			v.Actions[i].Values = map[string]string{"brief": t.Brief}
+		}
+	}
+	if q := t.OpenImpossible(); q != nil {
+		v.Impossible = q.Text
+	}
 }
 
 // taskFacts lists the task's people, policies and last words; made is the number of
