@@ -132,7 +132,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // Act answers POST /tasks/{id}/{action} with {assignee, reason, notes, summary,
-// files_changed, answer}. A transition the task's state refuses is 409 with allowed
+// files_changed, answer, brief}. A transition the task's state refuses is 409 with allowed
 // narrowed to the actions this caller may take (models.TaskService.NarrowConflict).
 func (h *TasksAPI) Act(c echo.Context) error {
 	id, err := PathID(c, "id")

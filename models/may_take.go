@@ -27,11 +27,14 @@ func MayTake(actor *Agent, t *Task, act Action, builder *Agent, team int) bool {
 	case ActReassign, ActRetry:
 		return roles(RoleLead, RoleExec)
 	case ActAccept:
-		return roles(RoleExec) && !is(t.BuilderID)
+		return roles(RoleExec) && !is(t.BuilderID) && t.OpenImpossible() == nil
 	case ActReopen:
 		return roles(RoleLead)
-	case ActCancel, ActAnswer:
+	case ActCancel, ActAmend:
 		return actor.ID == t.CreatorID || roles(RoleLead, RoleExec)
+	case ActAnswer:
+		// A blocked task takes an answer only on its open impossible claim.
+		return (actor.ID == t.CreatorID || roles(RoleLead, RoleExec)) && (t.State != TaskBlocked || t.OpenImpossible() != nil)
 	case ActStart:
 		return actor.IsRunner() || is(t.AssigneeID)
 	case ActSubmit:

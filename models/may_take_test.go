@@ -35,11 +35,11 @@ func TestMayTake(t *testing.T) {
 		tk   *Task
 		want []string
 	}{
-		{"lead", lead, task, []string{"assign", "approve", "reject", "reopen", "cancel", "retry", "reassign", "answer"}},
-		{"exec", exec, task, []string{"assign", "approve", "reject", "cancel", "retry", "reassign", "accept", "answer"}},
+		{"lead", lead, task, []string{"assign", "approve", "reject", "reopen", "cancel", "retry", "reassign", "answer", "amend"}},
+		{"exec", exec, task, []string{"assign", "approve", "reject", "cancel", "retry", "reassign", "accept", "answer", "amend"}},
 		{"the builder and assignee", bob, task, []string{"start", "submit"}},
 		{"a tester (the verify policy)", tess, task, []string{"approve", "reject", "verify", "reject-verification"}},
-		{"the creator", carl, task, []string{"approve", "reject", "cancel", "answer"}},
+		{"the creator", carl, task, []string{"approve", "reject", "cancel", "answer", "amend"}},
 		{"the runner", runner, task, []string{"assign", "start", "submit", "block", "ask"}},
 		{"an attempt token on its own task", scoped, task, nil},
 		{"an attempt token on a task it created", scoped, child, []string{"cancel"}},

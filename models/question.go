@@ -44,11 +44,16 @@ type Question struct {
 	Answer     string     `json:"answer,omitempty"`
 	AnsweredBy string     `json:"answered_by,omitempty"`
 	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+	// Impossible marks the worker's claim that the task cannot be done as specified
+	// (impossible.go), Text its reason: answered like a question, but never a
+	// question the task waits on.
+	Impossible bool `json:"impossible,omitempty"`
 }
 
-// OpenQuestion returns the task's unanswered question, nil when there is none.
+// OpenQuestion returns the task's unanswered question, nil when there is none. An
+// impossible claim is not one (see OpenImpossible).
 func (t *Task) OpenQuestion() *Question {
-	if n := len(t.Questions); n > 0 && t.Questions[n-1].AnsweredAt == nil {
+	if n := len(t.Questions); n > 0 && t.Questions[n-1].AnsweredAt == nil && !t.Questions[n-1].Impossible {
 		return &t.Questions[n-1]
 	}
 	return nil
@@ -138,7 +143,8 @@ func (s *TaskService) stepAsk(ctx context.Context, tx Tx, actor *Agent, t *Task,
 
 // stepAnswer answers a waiting task's question (a lead, an exec or the task's
 // creator): the task goes back to its assignee, the question and answer in its next
-// brief, no attempt used.
+// brief, no attempt used. On a task blocked on an impossible claim it answers the
+// claim (stepAnswerImpossible).
 func (s *TaskService) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Task, in ActionInput) (effect, error) {
 	if actor.ID != t.CreatorID {
 		if err := requireAny(actor, "lead_exec_or_creator", RoleLead, RoleExec); err != nil {
@@ -148,6 +154,9 @@ func (s *TaskService) stepAnswer(ctx context.Context, tx Tx, actor *Agent, t *Ta
 	answer, err := checkQuestion("answer", in.Answer)
 	if err != nil {
 		return effect{}, err
+	}
+	if t.State == TaskBlocked {
+		return s.stepAnswerImpossible(ctx, tx, actor, t, answer)
 	}
 	q := t.OpenQuestion()
 	if q == nil {

@@ -92,7 +92,8 @@ func (v *queueView) inboxItem(in *InboxItem, t *Task) (QueueItem, bool) {
 }
 
 // blockedItem is a blocked task's item: retry with guidance (check again, without,
-// when it was not ready or a budget stopped it), reassign, accept, cancel.
+// when it was not ready or a budget stopped it), reassign, accept, cancel; for an
+// impossible claim, answer first and no accept.
 func (v *queueView) blockedItem(it QueueItem, in *InboxItem, t *Task) (QueueItem, bool) {
 	var p BlockedPayload
 	_ = json.Unmarshal(in.Payload, &p)
@@ -106,6 +107,13 @@ func (v *queueView) blockedItem(it QueueItem, in *InboxItem, t *Task) (QueueItem
 			it.Why, it.TextRequired = "A budget stopped it before it finished", false
 		case StageQuestion:
 			it.Why = "Its question was never answered"
+		case StageImpossible:
+			// The worker's claim (impossible.go): answered, or the task amended (on its
+			// page), reassigned or cancelled; nothing to accept.
+			it.Why = "Its worker says it cannot be done as specified: " + last.Failure
+			it, ok := v.withTaskActs(it, t, "reason", true, ActAnswer, ActRetry, ActReassign, ActCancel)
+			it.Secondary = append(it.Secondary, QueueOpen)
+			return it, ok
 		default:
 			it.Why = fmt.Sprintf("Blocked after %d attempt(s); the last failed at the %s check", countAttempts(p.Attempts), last.Stage)
 		}
@@ -187,6 +195,9 @@ func (s *QueueService) WaitingFor(ctx context.Context, t *Task) (*Waiting, error
 	act, ok := nextHumanAction[t.State]
 	if !ok {
 		return nil, nil
+	}
+	if t.OpenImpossible() != nil {
+		act = ActAnswer // its worker's claim waits for an answer (impossible.go)
 	}
 	v, err := s.view(ctx, nil)
 	if err != nil {

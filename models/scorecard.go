@@ -48,6 +48,7 @@ const (
 	// BlockOther: neither the work nor the machinery — stage budget (a spending cap)
 	// and question (a question went unanswered).
 	BlockOther = "other"
+	// BlockImpossible (impossible.go), stage impossible, counts as no block at all.
 )
 
 // WorkStages are the check stages whose failure is the worker's, in the runner's
@@ -62,6 +63,8 @@ func BlockKindOf(stage string) string {
 		return BlockWork
 	case stage == StageInfra || stage == StageReadiness:
 		return BlockInfra
+	case stage == StageImpossible:
+		return BlockImpossible
 	}
 	return BlockOther
 }
@@ -154,6 +157,9 @@ type Scorecard struct {
 	// UsageMismatches counts the attempts flagged because the worker's usage report
 	// differed from what the model gateway metered (Usage.Mismatch).
 	UsageMismatches int `json:"usage_mismatches"`
+	// Impossible counts the attempts whose worker said the task cannot be done as
+	// specified (OutcomeImpossible): neither a failure nor a block.
+	Impossible int `json:"impossible"`
 }
 
 // DayBar is one day of a scorecard's chart: takes verified and blocks that day.
@@ -280,6 +286,9 @@ func ComputeScorecard(days int, since, until time.Time, attempts []AttemptFact, 
 		if a.UsageMismatch {
 			sc.UsageMismatches++
 		}
+		if a.Outcome == OutcomeImpossible {
+			sc.Impossible++
+		}
 		if a.Outcome == OutcomeRunning {
 			continue
 		}
@@ -329,7 +338,8 @@ func Percentile(sorted []int64, p int) *int64 {
 }
 
 // DailyBars has one bar per UTC day from since's day to until's day: the takes
-// verified that day (by their task's verification time) and the blocks made.
+// verified that day (by their task's verification time) and the blocks made (an
+// impossible claim's is none).
 func DailyBars(since, until time.Time, attempts []AttemptFact, blocks []BlockFact) []DayBar {
 	first, last := DayOf(since), DayOf(until)
 	var bars []DayBar
@@ -351,6 +361,9 @@ func DailyBars(since, until time.Time, attempts []AttemptFact, blocks []BlockFac
 		}
 	}
 	for _, b := range blocks {
+		if BlockKindOf(b.Stage) == BlockImpossible {
+			continue // the worker's word, not a block (impossible.go)
+		}
 		if i, ok := index[DayOf(b.At)]; ok {
 			bars[i].Blocked++
 		}

@@ -42,6 +42,7 @@ func TestBlockKinds(t *testing.T) {
 		StageProcess: BlockWork, StageVerify: BlockWork, StageReview: BlockWork, StageTamper: BlockWork, StageEvaluation: BlockWork,
 		StageInfra: BlockInfra, StageReadiness: BlockInfra,
 		StageBudget: BlockOther, StageQuestion: BlockOther, "": BlockOther,
+		StageImpossible: BlockImpossible,
 	} {
 		if got := BlockKindOf(stage); got != want {
 			t.Errorf("BlockKindOf(%q) = %q, want %q", stage, got, want)
@@ -158,5 +159,30 @@ func TestScorecardCountsUsageMismatches(t *testing.T) {
 	}
 	if none := ComputeScorecard(7, v, v, []AttemptFact{{TaskID: 1, Outcome: OutcomePassed}}, nil); none.UsageMismatches != 0 {
 		t.Fatalf("usage mismatches without a flag = %d", none.UsageMismatches)
+	}
+}
+
+// TestImpossibleIsNeitherFailureNorBlock: a take whose worker said the task is
+// impossible, blocked on that claim, counts in Impossible and in none of the blocks,
+// the block rate or the daily bars; a failed take blocked by its work still counts.
+func TestImpossibleIsNeitherFailureNorBlock(t *testing.T) {
+	now := time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC)
+	since, until := StatsWindow(now, 7)
+	at := now.Add(-time.Hour)
+	attempts := []AttemptFact{
+		{TaskID: 1, AgentID: 1, Outcome: OutcomeImpossible, Stage: StageImpossible, StartedAt: at, FinishedAt: &at, State: TaskBlocked},
+		{TaskID: 2, AgentID: 1, Outcome: OutcomeFailed, Stage: StageVerify, StartedAt: at, FinishedAt: &at, State: TaskBlocked},
+	}
+	blocks := []BlockFact{{TaskID: 1, Stage: StageImpossible, At: at}, {TaskID: 2, Stage: StageVerify, At: at}}
+	sc := ComputeScorecard(7, since, until, attempts, blocks)
+	if sc.Impossible != 1 || sc.Blocked != 1 || sc.BlockedWork != 1 || sc.BlockedOther != 0 || sc.Taken != 2 || *sc.BlockRate != 0.5 {
+		t.Fatalf("scorecard %+v", sc)
+	}
+	blockedBars := 0
+	for _, b := range DailyBars(since, until, attempts, blocks) {
+		blockedBars += b.Blocked
+	}
+	if blockedBars != 1 {
+		t.Fatalf("daily bars count %d blocks, want 1", blockedBars)
 	}
 }

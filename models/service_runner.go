@@ -67,8 +67,11 @@ func (s *AttemptService) BlockTask(ctx context.Context, tx Tx, runner *Agent, t 
 	if n := len(attempts); n > 0 {
 		last = " (" + StageText(attempts[n-1].Stage, attempts[n-1].Failure) + ")"
 	}
-	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(),
-		Title: contract.Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)}
+	title := contract.Truncate(fmt.Sprintf("Task %d blocked after %d attempts%s", t.ID, len(attempts), last), 300)
+	if n := len(attempts); n > 0 && attempts[n-1].Stage == StageImpossible {
+		title = impossibleTitle(t.ID, attempts[n-1].Failure)
+	}
+	item := &InboxItem{Kind: InboxBlocked, TaskID: t.ID, GoalID: t.GoalID, Payload: payload, CreatedAt: s.now(), Title: title}
 	if err := tx.CreateInboxItem(ctx, item); err != nil {
 		return err
 	}

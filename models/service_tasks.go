@@ -21,8 +21,11 @@ type ActionInput struct {
 	OutputHash string `json:"-"`
 	// Judge is the judge's report of the verified attempt, set with OutputHash.
 	Judge *JudgeReport `json:"-"`
-	// Answer answers a waiting task's question (ActAnswer).
+	// Answer answers a waiting task's question, or a blocked task's impossible claim
+	// (ActAnswer).
 	Answer string `json:"answer,omitempty"`
+	// Brief is a blocked task's new brief (ActAmend).
+	Brief string `json:"brief,omitempty"`
 	// Question and Attempt are the question a run ended with and its attempt
 	// (ActAsk, the runner's).
 	Question string `json:"-"`
@@ -199,6 +202,7 @@ func init() {
 		ActAccept:             (*TaskService).stepAccept,
 		ActAsk:                (*TaskService).stepAsk,
 		ActAnswer:             (*TaskService).stepAnswer,
+		ActAmend:              (*TaskService).stepAmend,
 	}
 }
 
@@ -234,6 +238,8 @@ func eventVerb(a Action) string {
 		return "waiting"
 	case ActAnswer:
 		return "answered"
+	case ActAmend:
+		return "amended"
 	}
 	return string(a)
 }
@@ -296,6 +302,7 @@ func (s *TaskService) stepReassign(ctx context.Context, tx Tx, actor *Agent, t *
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
+	closeImpossible(t, actor, s.now(), "reassigned to "+a.Name)
 	return effect{after: []func() error{func() error { return s.inbox.resolveInboxKeepingPrompt(ctx, tx, actor, t.ID, "reassigned to "+a.Name) }}}, nil
 }
 
@@ -446,6 +453,7 @@ func (s *TaskService) stepCancel(ctx context.Context, tx Tx, actor *Agent, t *Ta
 	if in.Reason != "" {
 		t.Reason = in.Reason
 	}
+	closeImpossible(t, actor, s.now(), "cancelled the task")
 	after := []func() error{func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, "", "cancelled") }}
 	if t.ReviewOf != nil {
 		// The reviewed task waits for this fix: it goes to a person instead.
@@ -480,6 +488,7 @@ func (s *TaskService) stepRetry(ctx context.Context, tx Tx, actor *Agent, t *Tas
 	} else {
 		t.Reason = in.Reason
 	}
+	closeImpossible(t, actor, s.now(), "retried it with guidance: "+in.Reason)
 	t.AttemptsUsed = 0
 	eff := effect{after: []func() error{func() error { return s.inbox.resolveInbox(ctx, tx, actor, t.ID, "", resolution) }}}
 	if t.AssigneeID == nil {
@@ -497,6 +506,9 @@ func (s *TaskService) stepAccept(ctx context.Context, tx Tx, actor *Agent, t *Ta
 	}
 	if t.BuilderID != nil && *t.BuilderID == actor.ID {
 		return effect{}, Forbidden("verifier_not_builder", "the builder cannot accept their own work")
+	}
+	if t.OpenImpossible() != nil {
+		return effect{}, Errorf(ECONFLICT, "task %d's worker said it cannot be done as specified: nothing was built to accept; answer, amend, reassign or cancel it", t.ID)
 	}
 	now := s.now()
 	t.VerifierID, t.Notes, t.VerifiedAt, t.Override = &actor.ID, in.Reason, &now, true

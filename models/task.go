@@ -59,8 +59,10 @@ type Transition struct {
 }
 
 // TaskTransitions is the task lifecycle: for each action, the states it may be taken
-// from and the state it leads to. Retry and reassign lead to assigned when the task
-// has an assignee and to pending otherwise; the table lists assigned.
+// from and the state it leads to. Retry, reassign, amend and answering a blocked
+// task's impossible claim lead to assigned when the task has an assignee and to
+// pending otherwise; the table lists assigned. Answer from blocked needs an open
+// impossible claim (Task.OpenImpossible).
 var TaskTransitions = map[Action]Transition{
 	ActAssign:             {From: []TaskState{TaskPending, TaskAssigned}, To: TaskAssigned},
 	ActStart:              {From: []TaskState{TaskAssigned}, To: TaskInProgress},
@@ -73,14 +75,15 @@ var TaskTransitions = map[Action]Transition{
 	ActCancel:             {From: []TaskState{TaskPending, TaskAssigned, TaskInProgress, TaskWaiting, TaskReview, TaskCompleted, TaskBlocked}, To: TaskCancelled},
 	ActBlock:              {From: []TaskState{TaskInProgress, TaskWaiting}, To: TaskBlocked},
 	ActAsk:                {From: []TaskState{TaskInProgress}, To: TaskWaiting},
-	ActAnswer:             {From: []TaskState{TaskWaiting}, To: TaskAssigned},
+	ActAnswer:             {From: []TaskState{TaskWaiting, TaskBlocked}, To: TaskAssigned},
+	ActAmend:              {From: []TaskState{TaskBlocked}, To: TaskAssigned},
 	ActRetry:              {From: []TaskState{TaskBlocked}, To: TaskAssigned},
 	ActReassign:           {From: []TaskState{TaskBlocked, TaskPending, TaskAssigned}, To: TaskAssigned},
 	ActAccept:             {From: []TaskState{TaskBlocked}, To: TaskVerified},
 }
 
 // Actions lists every action in a stable order (for tests and forms).
-var Actions = []Action{ActAssign, ActStart, ActSubmit, ActApprove, ActReject, ActVerify, ActRejectVerification, ActReopen, ActCancel, ActBlock, ActRetry, ActReassign, ActAccept, ActAsk, ActAnswer}
+var Actions = []Action{ActAssign, ActStart, ActSubmit, ActApprove, ActReject, ActVerify, ActRejectVerification, ActReopen, ActCancel, ActBlock, ActRetry, ActReassign, ActAccept, ActAsk, ActAnswer, ActAmend}
 
 // CheckTransition returns the state action leads to from cur, or an ECONFLICT error
 // naming the current state and the actions allowed from it.

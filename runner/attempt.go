@@ -84,6 +84,9 @@ type attemptRun struct {
 	// question is what the run asked a person (question.go); the outcome is then
 	// models.OutcomeQuestion.
 	question string
+	// impossible is the reason the worker gave for saying the task cannot be done as
+	// specified (impossible.go); the outcome is then models.OutcomeImpossible.
+	impossible string
 	// stepConflict is set when the task's dependencies' verified commits conflict: it
 	// is blocked with a fix task instead of starting.
 	stepConflict *models.StepConflict
@@ -201,7 +204,7 @@ func (p *attemptRunner) attempt(ctx context.Context, tr *taskRun) decision {
 		p.checker.reviewAlone(ctx, tr, ar) // the next review round: the worker does not run
 	} else {
 		p.execute(ctx, tr, ar)
-		if !noteQuestion(ar) {
+		if !noteImpossible(&tr.task, ar) && !noteQuestion(ar) {
 			p.checker.check(ctx, tr, ar)
 		}
 	}

@@ -26,7 +26,8 @@ type briefInput struct {
 }
 
 // buildBrief writes the worker's brief: the task, the contract in plain words, where
-// the output goes, and for a revision what failed and why. Everything in it is data
+// the output goes, how to say the task cannot be done as specified, and for a
+// revision what failed and why. Everything in it is data
 // for the worker to read on stdin; none of it ever reaches a shell.
 func buildBrief(in briefInput) string {
 	t := in.task
@@ -51,7 +52,11 @@ func buildBrief(in briefInput) string {
 	if answered := answeredQuestions(t.Questions); len(answered) > 0 {
 		b.WriteString("## Your questions and their answers\n\n")
 		for _, q := range answered {
-			fmt.Fprintf(&b, "You asked (attempt %d):\n\n%s\n\n%s answered:\n\n%s\n\n", q.Attempt, indent(q.Text), q.AnsweredBy, indent(q.Answer))
+			asked := "You asked"
+			if q.Impossible {
+				asked = "You said the task cannot be done as specified"
+			}
+			fmt.Fprintf(&b, "%s (attempt %d):\n\n%s\n\n%s answered:\n\n%s\n\n", asked, q.Attempt, indent(q.Text), q.AnsweredBy, indent(q.Answer))
 		}
 	}
 	if in.approach != "" {
@@ -73,6 +78,7 @@ func buildBrief(in briefInput) string {
 		b.WriteString("\n\n")
 	}
 	b.WriteString(contract.RenderContract(t.Contract, t.ID))
+	b.WriteString("\n" + contract.RenderImpossible(t.Contract))
 	return b.String()
 }
 

@@ -50,6 +50,7 @@ type attemptSettler interface {
 	FixStackCriteria(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, facts contract.WorkspaceFacts) error
 	RunnerPassJudged(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, summary string, outputHash string, judge *models.JudgeReport, advisory bool) error
 	BlockTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, attempts []models.BlockedAttempt) error
+	BlockImpossibleTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, attempt int, reason string, round []models.BlockedAttempt) error
 	AddReviewFixTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, f models.ReviewFix) (*models.Task, error)
 }
 

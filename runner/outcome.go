@@ -114,6 +114,10 @@ func (p *settler) settleTx(ctx context.Context, tx models.Tx, tr *taskRun, ar *a
 			return decision{}, err
 		}
 		d.done = true
+	case models.OutcomeImpossible:
+		// The worker's word: no revision and no triage; a person decides.
+		d.done = true
+		err = p.impossible(ctx, tx, t, ar)
 	case models.OutcomeFailed:
 		d, err = p.failed(ctx, tx, t, ar)
 	default:
@@ -156,6 +160,17 @@ func (p *settler) failed(ctx context.Context, tx models.Tx, t *models.Task, ar *
 		wait = t.Contract.Completion.Cooldown.Duration
 	}
 	return decision{wait: wait}, p.keepLease(ctx, tx, t)
+}
+
+// impossible blocks t on its worker's claim that it cannot be done as specified, with
+// the failures of the round before it (models.AttemptService.BlockImpossibleTask).
+// The claim uses no attempt of the budget: it is not a failure.
+func (p *settler) impossible(ctx context.Context, tx models.Tx, t *models.Task, ar *attemptRun) error {
+	attempts, err := tx.ListAttempts(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	return p.svc.Attempts.BlockImpossibleTask(ctx, tx, p.runner, t, ar.num, ar.impossible, roundAttempts(attempts, t.AttemptsUsed, false))
 }
 
 // infraFailed retries an infrastructure failure with backoff without charging the

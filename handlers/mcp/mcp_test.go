@@ -50,7 +50,7 @@ func TestListTools(t *testing.T) {
 				t.Errorf("%s: no tool may post a completion", tool.Name)
 			}
 		}
-		want := []string{"answer_question", "approve_task", "ask_question", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
+		want := []string{"amend_task", "answer_question", "approve_task", "ask_question", "create_goal", "create_task", "goal_status", "inbox_list", "link_task_to_goal",
 			"reject_goal", "reject_task", "reject_verification", "reopen_task", "resolve_advisory", "submit_for_review", "update_task", "verify_goal", "verify_task"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {

@@ -20,7 +20,7 @@ import (
 // None of them posts a completion: completion belongs to the runner.
 var ToolNames = []string{
 	"create_goal", "link_task_to_goal", "goal_status", "verify_task", "reject_verification", "verify_goal", "reject_goal",
-	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "ask_question", "answer_question", "reopen_task", "inbox_list",
+	"create_task", "update_task", "submit_for_review", "approve_task", "reject_task", "ask_question", "answer_question", "amend_task", "reopen_task", "inbox_list",
 	"resolve_advisory",
 }
 
@@ -115,8 +115,16 @@ type AskArgs struct {
 // AnswerArgs are the arguments of answer_question.
 type AnswerArgs struct {
 	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
-	TaskID    int64  `json:"task_id" jsonschema:"the waiting task"`
+	TaskID    int64  `json:"task_id" jsonschema:"the waiting task, or the task blocked on an impossible claim"`
 	Answer    string `json:"answer" jsonschema:"required, non-empty: the answer the worker gets in its next brief"`
+}
+
+// AmendArgs are the arguments of amend_task.
+type AmendArgs struct {
+	AgentName string `json:"agent_name,omitempty" jsonschema:"optional: your agent name; must be the agent owning your token"`
+	TaskID    int64  `json:"task_id" jsonschema:"the blocked task"`
+	Brief     string `json:"brief" jsonschema:"required: the task's whole new brief, which replaces the old one"`
+	Reason    string `json:"reason,omitempty" jsonschema:"optional: guidance for the worker with the new brief"`
 }
 
 // VerifyGoalArgs are the arguments of verify_goal.
@@ -422,9 +430,15 @@ func (t *tools) registerQuestions(srv *sdk.Server) {
 		})
 
 	add(t, srv, &sdk.Tool{Name: "answer_question",
-		Description: "As a lead, an exec or the task's creator, answer the question a waiting task asks: it goes back to its worker with the question and your answer in the next brief, no attempt used. A non-empty answer is required."},
+		Description: "As a lead, an exec or the task's creator, answer the question a waiting task asks, or the reason a blocked task's worker gave for saying it cannot be done as specified (stage impossible): it goes back to its worker with the question or reason and your answer in the next brief, no attempt used. A non-empty answer is required."},
 		onTask, func(ctx context.Context, a *models.Agent, in AnswerArgs) (TaskView, string, error) {
 			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActAnswer, models.ActionInput{Answer: in.Answer})
+		})
+
+	add(t, srv, &sdk.Tool{Name: "amend_task",
+		Description: "As a lead, an exec or the task's creator, replace a blocked task's brief (for example one whose worker said it cannot be done as specified) and send it back to its assignee with a full attempt budget. The new brief must be non-empty and differ from the old one."},
+		onTask, func(ctx context.Context, a *models.Agent, in AmendArgs) (TaskView, string, error) {
+			return t.act(ctx, a, in.AgentName, in.TaskID, models.ActAmend, models.ActionInput{Brief: in.Brief, Reason: in.Reason})
 		})
 
 	add(t, srv, &sdk.Tool{Name: "reopen_task",

@@ -79,7 +79,7 @@ func (p *Pages) scoreBoard(c echo.Context) (agentspage.Board, error) {
 func scoreRow(name, href, testid string, sc models.Scorecard) components.ScoreRow {
 	r := components.ScoreRow{Name: name, Href: href, TestID: testid, Taken: sc.Taken, Verified: sc.Verified,
 		FirstPass: percentText(sc.FirstPassRate), Revision: percentText(sc.RevisionRate), Block: percentText(sc.BlockRate),
-		Median: msText(sc.MedianMS), P90: msText(sc.P90MS), Spend: sc.Spend.Summary()}
+		Median: msText(sc.MedianMS), P90: msText(sc.P90MS), Spend: sc.Spend.Summary(), Impossible: sc.Impossible}
 	if sc.FirstPassRate != nil {
 		r.FirstPassRate = strconv.FormatFloat(*sc.FirstPassRate, 'f', -1, 64)
 	}

@@ -38,7 +38,7 @@ const actCheckAgain = "check-again"
 const actRaiseBudget = "raise-budget"
 
 // inboxActions are the resolving actions the inbox offers, in display order.
-var inboxActions = []models.Action{models.ActAnswer, models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
+var inboxActions = []models.Action{models.ActAnswer, models.ActAmend, models.ActRetry, models.ActReassign, models.ActAccept, models.ActCancel}
 
 // inboxPage answers GET /inbox.
 func (p *Pages) inboxPage(c echo.Context) error {
@@ -123,6 +123,9 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Triage = triageView(bp.Triage)
 			for _, a := range bp.Attempts {
 				out.BudgetStop = out.BudgetStop || a.Stage == models.StageBudget
+				if a.Stage == models.StageImpossible {
+					out.Impossible = a.Failure // the last entry: a claim ends its round
+				}
 				if a.Stage == models.StageReadiness {
 					out.NotReady = true
 					continue // no attempt was made: Missing says why
@@ -165,22 +168,38 @@ func inboxItem(it models.InboxItem, t *models.Task, me *models.Agent, dir *direc
 			out.Forms = append(out.Forms, inbox.Form{Path: "/tasks/" + itoa(t.ID) + "/budget", Action: actRaiseBudget,
 				Label: "Raise budget and resume", Variant: "primary", Budget: true})
 		}
-		for _, act := range inboxActions {
-			if it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget || it.Kind == models.InboxAdvisoryPrompt {
-				break // the agent is repaired on its page; a warning changes no task
-			}
-			if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
-				continue
-			}
-			sp := actionSpecs[act]
-			out.Forms = append(out.Forms, inbox.Form{Path: taskActionPath(t.ID, string(act)), Action: string(act),
-				Label: sp.label, Variant: sp.variant, Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt})
+		if it.Kind != models.InboxAgentPaused && it.Kind != models.InboxBudget && it.Kind != models.InboxAdvisoryPrompt {
+			// (A paused agent is repaired on its page; a warning changes no task.)
+			out.Forms = append(out.Forms, inboxTaskForms(t, me, dir)...)
 		}
 	}
 	if it.Kind == models.InboxAdvisory || it.Kind == models.InboxAgentPaused || it.Kind == models.InboxBudget {
 		if f, ok := dismissForm(me, it.ID); ok {
 			out.Forms = append(out.Forms, f)
 		}
+	}
+	return out
+}
+
+// inboxTaskForms are the forms of the resolving actions (inboxActions) me may take on
+// t from its state. Amend is offered here only to answer an impossible claim: amending
+// any other blocked task is the task page's.
+func inboxTaskForms(t *models.Task, me *models.Agent, dir *directory) []inbox.Form {
+	var out []inbox.Form
+	for _, act := range inboxActions {
+		if _, err := models.CheckTransition(t.State, act); err != nil || !mayTry(me, t, act, dir) {
+			continue
+		}
+		if act == models.ActAmend && t.OpenImpossible() == nil {
+			continue
+		}
+		sp := actionSpecs[act]
+		f := inbox.Form{Path: taskActionPath(t.ID, string(act)), Action: string(act), Label: sp.label, Variant: sp.variant,
+			Agent: sp.agent, Reason: sp.reason, ReasonLabel: sp.reasonLabel, Required: sp.reason && !sp.reasonOpt, Brief: sp.brief}
+		if f.Brief {
+			f.Values = map[string]string{"brief": t.Brief} // amended from what it says now
+		}
+		out = append(out, f)
 	}
 	return out
 }

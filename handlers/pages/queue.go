@@ -180,7 +180,7 @@ func backTo(c echo.Context, def string) string {
 
 // waitingVerbs say what the person waited on does next.
 var waitingVerbs = map[models.Action]string{
-	models.ActApprove: "to approve it", models.ActVerify: "to verify it", models.ActAnswer: "to answer its question",
+	models.ActApprove: "to approve it", models.ActVerify: "to verify it", models.ActAnswer: "to answer its worker",
 	models.ActRetry: "to retry, reassign, accept or cancel it", models.ActStart: "to start it", models.ActSubmit: "to submit it",
 }
 

@@ -15,7 +15,7 @@ import (
 type actionSpec struct {
 	label, variant, reasonLabel string
 	agent, reason, reasonOpt    bool
-	notes, summary              bool
+	notes, summary, brief       bool
 }
 
 var actionSpecs = map[models.Action]actionSpec{
@@ -32,6 +32,7 @@ var actionSpecs = map[models.Action]actionSpec{
 	models.ActAccept:             {label: "Accept as done", variant: "secondary", reason: true, reasonLabel: "Reason for accepting"},
 	models.ActCancel:             {label: "Cancel task", variant: "danger", reason: true, reasonOpt: true, reasonLabel: "Reason (optional)"},
 	models.ActAnswer:             {label: "Answer", variant: "primary", reason: true, reasonLabel: "Your answer (the worker gets it in its next brief)"},
+	models.ActAmend:              {label: "Amend the brief", variant: "secondary", brief: true, reason: true, reasonOpt: true, reasonLabel: "Guidance with the new brief (optional)"},
 }
 
 // mayTry is whether me may take act on t (models.MayTake, the rule the API's 409
@@ -55,13 +56,13 @@ func actionForms(allowed []string) []task.ActionForm {
 			continue
 		}
 		out = append(out, task.ActionForm{Action: a, Label: sp.label, Variant: sp.variant, Agent: sp.agent,
-			Reason: sp.reason, ReasonOpt: sp.reasonOpt, ReasonLabel: sp.reasonLabel, Notes: sp.notes, Summary: sp.summary})
+			Reason: sp.reason, ReasonOpt: sp.reasonOpt, ReasonLabel: sp.reasonLabel, Notes: sp.notes, Summary: sp.summary, Brief: sp.brief})
 	}
 	return out
 }
 
 // taskAction answers POST /tasks/:id/action/:action with agent, reason, notes,
-// summary and files_changed, and back (where to return: the task page by default).
+// summary, files_changed and brief, and back (where to return: the task page by default).
 func (p *Pages) taskAction(c echo.Context) error {
 	id, err := handlers.PathID(c, "id")
 	if err != nil {
@@ -72,14 +73,14 @@ func (p *Pages) taskAction(c echo.Context) error {
 		return models.NotFound("action", act)
 	}
 	in := models.ActionInput{Agent: c.FormValue("agent"), Reason: c.FormValue("reason"), Notes: c.FormValue("notes"),
-		Summary: c.FormValue("summary"), FilesChanged: c.FormValue("files_changed")}
+		Summary: c.FormValue("summary"), FilesChanged: c.FormValue("files_changed"), Brief: c.FormValue("brief")}
 	if act == models.ActAnswer {
 		in.Answer = in.Reason // the action forms have one text field, "reason"
 	}
 	back := backTo(c, "/tasks/"+itoa(id))
 	t, err := p.svc.Tasks.TaskAction(c.Request().Context(), SignedIn(c), id, act, in)
 	if isInvalid(err) {
-		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary}
+		values := map[string]string{"agent": in.Agent, "reason": in.Reason, "notes": in.Notes, "summary": in.Summary, "brief": in.Brief}
 		if back == "/inbox" {
 			return p.inboxForm(c, id, string(act), values, fieldErrors(err))
 		}
@@ -107,7 +108,7 @@ func (p *Pages) taskForm(c echo.Context, id int64, act string, values, errs map[
 		sp := actionSpecs[models.Action(act)]
 		v.Actions = append(v.Actions, task.ActionForm{Action: act, Label: sp.label, Variant: sp.variant, Agent: sp.agent,
 			Reason: sp.reason, ReasonOpt: sp.reasonOpt, ReasonLabel: sp.reasonLabel, Notes: sp.notes, Summary: sp.summary,
-			Values: values, Errors: errs})
+			Brief: sp.brief, Values: values, Errors: errs})
 	}
 	return render(c, http.StatusUnprocessableEntity, task.Page(*v))
 }

@@ -93,6 +93,7 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 		return nil, err
 	}
 	v.Actions = actionForms(allowed)
+	claimView(v, stored)
 	w, err := p.svc.Queue.WaitingFor(ctx, stored)
 	if err != nil {
 		return nil, err
@@ -106,6 +107,19 @@ func (p *Pages) taskView(c echo.Context, id int64) (*task.View, error) {
 	v.Meta = p.meta(c, fmt.Sprintf("Task #%d: %s", t.ID, t.Title), layout.NavTasks)
 	v.Meta.LiveRefresh = "task:" + itoa(t.ID)
 	return v, nil
+}
+
+// claimView shows t's open impossible claim and fills the amend form with t's brief,
+// which a person amends from what it says now.
+func claimView(v *task.View, t *models.Task) {
+	for i := range v.Actions {
+		if v.Actions[i].Brief {
+			v.Actions[i].Values = map[string]string{"brief": t.Brief}
+		}
+	}
+	if q := t.OpenImpossible(); q != nil {
+		v.Impossible = q.Text
+	}
 }
 
 // taskFacts lists the task's people, policies and last words; made is the number of
@@ -143,7 +157,11 @@ func questionFacts(t *models.Task) []components.DefItem {
 	}
 	for _, q := range t.Questions {
 		if q.AnsweredAt != nil {
-			out = append(out, components.DefItem{Term: "Asked (attempt " + strconv.Itoa(q.Attempt) + ")", Value: q.Text},
+			asked := "Asked"
+			if q.Impossible {
+				asked = "Said it cannot be done as specified"
+			}
+			out = append(out, components.DefItem{Term: asked + " (attempt " + strconv.Itoa(q.Attempt) + ")", Value: q.Text},
 				components.DefItem{Term: "Answered by " + q.AnsweredBy, Value: q.Answer})
 		}
 	}

@@ -184,3 +184,30 @@ func judgeNote(v Verification) string {
 	}
 	return b.String()
 }
+
+// ImpossiblePrefix starts the last output line of a worker that says its task cannot
+// be done as specified (`IMPOSSIBLE: <reason>`); the runner reads it.
+const ImpossiblePrefix = "IMPOSSIBLE:"
+
+// ImpossibleField is the signal file's field (completion type signal) that says the
+// same: a non-empty string, the reason, e.g. {"impossible": "the tests contradict the
+// brief"}. It outweighs the "signal" field beside it.
+const ImpossibleField = "impossible"
+
+// RenderImpossible tells a worker how to say that its task cannot be done as
+// specified (the last line, or for a signal contract the signal file's field), that
+// saying so is not a failure, and that gaming the checks is. Every worker brief ends
+// with it; a reviewer's does not, as a reviewer judges work rather than doing it.
+func RenderImpossible(c Contract) string {
+	var b strings.Builder
+	b.WriteString("## If the task cannot be done as specified\n\n")
+	b.WriteString("If the task cannot be done as it is specified (for example, the tests contradict the brief), stop and say so: ")
+	fmt.Fprintf(&b, "make the last line of your output `%s <the reason>`", ImpossiblePrefix)
+	if n := c.Normalized(); n.Completion.Type == CompletionSignal {
+		example, _ := json.Marshal(map[string]string{ImpossibleField: "the reason"})
+		fmt.Fprintf(&b, ", or write the reason in the signal file's %q field (`%s`)", ImpossibleField, example)
+	}
+	b.WriteString(". Saying so is not a failure: a person reads your reason and amends the task, answers you or cancels it. ")
+	b.WriteString("Changing the tests or special-casing the checks to make them pass is a failure.\n")
+	return b.String()
+}

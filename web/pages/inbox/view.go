@@ -44,6 +44,9 @@ type Item struct {
 	NotReady   bool                 // blocked before any attempt: its contract could not be checked
 	BudgetStop bool                 // a budget stopped it: raising the budget resumes it
 	Missing    []string             // not ready: what is missing
+	// Impossible is the reason the blocked task's worker gave for saying it cannot
+	// be done as specified (the block's stage impossible); "" for other blocks.
+	Impossible string
 	Details    []components.DefItem // escalation and advisory details
 	// Output is an advisory item's output itself (never a server path); nil for
 	// other kinds and for a task without one.
@@ -97,6 +100,7 @@ type Form struct {
 	ReasonLabel string
 	Required    bool
 	Budget      bool // takes a budget in USD (raise a task's budget)
+	Brief       bool // takes the task's new brief (amend), its current one filled in
 	Values      map[string]string
 	Errors      map[string]string
 }

@@ -23,7 +23,10 @@ type View struct {
 	Facts     []components.DefItem // assignee, builder, policies, reason, summary…
 	// WaitingOn says who must act next when that is a person ("the tester role
 	// (tess), to verify it"); "" while the runner or a worker has it.
-	WaitingOn         string
+	WaitingOn string
+	// Impossible is the reason the task's worker gave for saying it cannot be done as
+	// specified, while that claim waits for a person; "" otherwise.
+	Impossible        string
 	Contract          string               // models.RenderContract in plain words
 	ContractFacts     []components.DefItem // the contract's key fields
 	Timeline          []components.TimelineItem
@@ -199,6 +202,7 @@ type ActionForm struct {
 	ReasonLabel string
 	Notes       bool // verify
 	Summary     bool // submit
+	Brief       bool // amend: the task's new brief, its current one filled in
 	Values      map[string]string
 	Errors      map[string]string
 }
