@@ -260,6 +260,12 @@ func (p *claimLoop) claimTask(ctx context.Context, tx *models.WriteBehind, t *mo
 
 func (p *claimLoop) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress, fresh: t.State != models.TaskInProgress}
+	if t.Canary != "" {
+		// A canary task works in a fresh scratch directory whatever the agent's
+		// checkout: with no repository there is no branch, no commit and nothing to
+		// land, so its "pass" can never reach the team's code.
+		tr.agent.Workdir, tr.agent.Worktree, tr.agent.TargetBranch = "", false, ""
+	}
 	// A task that was never started (start sets the builder) has no attempts: only
 	// the runner records attempts, of tasks in progress.
 	started := t.BuilderID != nil
