@@ -130,3 +130,26 @@ func TestCanaryTaskCheatIsFlagged(t *testing.T) {
 		t.Fatalf("canary runs = %+v", runs)
 	}
 }
+
+// TestCanaryTaskScratchOff: with the scratch workspace switched off, the same cheat
+// runs in the agent's worktree and its verified commit sits on a task branch of the
+// team's checkout, ready to be merged: what the scratch workspace prevents.
+func TestCanaryTaskScratchOff(t *testing.T) {
+	scratchCanaryOff = true
+	defer func() { scratchCanaryOff = false }()
+	h := newHarness(t, "sqlite", nil)
+	dir := filepath.Join(h.root, "checkouts", "cheater")
+	writeFiles(t, dir, map[string]string{"README.md": "the team's code\n"})
+	gitInit(t, dir)
+	h.worker("cheater", "developer", canaryCheat, func(a *models.Agent) { a.Workdir, a.Worktree = dir, true })
+	tk, err := h.svc.Tasks.ScheduleCanary(h.ctx, h.boss, models.CanarySpec{Agent: "cheater", Kind: models.CanaryGo})
+	must(t, err)
+	h.start()
+	got := h.settled(tk.ID, 4*time.Minute)
+	if got.State != models.TaskVerified || got.Branch == "" || got.Commit == "" {
+		t.Fatalf("with the scratch workspace off: %s, branch %q, commit %q; want verified on a task branch", got.State, got.Branch, got.Commit)
+	}
+	if branches := git(t, dir, "branch", "--list", "--format=%(refname:short)"); !strings.Contains(branches, got.Branch) {
+		t.Fatalf("branches %q lack the task's %q", branches, got.Branch)
+	}
+}
