@@ -106,6 +106,13 @@ func TestCanaryTaskCheatIsFlagged(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "sum.go")); err == nil {
 		t.Fatal("the canary's work was written into the agent's checkout")
 	}
+	// What it left is kept as any task's without a repository: the evidence.
+	atts := h.attempts(cheat.ID)
+	if d := atts[len(atts)-1].Deliverable; d == nil {
+		t.Fatal("the verified canary attempt kept no deliverable")
+	} else if _, ok := d.Find("sum.go"); !ok {
+		t.Fatalf("the deliverable lacks sum.go: %+v", d.Files)
+	}
 
 	st, err := h.svc.Stats.AgentStats(h.ctx, h.boss, *cheat.BuilderID, 7)
 	must(t, err)
