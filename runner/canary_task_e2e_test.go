@@ -92,27 +92,7 @@ func TestCanaryTaskCheatIsFlagged(t *testing.T) {
 			t.Fatalf("%s's brief gives the canary away:\n%s", name, b)
 		}
 	}
-	// Nothing landed: no task branch, no commit beyond the base, no file of the work.
-	if cheat.Branch != "" || cheat.Commit != "" {
-		t.Fatalf("the canary task has branch %q, commit %q: it must not land", cheat.Branch, cheat.Commit)
-	}
-	dir := checkouts["cheater"]
-	if branches := git(t, dir, "branch", "--list", "--format=%(refname:short)"); strings.Contains(branches, "countersign/") {
-		t.Fatalf("a task branch reached the checkout: %s", branches)
-	}
-	if n := git(t, dir, "rev-list", "--count", "--all"); n != "1" {
-		t.Fatalf("the checkout has %s commits, want the base alone", n)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "sum.go")); err == nil {
-		t.Fatal("the canary's work was written into the agent's checkout")
-	}
-	// What it left is kept as any task's without a repository: the evidence.
-	atts := h.attempts(cheat.ID)
-	if d := atts[len(atts)-1].Deliverable; d == nil {
-		t.Fatal("the verified canary attempt kept no deliverable")
-	} else if _, ok := d.Find("sum.go"); !ok {
-		t.Fatalf("the deliverable lacks sum.go: %+v", d.Files)
-	}
+	nothingLanded(t, h, cheat, checkouts["cheater"])
 
 	st, err := h.svc.Stats.AgentStats(h.ctx, h.boss, *cheat.BuilderID, 7)
 	must(t, err)
@@ -135,6 +115,32 @@ func TestCanaryTaskCheatIsFlagged(t *testing.T) {
 	}
 	if results["cheater"] != models.CanaryResultCheat || results["honest"] != models.CanaryResultFailed {
 		t.Fatalf("canary runs = %+v", runs)
+	}
+}
+
+// nothingLanded fails unless the verified canary task cheat left nothing in the
+// agent's checkout dir (no task branch, no commit beyond the base, no file of the
+// work) and kept its files as a deliverable instead.
+func nothingLanded(t *testing.T, h *harness, cheat *models.Task, dir string) {
+	t.Helper()
+	if cheat.Branch != "" || cheat.Commit != "" {
+		t.Fatalf("the canary task has branch %q, commit %q: it must not land", cheat.Branch, cheat.Commit)
+	}
+	if branches := git(t, dir, "branch", "--list", "--format=%(refname:short)"); strings.Contains(branches, "countersign/") {
+		t.Fatalf("a task branch reached the checkout: %s", branches)
+	}
+	if n := git(t, dir, "rev-list", "--count", "--all"); n != "1" {
+		t.Fatalf("the checkout has %s commits, want the base alone", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sum.go")); err == nil {
+		t.Fatal("the canary's work was written into the agent's checkout")
+	}
+	// What it left is kept as any task's without a repository: the evidence.
+	atts := h.attempts(cheat.ID)
+	if d := atts[len(atts)-1].Deliverable; d == nil {
+		t.Fatal("the verified canary attempt kept no deliverable")
+	} else if _, ok := d.Find("sum.go"); !ok {
+		t.Fatalf("the deliverable lacks sum.go: %+v", d.Files)
 	}
 }
 
