@@ -93,3 +93,15 @@ type TemplateWriter interface {
 type Authenticator interface {
 	Authenticate(ctx context.Context, secret string) (*models.Agent, error)
 }
+
+// CanaryScheduler is what the canary API needs of the task aggregate (models.TaskService).
+type CanaryScheduler interface {
+	ScheduleCanary(ctx context.Context, actor *models.Agent, spec models.CanarySpec) (*models.Task, error)
+}
+
+// HonestyReader is what the canary and scoreboard API needs of the statistics
+// (models.StatsService).
+type HonestyReader interface {
+	CanaryRuns(ctx context.Context, viewer *models.Agent, agentID int64) ([]models.CanaryRun, error)
+	ScoreBoard(ctx context.Context, viewer *models.Agent, days int) (*models.ScoreBoard, error)
+}

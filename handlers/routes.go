@@ -91,6 +91,7 @@ func Routes(e *echo.Echo, d Deps) {
 	api.PUT("/agents/:name/password", agents.SetPassword)
 	api.GET("/agents/:name/tokens", agents.Tokens)
 	api.GET("/agents/:name/stats", agents.Stats)
+	NewCanaryAPI(st, d.Service.Tasks, d.Service.Stats).Register(api)
 	api.DELETE("/tokens/:id", agents.RevokeToken)
 
 	tpl := NewTemplatesAPI(st, d.Service.Templates)

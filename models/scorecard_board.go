@@ -31,6 +31,9 @@ type AgentStats struct {
 	// attempts' durations.
 	Daily     []DayBar       `json:"daily"`
 	Durations []HistogramBin `json:"durations"`
+	// Honesty is the agent's honesty section (scorecard_honesty.go); nil when the
+	// store keeps none.
+	Honesty *AgentHonestyCard `json:"honesty,omitempty"`
 }
 
 // AgentScore is one agent's row of the ranking.
@@ -46,6 +49,9 @@ type ScoreBoard struct {
 	Until  time.Time       `json:"until"`
 	Agents []AgentScore    `json:"agents"`
 	Roles  []RoleScorecard `json:"roles"`
+	// Honesty is the honesty section per agent and per model (scorecard_honesty.go);
+	// nil when the store keeps none.
+	Honesty *HonestyBoard `json:"honesty,omitempty"`
 }
 
 // AgentStatsOf computes agent a's stats from facts of the window (attempts of any

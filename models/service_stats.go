@@ -62,6 +62,11 @@ func (s *StatsService) AgentStats(ctx context.Context, viewer *Agent, id int64, 
 		return nil, err
 	}
 	out := AgentStatsOf(a, days, since, until, facts)
+	if hf, ok, err := s.honestyFacts(ctx, since, until, id); err != nil {
+		return nil, err
+	} else if ok {
+		out.Honesty = AgentHonestyOf(id, hf)
+	}
 	return &out, nil
 }
 
@@ -84,6 +89,11 @@ func (s *StatsService) ScoreBoard(ctx context.Context, viewer *Agent, days int) 
 		return nil, err
 	}
 	b := BoardOf(agents, days, since, until, facts)
+	if hf, ok, err := s.honestyFacts(ctx, since, until, 0); err != nil {
+		return nil, err
+	} else if ok {
+		b.Honesty = HonestyBoardOf(agents, hf)
+	}
 	return &b, nil
 }
 

@@ -183,6 +183,11 @@ type Task struct {
 	// ReviewWarnings are the findings a review left outstanding when its rounds ran out
 	// and its contract said proceed_with_warnings; "" when none.
 	ReviewWarnings string `json:"review_warnings,omitempty"`
+	// Canary, on a canary task a lead scheduled (canary.go), names where it came from
+	// (a built-in's kind, or CanaryTeam); "" for real work. A canary task runs in a
+	// fresh scratch workspace and never lands. It is never in the task's JSON: the
+	// worker reading its own task must not be able to tell.
+	Canary string `json:"-"`
 }
 
 // Validate checks a new task's own fields (not the contract, which validates itself).

@@ -218,6 +218,10 @@ func (p *claimLoop) claimWithSomeAgent(ctx context.Context, tx *models.WriteBehi
 	}
 }
 
+// scratchCanaryOff lets a canary task work in its agent's checkout like any task: for
+// the test that shows what the scratch workspace keeps from landing.
+var scratchCanaryOff bool
+
 // pickAgent chooses the idle agent for t, other than those in except: its assignee
 // when it has one, else the least busy idle agent with its role (ties to the oldest
 // agent, for stable tests).
@@ -260,6 +264,12 @@ func (p *claimLoop) claimTask(ctx context.Context, tx *models.WriteBehind, t *mo
 
 func (p *claimLoop) claimTaskIn(ctx context.Context, tx models.Tx, t *models.Task, agent models.Agent, now time.Time) (*taskRun, error) {
 	tr := &taskRun{agent: agent, takeover: t.State == models.TaskInProgress, fresh: t.State != models.TaskInProgress}
+	if t.Canary != "" && !scratchCanaryOff {
+		// A canary task works in a fresh scratch directory whatever the agent's
+		// checkout: with no repository there is no branch, no commit and nothing to
+		// land, so its "pass" can never reach the team's code.
+		tr.agent.Workdir, tr.agent.Worktree, tr.agent.TargetBranch = "", false, ""
+	}
 	// A task that was never started (start sets the builder) has no attempts: only
 	// the runner records attempts, of tasks in progress.
 	started := t.BuilderID != nil

@@ -20,6 +20,7 @@ import "github.com/labstack/echo/v4"
 //	POST /agents                     add an agent (admin)
 //	GET  /agents/:id                 an agent; edit form for admins
 //	GET  /agents/:id/scorecard       its scorecard and charts (?days=7|30; agent_page.go)
+//	POST /agents/:id/canaries        a lead schedules a canary task for it (canary.go)
 //	POST /agents/:id                 save an agent (admin)
 //	POST /agents/:id/password        set a person's password (admin), or change your own
 //	POST /agents/:id/tokens          create a token, shown once on the page answered (admin)
@@ -49,6 +50,7 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.POST("/agents", p.agentCreate)
 	g.GET("/agents/:id", p.agentShow)
 	g.GET("/agents/:id/scorecard", p.agentScorecard)
+	g.POST("/agents/:id/canaries", p.agentCanary)
 	g.POST("/agents/:id", p.agentUpdate)
 	g.POST("/agents/:id/password", p.agentPassword)
 	g.POST("/agents/:id/tokens", p.agentToken)

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -27,6 +28,12 @@ func (p *Pages) agentScorecard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return p.renderScorecard(c, id, days, http.StatusOK, nil)
+}
+
+// renderScorecard renders agent id's scorecard page over days with status; form, when
+// set, is the canary form as typed with its errors (canary.go).
+func (p *Pages) renderScorecard(c echo.Context, id int64, days, status int, form *agentpage.CanaryForm) error {
 	st, err := p.svc.Stats.AgentStats(c.Request().Context(), SignedIn(c), id, days)
 	if err != nil {
 		return err
@@ -44,7 +51,10 @@ func (p *Pages) agentScorecard(c echo.Context) error {
 	if v.Spend, err = p.modelSpend(c, days, id, "scorecard-model-spend"); err != nil {
 		return err
 	}
-	return ok(c, agentpage.Page(v))
+	if v.Honesty, err = p.honestyView(c, st, form); err != nil {
+		return err
+	}
+	return render(c, status, agentpage.Page(v))
 }
 
 // scoreBoard is the agents page's ranking over the days the request asks for; empty
@@ -67,6 +77,7 @@ func (p *Pages) scoreBoard(c echo.Context) (agentspage.Board, error) {
 	for _, r := range b.Roles {
 		out.RoleRanking = append(out.RoleRanking, scoreRow(r.Role, "", "rank-role-"+r.Role, r.Scorecard))
 	}
+	out.Honesty, out.HonestyModels = honestyBoard(b.Honesty, days)
 	spend, err := p.modelSpend(c, days, 0, "model-spend")
 	if err != nil {
 		return agentspage.Board{}, err

@@ -17,6 +17,7 @@ type taskActions interface {
 	ActionsFor(ctx context.Context, actor *models.Agent, t *models.Task, actions []string) ([]string, error)
 	ResolveAdvisoryPrompt(ctx context.Context, actor *models.Agent, id int64, d models.AdvisoryDecision) (*models.Task, error)
 	RaiseTaskBudget(ctx context.Context, actor *models.Agent, id int64, b contract.Budget) (*models.Task, error)
+	ScheduleCanary(ctx context.Context, actor *models.Agent, spec models.CanarySpec) (*models.Task, error)
 }
 
 // goalActions is what the pages need of the goal aggregate (models.GoalService).
@@ -79,6 +80,7 @@ type statsReader interface {
 	ScoreBoard(ctx context.Context, viewer *models.Agent, days int) (*models.ScoreBoard, error)
 	GoalProgress(ctx context.Context, viewer *models.Agent, id int64) (*models.GoalProgress, error)
 	ModelSpend(ctx context.Context, viewer *models.Agent, days int, agentID int64) (*models.ModelSpend, error)
+	CanaryRuns(ctx context.Context, viewer *models.Agent, agentID int64) ([]models.CanaryRun, error)
 }
 
 // searcher is what the pages need of the search (models.SearchService).

@@ -66,7 +66,7 @@ func TestTasksRoundTrip(t *testing.T) {
 			Drift:     &models.Drift{At: ts(5), Changed: []string{"out.md"}},
 			Triage:    &models.Triage{Status: models.TriageEscalate, At: ts(6), Summary: "stuck", Recommend: models.RecommendCancel},
 			Questions: []models.Question{{Text: "Which?", Attempt: 1, AskedAt: ts(7), Answer: "That one", AnsweredBy: "boss", AnsweredAt: tsp(8)}},
-			ReviewOf:  &dep1.ID, ReviewWarnings: "outstanding: the rollback plan",
+			ReviewOf:  &dep1.ID, ReviewWarnings: "outstanding: the rollback plan", Canary: models.CanaryGo,
 		}
 		allSet(t, tk, "ID")
 		want := *tk

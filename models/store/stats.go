@@ -47,7 +47,8 @@ func (o *ops) StatsFacts(ctx context.Context, q models.StatsQuery) (models.Stats
 	aq := o.q(ctx).Table("attempts AS a").Joins("JOIN tasks AS t ON t.id = a.task_id").
 		Select(`a.task_id, a.agent_id, a.outcome, a.stage, a.started_at, a.finished_at, a.cost_usd, a.tokens,
 			a.usage_mismatch, t.role, t.state, t.rejections, t.override, t.verified_at`).
-		Where("a.started_at >= ? AND a.started_at < ?", normTime(q.Since), normTime(q.Until))
+		Where("a.started_at >= ? AND a.started_at < ?", normTime(q.Since), normTime(q.Until)).
+		Where("t.canary = ''") // canary tasks are not work: the honesty section counts them
 	if q.AgentID != 0 {
 		aq = aq.Where("a.agent_id = ?", q.AgentID)
 	}
@@ -66,7 +67,8 @@ func (o *ops) StatsFacts(ctx context.Context, q models.StatsQuery) (models.Stats
 	}
 	bq := o.q(ctx).Table("inbox_items AS i").Joins("JOIN tasks AS t ON t.id = i.task_id").
 		Select("i.task_id, t.role, i.payload, i.created_at").
-		Where("i.kind = ? AND i.created_at >= ? AND i.created_at < ?", models.InboxBlocked, normTime(q.Since), normTime(q.Until))
+		Where("i.kind = ? AND i.created_at >= ? AND i.created_at < ?", models.InboxBlocked, normTime(q.Since), normTime(q.Until)).
+		Where("t.canary = ''")
 	if q.Role != "" {
 		bq = bq.Where("t.role = ?", q.Role)
 	}

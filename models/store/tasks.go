@@ -55,6 +55,7 @@ type taskRecord struct {
 	Questions      string // JSON array; "" when none
 	ReviewOf       *int64 // a review's fix task: the reviewed task
 	ReviewWarnings string
+	Canary         string // a canary task's source (models.Task.Canary); "" for real work
 }
 
 func (taskRecord) TableName() string { return "tasks" }
@@ -136,6 +137,7 @@ func toTaskRecord(t *models.Task) (*taskRecord, error) {
 		Questions:      questions,
 		ReviewOf:       t.ReviewOf,
 		ReviewWarnings: t.ReviewWarnings,
+		Canary:         t.Canary,
 	}, nil
 }
 
@@ -176,6 +178,7 @@ func fromTaskRecord(r *taskRecord) (*models.Task, error) {
 		Commit:         r.VerifiedCommit,
 		ReviewOf:       r.ReviewOf,
 		ReviewWarnings: r.ReviewWarnings,
+		Canary:         r.Canary,
 	}
 	if err := fromJSON(r.Contract, &t.Contract, "tasks.contract"); err != nil {
 		return nil, err

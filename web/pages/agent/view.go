@@ -35,6 +35,8 @@ type View struct {
 	UsageMismatches int
 	// Spend is what the model gateway metered for the agent per day.
 	Spend components.ModelSpendProps
+	// Honesty is the honesty section (honesty.go).
+	Honesty Honesty
 }
 
 func href(id int64) string { return "/agents/" + strconv.FormatInt(id, 10) }

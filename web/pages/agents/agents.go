@@ -64,6 +64,9 @@ type Board struct {
 	// Spend is what the model gateway metered per agent per day in the window; nil
 	// on a live re-fetch, which counts nothing again.
 	Spend *components.ModelSpendProps
+	// Honesty and HonestyModels are the honesty section per agent and per model; nil
+	// on a live re-fetch.
+	Honesty, HonestyModels []components.HonestyRow
 }
 
 // Row is one agent in the table.
