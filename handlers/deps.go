@@ -93,3 +93,9 @@ type TemplateWriter interface {
 type Authenticator interface {
 	Authenticate(ctx context.Context, secret string) (*models.Agent, error)
 }
+
+// AttestationReader is what the attestation API needs of the ledger aggregate
+// (models.LedgerService): a task's newest attestation and whether it was revoked.
+type AttestationReader interface {
+	TaskAttestation(ctx context.Context, taskID int64) (*models.LedgerEntry, bool, error)
+}

@@ -76,3 +76,45 @@ func completionPredicate(c models.Completion, tc TaskComplete, ledger attest.Led
 	}
 	return p
 }
+
+// AttestationRecord is what the ledger says of an attestation: the task.complete that
+// names its digest and, when the completion was withdrawn since, the task.revoked that
+// withdrew it.
+type AttestationRecord struct {
+	Complete *models.LedgerEntry
+	Revoked  *models.LedgerEntry
+	// Why is the revocation's reason (models.RevokedReopened or RevokedDrift).
+	Why string
+}
+
+// ErrNotOnLedger says no posted task.complete names the attestation's digest.
+var ErrNotOnLedger = errors.New("ledger: no posted task.complete names this attestation's digest")
+
+// FindAttestation finds, in entries (the ledger oldest first, as ReadAll returns it),
+// the posted task.complete of task taskID whose "attestation" is digest, and the
+// task.revoked that withdraws it, if any (by entry id, or by the withdrawn entry's
+// sequence, which is what a reader of the topic alone sees).
+func FindAttestation(entries []models.LedgerEntry, taskID int64, digest string) (AttestationRecord, error) {
+	var r AttestationRecord
+	for i := range entries {
+		e := &entries[i]
+		if e.Status != models.LedgerPosted || e.TaskID == nil || *e.TaskID != taskID {
+			continue
+		}
+		m, err := ParseMessage(e.Message)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case r.Complete == nil && e.Type == models.LedgerTaskComplete && m.Attestation == digest:
+			r.Complete = e
+		case r.Complete != nil && r.Revoked == nil && e.Type == models.LedgerTaskRevoked &&
+			((e.RevokesID != nil && *e.RevokesID == r.Complete.ID) || (m.Revokes != 0 && m.Revokes == r.Complete.Sequence)):
+			r.Revoked, r.Why = e, m.Why
+		}
+	}
+	if r.Complete == nil {
+		return r, ErrNotOnLedger
+	}
+	return r, nil
+}
