@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
@@ -51,6 +53,7 @@ type attestVerifyFlags struct {
 	key      string
 	repo     string
 	commit   string
+	mirror   string
 	noLedger bool
 }
 
@@ -67,6 +70,7 @@ func runAttestVerify(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&f.key, "key", "", "PEM public key to verify with (default: the data dir's signing key)")
 	fs.StringVar(&f.repo, "repo", "", "git repository the attested commit must be in (default: the current directory, when it is one)")
 	fs.StringVar(&f.commit, "commit", "", "the commit (any revision) the attestation must be about; without FILE or --task its git note is verified")
+	fs.StringVar(&f.mirror, "mirror", envOr("", ledger.EnvMirrorURL), "with an HCS ledger: mirror node REST URL to read the entry from the topic itself and compare it byte for byte (env HEDERA_MIRROR_URL)")
 	fs.BoolVar(&f.noLedger, "no-ledger", false, "do not look the digest up on the ledger (no database at hand)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -103,7 +107,7 @@ func runAttestVerify(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, "ledger: not checked (--no-ledger)")
 		return nil
 	}
-	return verifyOnLedger(ctx, out, db, v)
+	return verifyOnLedger(ctx, out, db, v, f.mirror)
 }
 
 // attestationToVerify reads the envelope from FILE, the task's newest attestation, or
@@ -183,7 +187,7 @@ func verifySubject(ctx context.Context, out io.Writer, v *attest.Verified, f att
 
 // verifyOnLedger checks the local chain (for a local ledger) and finds the posted
 // task.complete naming v's digest; a revocation of it is an error.
-func verifyOnLedger(ctx context.Context, out io.Writer, db *store.DB, v *attest.Verified) error {
+func verifyOnLedger(ctx context.Context, out io.Writer, db *store.DB, v *attest.Verified, mirror string) error {
 	entries, err := ledger.ReadAll(ctx, db)
 	if err != nil {
 		return err
@@ -206,11 +210,39 @@ func verifyOnLedger(ctx context.Context, out io.Writer, db *store.DB, v *attest.
 		fmt.Fprintf(out, ", consensus %s", r.Complete.ConsensusAt.UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
 	fmt.Fprintln(out)
+	if err := verifyOnTopic(ctx, out, v, r, mirror); err != nil {
+		return err
+	}
 	if r.Revoked != nil {
 		return fmt.Errorf("attest verify: REVOKED: task %d's completion was withdrawn (%s) by ledger sequence %d (entry %d)",
 			v.Predicate.Task, r.Why, r.Revoked.Sequence, r.Revoked.ID)
 	}
 	fmt.Fprintln(out, "revocation: none; the attestation stands")
+	return nil
+}
+
+// verifyOnTopic, for an HCS ledger with a mirror URL, reads the entry (and its
+// revocation, if any) from the topic itself and compares them byte for byte.
+func verifyOnTopic(ctx context.Context, out io.Writer, v *attest.Verified, r ledger.AttestationRecord, mirror string) error {
+	topic := v.Predicate.Ledger.Topic
+	if v.Predicate.Ledger.Kind != "hcs" || topic == "" {
+		return nil
+	}
+	if mirror == "" {
+		fmt.Fprintln(out, "topic: not read (no --mirror); the entry is the database's copy of what was posted")
+		return nil
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, e := range []*models.LedgerEntry{r.Complete, r.Revoked} {
+		if e == nil {
+			continue
+		}
+		at, err := ledger.CheckOnTopic(ctx, client, strings.TrimRight(mirror, "/"), topic, e.Message, e.Sequence)
+		if err != nil {
+			return fmt.Errorf("attest verify: %w", err)
+		}
+		fmt.Fprintf(out, "topic: %s message %d (%s) is the entry, consensus %s\n", topic, e.Sequence, e.Type, at.Format(time.RFC3339Nano))
+	}
 	return nil
 }
 
