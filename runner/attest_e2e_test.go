@@ -203,6 +203,33 @@ func checkAttestedEntry(t *testing.T, e *models.LedgerEntry, task *models.Task) 
 	}
 }
 
+// checkDeliverableAttested checks that a verified task without git has an attestation
+// whose subjects are its deliverable's files, each by path and sha256.
+func checkDeliverableAttested(t *testing.T, h *harness, taskID int64, dl *models.Deliverable) {
+	t.Helper()
+	e, revoked, err := h.svc.Ledger.TaskAttestation(h.ctx, taskID)
+	must(t, err)
+	var env struct{ Payload string }
+	must(t, json.Unmarshal(e.Attestation, &env))
+	statement, err := base64.StdEncoding.DecodeString(env.Payload)
+	must(t, err)
+	var st struct {
+		Subject []struct {
+			Name   string
+			Digest map[string]string
+		}
+	}
+	must(t, json.Unmarshal(statement, &st))
+	if revoked || len(st.Subject) != len(dl.Files) {
+		t.Fatalf("the deliverable's attestation (revoked %v): %s", revoked, statement)
+	}
+	for i, f := range dl.Files {
+		if s := st.Subject[i]; s.Name != f.Path || s.Digest["sha256"] != f.SHA256 || len(s.Digest) != 1 {
+			t.Fatalf("subject %d is %+v, the deliverable's file %+v", i, s, f)
+		}
+	}
+}
+
 // changeStatementByte changes one byte of the envelope's statement, keeping its
 // signature.
 func changeStatementByte(t *testing.T, envelope []byte) []byte {

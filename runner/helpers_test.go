@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/attest"
 	"github.com/countersign/countersign/runner/ledger"
 	"github.com/countersign/countersign/runner/workspace"
 )
@@ -65,7 +66,11 @@ func testCfg() Config {
 
 func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	t.Helper()
-	return newHarnessOn(t, storetest.Open(t, dialect), ledger.Composer{}, mut)
+	// Every harness signs attestations, as serve and runner do, so that every
+	// end-to-end test settles through the signing composer.
+	signer, err := attest.LoadOrCreateKey(t.TempDir())
+	must(t, err)
+	return newHarnessOn(t, storetest.Open(t, dialect), ledger.Composer{Signer: signer}, mut)
 }
 
 // newHarnessOn is newHarness over an open store, its ledger entries built by composer.
