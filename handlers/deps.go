@@ -105,3 +105,9 @@ type HonestyReader interface {
 	CanaryRuns(ctx context.Context, viewer *models.Agent, agentID int64) ([]models.CanaryRun, error)
 	ScoreBoard(ctx context.Context, viewer *models.Agent, days int) (*models.ScoreBoard, error)
 }
+
+// AttestationReader is what the attestation API needs of the ledger aggregate
+// (models.LedgerService): a task's newest attestation and whether it was revoked.
+type AttestationReader interface {
+	TaskAttestation(ctx context.Context, taskID int64) (*models.LedgerEntry, bool, error)
+}

@@ -34,6 +34,9 @@ type Deps struct {
 	// Deliverables reads the kept files of tasks' deliverables; nil serves manifests
 	// only.
 	Deliverables models.DeliverableStore
+	// AttestationKey is the PEM public key of the attestations this server signs
+	// (runner/attest); nil when it signs none.
+	AttestationKey []byte
 	// Extra registers the routes of the dashboard, WebSocket and MCP server, which
 	// live in their own files and packages; each is listed in Routes' doc.
 	Extra []func(e *echo.Echo)
@@ -67,7 +70,7 @@ func NewServer(d Deps) *echo.Echo {
 //
 //	GET  /healthz, /readyz, /metrics (bearer token unless Deps.MetricsPublic)
 //	/api/v1: agents and their tokens, templates, rules, goals, tasks and their actions,
-//	inbox, events, ledger.
+//	inbox, events, ledger, attestations.
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
 func Routes(e *echo.Echo, d Deps) {
@@ -125,6 +128,7 @@ func Routes(e *echo.Echo, d Deps) {
 	NewDeliverableAPI(st, d.Deliverables).Register(api)
 	NewAdvisoryAPI(d.Service.Tasks).Register(api)
 	NewOutputAPI(st, d.Deliverables).Register(api)
+	NewAttestationAPI(d.Service.Ledger, d.AttestationKey).Register(api)
 	api.POST("/tasks/:id/:action", tasks.Act)
 
 	feed := NewFeedAPI(st)

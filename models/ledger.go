@@ -44,16 +44,20 @@ const (
 // LedgerEntry is an outbox row: written in the same transaction as the state change it
 // records, posted later, in ID order, exactly once.
 type LedgerEntry struct {
-	ID        int64  `json:"id"`
-	Type      string `json:"type"`
-	TaskID    *int64 `json:"task_id,omitempty"`
-	GoalID    *int64 `json:"goal_id,omitempty"`
-	Message   []byte `json:"-"` // the exact bytes posted
-	Payload   []byte `json:"-"` // the full payload when Message is a summary of it
-	Status    string `json:"status"`
-	Attempts  int    `json:"attempts"`
-	LastError string `json:"last_error,omitempty"`
-	Override  bool   `json:"override,omitempty"`
+	ID      int64  `json:"id"`
+	Type    string `json:"type"`
+	TaskID  *int64 `json:"task_id,omitempty"`
+	GoalID  *int64 `json:"goal_id,omitempty"`
+	Message []byte `json:"-"` // the exact bytes posted
+	Payload []byte `json:"-"` // the full payload when Message is a summary of it
+	// Attestation is a task.complete's signed attestation (the DSSE envelope's JSON,
+	// runner/attest) whose digest the message names; nil for other types and for
+	// completions written without a signing key.
+	Attestation []byte `json:"-"`
+	Status      string `json:"status"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error,omitempty"`
+	Override    bool   `json:"override,omitempty"`
 	// Kind is how a task.complete was verified (KindRunner, KindAdvisory,
 	// KindOverride); empty for other types.
 	Kind string `json:"kind,omitempty"`

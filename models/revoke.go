@@ -68,3 +68,35 @@ func (s *LedgerService) revokeGoal(ctx context.Context, tx Tx, actor *Agent, g *
 	}
 	return tx.AppendLedgerEntry(ctx, r)
 }
+
+// TaskAttestation returns task taskID's newest task.complete that carries an
+// attestation, and whether it is revoked: a later task.revoked withdrew it (the task
+// was reopened or drifted), or a later completion replaced it. ENOTFOUND when the task
+// has none.
+func (s *LedgerService) TaskAttestation(ctx context.Context, taskID int64) (*LedgerEntry, bool, error) {
+	f := LedgerFilter{TaskID: taskID, Limit: 1000, Types: []string{LedgerTaskComplete}}
+	var newest *LedgerEntry
+	for {
+		page, err := s.store.ListLedger(ctx, f)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := range page {
+			if len(page[i].Attestation) > 0 {
+				newest = &page[i]
+			}
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.AfterID = page[len(page)-1].ID
+	}
+	if newest == nil {
+		return nil, false, Errorf(ENOTFOUND, "task %d has no attestation: it was not verified with a signing key, or it left nothing to attest (no commit, no deliverable)", taskID)
+	}
+	standing, err := s.StandingCompletion(ctx, taskID)
+	if err != nil {
+		return nil, false, err
+	}
+	return newest, standing == nil || standing.ID != newest.ID, nil
+}

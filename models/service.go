@@ -11,9 +11,9 @@ import (
 // behind an interface so that models does not depend on the ledger's message format;
 // the ledger package provides the implementation.
 type LedgerComposer interface {
-	// TaskComplete builds t's task.complete; kind is KindRunner, KindAdvisory or
-	// KindOverride (see verificationKind).
-	TaskComplete(t *Task, builder, verifier *Agent, kind, outputHash string, judge *JudgeReport, at time.Time) (*LedgerEntry, error)
+	// TaskComplete builds c.Task's task.complete (and, with a signing key, its
+	// attestation).
+	TaskComplete(c Completion) (*LedgerEntry, error)
 	TaskBlocked(t *Task, p BlockedPayload) (*LedgerEntry, error)
 	GoalVerified(g *Goal, lead *Agent, counts map[TaskState]int, at time.Time) (*LedgerEntry, error)
 	// TaskRevoked withdraws revoked, t's latest task.complete; why is RevokedReopened
@@ -21,6 +21,24 @@ type LedgerComposer interface {
 	TaskRevoked(t *Task, revoked *LedgerEntry, by *Agent, why, reason string, at time.Time) (*LedgerEntry, error)
 	// GoalRevoked withdraws revoked, g's latest goal.verified.
 	GoalRevoked(g *Goal, revoked *LedgerEntry, by *Agent, why, reason string, at time.Time) (*LedgerEntry, error)
+}
+
+// Completion is everything a task.complete records about a verified task: the
+// ledger message carries its summary, the attestation (runner/attest) all of it.
+type Completion struct {
+	Task *Task
+	// Builder and Approver may be nil (no builder; no approval step); a nil Verifier is
+	// the runner.
+	Builder, Approver, Verifier *Agent
+	// Kind is KindRunner, KindAdvisory or KindOverride (see verificationKind).
+	Kind string
+	// OutputHash is the SHA-384 hex of the verified output, "" when there is none.
+	OutputHash string
+	// Judge is the judge's report on the passed attempt, nil when no judge ran.
+	Judge *JudgeReport
+	// Attempt is the attempt that passed, nil when none did (an exec's acceptance).
+	Attempt *Attempt
+	At      time.Time
 }
 
 // Service wires the governance rules together: it builds one service per aggregate

@@ -79,6 +79,8 @@ type attemptRun struct {
 	deliv *deliverableRun // a task without a git workspace: its base and what was kept (deliverable.go)
 	// commit is the verified commit on the task's branch (worktree tasks that pass).
 	commit string
+	// noted says the commit's attestation was attached as a git note (noteVerified).
+	noted bool
 	// fingerprint is what the passed attempt's verification covers (fingerprint.go).
 	fingerprint *models.Fingerprint
 	// question is what the run asked a person (question.go); the outcome is then
@@ -212,6 +214,7 @@ func (p *attemptRunner) attempt(ctx context.Context, tr *taskRun) decision {
 	p.keepDeliverable(ctx, tr, ar)
 	p.takeFingerprint(ctx, tr, ar)
 	d := p.settle(tr, ar)
+	p.lander.noteVerified(ctx, tr, ar)
 	p.lander.pushVerified(ctx, tr, ar)
 	return d
 }

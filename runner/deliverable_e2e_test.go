@@ -70,6 +70,7 @@ func TestDeliverableOfTasksWithoutGit(t *testing.T) {
 					t.Errorf("%s: kept %d bytes with SHA-256 %x, manifest says %d and %s", f.Path, len(b), sum, f.Size, f.SHA256)
 				}
 			}
+			checkDeliverableAttested(t, h, plain.ID, dl)
 			// The worker (or anyone) changes the workspace after verification: the
 			// deliverable stays as verified.
 			writeFiles(t, wsDir, map[string]string{"b.md": "changed afterwards"})

@@ -54,6 +54,12 @@ type attemptSettler interface {
 	AddReviewFixTask(ctx context.Context, tx models.Tx, runner *models.Agent, t *models.Task, f models.ReviewFix) (*models.Task, error)
 }
 
+// attestationReader is what the pool needs of the ledger aggregate
+// (models.LedgerService): a verified task's attestation, to attach to its commit.
+type attestationReader interface {
+	TaskAttestation(ctx context.Context, taskID int64) (*models.LedgerEntry, bool, error)
+}
+
 // services holds the aggregates the pool calls, each behind its narrow interface;
 // the field names are models.Service's, so a call reads p.svc.Attempts.BlockTask as
 // it would on the service.
@@ -64,9 +70,10 @@ type services struct {
 	Tokens    attemptTokens
 	Templates rulesReader
 	Attempts  attemptSettler
+	Ledger    attestationReader
 }
 
 // newServices takes from svc the aggregates the pool calls.
 func newServices(svc *models.Service) services {
-	return services{Tasks: svc.Tasks, Goals: svc.Goals, Agents: svc.Agents, Tokens: svc.Tokens, Templates: svc.Templates, Attempts: svc.Attempts}
+	return services{Tasks: svc.Tasks, Goals: svc.Goals, Agents: svc.Agents, Tokens: svc.Tokens, Templates: svc.Templates, Attempts: svc.Attempts, Ledger: svc.Ledger}
 }

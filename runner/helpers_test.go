@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
 	"github.com/countersign/countersign/runner/evaluator"
+	"github.com/countersign/countersign/runner/attest"
 	"github.com/countersign/countersign/runner/ledger"
 	"github.com/countersign/countersign/runner/workspace"
 )
@@ -65,10 +66,19 @@ func testCfg() Config {
 
 func newHarness(t testing.TB, dialect string, mut func(*Config)) *harness {
 	t.Helper()
+	// Every harness signs attestations, as serve and runner do, so that every
+	// end-to-end test settles through the signing composer.
+	signer, err := attest.LoadOrCreateKey(t.TempDir())
+	must(t, err)
+	return newHarnessOn(t, storetest.Open(t, dialect), ledger.Composer{Signer: signer}, mut)
+}
+
+// newHarnessOn is newHarness over an open store, its ledger entries built by composer.
+func newHarnessOn(t testing.TB, db *store.DB, composer ledger.Composer, mut func(*Config)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
-	db := storetest.Open(t, dialect)
-	svc := models.NewService(db, ledger.Composer{})
+	svc := models.NewService(db, composer)
 	boss := &models.Agent{Name: "boss", Kind: models.KindHuman, Roles: []string{models.RoleAdmin, models.RoleLead, models.RoleExec}}
 	must(t, svc.Agents.CreateAgent(ctx, models.System, boss, ""))
 	// No project-wide criteria: each test names the checks it wants.

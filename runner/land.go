@@ -194,6 +194,26 @@ func verifiedBy(t *models.Task) string {
 	return "runner, then " + string(t.Verify)
 }
 
+// noteVerified attaches the attestation of a commit just verified to it as a git note
+// (workspace.NotesRef), so that it travels with the commit. A note that cannot be
+// written is logged: the attestation stays in the ledger entry and the API.
+func (p *lander) noteVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
+	if ar.commit == "" || ar.outcome != models.OutcomePassed || tr.task.Commit != ar.commit || tr.task.State != models.TaskVerified {
+		return
+	}
+	e, _, err := p.svc.Ledger.TaskAttestation(ctx, tr.task.ID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return // no signing key, or nothing to attest
+	}
+	if err == nil {
+		err = p.cfg.Workspaces.AddNote(ctx, ar.ws.Repo(), ar.commit, e.Attestation)
+		ar.noted = err == nil
+	}
+	if err != nil {
+		p.log.Warn("attaching the attestation to the verified commit failed", "task_id", tr.task.ID, "commit", ar.commit, "err", err)
+	}
+}
+
 // pushVerified pushes a task branch whose verified commit was just recorded to
 // LandingConfig.PushRemote. A push that fails is logged and recorded as an event: the
 // verification stands, and the branch can be pushed by hand.
@@ -203,6 +223,9 @@ func (p *lander) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) 
 		return
 	}
 	err := p.cfg.Workspaces.Push(ctx, ar.ws.Repo(), remote, ar.ws.Branch())
+	if err == nil && ar.noted {
+		err = p.cfg.Workspaces.Push(ctx, ar.ws.Repo(), remote, workspace.NotesRef)
+	}
 	if err == nil {
 		return
 	}

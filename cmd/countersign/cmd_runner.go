@@ -59,7 +59,7 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 		// on the same file works, but only one pool should claim from it.
 		log.Warn("runner on SQLite: run one runner process per database (use PostgreSQL for several)")
 	}
-	led, _, err := openLedger(&c, db)
+	led, ledInfo, err := openLedger(&c, db)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,11 @@ func runRunner(ctx context.Context, args []string, out io.Writer) error {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
 		return errors.New(sb.Status())
 	}
-	svc := newService(db)
+	svc, _, err := attestingService(&c, db, ledInfo)
+	if err != nil {
+		stopAll(log, c.Grace, []func(context.Context) error{stopPub})
+		return err
+	}
 	pool, err := startRunner(ctx, &c, db, svc, sb, log, runnerHooks{})
 	if err != nil {
 		stopAll(log, c.Grace, []func(context.Context) error{stopPub})

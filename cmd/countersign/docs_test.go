@@ -25,7 +25,7 @@ var foreignPrograms = map[string]bool{
 	"pytest": true, "cargo": true, "node": true, "chromium": true, "perf": true,
 	"apt-get": true, "ruff": true, "mypy": true, "jest": true, "vitest": true,
 	"mocha": true, "sh": true, "bash": true, "cd": true, "pip": true, "unshare": true,
-	"setpriv": true,
+	"setpriv": true, "cosign": true, "jq": true,
 }
 
 // foreignFlags are flags the docs name on their own, in prose, that belong to another

@@ -1,7 +1,7 @@
 // Command countersign runs the Countersign web application, its runner pool and its
 // ledger publisher, and offers the operator's commands (migrate, agent add|update,
 // token create|list|revoke, template import/export, task import, ledger verify,
-// recheck, hcs create-topic).
+// attest key|verify, recheck, hcs create-topic).
 package main
 
 import (
@@ -43,6 +43,8 @@ func commands() []command {
 		{"task import", "create a task from a Markdown file with YAML front matter", runTaskImport},
 		{"workspaces prune", "remove the git worktrees no open task needs (verified, cancelled, gone); branches stay", runWorkspacesPrune},
 		{"ledger verify", "recompute the local ledger's hash chain and name the first bad entry", runLedgerVerify},
+		{"attest key", "print the public key (PEM) the runner's attestations verify with", runAttestKey},
+		{"attest verify", "check an attestation: signature, subject commit, ledger entry, revocation: countersign attest verify FILE | --task ID", runAttestVerify},
 		{"recheck", "compare verified tasks' work with what was verified; mark changed ones stale: countersign recheck [--task ID | --goal ID]", runRecheck},
 		{"hcs create-topic", "create a Hedera Consensus Service topic with a submit key", runHCSCreateTopic},
 		{"version", "print the version", runVersion},

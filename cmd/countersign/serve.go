@@ -52,11 +52,6 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	svc := newService(db)
-	admin, err := firstRun(ctx, svc.Store(), svc.Agents)
-	if err != nil {
-		return err
-	}
 	led, ledInfo, err := openLedger(c, db)
 	if err != nil {
 		return err
@@ -64,7 +59,15 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if cl, ok := led.(interface{ Close() error }); ok {
 		defer cl.Close()
 	}
-	s := &serving{c: c, log: log, db: db, svc: svc, deadlines: deadlines, ledInfo: ledInfo}
+	svc, signer, err := attestingService(c, db, ledInfo)
+	if err != nil {
+		return err
+	}
+	admin, err := firstRun(ctx, svc.Store(), svc.Agents)
+	if err != nil {
+		return err
+	}
+	s := &serving{c: c, log: log, db: db, svc: svc, deadlines: deadlines, ledInfo: ledInfo, attestKey: signer.PublicKeyPEM()}
 	if admin != nil {
 		s.people = append(s.people, *admin)
 	}
@@ -148,6 +151,7 @@ type serving struct {
 	svc       *models.Service
 	deadlines models.Deadlines
 	ledInfo   ledger.Info
+	attestKey []byte // the attestations' public key (PEM)
 	stops     []func(context.Context) error
 	// people are the persons this start created, with their one-time passwords: the
 	// first admin and the demo's people, printed once the address is known.
@@ -236,7 +240,7 @@ func (s *serving) handler() http.Handler {
 	return handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: s.metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: s.ledInfo, HTML: dashboard.ErrorPage,
 		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
-		Lander:  s.lander, Deliverables: deliverables,
+		Lander:  s.lander, Deliverables: deliverables, AttestationKey: s.attestKey,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,

@@ -64,6 +64,7 @@ type inboxResolver interface {
 // ledgerReader is what the pages need of the ledger aggregate (models.LedgerService).
 type ledgerReader interface {
 	StandingCompletion(ctx context.Context, taskID int64) (*models.LedgerEntry, error)
+	TaskAttestation(ctx context.Context, taskID int64) (*models.LedgerEntry, bool, error)
 }
 
 // merger is what the pages need of the merge aggregate (models.MergeService).

@@ -12,11 +12,14 @@ import (
 	"github.com/countersign/countersign/web/components"
 )
 
-// outputRoutes registers the dashboard's download of a task's output file on g
-// (behind the session): GET /tasks/:id/output, the API's handler
-// (handlers.OutputAPI) with the signed-in person as the reader.
+// outputRoutes registers the dashboard's downloads of a task's output file and its
+// attestation on g (behind the session): GET /tasks/:id/output and
+// /tasks/:id/attestation, the API's handlers (handlers.OutputAPI, AttestationAPI)
+// with the signed-in person as the reader.
 func (p *Pages) outputRoutes(g *echo.Group) {
 	g.GET("/tasks/:id/output", handlers.NewOutputAPI(p.svc.Store(), p.d.Deliverables).Download, signedInActs)
+	// The task's signed attestation (docs/attestations.md), as the API serves it.
+	g.GET("/tasks/:id/attestation", handlers.NewAttestationAPI(p.svc.Ledger, nil).Task, signedInActs)
 }
 
 // outputView is task t's output as a page shows it: nil when the task has no verified

@@ -107,7 +107,7 @@ func (p *Pages) verificationView(ctx context.Context, me *models.Agent, t *model
 	}
 	v := &task.Verification{}
 	if standing != nil {
-		v.Kind = standing.Kind
+		v.Kind, v.Attestation = standing.Kind, len(standing.Attestation) > 0
 	}
 	if t.Fingerprint != nil {
 		v.Fingerprinted = len(t.Fingerprint.Files)

@@ -332,7 +332,7 @@ func TestLedgerRoundTrip(t *testing.T) {
 		must(t, db.UpdateLedgerEntry(ctx, base))
 		e := &models.LedgerEntry{
 			Type: models.LedgerTaskRevoked, TaskID: i64(1), GoalID: i64(2),
-			Message: []byte{0, 1, 2, 0xff, '{'}, Payload: []byte(`{"full":true}`), Status: models.LedgerPosted,
+			Message: []byte{0, 1, 2, 0xff, '{'}, Payload: []byte(`{"full":true}`), Attestation: []byte(`{"payloadType":"application/vnd.in-toto+json"}`), Status: models.LedgerPosted,
 			Attempts: 2, LastError: "timeout", Override: true, Kind: models.KindOverride, RevokesID: &base.ID, CreatedAt: ts(1),
 			TxID: "0.0.1234@1700000000.000000001", TxBytes: []byte{9, 8, 7, 0},
 			Sequence: 42, RunningHash: "ab01", ConsensusAt: tsp(2), PostedAt: tsp(3),

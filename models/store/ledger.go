@@ -15,6 +15,7 @@ type ledgerRecord struct {
 	GoalID      *int64
 	Message     []byte
 	Payload     []byte
+	Attestation []byte
 	Status      string
 	Attempts    int
 	LastError   string
@@ -44,6 +45,7 @@ func toLedgerRecord(e *models.LedgerEntry) *ledgerRecord {
 		GoalID:      e.GoalID,
 		Message:     msg,
 		Payload:     bytesOrNil(e.Payload),
+		Attestation: bytesOrNil(e.Attestation),
 		Status:      e.Status,
 		Attempts:    e.Attempts,
 		LastError:   e.LastError,
@@ -68,6 +70,7 @@ func fromLedgerRecord(r *ledgerRecord) *models.LedgerEntry {
 		GoalID:      r.GoalID,
 		Message:     bytesOrNil(r.Message),
 		Payload:     bytesOrNil(r.Payload),
+		Attestation: bytesOrNil(r.Attestation),
 		Status:      r.Status,
 		Attempts:    r.Attempts,
 		LastError:   r.LastError,

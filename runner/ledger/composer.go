@@ -7,11 +7,19 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/contract"
+	"github.com/countersign/countersign/runner/attest"
 )
 
 // Composer implements models.LedgerComposer: the service calls it inside the
-// transaction of a state change to build the outbox row. The zero value is ready.
-type Composer struct{}
+// transaction of a state change to build the outbox row. The zero value is ready and
+// signs no attestations; with Signer set every task.complete that has a subject (a
+// commit or a deliverable) carries a signed attestation and names its digest.
+type Composer struct {
+	// Signer signs attestations (runner/attest); nil: none are made.
+	Signer *attest.Signer
+	// Ledger names the ledger the attestations say their completions are posted on.
+	Ledger attest.LedgerRef
+}
 
 var _ models.LedgerComposer = Composer{}
 
@@ -44,21 +52,34 @@ func deref(p *int64) int64 {
 	return *p
 }
 
-// TaskComplete builds the task.complete entry for t. A nil verifier is the runner.
-func (Composer) TaskComplete(t *models.Task, builder, verifier *models.Agent, kind, outputHash string, judge *models.JudgeReport, at time.Time) (*models.LedgerEntry, error) {
+// TaskComplete builds the task.complete entry for c.Task, with its attestation when
+// the composer signs them. A nil verifier is the runner.
+func (k Composer) TaskComplete(c models.Completion) (*models.LedgerEntry, error) {
+	t := c.Task
 	ch, err := ContractHash(t.Contract)
 	if err != nil {
 		return nil, err
 	}
 	tree := ""
-	if judge != nil {
-		tree = judge.Tree // the judged candidate's tree, which the verified commit's equals
+	if c.Judge != nil {
+		tree = c.Judge.Tree // the judged candidate's tree, which the verified commit's equals
 	}
-	return TaskComplete{
+	tc := TaskComplete{
 		TaskID: t.ID, GoalID: deref(t.GoalID), Step: t.StepNum,
-		Agent: agentName(builder, ""), Verifier: agentName(verifier, RunnerName), Kind: kind,
-		Contract: ch, Output: outputHash, Override: t.Override, Judge: JudgeCountsOf(judge), Commit: t.Commit, Tree: tree, At: at,
-	}.Entry()
+		Agent: agentName(c.Builder, ""), Verifier: agentName(c.Verifier, RunnerName), Kind: c.Kind,
+		Contract: ch, Output: c.OutputHash, Override: t.Override, Judge: JudgeCountsOf(c.Judge), Commit: t.Commit, Tree: tree, At: c.At,
+	}
+	envelope, digest, err := k.attestation(c, tc)
+	if err != nil {
+		return nil, err
+	}
+	tc.Attestation = digest
+	e, err := tc.Entry()
+	if err != nil {
+		return nil, err
+	}
+	e.Attestation = envelope
+	return e, nil
 }
 
 // TaskBlocked builds the task.blocked entry: p in full as the payload, a summary with

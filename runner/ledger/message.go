@@ -54,6 +54,11 @@ import (
 // candidate the judge fixed before any check ran and judged, which is exactly what
 // landed (absent for tasks verified before candidates existed).
 //
+// Attestations. task.complete's "attestation" is the SHA-256 (hex) of the signed
+// in-toto Statement the runner made for the completion (runner/attest), kept with the
+// entry and served by the API; absent when no attestation was made (no signing key, or
+// nothing to attest: no commit and no deliverable).
+//
 // Ids are JSON numbers; absent ids (a task with no goal) are left out. Hashes are
 // lower-case hex SHA-384 (96 characters). Times are RFC 3339 in UTC with at most
 // microsecond precision (what both databases keep).
@@ -63,7 +68,8 @@ import (
 // is bounded except names; a name is cut (at a rune boundary) so that its JSON form
 // is at most MaxNameJSON bytes, whatever characters it holds. The worst case (maximal
 // ids, maximal escaped names, every field present, the judge's counts at their largest, SHA-256 commit and
-// tree ids, the longest kind) is 984 bytes for task.complete;
+// tree ids, the attestation's digest, the longest kind) is 997 bytes for task.complete,
+// whose names are cut at MaxCompleteNameJSON;
 // the tests build it. Builders still check the final size and refuse anything over
 // MaxMessageBytes.
 //
@@ -85,6 +91,11 @@ const MaxMessageBytes = 1024
 // MaxNameJSON bounds the JSON-encoded form (quotes excluded) of a name or stage in a
 // message, so that escaping cannot blow a message past MaxMessageBytes.
 const MaxNameJSON = 96
+
+// MaxCompleteNameJSON bounds the builder's and verifier's names in task.complete,
+// tighter than MaxNameJSON to leave room for the attestation's digest: an agent's name
+// is at most 63 characters of [a-z0-9._-] (models), so no valid name is cut.
+const MaxCompleteNameJSON = 64
 
 // MessageVersion is the version written into every message's "v" field.
 const MessageVersion = 1
@@ -122,7 +133,10 @@ type Message struct {
 	// Tree: task.complete's judged tree (40 or 64 hex): the candidate the checks ran
 	// on, which the verified commit's tree equals.
 	Tree string `json:"tree,omitempty"`
-	TS   string `json:"ts"`
+	// Attestation: task.complete's signed attestation's digest (SHA-256 hex of its
+	// in-toto Statement; runner/attest), when one was made.
+	Attestation string `json:"attestation,omitempty"`
+	TS          string `json:"ts"`
 }
 
 // JudgeCounts is the judge's report as counts, for task.complete: how many protected
@@ -251,7 +265,10 @@ type TaskComplete struct {
 	Judge    *JudgeCounts
 	Commit   string // the verified git commit; "" for a task without a branch
 	Tree     string // the judged candidate's git tree; "" when no candidate was taken
-	At       time.Time
+	// Attestation is the SHA-256 hex of the completion's attestation statement; ""
+	// when none was signed.
+	Attestation string
+	At          time.Time
 }
 
 // kind is c.Kind, or when empty what Override implies: override or runner.
@@ -292,12 +309,16 @@ func (c TaskComplete) Message() (Message, error) {
 	if c.Tree != "" && !commitOK(c.Tree) {
 		return Message{}, fmt.Errorf("ledger: task.complete tree must be a 40- or 64-digit lower-case hex object id")
 	}
+	if c.Attestation != "" && (len(c.Attestation) != 64 || !lowerHex(c.Attestation)) {
+		return Message{}, fmt.Errorf("ledger: task.complete attestation must be a SHA-256 in lower-case hex")
+	}
 	ov := c.Override
 	return Message{
 		V: MessageVersion, Type: models.LedgerTaskComplete,
 		Task: c.TaskID, Goal: c.GoalID, Step: c.Step,
-		Agent: LimitName(c.Agent, MaxNameJSON), Verifier: LimitName(c.Verifier, MaxNameJSON), Kind: kind,
-		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, Tree: c.Tree, TS: Timestamp(c.At),
+		Agent: LimitName(c.Agent, MaxCompleteNameJSON), Verifier: LimitName(c.Verifier, MaxCompleteNameJSON), Kind: kind,
+		Contract: c.Contract, Output: c.Output, Override: &ov, Judge: c.Judge, Commit: c.Commit, Tree: c.Tree,
+		Attestation: c.Attestation, TS: Timestamp(c.At),
 	}, nil
 }
 
@@ -439,9 +460,11 @@ func CheckPayload(e *models.LedgerEntry) error {
 // commitOK reports whether s is a git object id: 40 (SHA-1) or 64 (SHA-256)
 // lower-case hex digits.
 func commitOK(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
+	return (len(s) == 40 || len(s) == 64) && lowerHex(s)
+}
+
+// lowerHex reports whether s is only lower-case hex digits.
+func lowerHex(s string) bool {
 	for _, c := range s {
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false

@@ -23,7 +23,7 @@ func worstTaskComplete() TaskComplete {
 	return TaskComplete{
 		TaskID: math.MaxInt64, GoalID: math.MaxInt64, Step: math.MaxInt,
 		Agent: worstName(), Verifier: worstName(), Contract: hashA, Output: hashA,
-		Override: true, Commit: strings.Repeat("f", 64), Tree: strings.Repeat("e", 64), Judge: &JudgeCounts{Changed: math.MaxInt, Restored: true,
+		Override: true, Commit: strings.Repeat("f", 64), Tree: strings.Repeat("e", 64), Attestation: strings.Repeat("d", 64), Judge: &JudgeCounts{Changed: math.MaxInt, Restored: true,
 			Floor: &[5]int{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt}, HeldOut: &[2]int{math.MaxInt, math.MaxInt}},
 		At: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", 3600)),
 	}
@@ -175,7 +175,7 @@ func TestComposer(t *testing.T) {
 	goal := int64(7)
 	task := &models.Task{ID: 3, GoalID: &goal, StepNum: 2, Override: true}
 	at := time.Now()
-	e, err := c.TaskComplete(task, &models.Agent{Name: "dev"}, nil, models.KindOverride, hashA, nil, at)
+	e, err := c.TaskComplete(models.Completion{Task: task, Builder: &models.Agent{Name: "dev"}, Kind: models.KindOverride, OutputHash: hashA, At: at})
 	if err != nil {
 		t.Fatal(err)
 	}

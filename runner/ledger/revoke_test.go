@@ -70,7 +70,7 @@ func TestFillRevokes(t *testing.T) {
 	ctx := context.Background()
 	st := newMemStore()
 	task := &models.Task{ID: 5}
-	complete, err := Composer{}.TaskComplete(task, nil, nil, models.KindRunner, "", nil, time.Now())
+	complete, err := Composer{}.TaskComplete(models.Completion{Task: task, Kind: models.KindRunner, At: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestPublisherFillsTheSequenceARevocationNames(t *testing.T) {
 	ctx := context.Background()
 	st := newMemStore()
 	task := &models.Task{ID: 8}
-	complete, err := Composer{}.TaskComplete(task, nil, nil, models.KindRunner, "", nil, time.Now())
+	complete, err := Composer{}.TaskComplete(models.Completion{Task: task, Kind: models.KindRunner, At: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 func TestTaskCompleteNamesTheJudgedTree(t *testing.T) {
 	tree := strings.Repeat("1", 40)
 	task := &models.Task{ID: 9, Commit: strings.Repeat("2", 40)}
-	e, err := Composer{}.TaskComplete(task, &models.Agent{Name: "dev"}, nil, models.KindRunner, "", &models.JudgeReport{Tree: tree}, time.Now())
+	e, err := Composer{}.TaskComplete(models.Completion{Task: task, Builder: &models.Agent{Name: "dev"}, Kind: models.KindRunner, Judge: &models.JudgeReport{Tree: tree}, At: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestTaskCompleteNamesTheJudgedTree(t *testing.T) {
 		t.Fatalf("fields out of order: %s", e.Message)
 	}
 	// No judge report (an advisory task): no tree.
-	e, err = Composer{}.TaskComplete(task, nil, nil, models.KindAdvisory, "", nil, time.Now())
+	e, err = Composer{}.TaskComplete(models.Completion{Task: task, Kind: models.KindAdvisory, At: time.Now()})
 	if err != nil || strings.Contains(string(e.Message), `"tree"`) {
 		t.Fatalf("%s %v", e.Message, err)
 	}

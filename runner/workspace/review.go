@@ -154,6 +154,9 @@ func ValidRemote(s string) bool {
 
 // pushSpec validates a refspec and returns it with both sides as full refs.
 func pushSpec(s string) (string, error) {
+	if s == NotesRef {
+		return NotesRef + ":" + NotesRef, nil // the attestations' notes, never forced
+	}
 	force := strings.HasPrefix(s, "+")
 	s = strings.TrimPrefix(s, "+")
 	src, dst, hasDst := strings.Cut(s, ":")

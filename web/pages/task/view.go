@@ -74,6 +74,8 @@ type Verification struct {
 	Stale         bool
 	Changed       string // the drift's paths, for a person
 	CanRecheck    bool   // a lead or exec, a verified task with a fingerprint
+	// Attestation says the standing completion has a signed attestation to download.
+	Attestation bool
 }
 
 // Branch is a task's own branch against the target branch its work lands on.
