@@ -19,8 +19,8 @@ import (
 	"github.com/countersign/countersign/models/contract"
 	"github.com/countersign/countersign/models/store"
 	"github.com/countersign/countersign/models/store/storetest"
-	"github.com/countersign/countersign/runner/evaluator"
 	"github.com/countersign/countersign/runner/attest"
+	"github.com/countersign/countersign/runner/evaluator"
 	"github.com/countersign/countersign/runner/ledger"
 	"github.com/countersign/countersign/runner/workspace"
 )
