@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"strings"
@@ -45,15 +44,11 @@ func noteImpossible(t *models.Task, ar *attemptRun) bool {
 // lastLineImpossible is the reason on the last non-empty line of out, "" when that
 // line does not start with contract.ImpossiblePrefix or gives no reason.
 func lastLineImpossible(out []byte) string {
-	out = bytes.TrimRight(out, " \t\r\n")
-	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
-		out = out[i+1:]
-	}
-	line := strings.TrimSpace(string(out))
-	if !strings.HasPrefix(line, contract.ImpossiblePrefix) {
+	reason, ok := lastLineAfter(out, contract.ImpossiblePrefix)
+	if !ok {
 		return ""
 	}
-	return impossibleReason(strings.TrimPrefix(line, contract.ImpossiblePrefix))
+	return impossibleReason(reason)
 }
 
 // signalImpossible is the reason in the signal file's impossible field when t's

@@ -50,13 +50,20 @@ func askedDuring(t *models.Task, ar *attemptRun) {
 // lastLineQuestion is the question on the last non-empty line of out, "" when that
 // line does not start with questionPrefix.
 func lastLineQuestion(out []byte) string {
+	q, ok := lastLineAfter(out, questionPrefix)
+	if !ok {
+		return ""
+	}
+	return contract.Truncate(strings.TrimSpace(q), models.MaxQuestionBytes)
+}
+
+// lastLineAfter is what follows prefix on the last non-empty line of out, and whether
+// that line (trimmed) starts with prefix: the one reading of a worker's closing line,
+// for its question and its impossible claim alike.
+func lastLineAfter(out []byte, prefix string) (string, bool) {
 	out = bytes.TrimRight(out, " \t\r\n")
 	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
 		out = out[i+1:]
 	}
-	line := strings.TrimSpace(string(out))
-	if !strings.HasPrefix(line, questionPrefix) {
-		return ""
-	}
-	return contract.Truncate(strings.TrimSpace(strings.TrimPrefix(line, questionPrefix)), models.MaxQuestionBytes)
+	return strings.CutPrefix(strings.TrimSpace(string(out)), prefix)
 }

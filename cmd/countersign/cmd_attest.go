@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -252,10 +251,8 @@ func isGitDir(ctx context.Context, dir string) bool {
 	return err == nil
 }
 
-// gitOut runs a read-only git command in repo with hooks and global configuration off.
+// gitOut runs a read-only git command in repo with the runner's own git safety
+// (workspace.ReadCommand).
 func gitOut(ctx context.Context, repo string, args ...string) ([]byte, error) {
-	argv := append([]string{"-C", repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", argv...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
-	return cmd.Output()
+	return workspace.ReadCommand(ctx, repo, args...).Output()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -156,4 +157,16 @@ func (m *Manager) Head(ctx context.Context, ws *Workspace) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// ReadCommand is a read-only git command in repo for a caller outside a Manager
+// (`countersign attest verify` reading a repository it was pointed at), with the same
+// gitSafety options and gitEnv as the manager's own git: replace refs and the commit
+// graph must not change what a commit id means to a verifier either. It keeps the
+// caller's environment otherwise and is not confined.
+func ReadCommand(ctx context.Context, repo string, args ...string) *exec.Cmd {
+	argv := append(append([]string{"-C", repo}, gitSafety...), args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Env = append(os.Environ(), gitEnv...)
+	return cmd
 }
