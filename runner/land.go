@@ -194,11 +194,17 @@ func verifiedBy(t *models.Task) string {
 	return "runner, then " + string(t.Verify)
 }
 
+// committed says the attempt passed with a commit and the settle recorded that commit
+// on the task: what the note and the push may then carry.
+func committed(tr *taskRun, ar *attemptRun) bool {
+	return ar.commit != "" && ar.outcome == models.OutcomePassed && tr.task.Commit == ar.commit
+}
+
 // noteVerified attaches the attestation of a commit just verified to it as a git note
 // (workspace.NotesRef), so that it travels with the commit. A note that cannot be
 // written is logged: the attestation stays in the ledger entry and the API.
 func (p *lander) noteVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
-	if ar.commit == "" || ar.outcome != models.OutcomePassed || tr.task.Commit != ar.commit || tr.task.State != models.TaskVerified {
+	if !committed(tr, ar) || tr.task.State != models.TaskVerified {
 		return
 	}
 	e, _, err := p.svc.Ledger.TaskAttestation(ctx, tr.task.ID)
@@ -219,7 +225,7 @@ func (p *lander) noteVerified(ctx context.Context, tr *taskRun, ar *attemptRun) 
 // verification stands, and the branch can be pushed by hand.
 func (p *lander) pushVerified(ctx context.Context, tr *taskRun, ar *attemptRun) {
 	remote := p.cfg.Landing.PushRemote
-	if remote == "" || ar.commit == "" || ar.outcome != models.OutcomePassed || tr.task.Commit != ar.commit {
+	if remote == "" || !committed(tr, ar) {
 		return
 	}
 	err := p.cfg.Workspaces.Push(ctx, ar.ws.Repo(), remote, ar.ws.Branch())
