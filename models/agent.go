@@ -45,8 +45,11 @@ type Agent struct {
 	// TargetBranch is where a worktree agent's tasks branch from and merge into;
 	// empty: the checkout's current branch.
 	TargetBranch string `json:"target_branch,omitempty"`
-	Concurrency  int    `json:"concurrency"`        // worker: tasks at once (>= 1)
-	Disabled     bool   `json:"disabled,omitempty"` // takes no new work, may not log in
+	// Forge names the forge (Forge.Name) a worktree agent's verified task branches
+	// are pushed to and opened as pull requests on; "" for none.
+	Forge       string `json:"forge,omitempty"`
+	Concurrency int    `json:"concurrency"`        // worker: tasks at once (>= 1)
+	Disabled    bool   `json:"disabled,omitempty"` // takes no new work, may not log in
 	// Sandbox is what the worker's confined processes may reach besides their
 	// workspace; admin-controlled like Command, and shown to admins only.
 	Sandbox AgentSandbox `json:"sandbox,omitzero"`
@@ -91,6 +94,7 @@ func (a *Agent) Normalize() {
 	}
 	a.Roles = roles
 	a.Command = strings.TrimSpace(a.Command)
+	a.Forge = strings.ToLower(strings.TrimSpace(a.Forge))
 	a.Workdir = strings.TrimSpace(a.Workdir)
 	if a.Workdir != "" && WorkdirProblem(a.Workdir) == "" {
 		a.Workdir = filepath.Clean(a.Workdir) // drops a trailing or doubled slash only

@@ -40,6 +40,9 @@ func AgentChanges(before, after *Agent) map[string]FieldChange {
 	if before.Worktree != after.Worktree {
 		out["worktree"] = FieldChange{Before: before.Worktree, After: after.Worktree}
 	}
+	if before.Forge != after.Forge {
+		out["forge"] = FieldChange{Before: before.Forge, After: after.Forge}
+	}
 	if before.Concurrency != after.Concurrency {
 		out["concurrency"] = FieldChange{Before: before.Concurrency, After: after.Concurrency}
 	}

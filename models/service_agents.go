@@ -39,6 +39,9 @@ func (s *AgentService) CreateAgent(ctx context.Context, actor *Agent, a *Agent, 
 	now := s.now()
 	a.CreatedAt, a.UpdatedAt = now, now
 	return s.store.InTx(ctx, func(tx Tx) error {
+		if err := checkAgentForge(ctx, tx, a); err != nil {
+			return err
+		}
 		if err := tx.CreateAgent(ctx, a); err != nil {
 			return err
 		}
@@ -73,6 +76,9 @@ func (s *AgentService) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) 
 		if a.PasswordHash == "" {
 			a.PasswordHash = cur.PasswordHash
 		}
+		if err := checkAgentForge(ctx, tx, a); err != nil {
+			return err
+		}
 		changes := AgentChanges(cur, a)
 		if err := tx.UpdateAgent(ctx, a); err != nil {
 			return err
@@ -91,9 +97,33 @@ func (s *AgentService) UpdateAgent(ctx context.Context, actor *Agent, a *Agent) 
 	})
 }
 
+// checkAgentForge refuses an agent that names a forge that does not exist, or names
+// one without working in git worktrees (only a task branch can become a pull request).
+func checkAgentForge(ctx context.Context, tx Tx, a *Agent) error {
+	if a.Forge == "" {
+		return nil
+	}
+	field := func(msg string) error {
+		return &Error{Code: EINVALID, Message: "validation failed", Fields: map[string]string{"forge": msg}}
+	}
+	if !a.Worktree {
+		return field("needs --worktree: only a task branch can become a pull request")
+	}
+	ftx, ok := tx.(ForgeTx)
+	if !ok {
+		return Errorf(EINTERNAL, "this store keeps no forges")
+	}
+	if _, err := ftx.GetForgeByName(ctx, a.Forge); ErrorCode(err) == ENOTFOUND {
+		return field("no forge is called " + a.Forge)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
 func agentEventData(a *Agent) map[string]any {
 	return map[string]any{"agent": a.Name, "kind": a.Kind, "roles": a.Roles, "command": a.Command,
-		"workdir": a.Workdir, "worktree": a.Worktree, "target_branch": a.TargetBranch, "concurrency": a.Concurrency, "disabled": a.Disabled,
+		"workdir": a.Workdir, "worktree": a.Worktree, "target_branch": a.TargetBranch, "forge": a.Forge, "concurrency": a.Concurrency, "disabled": a.Disabled,
 		"sandbox": a.Sandbox}
 }
 

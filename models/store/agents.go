@@ -18,6 +18,7 @@ type agentRecord struct {
 	Workdir      string
 	Worktree     bool
 	TargetBranch string
+	Forge        string
 	Concurrency  int
 	Disabled     bool
 	PasswordHash string
@@ -60,6 +61,7 @@ func toAgentRecord(a *models.Agent) (*agentRecord, error) {
 		Workdir:      a.Workdir,
 		Worktree:     a.Worktree,
 		TargetBranch: a.TargetBranch,
+		Forge:        a.Forge,
 		Concurrency:  a.Concurrency,
 		Disabled:     a.Disabled,
 		PasswordHash: a.PasswordHash,
@@ -82,6 +84,7 @@ func fromAgentRecord(r *agentRecord) (*models.Agent, error) {
 		Workdir:      r.Workdir,
 		Worktree:     r.Worktree,
 		TargetBranch: r.TargetBranch,
+		Forge:        r.Forge,
 		Concurrency:  r.Concurrency,
 		Disabled:     r.Disabled,
 		PasswordHash: r.PasswordHash,
