@@ -34,6 +34,8 @@ type Deps struct {
 	// Deliverables reads the kept files of tasks' deliverables; nil serves manifests
 	// only.
 	Deliverables models.DeliverableStore
+	// ForgeSync receives the forges' webhook deliveries; nil answers them 404.
+	ForgeSync ForgeDeliverer
 	// AttestationKey is the PEM public key of the attestations this server signs
 	// (runner/attest); nil when it signs none.
 	AttestationKey []byte
@@ -86,6 +88,7 @@ func Routes(e *echo.Echo, d Deps) {
 		}
 	}
 
+	NewForgeWebhookAPI(d.ForgeSync).Register(e)
 	api := e.Group("/api/v1", BearerAuth(d.Service.Tokens))
 	agents := NewAgentsAPI(st, d.Service.Agents, d.Service.Tokens, d.Service.Stats, d.Service.Now)
 	api.GET("/agents", agents.List)

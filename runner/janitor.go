@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/countersign/countersign/runner/workspace"
 	"log/slog"
 
 	"github.com/countersign/countersign/models"
@@ -62,3 +63,7 @@ func (p *cleanup) needsWorktree(ctx context.Context, id int64) bool {
 // WorkspaceUsage measures the bytes this pool's task workspaces take on disk (its
 // worktrees and fresh task directories).
 func (p *Pool) WorkspaceUsage() (int64, error) { return p.cfg.Workspaces.DiskUsage() }
+
+// Workspaces returns the pool's workspace manager: the checkouts verified commits are
+// pushed from (the forge sync) and worktrees removed from.
+func (p *Pool) Workspaces() *workspace.Manager { return p.cfg.Workspaces }

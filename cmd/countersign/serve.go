@@ -93,6 +93,18 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := s.startRunning(ctx, led); err != nil {
 		return err
 	}
+	base := hooks.PublicURL
+	if base == "" {
+		base = c.URL
+	}
+	forgeSync, stopForges, err := startForgeSync(ctx, &hooks.Forge, svc, s.workspaces, base, log)
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, stopForges)
+	if forgeSync != nil {
+		s.forgeSync = forgeSync
+	}
 	srv := s.handler()
 	printSignIns(out, c.URL, s.people)
 	log.Info("countersign serving", "url", "http://"+ln.Addr().String(), "database", db.Dialect(), "data_dir", c.DataDir)
@@ -126,6 +138,9 @@ func parseServe(args []string, out io.Writer) (*config, *webhookConfig, models.D
 	}
 	var hooks webhookConfig
 	if err := webhookFlags(fs, &hooks); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := forgeSyncFlags(fs, &hooks.Forge); err != nil {
 		return nil, nil, nil, err
 	}
 	fs.StringVar(&c.Deadlines, "inbox-deadlines", envOr("", "COUNTERSIGN_INBOX_DEADLINES"), "how long each kind of inbox item may wait before it is announced again and escalated to the lead, over the defaults ("+models.DefaultDeadlines.String()+"): kind=duration,… or kind=off; a question unanswered for twice its deadline blocks its task (env COUNTERSIGN_INBOX_DEADLINES)")
@@ -169,6 +184,9 @@ type serving struct {
 	usage         func() (int64, error)
 	gatewayStatus func() models.GatewayStatus
 	recheck       *drift.Rechecker
+	workspaces    forgeWorkspaces // the pool's, pushed from by the forge sync
+
+	forgeSync handlers.ForgeDeliverer // nil when off
 }
 
 // startWatching starts what runs with or without a runner here: the live hub, the
@@ -219,6 +237,7 @@ func (s *serving) startRunning(ctx context.Context, led ledger.Ledger) error {
 		}
 		s.stops = append(s.stops, pool.Stop)
 		s.policy, s.lander, s.usage, s.gatewayStatus = pool.EffectivePolicy, pool.Landing(), pool.WorkspaceUsage, pool.GatewayStatus
+		s.workspaces = pool.Workspaces()
 		// Rechecks read the workspaces, which live where the runner runs.
 		if s.recheck, err = startRechecker(ctx, c, s.svc, s.log); err != nil {
 			return err
@@ -240,7 +259,7 @@ func (s *serving) handler() http.Handler {
 	return handlers.NewServer(handlers.Deps{
 		Service: svc, Log: log, Version: version, Metrics: s.metrics.Handler(), MetricsPublic: c.MetricsPublic, Ledger: s.ledInfo, HTML: dashboard.ErrorPage,
 		Workers: func() (bool, string) { return sb.Ready(), sb.Status() },
-		Lander:  s.lander, Deliverables: deliverables, AttestationKey: s.attestKey,
+		Lander:  s.lander, Deliverables: deliverables, AttestationKey: s.attestKey, ForgeSync: s.forgeSync,
 		Extra: []func(*echo.Echo){
 			dashboard.Routes,
 			hub.Register,

@@ -16,6 +16,8 @@ type webhookConfig struct {
 	PublicURL string // where people open the pages: the links in notifications
 	Workers   int
 	Timeout   time.Duration
+	// Forge is how pull requests on GitHub and GitLab are kept in step (forgesync.go).
+	Forge forgeSyncConfig
 }
 
 // webhookFlags registers serve's webhook flags.
