@@ -2,6 +2,7 @@ package forge_test
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"strconv"
@@ -283,9 +284,22 @@ func TestGitPushWithPushHeader(t *testing.T) {
 			strings.Contains(out, "could not read Username")) {
 			t.Fatalf("push without the header: err %v, output %s; want a 401 refusal", err, out)
 		}
-		t.Logf("unauthenticated push refused: %s", strings.TrimSpace(out))
+		refused := 0
+		for _, r := range fx.srv.Requests() {
+			if strings.Contains(r.Query, "git-receive-pack") && r.Status == 401 && r.Header.Get("Authorization") == "" {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Fatal("the server answered no unauthenticated receive-pack request with 401")
+		}
 		if fx.srv.BranchSHA("task/1") == head {
 			t.Fatal("the unauthenticated push moved the branch")
+		}
+		wrong := map[string]string{"http.extraHeader": "Authorization: Basic " +
+			base64.StdEncoding.EncodeToString([]byte("x-access-token:not-the-token"))}
+		if out, err := gitCmd(t, w, wrong, "push", url, "task/1"); err == nil {
+			t.Fatalf("push with a wrong token succeeded: %s", out)
 		}
 		if out, err := gitCmd(t, w, auth, "push", "--quiet", url, "task/1"); err != nil {
 			t.Fatalf("push with the header: %v: %s", err, out)

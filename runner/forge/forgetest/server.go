@@ -25,6 +25,7 @@ type Request struct {
 	Query  string
 	Header http.Header
 	Body   string // API requests only; git's pack bodies are left out
+	Status int    // the status code answered
 }
 
 // PullState is a pull (merge) request as the server holds it.
@@ -236,7 +237,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
+	idx := len(s.requests) - 1
 	s.mu.Unlock()
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	w = sw
+	defer func() {
+		s.mu.Lock()
+		s.requests[idx].Status = sw.code
+		s.mu.Unlock()
+	}()
 	if isGit {
 		s.serveGit(w, r)
 		return
@@ -265,4 +274,22 @@ func (s *Server) unauthorizedMessage() string {
 		return "401 Unauthorized"
 	}
 	return "Bad credentials"
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets git http-backend's streamed answers through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -189,8 +189,8 @@ func (s *Server) PushPayload(branch, login, before string) Payload {
 			"ref": "refs/heads/" + branch, "before": before, "after": after,
 			"created": false, "deleted": false, "forced": false,
 			"repository": s.ghRepoJSON(), "sender": s.ghUserJSON(login),
-			"pusher": map[string]any{"name": login, "email": login + "@example.test"},
-			"commits":  []any{}, "head_commit": map[string]any{"id": after},
+			"pusher":  map[string]any{"name": login, "email": login + "@example.test"},
+			"commits": []any{}, "head_commit": map[string]any{"id": after},
 		})
 	}
 	return payload("Push Hook", map[string]any{
