@@ -42,7 +42,8 @@ func ParseGitLabWebhook(r *http.Request, secret string) (Event, error) {
 //   - "close" → EventClosed;
 //   - "approved" or "approval" → EventReview approved by user.username;
 //   - any other action whose payload lists user.username among reviewers with state
-//     requested_changes → EventReview changes_requested;
+//     requested_changes → EventReview changes_requested, ID "changes:<user id>" (the
+//     same for every such delivery: read Reviews for the notes and the round's ID);
 //   - Note Hook on a merge request (not system) → EventReview commented, ID
 //     "note:<id>", body "path:line: text" for a diff note;
 //   - Push Hook to refs/heads/B → EventHeadMoved, Head B, HeadSHA after, Number 0;

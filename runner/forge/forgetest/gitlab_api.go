@@ -63,7 +63,7 @@ func (s *Server) glMRJSON(p *PullState) map[string]any {
 	state := map[string]string{"open": "opened", "closed": "closed", "merged": "merged"}[c.State]
 	out := map[string]any{
 		"id": 7000 + c.Number, "iid": c.Number, "project_id": 1, "title": c.Title,
-		"description": c.Description(), "state": state, "source_branch": c.Head,
+		"description": c.Body, "state": state, "source_branch": c.Head,
 		"target_branch": c.Base, "sha": c.HeadSHA, "merge_commit_sha": nil,
 		"squash_commit_sha": nil, "merge_user": nil, "merged_by": nil,
 		"author":     s.glUserJSON(c.Author),
@@ -77,9 +77,6 @@ func (s *Server) glMRJSON(p *PullState) map[string]any {
 	}
 	return out
 }
-
-// Description is the merge request's body (GitLab's word for it).
-func (p PullState) Description() string { return p.Body }
 
 func (s *Server) glListMRs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
