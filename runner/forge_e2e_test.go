@@ -85,7 +85,7 @@ func newForgeRig(t *testing.T, kind forge.Kind, poll time.Duration) *forgeRig {
 		r.srv = forgetest.NewGitLab(t, "acme/tools/calc", r.token)
 	}
 	// The forge's main is the checkout's main: pull requests have a base.
-	git(t, repo, "push", "-q", r.srv.BareDir(), "main")
+	git(t, repo, "push", "-q", "--force", r.srv.BareDir(), "main")
 	forges, err := models.NewForges(h.svc)
 	must(t, err)
 	cfg := r.srv.Config()
@@ -229,16 +229,224 @@ func (r *forgeRig) tokenNowhere(id int64) {
 	}
 }
 
-// eventCount is how many events there are.
-func (r *forgeRig) eventCount() int {
+// lastEvent is the newest event's id.
+func (r *forgeRig) lastEvent() int64 {
 	evs, err := r.h.db.ListEvents(r.h.ctx, 0, 10000)
 	must(r.h.t, err)
-	return len(evs)
+	var last int64
+	for _, e := range evs {
+		last = max(last, e.ID)
+	}
+	return last
 }
 
-func readAll(t *testing.T, rc io.ReadCloser) string {
+// reviewEventsSince lists the events after id that a review could cause: the task's
+// own and the forge's review events (the sync's status rounds go on meanwhile).
+func (r *forgeRig) reviewEventsSince(id int64) []string {
+	evs, err := r.h.db.ListEvents(r.h.ctx, id, 10000)
+	must(r.h.t, err)
+	var out []string
+	for _, e := range evs {
+		if e.ID > id && (strings.HasPrefix(e.Type, "task.") || strings.HasPrefix(e.Type, "forge.review")) {
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+func readAll(t testing.TB, rc io.ReadCloser) string {
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
 	must(t, err)
 	return string(b)
+}
+
+// TestForgePullRequestsOnGitHub and TestForgePullRequestsOnGitLab follow one task
+// through its pull request, over webhooks on GitHub and by polling on GitLab: the
+// verified commit is pushed with Countersign's token and opened as a pull request with
+// its evidence; countersign/verified is pending while a lead's verification waits,
+// success on exactly the verified commit once a mapped lead approves (the builder's own
+// approval does not count), failure on a commit pushed afterwards; a request for
+// changes sends the task back with the reviewer's words, which the next attempt's
+// brief carries; the new verified commit replaces the old one on the branch; a merge
+// in the forge is recorded on the task and removes its worktree. A delivery with a
+// bad signature changes nothing, a replayed one is refused, and the token is in no
+// worker's reach, log, event or description.
+func TestForgePullRequestsOnGitHub(t *testing.T) { forgeFlow(t, forge.GitHub, -1) }
+
+// TestForgePullRequestsOnGitLab is TestForgePullRequestsOnGitHub on GitLab.
+func TestForgePullRequestsOnGitLab(t *testing.T) { forgeFlow(t, forge.GitLab, 200*time.Millisecond) }
+
+func forgeFlow(t *testing.T, kind forge.Kind, poll time.Duration) {
+	r := newForgeRig(t, kind, poll)
+	h := r.h
+	tk := r.task()
+	h.start()
+	done := r.state(tk.ID, models.TaskCompleted)
+	first := done.Commit
+	pr := r.pull()
+	if pr.Head != done.Branch || pr.HeadSHA != first || pr.Base != "main" {
+		t.Fatalf("pull request %+v, want head %s at the verified commit %s into main", pr, done.Branch, first)
+	}
+	for _, want := range []string{done.Contract.Hash(), "Judge's report", "| 1 | passed", "/tasks/" + itoa(tk.ID), "awaiting a person's verification"} {
+		if !strings.Contains(pr.Body, want) {
+			t.Errorf("the description lacks %q:\n%s", want, pr.Body)
+		}
+	}
+	r.status(first, forge.StatePending)
+
+	// A delivery signed with another secret changes nothing.
+	before := r.lastEvent()
+	if code := r.webhook("not-the-secret", r.srv.ReviewPayload(pr.Number, "alice-forge", forge.ReviewApproved, "LGTM")); code != http.StatusUnauthorized {
+		t.Fatalf("a badly signed delivery: %d, want 401", code)
+	}
+	if got := r.reviewEventsSince(before); len(got) > 0 {
+		t.Fatalf("a badly signed delivery recorded %v", got)
+	}
+	if got := r.state(tk.ID, models.TaskCompleted); got.VerifierID != nil {
+		t.Fatalf("a badly signed approval verified the task")
+	}
+
+	// The builder's own identity approving does not count.
+	r.review(pr.Number, "fixer-bot", forge.ReviewApproved, "looks good to me")
+	r.waitEvent(tk.ID, models.EventForgeReviewIgnored, "builder")
+	if got, _ := h.db.GetTask(h.ctx, tk.ID); got.State != models.TaskCompleted {
+		t.Fatalf("the builder's approval moved the task to %s", got.State)
+	}
+	// A mapped lead's approval verifies it: success on exactly the verified commit.
+	r.review(pr.Number, "alice-forge", forge.ReviewApproved, "Approved.")
+	r.state(tk.ID, models.TaskVerified)
+	if st := r.status(first, forge.StateSuccess); !strings.HasSuffix(st.TargetURL, "/tasks/"+itoa(tk.ID)) {
+		t.Errorf("the success status links to %q, want the task page", st.TargetURL)
+	}
+	r.h.waitLong(time.Minute, "the description to name the ledger entry", func() bool {
+		body := r.pull().Body
+		return strings.Contains(body, "`task.complete` entry") && strings.Contains(body, "/tasks/"+itoa(tk.ID)+"/attestation")
+	})
+	r.replayRefused(pr.Number)
+
+	// A commit pushed after verification is failure; the verified one stays success.
+	foreign := r.srv.PushCommit(done.Branch, "calc.go", "package calc\n\nfunc Add(a, b int) int { return 42 }\n")
+	if kind == forge.GitHub {
+		if code := r.webhook(r.secret, r.srv.HeadMovedPayload(pr.Number, "mallory", first)); code != http.StatusAccepted {
+			t.Fatalf("head moved delivery: %d", code)
+		}
+	}
+	r.status(foreign, forge.StateFailure)
+	r.status(first, forge.StateSuccess)
+
+	// Changes requested: the task goes back to its worker with the reviewer's words.
+	words := "Please document Add with a doc comment."
+	r.review(pr.Number, "alice-forge", forge.ReviewChangesRequested, words, forgetest.LineComment{Path: "calc.go", Line: 3, Text: "no doc comment here"})
+	again := r.revised(tk.ID, first)
+	if brief := h.brief(tk.ID, len(h.attempts(tk.ID))); !strings.Contains(brief, words) {
+		t.Errorf("the next attempt's brief lacks the reviewer's words:\n%s", brief)
+	}
+	if body := git(t, r.repo, "show", again.Commit+":calc.go"); !strings.Contains(body, "// Add adds.") {
+		t.Errorf("the revision did not act on the review: %s", body)
+	}
+	r.status(first, forge.StateFailure)
+	r.status(again.Commit, forge.StatePending)
+	r.waitHead(again.Commit)
+	r.review(pr.Number, "alice-forge", forge.ReviewApproved, "Thanks.")
+	r.state(tk.ID, models.TaskVerified)
+	r.status(again.Commit, forge.StateSuccess)
+
+	// A merge in the forge is recorded on the task and closes its workspace.
+	r.srv.Merge(pr.Number, "alice-forge")
+	if kind == forge.GitHub {
+		if code := r.webhook(r.secret, r.srv.MergePayload(pr.Number)); code != http.StatusAccepted {
+			t.Fatalf("merge delivery: %d", code)
+		}
+	}
+	r.waitEvent(tk.ID, models.EventTaskMerged, "forge")
+	h.waitFor("the merged task's worktree to go", func() bool {
+		_, err := os.Stat(h.cfg.Workspaces.Root() + "/worktrees/" + itoa(tk.ID))
+		return os.IsNotExist(err)
+	})
+	r.onlyVerifiedSucceeded(first, again.Commit)
+	r.tokenNowhere(tk.ID)
+}
+
+// review submits a review: by webhook on GitHub, on the forge for the poll to find on
+// GitLab.
+func (r *forgeRig) review(number int64, login string, state forge.ReviewState, body string, comments ...forgetest.LineComment) {
+	r.h.t.Helper()
+	if r.srv.Kind() == forge.GitHub {
+		if code := r.webhook(r.secret, r.srv.ReviewPayload(number, login, state, body)); code != http.StatusAccepted {
+			r.h.t.Fatalf("review delivery: %d", code)
+		}
+		return
+	}
+	r.srv.AddReview(number, login, state, body, comments...)
+}
+
+// replayRefused sends one delivery twice: the second is refused.
+func (r *forgeRig) replayRefused(number int64) {
+	t := r.h.t
+	req := forgetest.NewWebhookRequest(t, r.hook.URL+"/origin", r.secret, r.srv.Kind(), r.srv.ReviewPayload(number, "someone", forge.ReviewCommented, "a comment"))
+	body := readAll(t, req.Body)
+	var codes []int
+	for range 2 {
+		again, err := http.NewRequest(req.Method, req.URL.String(), strings.NewReader(body))
+		must(t, err)
+		again.Header = req.Header.Clone()
+		resp, err := http.DefaultClient.Do(again)
+		must(t, err)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if codes[0] != http.StatusAccepted || codes[1] != http.StatusConflict {
+		t.Fatalf("a delivery and its replay: %v, want [202 409]", codes)
+	}
+}
+
+// revised waits for the task to be completed again with a commit other than old.
+func (r *forgeRig) revised(id int64, old string) *models.Task {
+	var got *models.Task
+	r.h.waitLong(2*time.Minute, "task "+itoa(id)+" revised", func() bool {
+		tk, err := r.h.db.GetTask(r.h.ctx, id)
+		must(r.h.t, err)
+		got = tk
+		if tk.State == models.TaskBlocked {
+			r.h.t.Fatalf("the revision blocked: %+v", r.h.attempts(id))
+		}
+		return tk.State == models.TaskCompleted && tk.Commit != "" && tk.Commit != old
+	})
+	return got
+}
+
+// waitHead waits until the pull request's head is sha.
+func (r *forgeRig) waitHead(sha string) {
+	r.h.waitLong(time.Minute, "the pull request's head at "+short(sha), func() bool { return r.pull().HeadSHA == sha })
+}
+
+// waitEvent waits for an event of type typ about task id whose data mentions word.
+func (r *forgeRig) waitEvent(id int64, typ, word string) {
+	r.h.waitLong(time.Minute, typ+" ("+word+")", func() bool {
+		evs, err := r.h.db.ListEvents(r.h.ctx, 0, 10000)
+		must(r.h.t, err)
+		for _, e := range evs {
+			if e.TaskID != nil && *e.TaskID == id && e.Type == typ && strings.Contains(string(e.Data), word) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// onlyVerifiedSucceeded asserts no commit but the verified ones ever got success.
+func (r *forgeRig) onlyVerifiedSucceeded(verified ...string) {
+	for _, req := range r.srv.Requests() {
+		if req.Method != http.MethodPost || !strings.Contains(req.Path, "/statuses/") || !strings.Contains(req.Body, "success") {
+			continue
+		}
+		ok := false
+		for _, v := range verified {
+			ok = ok || strings.Contains(req.Path, v)
+		}
+		if !ok {
+			r.h.t.Errorf("success was set by %s %s, not on a verified commit", req.Method, req.Path)
+		}
+	}
 }

@@ -13,8 +13,11 @@ import (
 // Reviews reads a merge request's reviews. GitLab has no review object like GitHub's,
 // so they are built from three sources:
 //
-//   - each user in the approvals' approved_by → ReviewApproved, ID "approval:<user id>"
-//     (GitLab gives no approval time, so approvals come last);
+//   - each user in the approvals' approved_by → ReviewApproved of the merge request's
+//     head commit, ID "approval:<user id>@<head sha>": GitLab keeps no commit or time
+//     per approval, so an approval stands for the head it is read on, as GitLab itself
+//     treats it (a project that wants approvals to end when commits are added says so
+//     in its merge request settings); approvals come last;
 //   - each reviewer whose state is requested_changes → ReviewChangesRequested, ID
 //     "changes:<user id>:<newest note id>" (a new round of notes is a new review), Body
 //     the text of all that user's non-system notes, diff notes as "path:line: text";
@@ -55,6 +58,10 @@ func (g *gitLab) Reviews(ctx context.Context, number int64) ([]Review, error) {
 		out = append(out, changesReview(rv, byUser[rv.User.ID]))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SubmittedAt.Before(out[j].SubmittedAt) })
+	mr, _, err := g.api.MergeRequests.GetMergeRequest(g.project, number, nil, gitlab.WithContext(ctx))
+	if err != nil {
+		return nil, g.err("merge request", err)
+	}
 	approvals, _, err := g.api.MergeRequestApprovals.GetConfiguration(g.project, number, gitlab.WithContext(ctx))
 	if err != nil {
 		return nil, g.err("merge request approvals", err)
@@ -64,7 +71,7 @@ func (g *gitLab) Reviews(ctx context.Context, number int64) ([]Review, error) {
 			continue
 		}
 		out = append(out, Review{
-			ID: "approval:" + itoa(a.User.ID), Author: a.User.Username, State: ReviewApproved,
+			ID: "approval:" + itoa(a.User.ID) + "@" + mr.SHA, Author: a.User.Username, State: ReviewApproved, CommitSHA: mr.SHA,
 		})
 	}
 	return out, nil

@@ -150,7 +150,7 @@ func gitLabMergeEvent(ev *Event, e *gitlab.MergeEvent, body []byte) {
 	case "approved", "approval":
 		ev.Kind = EventReview
 		ev.Review = &Review{
-			ID: fmt.Sprintf("approval:%d", userID(e.User)), Author: ev.Actor,
+			ID: fmt.Sprintf("approval:%d@%s", userID(e.User), ev.HeadSHA), Author: ev.Actor,
 			State: ReviewApproved, CommitSHA: ev.HeadSHA,
 		}
 		return

@@ -98,6 +98,11 @@ func (s *Syncer) apply(ctx context.Context, tg *target, ev *forge.Event) error {
 		if ev.Review == nil {
 			return nil
 		}
+		if tg.forge.Kind == models.ForgeGitLab && ev.Review.State == forge.ReviewChangesRequested {
+			// GitLab's event names the reviewer but not their words: the API has them,
+			// under the id a poll gives them, so the request is acted on once.
+			return s.poll(ctx, tg)
+		}
 		return s.review(ctx, tg, ev.Review)
 	case forge.EventMerged:
 		return s.merged(ctx, tg, ev.MergeSHA, ev.Actor, ev.HeadSHA)
