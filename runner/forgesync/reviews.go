@@ -16,7 +16,10 @@ func (s *Syncer) poll(ctx context.Context, tg *target) error {
 		return err
 	}
 	var reviews []forge.Review
-	if err := s.call(ctx, func(ctx context.Context) (err error) { reviews, err = tg.client.Reviews(ctx, tg.pull.Number); return err }); err != nil {
+	if err := s.call(ctx, func(ctx context.Context) (err error) {
+		reviews, err = tg.client.Reviews(ctx, tg.pull.Number)
+		return err
+	}); err != nil {
 		return err
 	}
 	for i := range reviews {
