@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,8 @@ func (s *syncBuffer) String() string {
 // forgeWorker fixes Add and, when the brief carries a reviewer's request to document
 // it, documents it. It is hostile too: it prints its whole environment and hunts for
 // forge tokens (GitHub's ghp_ and GitLab's glpat- prefixes) in every file and process
-// it can read, so that a token within its reach ends up in its output.
+// it can read — the test's whole temporary tree included, where the database that
+// holds the token lives — so that a token within its reach ends up in its output.
 const forgeWorker = `brief=$(cat)
 env
 for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < "$f" 2>/dev/null; done | grep -aoE '(ghp_|glpat-)[A-Za-z0-9_-]+' || true
@@ -92,7 +94,7 @@ func newForgeRig(t *testing.T, kind forge.Kind, poll time.Duration) *forgeRig {
 	r.forge = &models.Forge{Name: "origin", Kind: string(kind), BaseURL: cfg.BaseURL, Repo: cfg.Repo, Token: r.token}
 	r.secret, err = forges.Create(h.ctx, h.boss, r.forge)
 	must(t, err)
-	fixer := h.worker("fixer", "developer", strings.ReplaceAll(forgeWorker, "$FORGE_HUNT", h.root), func(a *models.Agent) {
+	fixer := h.worker("fixer", "developer", strings.ReplaceAll(forgeWorker, "$FORGE_HUNT", filepath.Dir(h.root)), func(a *models.Agent) {
 		a.Workdir, a.Worktree, a.TargetBranch, a.Forge = repo, true, "main", "origin"
 	})
 	alice := &models.Agent{Name: "alice", Kind: models.KindHuman, Roles: []string{models.RoleLead}}
