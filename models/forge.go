@@ -222,7 +222,9 @@ type ForgeTx interface {
 	// ListOpenForgePulls returns the open pull requests, oldest task first.
 	ListOpenForgePulls(ctx context.Context) ([]ForgePull, error)
 	// TasksWithoutPull returns up to limit tasks that have a commit, an agent bound to
-	// a forge and no pull request yet, oldest first.
+	// a forge and no pull request yet, oldest first — leaving out a task that another
+	// task not cancelled depends on: a chain of steps is one pull request, at its end,
+	// whose head holds every step's verified work.
 	TasksWithoutPull(ctx context.Context, limit int) ([]Task, error)
 	// AddForgeDelivery records a webhook delivery id; ECONFLICT when it was seen.
 	AddForgeDelivery(ctx context.Context, forgeID int64, delivery string, at time.Time) error

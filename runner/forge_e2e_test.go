@@ -452,3 +452,45 @@ func (r *forgeRig) onlyVerifiedSucceeded(verified ...string) {
 		}
 	}
 }
+
+// TestForgeChainIsOnePullRequest: two steps, the second built on the first's verified
+// commit, are one pull request at the end of the chain, listing both; its status is
+// success only while every step stands: reopening the first step turns it to failure,
+// and it stays failure after the first step is verified again, since the pull
+// request's commit holds the first step's old work.
+func TestForgeChainIsOnePullRequest(t *testing.T) {
+	r := newForgeRig(t, forge.GitHub, -1)
+	h := r.h
+	h.worker("documenter", "writer", `grep -q 'a + b' calc.go || exit 1; printf '// Add adds.\n' >> calc.go; echo TASK_COMPLETE`,
+		func(a *models.Agent) { a.Workdir, a.Worktree, a.TargetBranch, a.Forge = r.repo, true, "main", "origin" })
+	c := func(check string) contract.Contract {
+		return contract.Contract{Completion: contract.Completion{Type: contract.CompletionNone, DoneToken: "TASK_COMPLETE", MaxAttempts: 1},
+			Verification: contract.Verification{Type: contract.VerifyVerifiable,
+				Criteria: []contract.Criterion{{Activity: "check", Description: "it is there", Command: check}}}}
+	}
+	fix := h.task("Fix Add", "developer", c(`grep -q 'a + b' calc.go`))
+	doc := h.task("Document Add", "writer", c(`grep -q 'Add adds' calc.go`), func(s *models.TaskSpec) { s.DependsOn = []int64{fix.ID} })
+	h.start()
+	r.state(fix.ID, models.TaskVerified)
+	last := r.state(doc.ID, models.TaskVerified)
+	pr := r.pull()
+	if pr.Head != last.Branch || pr.HeadSHA != last.Commit {
+		t.Fatalf("the chain's pull request is %s at %s, want the last step's %s at %s", pr.Head, short(pr.HeadSHA), last.Branch, short(last.Commit))
+	}
+	if !strings.Contains(pr.Body, "Steps in this pull request") || !strings.Contains(pr.Body, "/tasks/"+itoa(fix.ID)) {
+		t.Errorf("the description does not list the first step:\n%s", pr.Body)
+	}
+	r.status(last.Commit, forge.StateSuccess)
+
+	_, err := h.svc.Tasks.TaskAction(h.ctx, h.boss, fix.ID, models.ActReopen, models.ActionInput{Reason: "redo it"})
+	must(t, err)
+	r.status(last.Commit, forge.StateFailure)
+	r.state(fix.ID, models.TaskVerified)
+	time.Sleep(500 * time.Millisecond) // a few sync rounds
+	if st, _ := r.srv.LatestStatus(last.Commit, forge.StatusContext); forgeState(st.State) != forge.StateFailure {
+		t.Fatalf("after the first step was verified again, the chain's commit is %s (%s), want failure", st.State, st.Description)
+	}
+	if n := len(r.srv.Pulls()); n != 1 {
+		t.Fatalf("%d pull requests for one chain", n)
+	}
+}

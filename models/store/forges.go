@@ -268,14 +268,16 @@ func (o *ops) ListOpenForgePulls(ctx context.Context) ([]models.ForgePull, error
 	return out, nil
 }
 
-// TasksWithoutPull returns tasks with a verified commit whose agent names a forge
-// and that have no pull request yet.
+// TasksWithoutPull returns tasks with a verified commit whose agent names a forge,
+// that no other live task depends on, and that have no pull request yet.
 func (o *ops) TasksWithoutPull(ctx context.Context, limit int) ([]models.Task, error) {
 	var recs []taskRecord
 	err := o.q(ctx).Model(&taskRecord{}).
 		Joins("JOIN agents ON agents.id = tasks.builder_id AND agents.forge <> ''").
 		Where("tasks.verified_commit <> '' AND tasks.canary = '' AND tasks.state IN ?", []string{string(models.TaskCompleted), string(models.TaskVerified)}).
 		Where("NOT EXISTS (SELECT 1 FROM forge_pulls p WHERE p.task_id = tasks.id)").
+		// A step that later steps build on travels in their pull request.
+		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks n ON n.id = d.task_id WHERE d.depends_on_id = tasks.id AND n.state <> ?)", string(models.TaskCancelled)).
 		Order("tasks.id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, mapError(err, "tasks")

@@ -24,6 +24,7 @@ func (s *Syncer) body(ctx context.Context, tg *target, commit string) string {
 	}
 	fmt.Fprintf(&b, "**Countersign: %s** — %s\n\n", state, desc)
 	fmt.Fprintf(&b, "Task [%d](%s) · verified commit `%s` · branch `%s`\n\n", t.ID, s.taskURL(t.ID), commit, t.Branch)
+	s.writeSteps(ctx, &b, t)
 	writeContract(&b, t)
 	attempts, err := s.store.ListAttempts(ctx, t.ID)
 	if err != nil {
@@ -34,6 +35,20 @@ func (s *Syncer) body(ctx context.Context, tg *target, commit string) string {
 	b.WriteString("\nThe `countersign/verified` status is success only on the commit Countersign verified, while the verification stands. " +
 		"A review requesting changes sends the task back to its worker with the reviewer's words.\n")
 	return b.String()
+}
+
+// writeSteps lists the steps a chain's last task builds on: their work is in this
+// pull request too, each verified on its own.
+func (s *Syncer) writeSteps(ctx context.Context, b *strings.Builder, t *models.Task) {
+	steps, err := s.chain(ctx, t)
+	if err != nil || len(steps) == 0 {
+		return
+	}
+	b.WriteString("### Steps in this pull request\n\n| task | title | state | verified commit |\n|---|---|---|---|\n")
+	for _, st := range steps {
+		fmt.Fprintf(b, "| [%d](%s) | %s | %s | `%s` |\n", st.ID, s.taskURL(st.ID), oneLine(st.Title), st.State, short(st.Commit))
+	}
+	fmt.Fprintf(b, "| [%d](%s) | %s | %s | `%s` |\n\n", t.ID, s.taskURL(t.ID), oneLine(t.Title), t.State, short(t.Commit))
 }
 
 func writeContract(b *strings.Builder, t *models.Task) {

@@ -1,9 +1,11 @@
 package forgesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/countersign/countersign/models"
@@ -224,8 +226,29 @@ func (s *Syncer) status(ctx context.Context, tg *target) error {
 }
 
 // desired is the status the verified commit should carry now. Only a task that is
-// verified, not stale and whose completion stands on the ledger gets success.
+// verified, not stale and whose completion stands on the ledger gets success — and,
+// for the last step of a chain, only while every step before it does too: its commit
+// holds their work.
 func (s *Syncer) desired(ctx context.Context, t *models.Task) (forge.State, string, error) {
+	steps, err := s.chain(ctx, t)
+	if err != nil {
+		return "", "", err
+	}
+	for i := range steps {
+		st := &steps[i]
+		if state, desc, err := s.standing(ctx, st); err != nil || state != forge.StateSuccess {
+			return forge.StateFailure, "Step: " + desc, err
+		}
+		if st.VerifiedAt != nil && t.VerifiedAt != nil && st.VerifiedAt.After(*t.VerifiedAt) {
+			// Its work changed after this commit was made on it.
+			return forge.StateFailure, "Step: task " + strconv.FormatInt(st.ID, 10) + " was verified again after this commit", nil
+		}
+	}
+	return s.standing(ctx, t)
+}
+
+// standing is one task's own standing as a status.
+func (s *Syncer) standing(ctx context.Context, t *models.Task) (forge.State, string, error) {
 	id := strconv.FormatInt(t.ID, 10)
 	switch {
 	case t.Drift != nil:
@@ -245,6 +268,31 @@ func (s *Syncer) desired(ctx context.Context, t *models.Task) (forge.State, stri
 		return forge.StateFailure, "Task " + id + "'s verification was withdrawn", nil
 	}
 	return forge.StateSuccess, "Verified by Countersign: task " + id, nil
+}
+
+// chain returns the tasks t builds on, directly or not, oldest first (at most 200):
+// the steps whose verified work its commit holds.
+func (s *Syncer) chain(ctx context.Context, t *models.Task) ([]models.Task, error) {
+	seen := map[int64]bool{t.ID: true}
+	var out []models.Task
+	next := t.DependsOn
+	for len(next) > 0 && len(out) < 200 {
+		deps, err := s.store.GetTasks(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		next = nil
+		for _, d := range deps {
+			if seen[d.ID] {
+				continue
+			}
+			seen[d.ID] = true
+			out = append(out, d)
+			next = append(next, d.DependsOn...)
+		}
+	}
+	slices.SortFunc(out, func(a, b models.Task) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // setStatus sets the status on sha and records it.
