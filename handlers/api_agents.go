@@ -34,6 +34,7 @@ type agentInput struct {
 	Workdir     string              `json:"workdir"`
 	Worktree    bool                `json:"worktree"`
 	Target      string              `json:"target_branch"`
+	Forge       string              `json:"forge"`
 	Concurrency int                 `json:"concurrency"`
 	Password    string              `json:"password"`
 	Sandbox     models.AgentSandbox `json:"sandbox"`
@@ -48,6 +49,7 @@ type agentPatch struct {
 	Command     *string              `json:"command"`
 	Workdir     *string              `json:"workdir"`
 	Worktree    *bool                `json:"worktree"`
+	Forge       *string              `json:"forge"` // "" names none
 	Concurrency *int                 `json:"concurrency"`
 	Disabled    *bool                `json:"disabled"`
 	Sandbox     *models.AgentSandbox `json:"sandbox"`
@@ -212,7 +214,7 @@ func QueryStatsDays(c echo.Context) (int, error) {
 // agent is the agent the body describes, as CreateAgent takes it.
 func (in agentInput) agent() *models.Agent {
 	return &models.Agent{Name: in.Name, Kind: models.AgentKind(in.Kind), Roles: in.Roles, Command: in.Command,
-		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Concurrency: in.Concurrency, Sandbox: in.Sandbox,
+		Workdir: in.Workdir, Worktree: in.Worktree, TargetBranch: in.Target, Forge: in.Forge, Concurrency: in.Concurrency, Sandbox: in.Sandbox,
 		PassEnv: in.PassEnv, DailyBudget: in.DailyBudget}
 }
 
@@ -229,6 +231,9 @@ func (in agentPatch) apply(a *models.Agent) {
 	}
 	if in.Worktree != nil {
 		a.Worktree = *in.Worktree
+	}
+	if in.Forge != nil {
+		a.Forge = *in.Forge
 	}
 	if in.Concurrency != nil {
 		a.Concurrency = *in.Concurrency

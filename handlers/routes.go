@@ -71,7 +71,7 @@ func NewServer(d Deps) *echo.Echo {
 // Routes registers the JSON API and the operations endpoints:
 //
 //	GET  /healthz, /readyz, /metrics (bearer token unless Deps.MetricsPublic)
-//	/api/v1: agents and their tokens, templates, rules, goals, tasks and their actions,
+//	/api/v1: agents and their tokens, forges (api_forges.go), templates, rules, goals, tasks and their actions,
 //	inbox, events, ledger, attestations.
 //
 // The dashboard pages, /ws and /mcp are registered by Deps.Extra.
@@ -99,6 +99,9 @@ func Routes(e *echo.Echo, d Deps) {
 	api.GET("/agents/:name/stats", agents.Stats)
 	NewCanaryAPI(st, d.Service.Tasks, d.Service.Stats).Register(api)
 	api.DELETE("/tokens/:id", agents.RevokeToken)
+	if forges, err := models.NewForges(d.Service); err == nil { // a store without forges serves none
+		NewForgesAPI(forges).Register(api)
+	}
 
 	tpl := NewTemplatesAPI(st, d.Service.Templates)
 	api.GET("/templates", tpl.List)

@@ -105,7 +105,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 
 func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	var c config
-	var kind, roles, command, workdir, target string
+	var kind, roles, command, workdir, target, forge string
 	var worktree, pwStdin bool
 	var concurrency int
 	var sb sandboxFlags
@@ -117,6 +117,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&workdir, "workdir", "", "worker: directory to work in instead of a fresh one per task")
 	fs.BoolVar(&worktree, "worktree", false, "worker: give each task its own git worktree of --workdir")
 	fs.StringVar(&target, "target-branch", "", "worker with --worktree: the branch tasks start from and merge into (default: the checkout's current branch)")
+	fs.StringVar(&forge, "forge", "", "worker with --worktree: the forge (countersign forge add) its verified task branches become pull requests on")
 	fs.IntVar(&concurrency, "concurrency", 1, "worker: tasks it may run at once")
 	fs.BoolVar(&pwStdin, "password-stdin", false, "read a dashboard password from the first line of standard input")
 	sb.register(fs)
@@ -144,7 +145,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	a := &models.Agent{Name: name, Kind: models.AgentKind(kind), Roles: splitList(roles), Command: command,
-		Workdir: absWorkdir(workdir), Worktree: worktree, TargetBranch: target, Concurrency: concurrency,
+		Workdir: absWorkdir(workdir), Worktree: worktree, TargetBranch: target, Forge: forge, Concurrency: concurrency,
 		Sandbox: models.AgentSandbox{Read: sb.read, Write: sb.write, Connect: sb.connect, AllowUnix: sb.unix},
 		PassEnv: sb.passEnv, DailyBudget: sb.dailyBudget()}
 	if err := newService(db).Agents.CreateAgent(ctx, models.System, a, password); err != nil {
@@ -156,7 +157,7 @@ func runAgentAdd(ctx context.Context, args []string, out io.Writer) error {
 
 func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 	var c config
-	var roles, command, workdir string
+	var roles, command, workdir, forge string
 	var worktree, disabled bool
 	var concurrency int
 	var sb sandboxFlags
@@ -166,6 +167,7 @@ func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&command, "command", "", "worker: shell command, or a preset: claude, codex, gemini, qwen (docs/presets.md)")
 	fs.StringVar(&workdir, "workdir", "", "worker: directory to work in (\"\" for a fresh one per task)")
 	fs.BoolVar(&worktree, "worktree", false, "worker: a git worktree of --workdir per task")
+	fs.StringVar(&forge, "forge", "", "worker with --worktree: the forge its verified task branches become pull requests on (\"\" for none)")
 	fs.IntVar(&concurrency, "concurrency", 1, "worker: tasks it may run at once")
 	fs.BoolVar(&disabled, "disabled", false, "takes no new work and may not sign in")
 	sb.register(fs)
@@ -197,6 +199,8 @@ func runAgentUpdate(ctx context.Context, args []string, out io.Writer) error {
 			a.Workdir = absWorkdir(workdir)
 		case "worktree":
 			a.Worktree = worktree
+		case "forge":
+			a.Forge = forge
 		case "concurrency":
 			a.Concurrency = concurrency
 		case "disabled":

@@ -1,6 +1,6 @@
 // Command countersign runs the Countersign web application, its runner pool and its
 // ledger publisher, and offers the operator's commands (migrate, agent add|update,
-// token create|list|revoke, template import/export, task import, ledger verify,
+// forge add|update|rotate-secret|list|rm|map|unmap, token create|list|revoke, template import/export, task import, ledger verify,
 // attest key|verify, recheck, hcs create-topic).
 package main
 
@@ -35,6 +35,13 @@ func commands() []command {
 		{"agent add", "add an agent: countersign agent add NAME --kind worker|human --roles a,b", runAgentAdd},
 		{"agent password", "set or reset a person's dashboard password (stdin, or a generated one): countersign agent password NAME", runAgentPassword},
 		{"agent update", "change an agent's roles, command, workdir or sandbox: countersign agent update NAME --sandbox-write DIR", runAgentUpdate},
+		{"forge add", "add a GitHub or GitLab repository for pull requests: countersign forge add NAME --kind github --repo OWNER/NAME --token-file FILE", runForgeAdd},
+		{"forge update", "change a forge's kind, repository, base URL, target branch or token (--token-file|--token-env)", runForgeUpdate},
+		{"forge rotate-secret", "give a forge a new webhook secret, printed once: countersign forge rotate-secret NAME", runForgeRotate},
+		{"forge list", "list the forges (never their tokens)", runForgeList},
+		{"forge rm", "remove a forge no agent names: countersign forge rm NAME", runForgeRemove},
+		{"forge map", "make a forge login act as an agent: countersign forge map NAME LOGIN AGENT", runForgeMap},
+		{"forge unmap", "remove a forge login's mapping: countersign forge unmap NAME LOGIN", runForgeUnmap},
 		{"token create", "print a new bearer token for an agent: countersign token create AGENT [--expires 30d|720h|never]", runTokenCreate},
 		{"token list", "list an agent's tokens with their status: countersign token list AGENT", runTokenList},
 		{"token revoke", "revoke a token: countersign token revoke ID | --agent NAME --name TOKNAME", runTokenRevoke},

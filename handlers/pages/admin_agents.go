@@ -191,6 +191,10 @@ func (p *Pages) agentView(c echo.Context) (agentspage.AgentView, *models.Agent, 
 			SandboxRead: strings.Join(a.Sandbox.Read, ", "), SandboxWrite: strings.Join(a.Sandbox.Write, ", "),
 			SandboxConnect: joinPorts(a.Sandbox.Connect), SandboxAllowUnix: a.Sandbox.AllowUnix,
 			PassEnv: strings.Join(a.PassEnv, ", "), DailyBudgetUSD: budgetValues(orNoBudget(a.DailyBudget))["max_cost_usd"]}
+		v.Edit.Forge = a.Forge
+		if v.Forges, err = p.forgeOptions(c); err != nil {
+			return agentspage.AgentView{}, nil, err
+		}
 		v.Sandbox = agentspage.Sandbox{Read: a.Sandbox.Read, Write: a.Sandbox.Write, Connect: splitList(joinPorts(a.Sandbox.Connect)),
 			AllowUnix: a.Sandbox.AllowUnix}
 		if p.d.SandboxPolicy != nil {
@@ -220,13 +224,18 @@ func (p *Pages) agentUpdate(c echo.Context) error {
 		return err
 	}
 	f := agentspage.AgentForm{Roles: c.FormValue("roles"), Command: c.FormValue("command"), Workdir: strings.TrimSpace(c.FormValue("workdir")),
-		Worktree: c.FormValue("worktree") != "", Concurrency: c.FormValue("concurrency"), Disabled: c.FormValue("disabled") != ""}
+		Worktree: c.FormValue("worktree") != "", Concurrency: c.FormValue("concurrency"), Disabled: c.FormValue("disabled") != "",
+		Forge: c.FormValue("forge")}
 	sandboxForm(c, &f)
+	_, hasForge := c.Request().PostForm["forge"] // the select is shown only when a forge exists
 	a := *cur
 	a.Roles, a.Disabled = splitList(f.Roles), f.Disabled
 	fe := models.FieldErrors{}
 	if cur.Kind == models.KindWorker {
 		a.Command, a.Workdir, a.Worktree = f.Command, f.Workdir, f.Worktree
+		if hasForge {
+			a.Forge = f.Forge
+		}
 		a.Sandbox = formSandbox(&fe, f)
 		a.PassEnv, a.DailyBudget = formSpend(&fe, f)
 	}
@@ -279,6 +288,24 @@ func (p *Pages) agentToken(c echo.Context) error {
 	}
 	v.NewToken, v.TokenName = secret, name
 	return render(c, http.StatusOK, agentspage.Agent(v))
+}
+
+// forgeOptions are the edit form's choices of forge: none, then each forge; nil when
+// there is none, or the store keeps no forges.
+func (p *Pages) forgeOptions(c echo.Context) ([]components.Option, error) {
+	fs, ok := p.svc.Store().(models.ForgeStore)
+	if !ok {
+		return nil, nil
+	}
+	list, err := fs.ListForges(c.Request().Context())
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	out := []components.Option{{Value: "", Label: "none"}}
+	for _, f := range list {
+		out = append(out, components.Option{Value: f.Name, Label: f.Name + " (" + f.Kind + " " + f.Repo + ")"})
+	}
+	return out, nil
 }
 
 // gatewayView writes the gateway's status for people.

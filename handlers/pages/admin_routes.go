@@ -29,6 +29,7 @@ import "github.com/labstack/echo/v4"
 //	POST /ledger/verify              verify the local hash chain
 //	GET  /ledger/:id                 one entry with its exact message bytes
 //	/webhooks…                       signed notifications (admin only; admin_webhooks.go)
+//	/forges…                         GitHub and GitLab repositories for pull requests (admin only; admin_forges.go)
 //
 // Every POST passes the session and CSRF middleware; the service checks roles again.
 func (p *Pages) adminRoutes(g *echo.Group) {
@@ -61,4 +62,5 @@ func (p *Pages) adminRoutes(g *echo.Group) {
 	g.GET("/ledger/:id", p.ledgerEntry)
 
 	p.webhookRoutes(g)
+	p.forgeRoutes(g)
 }

@@ -195,8 +195,8 @@ func (o *ops) ForgeUserAgent(ctx context.Context, forgeID int64, login string) (
 // ListForgeUsers returns a forge's mappings by login, with the agents' names.
 func (o *ops) ListForgeUsers(ctx context.Context, forgeID int64) ([]models.ForgeUser, error) {
 	var rows []struct {
-		forgeUserRecord `gorm:"embedded"`
-		Agent           string
+		User  forgeUserRecord `gorm:"embedded"` // named: gorm cannot fill an unexported embedded struct
+		Agent string
 	}
 	err := o.q(ctx).Model(&forgeUserRecord{}).Select("forge_users.*, agents.name AS agent").
 		Joins("JOIN agents ON agents.id = forge_users.agent_id").
@@ -206,7 +206,7 @@ func (o *ops) ListForgeUsers(ctx context.Context, forgeID int64) ([]models.Forge
 	}
 	out := make([]models.ForgeUser, len(rows))
 	for i, r := range rows {
-		out[i] = models.ForgeUser{ForgeID: r.ForgeID, Login: r.Login, AgentID: r.AgentID, Agent: r.Agent}
+		out[i] = models.ForgeUser{ForgeID: r.User.ForgeID, Login: r.User.Login, AgentID: r.User.AgentID, Agent: r.Agent}
 	}
 	return out, nil
 }

@@ -99,6 +99,8 @@ type AgentForm struct {
 	Worktree    bool
 	Concurrency string
 	Disabled    bool
+	// Forge names the forge a worktree worker's verified branches go to ("" none).
+	Forge string
 	// The sandbox settings (workers): paths and ports, comma- or line-separated.
 	SandboxRead      string
 	SandboxWrite     string
@@ -140,6 +142,9 @@ type AgentView struct {
 	Worktree bool
 	Edit     AgentForm
 	Errors   map[string]string
+	// Forges are the choices of the edit form's Forge select, "none" first; empty
+	// when there is no forge (then the select is left out).
+	Forges []components.Option
 	// NewToken is the secret of a token just created: shown on this one response and
 	// never again. TokenName is its label.
 	NewToken  string
