@@ -297,17 +297,7 @@ func forgeFlow(t *testing.T, kind forge.Kind, poll time.Duration) {
 	}
 	r.status(first, forge.StatePending)
 
-	// A delivery signed with another secret changes nothing.
-	before := r.lastEvent()
-	if code := r.webhook("not-the-secret", r.srv.ReviewPayload(pr.Number, "alice-forge", forge.ReviewApproved, "LGTM")); code != http.StatusUnauthorized {
-		t.Fatalf("a badly signed delivery: %d, want 401", code)
-	}
-	if got := r.reviewEventsSince(before); len(got) > 0 {
-		t.Fatalf("a badly signed delivery recorded %v", got)
-	}
-	if got := r.state(tk.ID, models.TaskCompleted); got.VerifierID != nil {
-		t.Fatalf("a badly signed approval verified the task")
-	}
+	r.badSignatureChangesNothing(pr.Number, tk.ID)
 
 	// The builder's own identity approving does not count.
 	r.review(pr.Number, "fixer-bot", forge.ReviewApproved, "looks good to me")
@@ -354,20 +344,41 @@ func forgeFlow(t *testing.T, kind forge.Kind, poll time.Duration) {
 	r.state(tk.ID, models.TaskVerified)
 	r.status(again.Commit, forge.StateSuccess)
 
-	// A merge in the forge is recorded on the task and closes its workspace.
-	r.srv.Merge(pr.Number, "alice-forge")
-	if kind == forge.GitHub {
-		if code := r.webhook(r.secret, r.srv.MergePayload(pr.Number)); code != http.StatusAccepted {
-			t.Fatalf("merge delivery: %d", code)
-		}
-	}
-	r.waitEvent(tk.ID, models.EventTaskMerged, "forge")
-	h.waitFor("the merged task's worktree to go", func() bool {
-		_, err := os.Stat(h.cfg.Workspaces.Root() + "/worktrees/" + itoa(tk.ID))
-		return os.IsNotExist(err)
-	})
+	r.mergedInForge(pr.Number, tk.ID)
 	r.onlyVerifiedSucceeded(first, again.Commit)
 	r.tokenNowhere(tk.ID)
+}
+
+// badSignatureChangesNothing sends a lead's approval signed with another secret: it is
+// refused and records nothing.
+func (r *forgeRig) badSignatureChangesNothing(number, id int64) {
+	t := r.h.t
+	before := r.lastEvent()
+	if code := r.webhook("not-the-secret", r.srv.ReviewPayload(number, "alice-forge", forge.ReviewApproved, "LGTM")); code != http.StatusUnauthorized {
+		t.Fatalf("a badly signed delivery: %d, want 401", code)
+	}
+	if got := r.reviewEventsSince(before); len(got) > 0 {
+		t.Fatalf("a badly signed delivery recorded %v", got)
+	}
+	if got := r.state(id, models.TaskCompleted); got.VerifierID != nil {
+		t.Fatalf("a badly signed approval verified the task")
+	}
+}
+
+// mergedInForge merges the pull request in the forge: the merge is recorded on the
+// task and its worktree goes.
+func (r *forgeRig) mergedInForge(number, id int64) {
+	r.srv.Merge(number, "alice-forge")
+	if r.srv.Kind() == forge.GitHub {
+		if code := r.webhook(r.secret, r.srv.MergePayload(number)); code != http.StatusAccepted {
+			r.h.t.Fatalf("merge delivery: %d", code)
+		}
+	}
+	r.waitEvent(id, models.EventTaskMerged, "forge")
+	r.h.waitFor("the merged task's worktree to go", func() bool {
+		_, err := os.Stat(filepath.Join(r.h.cfg.Workspaces.Root(), "worktrees", itoa(id)))
+		return os.IsNotExist(err)
+	})
 }
 
 // review submits a review: by webhook on GitHub, on the forge for the poll to find on

@@ -23,7 +23,7 @@ func TestAgentsRoundTrip(t *testing.T) {
 
 		a := &models.Agent{
 			Name: "dev-1", Kind: models.KindWorker, Roles: []string{"developer", "tester"},
-			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, TargetBranch: "main", Concurrency: 3,
+			Command: "claude -p", Workdir: "/srv/repo", Worktree: true, TargetBranch: "main", Forge: "origin", Concurrency: 3,
 			Disabled: true, CreatedAt: ts(1), UpdatedAt: ts(2), PasswordHash: "$2a$10$hash",
 			Sandbox: models.AgentSandbox{Read: []string{"/opt/sdk"}, Write: []string{"/var/cache/go", "/tmp/x"}, Connect: []int{443, 5432}, AllowUnix: true},
 			PassEnv: []string{"ANTHROPIC_API_KEY"}, DailyBudget: &contract.Budget{MaxCostUSD: ptr(25.0)},
