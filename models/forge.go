@@ -125,6 +125,12 @@ func validRefName(s string) bool {
 	return !strings.ContainsAny(s, " ~^:?*[\\\x7f") && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 })
 }
 
+// ForgeDeliveryMemory is how long a webhook delivery id is kept to refuse its replay.
+// Forges redeliver within hours (GitHub's manual redelivery, GitLab's retries), and a
+// captured delivery replayed later finds a task that has moved on: its review was
+// acted on once, by id, on the pull request.
+const ForgeDeliveryMemory = 30 * 24 * time.Hour
+
 // NewForgeWebhookSecret returns a new secret for a forge's webhook: 32 random bytes in
 // hex, which both GitHub's and GitLab's forms accept.
 func NewForgeWebhookSecret() string {
@@ -228,6 +234,8 @@ type ForgeTx interface {
 	TasksWithoutPull(ctx context.Context, limit int) ([]Task, error)
 	// AddForgeDelivery records a webhook delivery id; ECONFLICT when it was seen.
 	AddForgeDelivery(ctx context.Context, forgeID int64, delivery string, at time.Time) error
+	// PruneForgeDeliveries forgets the delivery ids received before before.
+	PruneForgeDeliveries(ctx context.Context, before time.Time) error
 }
 
 // ForgeStore is a Store with the forge store.

@@ -269,13 +269,18 @@ func (o *ops) ListOpenForgePulls(ctx context.Context) ([]models.ForgePull, error
 }
 
 // TasksWithoutPull returns tasks with a verified commit whose agent names a forge,
-// that no other live task depends on, and that have no pull request yet.
+// settled since that forge was added, not merged in Countersign, that no other live
+// task depends on, and that have no pull request yet.
 func (o *ops) TasksWithoutPull(ctx context.Context, limit int) ([]models.Task, error) {
 	var recs []taskRecord
 	err := o.q(ctx).Model(&taskRecord{}).
 		Joins("JOIN agents ON agents.id = tasks.builder_id AND agents.forge <> ''").
+		// Work settled before its forge was added is not sent there after the fact.
+		Joins("JOIN forges ON forges.name = agents.forge AND tasks.updated_at >= forges.created_at").
 		Where("tasks.verified_commit <> '' AND tasks.canary = '' AND tasks.state IN ?", []string{string(models.TaskCompleted), string(models.TaskVerified)}).
 		Where("NOT EXISTS (SELECT 1 FROM forge_pulls p WHERE p.task_id = tasks.id)").
+		// Work a lead merged in Countersign has landed already.
+		Where("NOT EXISTS (SELECT 1 FROM events e WHERE e.task_id = tasks.id AND e.type = ?)", models.EventTaskMerged).
 		// A step that later steps build on travels in their pull request.
 		Where("NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks n ON n.id = d.task_id WHERE d.depends_on_id = tasks.id AND n.state <> ?)", string(models.TaskCancelled)).
 		Order("tasks.id").Limit(limit).Find(&recs).Error
@@ -297,4 +302,9 @@ func (o *ops) TasksWithoutPull(ctx context.Context, limit int) ([]models.Task, e
 func (o *ops) AddForgeDelivery(ctx context.Context, forgeID int64, delivery string, at time.Time) error {
 	err := o.q(ctx).Create(&forgeDeliveryRecord{ForgeID: forgeID, Delivery: delivery, ReceivedAt: normTime(at)}).Error
 	return conflictOr(err, "forge delivery", "delivery %s was already received", delivery)
+}
+
+// PruneForgeDeliveries forgets the delivery ids received before before.
+func (o *ops) PruneForgeDeliveries(ctx context.Context, before time.Time) error {
+	return mapError(o.q(ctx).Delete(&forgeDeliveryRecord{}, "received_at < ?", normTime(before)).Error, "forge deliveries")
 }

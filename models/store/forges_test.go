@@ -71,6 +71,10 @@ func TestForgeRoundTrip(t *testing.T) {
 
 		must(t, db.AddForgeDelivery(ctx, f.ID, "d-1", ts(3)))
 		wantCode(t, db.AddForgeDelivery(ctx, f.ID, "d-1", ts(4)), models.ECONFLICT)
+		must(t, db.AddForgeDelivery(ctx, f.ID, "d-2", ts(9)))
+		must(t, db.PruneForgeDeliveries(ctx, ts(5)))
+		must(t, db.AddForgeDelivery(ctx, f.ID, "d-1", ts(10))) // forgotten
+		wantCode(t, db.AddForgeDelivery(ctx, f.ID, "d-2", ts(10)), models.ECONFLICT)
 		must(t, db.DeleteForge(ctx, f.ID))
 		_, err = db.GetForgePull(ctx, tk.ID)
 		wantCode(t, err, models.ENOTFOUND)

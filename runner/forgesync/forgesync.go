@@ -76,9 +76,10 @@ type Syncer struct {
 	store models.ForgeStore
 	wake  chan struct{}
 
-	mu       sync.Mutex
-	clients  map[int64]clientEntry
-	lastPoll time.Time
+	mu        sync.Mutex
+	clients   map[int64]clientEntry
+	lastPoll  time.Time
+	lastPrune time.Time
 
 	startstop.Base
 }
@@ -164,6 +165,7 @@ func (s *Syncer) Round(ctx context.Context) {
 		s.cfg.Log.Warn("forge sync: listing open pull requests failed", "err", err)
 		return
 	}
+	s.prune(ctx)
 	poll := s.pollDue()
 	for i := range pulls {
 		if ctx.Err() != nil {
@@ -186,6 +188,22 @@ func (s *Syncer) pollDue() bool {
 	}
 	s.lastPoll = now
 	return true
+}
+
+// prune forgets old webhook delivery ids, at most once an hour.
+func (s *Syncer) prune(ctx context.Context) {
+	s.mu.Lock()
+	due := time.Since(s.lastPrune) >= time.Hour
+	if due {
+		s.lastPrune = time.Now()
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := s.store.PruneForgeDeliveries(ctx, s.cfg.Forges.Now().Add(-models.ForgeDeliveryMemory)); err != nil {
+		s.cfg.Log.Warn("forge sync: pruning old webhook deliveries failed", "err", err)
+	}
 }
 
 // client returns the forge's client and the login its token acts as, made once per
