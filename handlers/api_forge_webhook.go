@@ -28,7 +28,7 @@ func NewForgeWebhookAPI(sync ForgeDeliverer) *ForgeWebhookAPI { return &ForgeWeb
 
 // Register adds the route to e, outside the bearer-authenticated group.
 func (h *ForgeWebhookAPI) Register(e *echo.Echo) {
-	e.POST("/api/v1/forges/:name/webhook", h.Receive)
+	e.POST(ForgeWebhookPath(":name"), h.Receive)
 }
 
 // Receive checks and acts on one delivery.

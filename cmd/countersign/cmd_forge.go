@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/store"
 )
@@ -19,9 +20,6 @@ import (
 // environment variable, never from a flag's value (that would show in ps and in the
 // shell's history), and no command prints it. The webhook secret is printed once, by
 // forge add and forge rotate-secret.
-
-// forgeWebhookPath is where a forge's webhook deliveries are received.
-func forgeWebhookPath(name string) string { return "/api/v1/forges/" + name + "/webhook" }
 
 // forgeFields are the flags of forge add and forge update.
 type forgeFields struct {
@@ -89,7 +87,7 @@ func openForges(ctx context.Context, c *config) (*store.DB, *models.Forges, erro
 
 // printWebhookSecret prints where the forge's webhook goes and its secret, once.
 func printWebhookSecret(out io.Writer, f *models.Forge, secret string) {
-	fmt.Fprintf(out, "webhook URL:    <your Countersign's public URL>%s\n", forgeWebhookPath(f.Name))
+	fmt.Fprintf(out, "webhook URL:    <your Countersign's public URL>%s\n", handlers.ForgeWebhookPath(f.Name))
 	fmt.Fprintf(out, "webhook secret: %s\n", secret)
 	fmt.Fprintln(out, "Paste both into the repository's webhook settings now: the secret is not shown again ('countersign forge rotate-secret "+f.Name+"' makes a new one).")
 	if f.Kind == models.ForgeGitLab {
