@@ -31,8 +31,9 @@ const (
 	// EventForgeReviewIgnored: a review that did not count, with why (unmapped
 	// reviewer, the builder's own identity, Countersign's own login, no authority).
 	EventForgeReviewIgnored = "forge.review_ignored"
-	// EventForgeMerged: the pull request was merged in the forge.
-	EventForgeMerged = "forge.merged"
+	// EventForgePullClosed: the pull request was closed in the forge without a merge
+	// (a merge is task.merged, via forge).
+	EventForgePullClosed = "forge.pull_closed"
 	// EventForgeSyncFailed: talking to the forge failed; the sync retries.
 	EventForgeSyncFailed = "forge.sync_failed"
 )

@@ -80,7 +80,7 @@ func (s *Syncer) closed(ctx context.Context, tg *target, by string) error {
 		return nil
 	}
 	p.State = models.PullClosed
-	return s.record(ctx, p, models.EventForgeMerged, map[string]any{"forge": tg.forge.Name, "number": p.Number, "closed_by": by, "merged": false})
+	return s.record(ctx, p, models.EventForgePullClosed, map[string]any{"forge": tg.forge.Name, "number": p.Number, "closed_by": by})
 }
 
 // review acts on one review, once (its id is kept on the pull request in the same
