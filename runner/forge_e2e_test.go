@@ -331,8 +331,8 @@ func forgeFlow(t *testing.T, kind forge.Kind, poll time.Duration) {
 	words := "Please document Add with a doc comment."
 	r.review(pr.Number, "alice-forge", forge.ReviewChangesRequested, words, forgetest.LineComment{Path: "calc.go", Line: 3, Text: "no doc comment here"})
 	again := r.revised(tk.ID, first)
-	if brief := h.brief(tk.ID, len(h.attempts(tk.ID))); !strings.Contains(brief, words) {
-		t.Errorf("the next attempt's brief lacks the reviewer's words:\n%s", brief)
+	if brief := h.brief(tk.ID, len(h.attempts(tk.ID))); !strings.Contains(brief, words) || !strings.Contains(brief, "calc.go:3: no doc comment here") {
+		t.Errorf("the next attempt's brief lacks the reviewer's words or line comment:\n%s", brief)
 	}
 	if body := git(t, r.repo, "show", again.Commit+":calc.go"); !strings.Contains(body, "// Add adds.") {
 		t.Errorf("the revision did not act on the review: %s", body)
@@ -381,17 +381,16 @@ func (r *forgeRig) mergedInForge(number, id int64) {
 	})
 }
 
-// review submits a review: by webhook on GitHub, on the forge for the poll to find on
-// GitLab.
+// review submits a review on the forge, for the poll to find on GitLab, and delivers
+// it by webhook on GitHub.
 func (r *forgeRig) review(number int64, login string, state forge.ReviewState, body string, comments ...forgetest.LineComment) {
 	r.h.t.Helper()
+	r.srv.AddReview(number, login, state, body, comments...)
 	if r.srv.Kind() == forge.GitHub {
 		if code := r.webhook(r.secret, r.srv.ReviewPayload(number, login, state, body)); code != http.StatusAccepted {
 			r.h.t.Fatalf("review delivery: %d", code)
 		}
-		return
 	}
-	r.srv.AddReview(number, login, state, body, comments...)
 }
 
 // replayRefused sends one delivery twice: the second is refused.

@@ -98,9 +98,10 @@ func (s *Syncer) apply(ctx context.Context, tg *target, ev *forge.Event) error {
 		if ev.Review == nil {
 			return nil
 		}
-		if tg.forge.Kind == models.ForgeGitLab && ev.Review.State == forge.ReviewChangesRequested {
-			// GitLab's event names the reviewer but not their words: the API has them,
-			// under the id a poll gives them, so the request is acted on once.
+		if ev.Review.State == forge.ReviewChangesRequested {
+			// The event carries the review's text at most, never its line comments
+			// (GitLab's not even the text): the API has them all, under the id a poll
+			// gives them, so the request is acted on once, with every word.
 			return s.poll(ctx, tg)
 		}
 		return s.review(ctx, tg, ev.Review)

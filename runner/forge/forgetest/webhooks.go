@@ -115,11 +115,17 @@ func (s *Server) ReviewPayload(number int64, login string, state forge.ReviewSta
 	defer s.mu.Unlock()
 	p := s.mustPull(number)
 	if s.kind == forge.GitHub {
-		s.nextID++
+		// The delivery of a review AddReview submitted carries that review's id and
+		// commit, as GitHub's does; otherwise it is a review only the delivery knows.
+		id, commit := s.submitted(number, login, state, body)
+		if id == 0 {
+			s.nextID++
+			id, commit = s.nextID, s.refSHA(p.Head)
+		}
 		return payload("pull_request_review", map[string]any{
 			"action": "submitted",
-			"review": map[string]any{"id": s.nextID, "user": s.ghUserJSON(login), "body": body,
-				"state": string(state), "commit_id": s.refSHA(p.Head),
+			"review": map[string]any{"id": id, "user": s.ghUserJSON(login), "body": body,
+				"state": string(state), "commit_id": commit,
 				"submitted_at": time.Now().UTC().Format(time.RFC3339)},
 			"pull_request": s.ghPullJSON(p), "repository": s.ghRepoJSON(), "sender": s.ghUserJSON(login),
 		})
@@ -133,6 +139,18 @@ func (s *Server) ReviewPayload(number int64, login string, state forge.ReviewSta
 		return s.glMergeHook(p, login, "update", "", []map[string]any{rv})
 	}
 	return s.notePayload(p, login, body, "", 0)
+}
+
+// submitted returns the id and commit of the newest review AddReview submitted on
+// pull number by login in state with body; 0 when there is none.
+func (s *Server) submitted(number int64, login string, state forge.ReviewState, body string) (int64, string) {
+	rs := s.reviews[number]
+	for i := len(rs) - 1; i >= 0; i-- {
+		if r := rs[i]; r.Login == login && r.State == state && r.Body == body {
+			return r.ID, r.Commit
+		}
+	}
+	return 0, ""
 }
 
 // NotePayload is a GitLab Note Hook on merge request number: a diff note on
