@@ -95,10 +95,14 @@ func (s *Syncer) syncPull(ctx context.Context, p *models.ForgePull, poll bool) {
 
 func (s *Syncer) step(ctx context.Context, tg *target, poll bool) error {
 	t, p := tg.task, tg.pull
-	if p.Number == 0 || (t.Commit != "" && t.Commit != p.Commit && (t.State == models.TaskCompleted || t.State == models.TaskVerified)) {
+	publishable := t.Commit != "" && (t.State == models.TaskCompleted || t.State == models.TaskVerified)
+	if publishable && (p.Number == 0 || t.Commit != p.Commit) {
 		if err := s.publish(ctx, tg); err != nil {
 			return err
 		}
+	}
+	if p.Number == 0 {
+		return nil // reopened before its pull request was opened: it waits for its work
 	}
 	if err := s.status(ctx, tg); err != nil {
 		return err
@@ -114,7 +118,6 @@ func (s *Syncer) settle(ctx context.Context, p *models.ForgePull, syncErr error)
 	msg := ""
 	if syncErr != nil {
 		msg = contract.Truncate(syncErr.Error(), 1000)
-		s.cfg.Log.Warn("forge sync failed", "task_id", p.TaskID, "err", msg)
 	}
 	err := s.inTx(ctx, func(tx models.ForgeTx) error {
 		cur, err := tx.LockForgePull(ctx, p.TaskID)
@@ -122,7 +125,10 @@ func (s *Syncer) settle(ctx context.Context, p *models.ForgePull, syncErr error)
 			return err
 		}
 		if cur.Error == msg {
-			return nil
+			return nil // logged and recorded when it was new
+		}
+		if msg != "" {
+			s.cfg.Log.Warn("forge sync failed; it is retried every round", "task_id", p.TaskID, "err", msg)
 		}
 		cur.Error = msg
 		if err := tx.SaveForgePull(ctx, cur); err != nil {
@@ -163,8 +169,7 @@ func (s *Syncer) publish(ctx context.Context, tg *target) error {
 	} else if err != nil {
 		return err
 	}
-	spec := forge.PullSpec{Head: t.Branch, Base: baseBranch(tg), Title: fmt.Sprintf("%s (Countersign task %d)", t.Title, t.ID),
-		Body: s.body(ctx, tg, t.Commit)}
+	spec := s.pullSpec(ctx, tg, t.Commit)
 	var pr forge.Pull
 	if err := s.call(ctx, func(ctx context.Context) (err error) { pr, err = tg.client.EnsurePull(ctx, spec); return err }); err != nil {
 		return err
@@ -182,6 +187,12 @@ func (s *Syncer) publish(ctx context.Context, tg *target) error {
 		typ = models.EventForgePullOpened
 	}
 	return s.record(ctx, p, typ, map[string]any{"forge": tg.forge.Name, "number": pr.Number, "url": pr.URL, "commit": t.Commit, "branch": t.Branch})
+}
+
+// pullSpec is the pull request for tg's task showing commit.
+func (s *Syncer) pullSpec(ctx context.Context, tg *target, commit string) forge.PullSpec {
+	return forge.PullSpec{Head: tg.task.Branch, Base: baseBranch(tg), Title: fmt.Sprintf("%s (Countersign task %d)", tg.task.Title, tg.task.ID),
+		Body: s.body(ctx, tg, commit)}
 }
 
 // baseBranch is where the pull request merges: the forge's target branch, else the
@@ -215,8 +226,7 @@ func (s *Syncer) status(ctx context.Context, tg *target) error {
 	}
 	if p.Status != "" {
 		// A change after the first: the description says what happened since.
-		spec := forge.PullSpec{Head: tg.task.Branch, Base: baseBranch(tg), Title: fmt.Sprintf("%s (Countersign task %d)", tg.task.Title, tg.task.ID),
-			Body: s.body(ctx, tg, p.Commit)}
+		spec := s.pullSpec(ctx, tg, p.Commit)
 		if err := s.call(ctx, func(ctx context.Context) error { _, err := tg.client.EnsurePull(ctx, spec); return err }); err != nil {
 			return err
 		}
