@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/runner/forge"
 )
 
 // body is the pull request's description: what was promised (the contract), what the
@@ -15,13 +16,10 @@ import (
 // request points at a new commit or its status changes. Nothing in it comes from the
 // worker but the task's own title and the judge's diagnoses, and it never carries a
 // credential.
-func (s *Syncer) body(ctx context.Context, tg *target, commit string) string {
+// state and desc are the commit's status as the caller just worked it out.
+func (s *Syncer) body(ctx context.Context, tg *target, commit string, state forge.State, desc string) string {
 	t := tg.task
 	var b strings.Builder
-	state, desc, err := s.desired(ctx, t)
-	if err != nil {
-		state, desc = "unknown", "the task's standing could not be read: "+err.Error()
-	}
 	fmt.Fprintf(&b, "**Countersign: %s** — %s\n\n", state, desc)
 	fmt.Fprintf(&b, "Task [%d](%s) · verified commit `%s` · branch `%s`\n\n", t.ID, s.taskURL(t.ID), commit, t.Branch)
 	s.writeSteps(ctx, &b, t)

@@ -169,7 +169,11 @@ func (s *Syncer) publish(ctx context.Context, tg *target) error {
 	} else if err != nil {
 		return err
 	}
-	spec := s.pullSpec(ctx, tg, t.Commit)
+	state, desc, err := s.desired(ctx, t)
+	if err != nil {
+		return err
+	}
+	spec := s.pullSpec(ctx, tg, t.Commit, state, desc)
 	var pr forge.Pull
 	if err := s.call(ctx, func(ctx context.Context) (err error) { pr, err = tg.client.EnsurePull(ctx, spec); return err }); err != nil {
 		return err
@@ -189,10 +193,10 @@ func (s *Syncer) publish(ctx context.Context, tg *target) error {
 	return s.record(ctx, p, typ, map[string]any{"forge": tg.forge.Name, "number": pr.Number, "url": pr.URL, "commit": t.Commit, "branch": t.Branch})
 }
 
-// pullSpec is the pull request for tg's task showing commit.
-func (s *Syncer) pullSpec(ctx context.Context, tg *target, commit string) forge.PullSpec {
+// pullSpec is the pull request for tg's task showing commit, whose status is state.
+func (s *Syncer) pullSpec(ctx context.Context, tg *target, commit string, state forge.State, desc string) forge.PullSpec {
 	return forge.PullSpec{Head: tg.task.Branch, Base: baseBranch(tg), Title: fmt.Sprintf("%s (Countersign task %d)", tg.task.Title, tg.task.ID),
-		Body: s.body(ctx, tg, commit)}
+		Body: s.body(ctx, tg, commit, state, desc)}
 }
 
 // baseBranch is where the pull request merges: the forge's target branch, else the
@@ -226,7 +230,7 @@ func (s *Syncer) status(ctx context.Context, tg *target) error {
 	}
 	if p.Status != "" {
 		// A change after the first: the description says what happened since.
-		spec := s.pullSpec(ctx, tg, p.Commit)
+		spec := s.pullSpec(ctx, tg, p.Commit, state, desc)
 		if err := s.call(ctx, func(ctx context.Context) error { _, err := tg.client.EnsurePull(ctx, spec); return err }); err != nil {
 			return err
 		}
